@@ -1,0 +1,126 @@
+"""The Run: everything known about one training run, fed batch by batch from sources.
+
+`check`, `inspect` and the TUI all hold a Run; health reads it, views render it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.records import Batch, BadLine, LineKind
+
+#: bad lines kept verbatim (the first ones, then the most recent): enough to show, bounded
+_BAD_LINES_KEPT = 20
+
+
+@dataclass(slots=True, frozen=True)
+class Progress:
+    """Where the run is, from the latest line that said so (None = not logged)."""
+
+    step: float | None
+    max_steps: int | None
+    fraction: float | None
+    elapsed_s: float | None
+    remaining_s: float | None
+    seconds_per_step: float | None
+    memory_gib: float | None
+
+
+@dataclass
+class Run:
+    """One run: its metric store, context, files and reading statistics."""
+
+    path: Path
+    store: MetricStore = field(default_factory=MetricStore)
+    context: RunContext = field(default_factory=RunContext)
+    framework: str | None = None
+    #: every file read so far (metrics, context, completions), in discovery order
+    files: list[str] = field(default_factory=list)
+    #: the files being followed right now
+    followed: list[str] = field(default_factory=list)
+    line_counts: Counter[str] = field(default_factory=Counter)
+    bad_line_count: int = 0
+    bad_lines: list[BadLine] = field(default_factory=list)
+    finished: bool = False
+    #: wall-clock time (epoch s) the newest data was written (file mtime), None before any
+    last_data_time: float | None = None
+    #: human notes about the sources: waiting for a file, restarts, a newer run directory
+    events: list[str] = field(default_factory=list)
+    #: bumped on every ingest that changed something, so views can skip redraws
+    version: int = 0
+    _max_steps: int | None = None
+
+    def ingest(self, batch: Batch) -> None:
+        """Add one batch from the sources."""
+        if not batch:
+            return
+        for record in batch.records:
+            self.store.add(record)
+            self.line_counts[record.kind.name.lower()] += 1
+            if record.max_steps:
+                self._max_steps = record.max_steps
+        for bad in batch.bad_lines:
+            self.bad_line_count += 1
+            if len(self.bad_lines) >= _BAD_LINES_KEPT:
+                # keep the first half as they were, roll the rest
+                del self.bad_lines[_BAD_LINES_KEPT // 2]
+            self.bad_lines.append(bad)
+        if batch.finished:
+            self.finished = True
+            self.line_counts[LineKind.SUMMARY.name.lower()] += 1
+        if batch.restarted:
+            # a new generation of the file: the run is live again until it says otherwise
+            self.finished = False
+        self.events.extend(batch.events)
+        del self.events[:-50]
+        self.version += 1
+
+    @property
+    def max_steps(self) -> int | None:
+        return self._max_steps or self.context.max_steps
+
+    def progress(self) -> Progress:
+        store = self.store
+        step = store.last_step()
+        max_steps = self.max_steps
+        fraction = None
+        if step is not None and max_steps:
+            fraction = min(1.0, step / max_steps)
+        if fraction is None and (pct := store.last("percentage")) is not None:
+            fraction = pct[1] / 100.0
+
+        def latest(name: str) -> float | None:
+            found = store.last(name)
+            return found[1] if found is not None else None
+
+        return Progress(
+            step=step,
+            max_steps=max_steps,
+            fraction=fraction,
+            elapsed_s=latest("elapsed"),
+            remaining_s=latest("remaining"),
+            seconds_per_step=latest("speed"),
+            memory_gib=latest("memory"),
+        )
+
+    def usual_interval(self) -> float | None:
+        """Typical wall seconds between two log lines, from the logged elapsed times
+        (median of positive differences), or None when unknown."""
+        if "elapsed" not in self.store:
+            return None
+        elapsed = self.store.window("elapsed", 50).values
+        if elapsed.size < 3:
+            return None
+        diffs = np.diff(elapsed)
+        diffs = diffs[diffs > 0]
+        return float(np.median(diffs)) if diffs.size else None
+
+    def data_age(self, now: float) -> float | None:
+        """Seconds since the newest data was written."""
+        return None if self.last_data_time is None else max(0.0, now - self.last_data_time)

@@ -1,0 +1,377 @@
+"""The metric store: one float64 numpy column per canonical metric, NaN = not logged.
+
+Rows are log lines (train, eval, end-of-train) in step order. Each column keeps small
+per-block summaries (min / max / sum / count / last of every `BLOCK` rows), updated as
+rows arrive, so a screen-sized view (`buckets`) costs O(width + rows / BLOCK) however long
+the run is, and never loops over history in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_tui.sources.records import LineKind, Record
+
+#: rows summarised per block; 256 keeps the summaries at ~2% of the column's memory
+BLOCK = 256
+_INITIAL_ROWS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Buckets:
+    """A metric reduced to at most `width` buckets, oldest first (NaN-aware).
+
+    A bucket with no finite value has count 0 and NaN statistics (drawn as a gap).
+    """
+
+    step_lo: np.ndarray
+    step_hi: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    mean: np.ndarray
+    last: np.ndarray
+    count: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.mean.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Points:
+    """Logged finite points of one metric: parallel step and value arrays."""
+
+    steps: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+
+class _Column:
+    """One metric: its values per row plus per-block summaries."""
+
+    __slots__ = (
+        "values",
+        "blk_min",
+        "blk_max",
+        "blk_sum",
+        "blk_count",
+        "blk_last",
+        "finite_count",
+        "logged_count",
+        "last_row",
+        "nonfinite_rows",
+        "source_key",
+    )
+
+    def __init__(self, capacity: int, source_key: str) -> None:
+        self.values = np.full(capacity, np.nan)
+        nblocks = -(-capacity // BLOCK)
+        self.blk_min = np.full(nblocks, np.nan)
+        self.blk_max = np.full(nblocks, np.nan)
+        self.blk_sum = np.zeros(nblocks)
+        self.blk_count = np.zeros(nblocks, dtype=np.int64)
+        self.blk_last = np.full(nblocks, -1, dtype=np.int64)  # row of the last finite value
+        self.finite_count = 0
+        self.logged_count = 0
+        self.last_row = -1  # last row holding a finite value
+        #: rows where the line logged NaN / Infinity (kept apart: a logged NaN is news,
+        #: "not logged" is not)
+        self.nonfinite_rows: list[int] = []
+        self.source_key = source_key
+
+    def grow(self, capacity: int) -> None:
+        old = self.values.shape[0]
+        self.values = np.concatenate([self.values, np.full(capacity - old, np.nan)])
+        nblocks = -(-capacity // BLOCK)
+        extra = nblocks - self.blk_min.shape[0]
+        if extra > 0:
+            self.blk_min = np.concatenate([self.blk_min, np.full(extra, np.nan)])
+            self.blk_max = np.concatenate([self.blk_max, np.full(extra, np.nan)])
+            self.blk_sum = np.concatenate([self.blk_sum, np.zeros(extra)])
+            self.blk_count = np.concatenate([self.blk_count, np.zeros(extra, dtype=np.int64)])
+            self.blk_last = np.concatenate([self.blk_last, np.full(extra, -1, dtype=np.int64)])
+
+    def put(self, row: int, value: float) -> None:
+        """Write a value into a row that holds nothing for this column yet."""
+        self.values[row] = value
+        self.logged_count += 1
+        if value != value or value in (np.inf, -np.inf):
+            self.nonfinite_rows.append(row)
+            return
+        b = row // BLOCK
+        self.blk_min[b] = value if not self.blk_count[b] else min(self.blk_min[b], value)
+        self.blk_max[b] = value if not self.blk_count[b] else max(self.blk_max[b], value)
+        self.blk_sum[b] += value
+        self.blk_count[b] += 1
+        if row > self.blk_last[b]:
+            self.blk_last[b] = row
+        self.finite_count += 1
+        if row > self.last_row:
+            self.last_row = row
+
+    def clear_rows(self, start: int, stop: int) -> None:
+        """Forget rows [start, stop) and rebuild the summaries they touched."""
+        seg = self.values[start:stop]
+        finite = np.isfinite(seg)
+        self.finite_count -= int(finite.sum())
+        removed_nonfinite = [r for r in self.nonfinite_rows if start <= r < stop]
+        self.logged_count -= int(finite.sum()) + len(removed_nonfinite)
+        if removed_nonfinite:
+            self.nonfinite_rows = [r for r in self.nonfinite_rows if not start <= r < stop]
+        seg[:] = np.nan
+        for b in range(start // BLOCK, -(-stop // BLOCK)):
+            self._rebuild_block(b)
+        if start <= self.last_row < stop:
+            finite_rows = np.flatnonzero(np.isfinite(self.values[:start]))
+            self.last_row = int(finite_rows[-1]) if finite_rows.size else -1
+
+    def _rebuild_block(self, b: int) -> None:
+        seg = self.values[b * BLOCK : (b + 1) * BLOCK]
+        finite = np.isfinite(seg)
+        count = int(finite.sum())
+        self.blk_count[b] = count
+        if count:
+            vals = seg[finite]
+            self.blk_min[b] = vals.min()
+            self.blk_max[b] = vals.max()
+            self.blk_sum[b] = vals.sum()
+            self.blk_last[b] = b * BLOCK + int(np.flatnonzero(finite)[-1])
+        else:
+            self.blk_min[b] = np.nan
+            self.blk_max[b] = np.nan
+            self.blk_sum[b] = 0.0
+            self.blk_last[b] = -1
+
+
+class MetricStore:
+    """Columns of canonical metrics over log rows; what health and the views read.
+
+    Adding a record follows the "newer record of a step wins" rule: a train record whose
+    step is not after the last train step (a resumed or restarted run re-logging steps)
+    drops every row from that step on, so no step counts twice and steps stay in order;
+    an eval or end record for a step that already has one of its kind replaces it.
+    """
+
+    def __init__(self) -> None:
+        self._capacity = _INITIAL_ROWS
+        self._n = 0
+        self._steps = np.full(self._capacity, np.nan)
+        self._kinds = np.zeros(self._capacity, dtype=np.uint8)
+        self._columns: dict[str, _Column] = {}
+        self._row_of: dict[tuple[int, float], int] = {}
+        self._last_train_step = -np.inf
+        #: how many rows were dropped because a newer record re-logged their step
+        self.replaced_rows = 0
+
+    # -- writing -----------------------------------------------------------------
+    def add(self, record: Record) -> None:
+        step = float(record.step)
+        kind = int(record.kind)
+        if record.kind == LineKind.TRAIN and step <= self._last_train_step:
+            cut = int(np.searchsorted(self._steps[: self._n], step, side="left"))
+            self._truncate(cut)
+        else:
+            existing = self._row_of.get((kind, step))
+            if existing is not None:
+                self._clear_row(existing)
+                self._write(existing, record)
+                return
+        if self._n == self._capacity:
+            self._grow()
+        row = self._n
+        self._n += 1
+        self._steps[row] = step
+        self._kinds[row] = kind
+        self._row_of[(kind, step)] = row
+        if record.kind == LineKind.TRAIN:
+            self._last_train_step = step
+        self._write(row, record)
+
+    def _write(self, row: int, record: Record) -> None:
+        for name, value in record.values.items():
+            column = self._columns.get(name)
+            if column is None:
+                column = _Column(self._capacity, record.source_keys.get(name, name))
+                self._columns[name] = column
+            column.put(row, value)
+
+    def _clear_row(self, row: int) -> None:
+        for column in self._columns.values():
+            if not np.isnan(column.values[row]) or row in column.nonfinite_rows:
+                column.clear_rows(row, row + 1)
+
+    def _truncate(self, cut: int) -> None:
+        if cut >= self._n:
+            return
+        self.replaced_rows += self._n - cut
+        for column in self._columns.values():
+            column.clear_rows(cut, self._n)
+        self._steps[cut : self._n] = np.nan
+        self._n = cut
+        self._row_of = {key: row for key, row in self._row_of.items() if row < cut}
+        train_rows = np.flatnonzero(self._kinds[:cut] == LineKind.TRAIN)
+        self._last_train_step = float(self._steps[train_rows[-1]]) if train_rows.size else -np.inf
+
+    def _grow(self) -> None:
+        self._capacity *= 2
+        self._steps = np.concatenate([self._steps, np.full(self._capacity - self._n, np.nan)])
+        self._kinds = np.concatenate([self._kinds, np.zeros(self._capacity - self._n, np.uint8)])
+        for column in self._columns.values():
+            column.grow(self._capacity)
+
+    # -- reading -----------------------------------------------------------------
+    def __len__(self) -> int:
+        return self._n
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._columns
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Step of every row (read-only view)."""
+        view = self._steps[: self._n]
+        view.flags.writeable = False
+        return view
+
+    @property
+    def kinds(self) -> np.ndarray:
+        """`LineKind` of every row (read-only view)."""
+        view = self._kinds[: self._n]
+        view.flags.writeable = False
+        return view
+
+    def names(self) -> list[str]:
+        """Every metric ever logged, in order of first appearance."""
+        return [name for name, col in self._columns.items() if col.logged_count]
+
+    def column(self, name: str) -> np.ndarray:
+        """All rows of one metric, NaN where not logged (read-only view)."""
+        view = self._columns[name].values[: self._n]
+        view.flags.writeable = False
+        return view
+
+    def source_key(self, name: str) -> str:
+        return self._columns[name].source_key
+
+    def count(self, name: str) -> int:
+        """How many finite values the metric has."""
+        column = self._columns.get(name)
+        return column.finite_count if column else 0
+
+    def nonfinite_steps(self, name: str) -> np.ndarray:
+        """Steps at which the line logged NaN or ±Infinity for this metric."""
+        column = self._columns.get(name)
+        if column is None or not column.nonfinite_rows:
+            return np.empty(0)
+        return self._steps[np.asarray(column.nonfinite_rows, dtype=np.int64)]
+
+    def last(self, name: str) -> tuple[float, float] | None:
+        """(step, value) of the latest finite value, or None."""
+        column = self._columns.get(name)
+        if column is None or column.last_row < 0:
+            return None
+        return float(self._steps[column.last_row]), float(column.values[column.last_row])
+
+    def last_step(self) -> float | None:
+        return float(self._steps[self._n - 1]) if self._n else None
+
+    def points(self, name: str, since_step: float | None = None) -> Points:
+        """Every finite point of a metric (optionally from a step on). O(rows): for
+        health and charts, not for every frame."""
+        column = self._columns.get(name)
+        if column is None:
+            return Points(np.empty(0), np.empty(0))
+        start = 0
+        if since_step is not None:
+            start = int(np.searchsorted(self._steps[: self._n], since_step, side="left"))
+        vals = column.values[start : self._n]
+        mask = np.isfinite(vals)
+        return Points(self._steps[start : self._n][mask], vals[mask])
+
+    def window(self, name: str, n_points: int) -> Points:
+        """The last `n_points` finite points, scanning back from the end in chunks so a
+        short window of a long run stays cheap."""
+        column = self._columns.get(name)
+        if column is None or n_points <= 0:
+            return Points(np.empty(0), np.empty(0))
+        want = min(n_points, column.finite_count)
+        stop = column.last_row + 1
+        span = max(4 * want, 64)
+        while True:
+            start = max(0, stop - span)
+            vals = column.values[start:stop]
+            mask = np.isfinite(vals)
+            if int(mask.sum()) >= want or start == 0:
+                steps = self._steps[start:stop][mask]
+                vals = vals[mask]
+                return Points(steps[-want:] if want else steps[:0], vals[-want:] if want else vals[:0])
+            span *= 4
+
+    def buckets(self, name: str, width: int) -> Buckets:
+        """The metric over the whole run in at most `width` buckets of equal row span.
+
+        Cost is O(width + rows / BLOCK): long runs are summarised from the per-block
+        statistics, short ones straight from the values.
+        """
+        column = self._columns.get(name)
+        n = self._n
+        if column is None or n == 0 or width <= 0:
+            empty = np.empty(0)
+            return Buckets(empty, empty, empty, empty, empty, empty, np.empty(0, np.int64))
+        if n >= 2 * BLOCK * width:
+            return self._buckets_from_blocks(column, width)
+        return self._buckets_from_rows(column, width)
+
+    def _buckets_from_rows(self, column: _Column, width: int) -> Buckets:
+        n = self._n
+        edges = np.unique(np.linspace(0, n, min(width, n) + 1).astype(np.int64))
+        starts = edges[:-1]
+        vals = column.values[:n]
+        finite = np.isfinite(vals)
+        count = np.add.reduceat(finite.astype(np.int64), starts)
+        total = np.add.reduceat(np.where(finite, vals, 0.0), starts)
+        vmin = np.fmin.reduceat(np.where(finite, vals, np.nan), starts)
+        vmax = np.fmax.reduceat(np.where(finite, vals, np.nan), starts)
+        last_idx = np.maximum.reduceat(np.where(finite, np.arange(n), -1), starts)
+        return self._finish(starts, edges[1:], count, total, vmin, vmax, last_idx, column)
+
+    def _buckets_from_blocks(self, column: _Column, width: int) -> Buckets:
+        nblocks = -(-self._n // BLOCK)
+        edges = np.unique(np.linspace(0, nblocks, width + 1).astype(np.int64))
+        starts = edges[:-1]
+        count = np.add.reduceat(column.blk_count[:nblocks], starts)
+        total = np.add.reduceat(column.blk_sum[:nblocks], starts)
+        vmin = np.fmin.reduceat(column.blk_min[:nblocks], starts)
+        vmax = np.fmax.reduceat(column.blk_max[:nblocks], starts)
+        last_idx = np.maximum.reduceat(column.blk_last[:nblocks], starts)
+        row_starts = starts * BLOCK
+        row_stops = np.minimum(edges[1:] * BLOCK, self._n)
+        return self._finish(row_starts, row_stops, count, total, vmin, vmax, last_idx, column)
+
+    def _finish(
+        self,
+        row_starts: np.ndarray,
+        row_stops: np.ndarray,
+        count: np.ndarray,
+        total: np.ndarray,
+        vmin: np.ndarray,
+        vmax: np.ndarray,
+        last_idx: np.ndarray,
+        column: _Column,
+    ) -> Buckets:
+        has = count > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(has, total / np.maximum(count, 1), np.nan)
+        last = np.where(last_idx >= 0, column.values[np.maximum(last_idx, 0)], np.nan)
+        return Buckets(
+            step_lo=self._steps[row_starts],
+            step_hi=self._steps[row_stops - 1],
+            min=np.where(has, vmin, np.nan),
+            max=np.where(has, vmax, np.nan),
+            mean=mean,
+            last=last,
+            count=count,
+        )
