@@ -8,12 +8,17 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import Batch, BadLine, LineKind
+
+if TYPE_CHECKING:
+    from grpo_tui.run.follow import Update
 
 #: bad lines kept verbatim (the first ones, then the most recent): enough to show, bounded
 _BAD_LINES_KEPT = 20
@@ -52,14 +57,42 @@ class Run:
     last_data_time: float | None = None
     #: human notes about the sources: waiting for a file, restarts, a newer run directory
     events: list[str] = field(default_factory=list)
+    #: what the logged completions show (None until a completions file has been read)
+    samples: CompletionsSummary | None = None
+    version_hints: list[str] = field(default_factory=list)
+    #: what is being waited for (a file or directory that does not exist yet), or None
+    waiting_for: str | None = None
     #: bumped on every ingest that changed something, so views can skip redraws
     version: int = 0
     _max_steps: int | None = None
+
+    def apply(self, update: Update) -> None:
+        """Take one read of the sources (see run/follow.py)."""
+        status = update.status
+        self.framework = status.framework
+        self.context = status.context
+        self.files = list(status.files)
+        self.followed = list(status.followed)
+        self.version_hints = list(status.version_hints)
+        self.waiting_for = status.waiting_for
+        if status.data_time is not None:
+            self.last_data_time = status.data_time
+        if update.samples is not None:
+            self.samples = update.samples
+            self.version += 1
+        self.ingest(update.batch)
 
     def ingest(self, batch: Batch) -> None:
         """Add one batch from the sources."""
         if not batch:
             return
+        for block in batch.blocks:
+            self.store.add_block(block)
+            kinds, counts = np.unique(block.kinds, return_counts=True)
+            for kind, count in zip(kinds.tolist(), counts.tolist()):
+                self.line_counts[LineKind(kind).name.lower()] += count
+            if block.max_steps:
+                self._max_steps = block.max_steps
         for record in batch.records:
             self.store.add(record)
             self.line_counts[record.kind.name.lower()] += 1

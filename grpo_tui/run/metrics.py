@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.sources.records import LineKind, Record
+from grpo_tui.sources.records import LineKind, Record, RowBlock
 
 #: rows summarised per block; 256 keeps the summaries at ~2% of the column's memory
 BLOCK = 256
@@ -112,6 +112,36 @@ class _Column:
         if row > self.last_row:
             self.last_row = row
 
+    def put_many(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Write values into rows that hold nothing for this column yet (the caller
+        rebuilds the block summaries once for the span it wrote)."""
+        self.values[rows] = values
+        finite = np.isfinite(values)
+        n_finite = int(finite.sum())
+        self.finite_count += n_finite
+        self.logged_count += int(values.shape[0])
+        if n_finite < values.shape[0]:
+            self.nonfinite_rows.extend(rows[~finite].tolist())
+        if n_finite:
+            self.last_row = max(self.last_row, int(rows[finite].max()))
+
+    def rebuild_blocks(self, start: int, stop: int) -> None:
+        """Recompute the summaries of every block that rows [start, stop) touch."""
+        b0, b1 = start // BLOCK, -(-stop // BLOCK)
+        seg = self.values[b0 * BLOCK : b1 * BLOCK]
+        if seg.shape[0] < (b1 - b0) * BLOCK:
+            seg = np.concatenate([seg, np.full((b1 - b0) * BLOCK - seg.shape[0], np.nan)])
+        seg = seg.reshape(b1 - b0, BLOCK)
+        finite = np.isfinite(seg)
+        count = finite.sum(axis=1)
+        self.blk_count[b0:b1] = count
+        with np.errstate(invalid="ignore"):
+            self.blk_min[b0:b1] = np.where(count > 0, np.fmin.reduce(seg, axis=1), np.nan)
+            self.blk_max[b0:b1] = np.where(count > 0, np.fmax.reduce(seg, axis=1), np.nan)
+        self.blk_sum[b0:b1] = np.where(finite, seg, 0.0).sum(axis=1)
+        last = BLOCK - 1 - np.argmax(finite[:, ::-1], axis=1)
+        self.blk_last[b0:b1] = np.where(count > 0, b0 * BLOCK + np.arange(b1 - b0) * BLOCK + last, -1)
+
     def clear_rows(self, start: int, stop: int) -> None:
         """Forget rows [start, stop) and rebuild the summaries they touched."""
         seg = self.values[start:stop]
@@ -122,28 +152,10 @@ class _Column:
         if removed_nonfinite:
             self.nonfinite_rows = [r for r in self.nonfinite_rows if not start <= r < stop]
         seg[:] = np.nan
-        for b in range(start // BLOCK, -(-stop // BLOCK)):
-            self._rebuild_block(b)
+        self.rebuild_blocks(start, stop)
         if start <= self.last_row < stop:
             finite_rows = np.flatnonzero(np.isfinite(self.values[:start]))
             self.last_row = int(finite_rows[-1]) if finite_rows.size else -1
-
-    def _rebuild_block(self, b: int) -> None:
-        seg = self.values[b * BLOCK : (b + 1) * BLOCK]
-        finite = np.isfinite(seg)
-        count = int(finite.sum())
-        self.blk_count[b] = count
-        if count:
-            vals = seg[finite]
-            self.blk_min[b] = vals.min()
-            self.blk_max[b] = vals.max()
-            self.blk_sum[b] = vals.sum()
-            self.blk_last[b] = b * BLOCK + int(np.flatnonzero(finite)[-1])
-        else:
-            self.blk_min[b] = np.nan
-            self.blk_max[b] = np.nan
-            self.blk_sum[b] = 0.0
-            self.blk_last[b] = -1
 
 
 class MetricStore:
@@ -189,6 +201,63 @@ class MetricStore:
         if record.kind == LineKind.TRAIN:
             self._last_train_step = step
         self._write(row, record)
+
+    def add_block(self, block: RowBlock) -> None:
+        """Add many lines at once. Rows that only append go in with one write per column;
+        a block that re-logs earlier steps goes row by row through `add`."""
+        n_rows = len(block)
+        if n_rows == 0:
+            return
+        kinds, steps = block.kinds, block.steps
+        train = kinds == LineKind.TRAIN
+        if train.any():
+            first_train = float(steps[np.argmax(train)])
+            if first_train <= self._last_train_step and steps[0] == first_train:
+                # a restarted or resumed run: newer records of these steps win
+                self._truncate(int(np.searchsorted(self._steps[: self._n], first_train, side="left")))
+        if not self._appendable(kinds, steps, train):
+            for record in block.records():
+                self.add(record)
+            return
+        while self._n + n_rows > self._capacity:
+            self._grow()
+        r0, r1 = self._n, self._n + n_rows
+        self._steps[r0:r1] = steps
+        self._kinds[r0:r1] = kinds
+        for offset, key in enumerate(zip(kinds.tolist(), steps.tolist())):
+            self._row_of[key] = r0 + offset
+        if train.any():
+            self._last_train_step = float(steps[train][-1])
+        self._n = r1
+        touched: set[str] = set()
+        for group in block.groups:
+            rows = group.rows + r0
+            for j, name in enumerate(group.columns):
+                column = self._columns.get(name)
+                if column is None:
+                    column = _Column(self._capacity, group.source_keys.get(name, name))
+                    self._columns[name] = column
+                column.put_many(rows, group.values[:, j])
+                touched.add(name)
+        for name in touched:
+            self._columns[name].rebuild_blocks(r0, r1)
+
+    def _appendable(self, kinds: np.ndarray, steps: np.ndarray, train: np.ndarray) -> bool:
+        """True when every row is new: steps in order after what is stored, train steps
+        strictly rising, no (kind, step) seen before."""
+        if self._n and steps[0] < self._steps[self._n - 1]:
+            return False
+        if steps.shape[0] > 1 and np.any(np.diff(steps) < 0):
+            return False
+        train_steps = steps[train]
+        if train_steps.size and (
+            train_steps[0] <= self._last_train_step or np.any(np.diff(train_steps) <= 0)
+        ):
+            return False
+        keys = set(zip(kinds.tolist(), steps.tolist()))
+        if len(keys) != steps.shape[0]:
+            return False
+        return not any(key in self._row_of for key in keys)
 
     def _write(self, row: int, record: Record) -> None:
         for name, value in record.values.items():

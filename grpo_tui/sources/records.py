@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+import numpy as np
 
 
 class LineKind(enum.IntEnum):
@@ -34,6 +37,46 @@ class Record:
     line_no: int = 0
 
 
+@dataclass(slots=True)
+class ColumnGroup:
+    """Rows of a block that share one key shape: their numbers as a matrix."""
+
+    #: row positions inside the block
+    rows: np.ndarray
+    columns: tuple[str, ...]
+    #: canonical name -> the key it came from
+    source_keys: Mapping[str, str]
+    #: shape (len(rows), len(columns)); NaN where a line logged NaN
+    values: np.ndarray
+
+
+@dataclass(slots=True)
+class RowBlock:
+    """Many lines in matrix form: the fast path from a backfill or a burst of lines into
+    the store (one numpy write per column and shape instead of one per value)."""
+
+    kinds: np.ndarray
+    steps: np.ndarray
+    groups: list[ColumnGroup]
+    max_steps: int | None = None
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+    def records(self) -> list[Record]:
+        """One Record per row (the slow path, for rows that replace earlier ones)."""
+        values: list[dict[str, float]] = [{} for _ in range(len(self))]
+        keys: list[dict[str, str]] = [{} for _ in range(len(self))]
+        for group in self.groups:
+            for pos, row in zip(group.rows.tolist(), group.values.tolist()):
+                values[pos].update(zip(group.columns, row))
+                keys[pos].update(group.source_keys)
+        return [
+            Record(LineKind(int(kind)), float(step), vals, src, self.max_steps)
+            for kind, step, vals, src in zip(self.kinds, self.steps, values, keys)
+        ]
+
+
 @dataclass(slots=True, frozen=True)
 class BadLine:
     """A line that could not be used: counted and shown, never fatal."""
@@ -49,6 +92,8 @@ class Batch:
     """What one poll of the sources produced, handed to the run in one go."""
 
     records: list[Record] = field(default_factory=list)
+    #: lines in matrix form (what the log readers produce); `records` are single lines
+    blocks: list[RowBlock] = field(default_factory=list)
     bad_lines: list[BadLine] = field(default_factory=list)
     #: a source restarted (truncated, replaced, re-created, a newer run dir); human text
     events: list[str] = field(default_factory=list)
@@ -59,4 +104,17 @@ class Batch:
     restarted: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.records or self.bad_lines or self.events or self.finished)
+        return bool(
+            self.records or self.blocks or self.bad_lines or self.events or self.finished
+        )
+
+    def rows(self) -> int:
+        return len(self.records) + sum(len(block) for block in self.blocks)
+
+    def extend(self, other: Batch) -> None:
+        self.records.extend(other.records)
+        self.blocks.extend(other.blocks)
+        self.bad_lines.extend(other.bad_lines)
+        self.events.extend(other.events)
+        self.finished = self.finished or other.finished
+        self.restarted = self.restarted or other.restarted

@@ -1,0 +1,173 @@
+"""`grpo-tui inspect PATH`: what was found and how it was read (text or JSON)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from grpo_tui.run.follow import RunFollower, Update, load_run
+from grpo_tui.run.live import Run
+
+_BAD_LINES_SHOWN = 5
+
+
+def _number(value: float) -> float | str | None:
+    """JSON has no NaN/Infinity: say them as strings so nothing is lost."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def inspect_data(run: Run) -> dict[str, Any]:
+    """The `--json` document."""
+    store = run.store
+    steps = store.steps
+    metrics: dict[str, Any] = {}
+    for name in store.names():
+        last = store.last(name)
+        metrics[name] = {
+            "source_key": store.source_key(name),
+            "count": store.count(name),
+            "last": _number(last[1]) if last else None,
+            "nonfinite": int(store.nonfinite_steps(name).size),
+        }
+    return {
+        "path": str(run.path),
+        "framework": run.framework,
+        "version_hints": run.version_hints,
+        "files": run.files,
+        "followed": run.followed,
+        "waiting_for": run.waiting_for,
+        "context": run.context.as_dict(),
+        "lines": dict(run.line_counts),
+        "bad_lines": run.bad_line_count,
+        "bad_line_examples": [
+            {"file": bad.origin, "line": bad.line_no, "reason": bad.reason, "text": bad.excerpt}
+            for bad in run.bad_lines[:_BAD_LINES_SHOWN]
+        ],
+        "replaced_rows": store.replaced_rows,
+        "steps": {
+            "first": float(steps.min()) if steps.size else None,
+            "last": float(steps.max()) if steps.size else None,
+            "count": int(len(set(steps.tolist()))),
+            "max_steps": run.max_steps,
+        },
+        "metrics": metrics,
+        "finished": run.finished,
+        "events": run.events,
+    }
+
+
+def _format_value(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
+        return f"{value:.4g}"
+    return f"{value:.6g}"
+
+
+def render_text(data: dict[str, Any], out: TextIO) -> None:
+    """The human form of `inspect_data`, plain text that fits 80 columns."""
+    write = out.write
+    write(f"path       {data['path']}\n")
+    if data["waiting_for"]:
+        write(f"waiting    for {data['waiting_for']} (not there yet)\n")
+    write(f"framework  {data['framework'] or 'unknown'}")
+    write(f"  ({'; '.join(data['version_hints'])})\n" if data["version_hints"] else "\n")
+    for path in data["files"]:
+        mark = "following" if path in data["followed"] else "read     "
+        write(f"  {mark}  {path}\n")
+    context = {k: v for k, v in data["context"].items() if v not in (None, [])}
+    if context:
+        write("context    " + ", ".join(f"{k}={v}" for k, v in context.items()) + "\n")
+    lines = data["lines"]
+    write("lines      " + (", ".join(f"{k} {v}" for k, v in lines.items()) or "none") + "\n")
+    write(f"bad lines  {data['bad_lines']}\n")
+    for bad in data["bad_line_examples"]:
+        write(f"  line {bad['line']}: {bad['reason']}\n")
+    steps = data["steps"]
+    if steps["count"]:
+        total = f" of {steps['max_steps']}" if steps["max_steps"] else ""
+        write(f"steps      {steps['first']:g} .. {steps['last']:g}{total} ({steps['count']} logged)\n")
+    if data["replaced_rows"]:
+        write(f"replaced   {data['replaced_rows']} rows re-logged by a restarted/resumed run\n")
+    write(f"finished   {'yes' if data['finished'] else 'no (live or interrupted)'}\n")
+    for event in data["events"]:
+        write(f"note       {event}\n")
+    if data["metrics"]:
+        width = max(len(name) for name in data["metrics"])
+        width = min(max(width, 6), 36)
+        write(f"\n{'metric':<{width}}  {'from key':<32} {'count':>6}  last\n")
+        for name, info in data["metrics"].items():
+            extra = f"  ({info['nonfinite']} non-finite)" if info["nonfinite"] else ""
+            write(
+                f"{name:<{width}}  {info['source_key']:<32} {info['count']:>6}  "
+                f"{_format_value(info['last'])}{extra}\n"
+            )
+
+
+def inspect_command(path: Path, *, as_json: bool, follow: bool, out: TextIO = sys.stdout) -> int:
+    """Run `inspect`. Exit code 0 when something was read, 3 when nothing was."""
+    follower = RunFollower(path)
+    run = load_run(path, follower=follower)
+    data = inspect_data(run)
+    if as_json:
+        out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render_text(data, out)
+    out.flush()
+    if follow:
+        _follow(follower, run, out, as_json=as_json)
+    return 0 if len(run.store) or run.finished else 3
+
+
+def _follow(follower: RunFollower, run: Run, out: TextIO, *, as_json: bool) -> None:
+    """Print one line per batch of new data until interrupted."""
+    try:
+        while True:
+            update = follower.read(time_budget=0.5)
+            run.apply(update)
+            if update:
+                out.write(_batch_line(run, update, as_json=as_json) + "\n")
+                out.flush()
+            if not update.more:
+                time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+
+
+def _batch_line(run: Run, update: Update, *, as_json: bool) -> str:
+    batch = update.batch
+    last = run.store.last_step()
+    info = {
+        "rows": batch.rows(),
+        "bad_lines": len(batch.bad_lines),
+        "events": batch.events,
+        "finished": run.finished,
+        "last_step": last,
+        "total_rows": len(run.store),
+        "new_samples": update.new_samples,
+    }
+    if as_json:
+        return orjson.dumps(info).decode()
+    text = f"+{info['rows']} rows (total {info['total_rows']}, last step {last:g})" if last else (
+        f"+{info['rows']} rows"
+    )
+    if info["bad_lines"]:
+        text += f", {info['bad_lines']} bad"
+    if info["new_samples"]:
+        text += f", +{info['new_samples']} completions lines"
+    for event in batch.events:
+        text += f"; {event}"
+    if batch.finished:
+        text += "; run finished"
+    return text

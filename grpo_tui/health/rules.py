@@ -1,0 +1,464 @@
+"""The rules table: every threshold the health engine uses, with HEALTH.md's defaults.
+
+One frozen `Rules` value holds them all. A user overrides any of them with a TOML file
+whose sections mirror the dataclasses below (`[window]`, `[zones.kl]`, `[rewards]`, ...);
+keys the table does not know are reported as warnings, never silently ignored.
+The attribute docstrings are the documentation: `grpo-tui rules` prints them as comments
+beside the effective values.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import os
+import sys
+import typing
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from pathlib import Path
+from typing import Any, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+#: environment variable naming a rules file (takes precedence over the config directory)
+RULES_ENV = "GRPO_TUI_RULES"
+
+#: value a user writes in TOML to switch an optional bound off (TOML has no null)
+OFF = "off"
+
+
+class RulesError(ValueError):
+    """The rules file cannot be used at all (missing, unreadable, not TOML)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRules:
+    """Which recent points a zone or trend is judged on."""
+
+    points: int = 20
+    """Judge on at least this many of the latest logged points of a metric."""
+    run_fraction: float = 0.10
+    """...or on this fraction of the metric's logged points when that is larger."""
+    sustained: float = 0.7
+    """A zone condition is "sustained" when it holds on at least this fraction of the window."""
+    warmup_points: int = 10
+    """Fewer train points with a reward than this: the run is "warming up" (no trend verdicts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrendRules:
+    """How rising / flat / falling / exploding are told apart from noise."""
+
+    min_points: int = 8
+    """Fewer finite points than this in the window: the trend is "unknown"."""
+    smoothing: int = 5
+    """Width (points) of the rolling median that smooths the series before the slope fit."""
+    max_points: int = 1000
+    """Longer windows are first reduced to this many bucket medians (keeps the cost O(window))."""
+    max_pairs: int = 4000
+    """Theil-Sen uses every pair of points up to this many pairs, a fixed random sample beyond."""
+    noise_multiple: float = 2.0
+    """A trend counts only when the fitted change across the window exceeds this many noise sigmas."""
+    exploding_factor: float = 10.0
+    """"Exploding": rising and the recent level exceeds this many times the previous window's median."""
+    accelerating_ratio: float = 2.0
+    """"Rising faster than linear": the second half's slope exceeds the first half's by this factor."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpikeRules:
+    """Single-point outliers: robust z-score against the median / MAD of the preceding points."""
+
+    z: float = 6.0
+    """A point is a spike when it lies more than this many robust sigmas from the rolling median."""
+    history: int = 20
+    """How many preceding points the rolling median and MAD use."""
+    min_history: int = 5
+    """Points with fewer predecessors than this are never called spikes."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneBounds:
+    """Value bands of one metric. A point is bad beyond a bad bound, caution beyond a caution
+    bound, healthy otherwise; the window's zone needs the condition to be sustained.
+    Write "off" in TOML to switch a bound off."""
+
+    caution_below: float | None = None
+    """Values below this are caution."""
+    bad_below: float | None = None
+    """Values below this are bad."""
+    caution_above: float | None = None
+    """Values above this are caution."""
+    bad_above: float | None = None
+    """Values above this are bad."""
+    spike_above: float | None = None
+    """Any single point above this in the window makes the zone at least caution (a spike)."""
+    relative_to: str | None = None
+    """Run-context field the bounds are fractions of (e.g. "max_completion_length"); when the run
+    does not say, value zones are unknown and other metrics must speak for this one."""
+
+
+def _default_zones() -> dict[str, ZoneBounds]:
+    return {
+        # on-policy runs make this n/a (see diagnose); the floor only matters when off-policy
+        "clip_ratio": ZoneBounds(caution_below=0.001, caution_above=0.2, bad_above=0.3, spike_above=0.5),
+        "reward_std": ZoneBounds(bad_below=1e-6),
+        "frac_reward_zero_std": ZoneBounds(caution_above=0.5, bad_above=0.8),
+        "completion_length": ZoneBounds(
+            caution_below=0.05, caution_above=0.90, bad_above=0.97, relative_to="max_completion_length"
+        ),
+        "clipped_ratio": ZoneBounds(caution_above=0.1, bad_above=0.5),
+        "kl": ZoneBounds(caution_above=0.1, bad_above=1.0),
+        "entropy": ZoneBounds(bad_below=0.02),
+        # loss and grad_norm have no value bands: finite is healthy, NaN/Inf is bad
+        "loss": ZoneBounds(),
+        "grad_norm": ZoneBounds(),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RewardRules:
+    """Reward spread and reward functions."""
+
+    small_std_fraction: float = 0.05
+    """reward_std below this fraction of the reward's range is caution (the range spans every
+    logged reward value and 0)."""
+    floor_position: float = 0.2
+    """Zero spread with the reward in the lowest this-fraction of its range means "all fail"."""
+    top_position: float = 0.8
+    """Zero spread with the reward in the highest (1 - this) of its range means "all pass"."""
+    function_zero_std: float = 1e-6
+    """A reward function whose batch std stays below this gives the same score to every completion."""
+    saturation_position: float = 0.9
+    """An auxiliary reward at or above this position of its own range, with no spread, is saturated."""
+    task_patterns: list[str] = field(
+        default_factory=lambda: ["accuracy", "correct", "acc", "math", "verify", "pass", "exact"]
+    )
+    """Reward function names containing a word that starts with one of these are task rewards.
+    Names are split into words at "_", "-", "/", digits and camelCase humps; "reasoning_steps"
+    style patterns match across words. Task patterns win over auxiliary ones."""
+    aux_patterns: list[str] = field(
+        default_factory=lambda: [
+            "format", "length", "len", "tag", "repetition", "overlong", "cosine", "reasoning_steps",
+        ]
+    )
+    """Reward function names matching these (same matching) are auxiliary rewards."""
+
+
+@dataclass(frozen=True, slots=True)
+class LengthRules:
+    """Completion length against its own early level (collapse to short answers)."""
+
+    collapse_caution_drop: float = 0.3
+    """Recent length more than this fraction below the early level is caution."""
+    collapse_bad_drop: float = 0.6
+    """More than this fraction below the early level, and short, is a collapse (bad)."""
+    collapse_short_fraction: float = 0.25
+    """"Short" for a collapse: below this fraction of max_completion_length (when known)."""
+    identical_spread: float = 0.5
+    """completion_length_max - completion_length_min below this many tokens, sustained, while
+    not truncated, means every completion has the same length (a sign of identical outputs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KlRules:
+    """KL scale: the zones hold for the per-token estimator of KL to the reference only."""
+
+    own_scale_keys: list[str] = field(default_factory=lambda: ["actor/ppo_kl", "ppo_kl"])
+    """Source keys mapped onto `kl` that measure something else (drift from the rollout policy):
+    judged only against their own history (exploding), never against the absolute zones."""
+    per_token_max: float = 10.0
+    """Per-token KL estimators are clamped at this; larger values prove a per-sequence sum
+    (e.g. ms-swift kl_in_reward), judged on its own scale."""
+
+
+@dataclass(frozen=True, slots=True)
+class OptimiserRules:
+    """loss / grad_norm / entropy beyond their value bands."""
+
+    grad_norm_spike_factor: float = 10.0
+    """A grad_norm point above this many times the rolling median (and a robust spike) is a spike."""
+    zero_grad_norm: float = 1e-8
+    """grad_norm below this, sustained, means no update reaches the weights."""
+    entropy_fast_fall: float = 0.5
+    """Entropy falling by more than this fraction of its level across the window is "falling fast"."""
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRules:
+    """What the logged completions say (used only when a completions file was read)."""
+
+    overlap_caution: float = 0.5
+    """Mean pairwise 3-gram overlap inside groups above this is caution (completions alike)."""
+    overlap_bad: float = 0.8
+    """Above this, completions in a group are nearly identical (low diversity, problem)."""
+    diversity_drop: float = 0.2
+    """Overlap rising by more than this from the early samples means diversity is being lost."""
+    format_drop: float = 0.2
+    """Format compliance falling by more than this from the early samples means samples get worse."""
+    compare_steps: int = 5
+    """How many logged sample steps form the early and the recent sample windows."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Every default the health engine uses (HEALTH.md), overridable from a TOML file."""
+
+    window: WindowRules = field(default_factory=WindowRules)
+    """Judging windows."""
+    trend: TrendRules = field(default_factory=TrendRules)
+    """Trend classification."""
+    spike: SpikeRules = field(default_factory=SpikeRules)
+    """Spike detection."""
+    zones: Mapping[str, ZoneBounds] = field(default_factory=_default_zones)
+    """Value zones per canonical metric ([zones.<metric>]); eval_<metric> uses <metric>'s."""
+    rewards: RewardRules = field(default_factory=RewardRules)
+    """Reward spread and reward functions."""
+    length: LengthRules = field(default_factory=LengthRules)
+    """Length collapse."""
+    kl: KlRules = field(default_factory=KlRules)
+    """KL scale."""
+    optimiser: OptimiserRules = field(default_factory=OptimiserRules)
+    """Optimiser health."""
+    samples: SampleRules = field(default_factory=SampleRules)
+    """Completion samples."""
+
+    def zone_bounds(self, name: str) -> ZoneBounds | None:
+        """The bands of a metric, or of the train metric an eval_ metric mirrors."""
+        bounds = self.zones.get(name)
+        if bounds is None and name.startswith("eval_"):
+            bounds = self.zones.get(name[len("eval_") :])
+        return bounds
+
+    def window_size(self, logged_points: int) -> int:
+        """How many latest points a metric with this many logged points is judged on."""
+        return max(self.window.points, math.ceil(self.window.run_fraction * logged_points))
+
+
+# -- loading -------------------------------------------------------------------------
+
+
+def default_rules_path() -> Path | None:
+    """$GRPO_TUI_RULES if set, else $XDG_CONFIG_HOME (or ~/.config)/grpo-tui/rules.toml when it
+    exists, else None."""
+    explicit = os.environ.get(RULES_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    candidate = Path(config_home).expanduser() / "grpo-tui" / "rules.toml"
+    return candidate if candidate.is_file() else None
+
+
+def load_rules(path: Path | None = None) -> tuple[Rules, list[str]]:
+    """The defaults merged with a TOML file's overrides, and a warning per key that was not
+    used (unknown name, wrong type). `path` None means the default location, if any.
+    Raises RulesError when a named file is missing or is not valid TOML."""
+    if path is None:
+        path = default_rules_path()
+        if path is None:
+            return Rules(), []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RulesError(f"cannot read rules file {path}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise RulesError(f"rules file {path} is not valid TOML: {exc}") from exc
+    return rules_from_dict(data, source=str(path))
+
+
+def rules_from_dict(data: Mapping[str, Any], source: str = "rules") -> tuple[Rules, list[str]]:
+    """Apply overrides (a parsed TOML document) to the defaults."""
+    warnings: list[str] = []
+    rules = Rules()
+    updates: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "zones":
+            updates["zones"] = _merge_zones(rules.zones, value, f"{source}: zones", warnings)
+            continue
+        current = getattr(rules, key, None) if key in _field_names(Rules) else None
+        if current is None:
+            warnings.append(f"{source}: unknown section [{key}] ignored")
+        elif not isinstance(value, dict):
+            warnings.append(f"{source}: [{key}] must be a table, got {_type_name(value)}; ignored")
+        else:
+            updates[key] = _merge_section(current, value, f"{source}: {key}", warnings)
+    return replace(rules, **updates), warnings
+
+
+def _merge_zones(
+    defaults: Mapping[str, ZoneBounds], data: Any, where: str, warnings: list[str]
+) -> dict[str, ZoneBounds]:
+    zones = dict(defaults)
+    if not isinstance(data, dict):
+        warnings.append(f"{where} must be a table of [zones.<metric>] tables; ignored")
+        return zones
+    for metric, table in data.items():
+        if not isinstance(table, dict):
+            warnings.append(f"{where}.{metric} must be a table, got {_type_name(table)}; ignored")
+            continue
+        zones[metric] = _merge_section(zones.get(metric, ZoneBounds()), table, f"{where}.{metric}", warnings)
+    return zones
+
+
+def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings: list[str]) -> Any:
+    hints = _type_hints(type(current))
+    changes: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in hints:
+            warnings.append(f"{where}.{key}: unknown key ignored")
+            continue
+        converted, ok = _convert(value, hints[key])
+        if not ok:
+            warnings.append(
+                f"{where}.{key}: expected {_describe(hints[key])}, got {value!r}; default kept"
+            )
+            continue
+        changes[key] = converted
+    return replace(current, **changes)
+
+
+def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
+    """Check (and gently coerce) one TOML value against a field's type."""
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    if optional:
+        if value == OFF:
+            return None, True
+        hint = next(arg for arg in args if arg is not type(None))
+    origin = typing.get_origin(hint)
+    if origin is list:
+        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        return (list(value), True) if ok else (None, False)
+    if hint is bool:
+        return (value, True) if isinstance(value, bool) else (None, False)
+    if isinstance(value, bool):
+        return None, False
+    if hint is int:
+        return (value, True) if isinstance(value, int) else (None, False)
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not math.isnan(value)
+        return (float(value), True) if ok else (None, False)
+    if hint is str:
+        return (value, True) if isinstance(value, str) else (None, False)
+    return None, False
+
+
+def _describe(hint: Any) -> str:
+    args = typing.get_args(hint)
+    if type(None) in args:
+        inner = next(arg for arg in args if arg is not type(None))
+        return f'{_describe(inner)} or "{OFF}"'
+    if typing.get_origin(hint) is list:
+        return "a list of strings"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true/false"}.get(hint, str(hint))
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+@cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, vars(sys.modules[__name__]))
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls))
+
+
+# -- printing ------------------------------------------------------------------------
+
+
+@cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The attribute docstrings of a dataclass (the string literal under each field), read
+    from the source so the docs live in one place; empty when the source is unavailable."""
+    try:
+        tree = ast.parse(inspect.getsource(cls))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, following in zip(body, body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def rules_as_toml(rules: Rules) -> str:
+    """The effective rules as a TOML document, every key commented with its meaning, and
+    values that differ from the defaults marked with the default."""
+    defaults = Rules()
+    lines = [
+        "# grpo-tui health rules: the effective values (defaults merged with your overrides).",
+        f"# Copy what you want to change into {_config_hint()} or a file named by ${RULES_ENV}.",
+        "",
+    ]
+    for f in fields(Rules):
+        section = getattr(rules, f.name)
+        if f.name == "zones":
+            continue
+        lines.extend(_section_lines(f.name, section, getattr(defaults, f.name)))
+    for metric, bounds in rules.zones.items():
+        default = defaults.zones.get(metric)
+        lines.extend(_section_lines(f"zones.{_toml_key(metric)}", bounds, default))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _section_lines(name: str, section: Any, default: Any | None) -> list[str]:
+    cls = type(section)
+    lines = [f"# {' '.join((cls.__doc__ or '').split())}", f"[{name}]"]
+    docs = field_docs(cls)
+    for f in fields(cls):
+        value = getattr(section, f.name)
+        if value is None and f.name == "relative_to":
+            continue
+        doc = docs.get(f.name, "")
+        if doc:
+            lines.append(f"# {doc}")
+        line = f"{f.name} = {_toml_value(value)}"
+        if default is None:
+            line += "  # (not a default metric)"
+        elif getattr(default, f.name) != value:
+            line += f"  # default: {_toml_value(getattr(default, f.name))}"
+        lines.append(line)
+    lines.append("")
+    return lines
+
+
+def _toml_value(value: Any) -> str:
+    if value is None:
+        return f'"{OFF}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def _toml_key(key: str) -> str:
+    bare = key.replace("_", "").replace("-", "").isalnum()
+    return key if bare else _toml_value(key)
+
+
+def _config_hint() -> str:
+    return "~/.config/grpo-tui/rules.toml"
+

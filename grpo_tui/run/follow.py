@@ -1,0 +1,98 @@
+"""Following a run: sources → Update (worker side) → Run (owner side).
+
+The split matters for the TUI: `RunFollower.read()` does the IO and parsing and may run in
+a worker thread; `Run.apply(update)` only appends arrays and runs on the thread that owns
+the Run. Headless commands simply call both in a loop (`load_run`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grpo_tui.run.completion_stats import CompletionsSummary
+from grpo_tui.run.completions import CompletionsIndex
+from grpo_tui.run.live import Run
+from grpo_tui.sources.feed import FeedStatus, RunFeed
+from grpo_tui.sources.records import Batch
+
+
+@dataclass
+class Update:
+    """Everything one read produced, handed to the Run's owner in one message."""
+
+    batch: Batch
+    status: FeedStatus
+    samples: CompletionsSummary | None = None
+    #: more data is ready right now (the read stopped at its time budget)
+    more: bool = False
+    #: completions lines newly indexed
+    new_samples: int = 0
+    read_seconds: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.batch) or self.new_samples > 0
+
+
+class RunFollower:
+    """Reads a PATH's sources in bounded slices (metrics log and completions)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.feed = RunFeed(self.path)
+        self.completions: CompletionsIndex | None = None
+
+    def read(self, time_budget: float = 0.05, chunk_bytes: int = 1 << 20) -> Update:
+        """Read for about `time_budget` seconds (at least one chunk)."""
+        started = time.perf_counter()
+        batch = Batch()
+        more = True
+        while more:
+            part, more = self.feed.poll(chunk_bytes)
+            batch.extend(part)
+            if time.perf_counter() - started >= time_budget:
+                break
+        new_samples = 0
+        samples = None
+        index = self._completions_index()
+        if index is not None:
+            while True:
+                added = index.poll(chunk_bytes)
+                new_samples += added
+                if not added or time.perf_counter() - started >= time_budget:
+                    break
+            if new_samples:
+                samples = index.summary()
+        return Update(
+            batch=batch,
+            status=self.feed.status,
+            samples=samples,
+            more=more,
+            new_samples=new_samples,
+            read_seconds=time.perf_counter() - started,
+        )
+
+    def _completions_index(self) -> CompletionsIndex | None:
+        path = self.feed.status.completions_file
+        if path is None:
+            return None
+        if self.completions is None or self.completions.path != path:
+            self.completions = CompletionsIndex(path)
+        return self.completions
+
+
+def load_run(
+    path: Path, *, follower: RunFollower | None = None, time_budget: float = 5.0
+) -> Run:
+    """Read everything a PATH holds now into a Run (no waiting for more). Pass the
+    follower to keep following the same sources afterwards."""
+    follower = follower or RunFollower(path)
+    run = Run(Path(path))
+    while True:
+        update = follower.read(time_budget=time_budget)
+        run.apply(update)
+        if not update.more:
+            break
+    return run

@@ -1,0 +1,235 @@
+"""The metrics feed: follows what PATH points at and hands out Batches.
+
+One object per monitored PATH. `poll()` reads a bounded amount (so a consumer can time-box
+its work) and says whether more is ready. It re-resolves PATH every few seconds to notice
+a file appearing, a newer `v*` run directory (a resumed run: the old one is drained first
+and its history kept) or a newer checkpoint's `trainer_state.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grpo_tui.sources.context import RunContext, context_from_args, read_args_json, read_json_file
+from grpo_tui.sources.discover import RunLayout, discover
+from grpo_tui.sources.formats import MSSWIFT, TRL, FormatAdapter
+from grpo_tui.sources.logreader import LogReader
+from grpo_tui.sources.records import Batch
+from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
+
+
+@dataclass
+class _StateFile:
+    """A trainer_state.json being re-read whenever it changes."""
+
+    path: Path
+    signature: tuple[int, int, float, int] | None = None
+    #: (kind-free) the last log_history item handed out, to skip what was already read
+    last_item: dict[str, Any] | None = None
+    unreadable: str | None = None
+
+
+@dataclass
+class FeedStatus:
+    """What the feed knows about the run besides its metric rows."""
+
+    framework: str | None = None
+    context: RunContext = field(default_factory=RunContext)
+    #: every file read so far
+    files: list[str] = field(default_factory=list)
+    #: files followed now
+    followed: list[str] = field(default_factory=list)
+    version_hints: list[str] = field(default_factory=list)
+    waiting_for: str | None = None
+    completions_file: Path | None = None
+    #: mtime of the newest metrics data read
+    data_time: float | None = None
+
+
+class RunFeed:
+    """Follows one PATH's metrics source; call `poll()` whenever data may have arrived."""
+
+    def __init__(self, path: Path, *, rediscover_every: float = 2.0) -> None:
+        self.path = Path(path)
+        self.rediscover_every = rediscover_every
+        self.status = FeedStatus()
+        self._layout: RunLayout | None = None
+        self._tail: TailReader | None = None
+        self._reader: LogReader | None = None
+        self._state: _StateFile | None = None
+        self._next_discovery = 0.0
+        self._announced_wait = False
+
+    # -- public ----------------------------------------------------------------------
+    def poll(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
+        """Read up to ~max_bytes of new data. Returns (batch, more_ready)."""
+        batch = Batch()
+        now = time.monotonic()
+        if self._layout is None or now >= self._next_discovery:
+            self._next_discovery = now + self.rediscover_every
+            self._rediscover(batch)
+        layout = self._layout
+        if layout is None or layout.mode == "waiting":
+            return batch, False
+        if layout.mode == "trainer_state":
+            self._poll_state(batch)
+            return batch, False
+        return batch, self._poll_tail(batch, max_bytes)
+
+    def wake(self) -> None:
+        """Something changed on disk (a watchdog event): re-resolve PATH at the next poll."""
+        self._next_discovery = 0.0
+
+    @property
+    def watched_dirs(self) -> list[Path]:
+        """Directories whose events should wake the poller."""
+        dirs: list[Path] = []
+        layout = self._layout
+        for candidate in (
+            layout.run_dir if layout else None,
+            layout.output_dir if layout else None,
+            self.path if self.path.is_dir() else self.path.parent,
+        ):
+            if candidate is not None and candidate not in dirs and candidate.is_dir():
+                dirs.append(candidate)
+        return dirs
+
+    # -- discovery ---------------------------------------------------------------------
+    def _rediscover(self, batch: Batch) -> None:
+        layout = discover(self.path)
+        current = self._layout
+        if current is not None and layout.metrics_file == current.metrics_file:
+            if layout.args_file != current.args_file:
+                self._layout = layout
+                self._read_context(layout)
+            return
+        if current is not None and current.mode == "jsonl" and self._tail is not None:
+            # a newer run directory: drain the old file so nothing it wrote is lost
+            while self._poll_tail(batch, DEFAULT_CHUNK):
+                pass
+        if layout.mode == "waiting" or (layout.metrics_file and not layout.metrics_file.exists()):
+            self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
+            if not self._announced_wait:
+                batch.events.append(f"waiting for {self.status.waiting_for}")
+                self._announced_wait = True
+        else:
+            self.status.waiting_for = None
+        if current is not None and layout.run_dir != current.run_dir and layout.mode != "waiting":
+            batch.events.append(f"following newer run directory {layout.run_dir}")
+        previous_state = self._state
+        self._layout = layout
+        self._tail = None
+        self._state = None
+        if layout.mode == "jsonl" and layout.metrics_file is not None:
+            self._tail = TailReader(layout.metrics_file)
+            self._reader = self._reader_for(MSSWIFT, layout.metrics_file)
+        elif layout.mode == "trainer_state" and layout.metrics_file is not None:
+            self._state = _StateFile(layout.metrics_file)
+            if previous_state is not None:
+                # a newer checkpoint: its history starts with what was already read
+                self._state.last_item = previous_state.last_item
+        self._read_context(layout)
+        self.status.completions_file = layout.completions_file
+        self.status.followed = [str(p) for p in (layout.metrics_file,) if p is not None]
+
+    def _reader_for(self, adapter: FormatAdapter, path: Path) -> LogReader:
+        # keep the step counter across a resumed run's new file
+        reader = LogReader(adapter, str(path))
+        if self._reader is not None and self._reader.adapter is adapter:
+            reader.last_step = self._reader.last_step
+            reader.max_steps = self._reader.max_steps
+            reader.version_hints = self._reader.version_hints
+        self.status.framework = adapter.name
+        return reader
+
+    def _read_context(self, layout: RunLayout) -> None:
+        if layout.args_file is None:
+            return
+        context = read_args_json(layout.args_file)
+        if context is None:
+            return
+        self.status.context = context
+        self._note_file(layout.args_file)
+
+    def _note_file(self, path: Path) -> None:
+        if str(path) not in self.status.files:
+            self.status.files.append(str(path))
+
+    # -- reading -----------------------------------------------------------------------
+    def _poll_tail(self, batch: Batch, max_bytes: int) -> bool:
+        tail, reader = self._tail, self._reader
+        if tail is None or reader is None:
+            return False
+        chunk = tail.poll(max_bytes)
+        if not tail.exists:
+            return False
+        if self.status.waiting_for is not None:
+            self.status.waiting_for = None
+        self._note_file(tail.path)
+        if chunk.restarted:
+            batch.events.append(f"{tail.path.name} was {chunk.restarted}: reading it from the start")
+            batch.restarted = True
+            reader.last_step = 0
+        if chunk.lines:
+            batch.extend(reader.read_lines(chunk.lines))
+            self.status.data_time = tail.mtime
+            self.status.version_hints = reader.version_hints
+        return chunk.more
+
+    def _poll_state(self, batch: Batch) -> None:
+        state = self._state
+        if state is None:
+            return
+        try:
+            stat = os.stat(state.path)
+        except OSError:
+            return
+        signature = (stat.st_dev, stat.st_ino, stat.st_mtime, stat.st_size)
+        if signature == state.signature:
+            return
+        try:
+            document = read_json_file(state.path)
+        except (OSError, ValueError) as error:
+            # probably being written right now: try again at the next poll
+            if state.unreadable is None:
+                batch.events.append(f"{state.path.name} unreadable for now: {error}")
+            state.unreadable = str(error)
+            return
+        state.signature = signature
+        state.unreadable = None
+        self._note_file(state.path)
+        self.status.data_time = stat.st_mtime
+        history = document.get("log_history") if isinstance(document, dict) else None
+        if not isinstance(history, list):
+            batch.events.append(f"{state.path.name} has no log_history list")
+            return
+        self._apply_state_header(document, state.path)
+        items = [item for item in history if isinstance(item, dict)]
+        start = 0
+        if state.last_item is not None:
+            # a newer checkpoint repeats the older history: hand out only what is new
+            for index in range(len(items) - 1, -1, -1):
+                if items[index] == state.last_item:
+                    start = index + 1
+                    break
+        new_items = items[start:]
+        if new_items:
+            state.last_item = new_items[-1]
+            if self._reader is None:
+                self._reader = self._reader_for(self._state_adapter(), state.path)
+            batch.extend(self._reader.read_objects(enumerate(new_items, start + 1)))
+
+    def _apply_state_header(self, document: dict[str, Any], path: Path) -> None:
+        header = context_from_args(document)
+        self.status.context.merge_missing(header)
+
+    def _state_adapter(self) -> FormatAdapter:
+        # ms-swift copies its args.json next to every checkpoint; plain HF/TRL does not
+        layout = self._layout
+        if layout is not None and layout.args_file is not None:
+            return MSSWIFT
+        return TRL

@@ -1,0 +1,32 @@
+"""The GRPO key vocabulary TRL and ms-swift share (ms-swift builds on TRL's trainer).
+
+canonical metric → framework keys, highest priority first. Adapters start from this and
+add their own keys; everything not listed keeps its own name, so nothing logged is hidden.
+"""
+
+from __future__ import annotations
+
+GRPO_ALIASES: dict[str, tuple[str, ...]] = {
+    "reward": ("reward",),
+    "reward_std": ("reward_std",),
+    "frac_reward_zero_std": ("frac_reward_zero_std",),
+    # region = low ∪ high; the single key is 3.2–3.3 / TRL 0.16 / the Liger path
+    "clip_ratio": ("clip_ratio/region_mean", "clip_ratio"),
+    "clip_ratio_low": ("clip_ratio/low_mean",),
+    "clip_ratio_high": ("clip_ratio/high_mean",),
+    "kl": ("kl",),
+    "entropy": ("entropy", "entropy/mean"),
+    "completion_length": ("completions/mean_length", "completion_length"),
+    "completion_length_min": ("completions/min_length",),
+    "completion_length_max": ("completions/max_length",),
+    # 3.2's response_clip_ratio compared length > max: the same idea, effectively 0
+    "clipped_ratio": ("completions/clipped_ratio", "response_clip_ratio"),
+    "loss": ("loss",),
+    "grad_norm": ("grad_norm",),
+    "learning_rate": ("learning_rate",),
+    "epoch": ("epoch",),
+}
+
+#: legacy per-function reward `rewards/<fn>` (TRL ≤ 0.16, ms-swift 3.1–3.2) → `/mean`;
+#: a function name can hold "." and "-" (reward-model basenames) but not "/"
+GRPO_FAMILIES: tuple[tuple[str, str], ...] = ((r"rewards/([^/]+)", r"rewards/\1/mean"),)

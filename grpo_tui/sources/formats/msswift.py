@@ -1,0 +1,37 @@
+"""ms-swift (3.1 – 4.6, HF and Megatron backends): logging.jsonl and log_history items.
+
+See shared/formats/ms-swift.md. Progress strings ride along on every line; the speed key
+flipped meaning in 3.12.5 (`iter/s` → `s/it`); Megatron 4.x says `iteration`.
+"""
+
+from __future__ import annotations
+
+from grpo_tui.sources.formats.base import FormatAdapter, parse_duration, parse_percentage
+from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+
+MSSWIFT = FormatAdapter(
+    name="ms-swift",
+    aliases={**GRPO_ALIASES, "memory": ("memory(GiB)",)},
+    families=GRPO_FAMILIES,
+    fraction_step_keys=("global_step/max_steps", "iteration"),
+    int_step_keys=("step", "global_step"),
+    string_parsers={
+        "elapsed_time": ("elapsed", parse_duration),
+        "remaining_time": ("remaining", parse_duration),
+        "percentage": ("percentage", parse_percentage),
+    },
+    # one canonical seconds-per-step whatever the version wrote
+    number_transforms={
+        "train_speed(s/it)": ("speed", False),
+        "train_speed(iter/s)": ("speed", True),
+    },
+    version_hints=(
+        ("train_speed(iter/s)", "ms-swift ≤ 3.12.4 (train_speed(iter/s))"),
+        ("train_speed(s/it)", "ms-swift ≥ 3.12.5 (train_speed(s/it))"),
+        ("percentage", "ms-swift 3.x (percentage)"),
+        ("frac_reward_zero_std", "ms-swift ≥ 3.7 (frac_reward_zero_std)"),
+        ("iteration", "ms-swift Megatron 4.x (iteration)"),
+        ("completion_length", "ms-swift 3.1–3.2 (completion_length)"),
+        ("step_time", "TRL ≥ 0.26 underneath (step_time)"),
+    ),
+)

@@ -1,0 +1,40 @@
+"""Turning one line of bytes into a JSON object, leniently where the data is valid.
+
+orjson is the fast path. Python's `json.dumps` (what ms-swift and EasyR1 write with)
+emits bare `NaN`, `Infinity` and `-Infinity`, which orjson rejects: those lines, and lines
+with invalid UTF-8 inside a string, go through the standard library, which accepts them.
+Anything else that fails is a bad line, with a reason a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+
+class BadJson(ValueError):
+    """The line is not a JSON object; the message says why."""
+
+
+def parse_object(data: bytes) -> dict[str, Any]:
+    """Parse a line that must hold one JSON object. Raises BadJson."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as fast_error:
+        try:
+            obj = json.loads(data.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError as error:
+            raise BadJson(_describe(error, data)) from fast_error
+        except RecursionError as error:
+            raise BadJson("nested too deeply") from error
+    if not isinstance(obj, dict):
+        raise BadJson(f"a JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def _describe(error: json.JSONDecodeError, data: bytes) -> str:
+    if error.pos >= len(data.rstrip()) - 1 or "Unterminated" in error.msg:
+        return f"cut off: {error.msg} at column {error.colno}"
+    return f"not JSON: {error.msg} at column {error.colno}"

@@ -1,0 +1,142 @@
+"""Incremental, lossless reading of a file that another process appends to.
+
+The reader keeps a byte offset that only ever moves past complete lines (`\\n`): a
+trailing fragment is read again at the next poll, once its newline has arrived. Lines are
+split as bytes (UTF-8 never contains 0x0A inside a character), so a multi-byte character
+cut by a chunk boundary is never decoded half-way.
+
+The file is restarted from offset 0, and the restart is reported, when it was truncated
+(size < offset), replaced (another inode at the path), deleted and created again, or
+rewritten in place (the bytes just before the offset changed, which catches a truncation
+followed by growth past the old offset between two polls).
+
+The file is opened for each poll and closed again: holding a descriptor would keep a
+deleted file's space on the trainer's disk and, on NFS, make the client create `.nfs*`
+files inside the run directory. Nothing is ever written, locked or created.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: bytes before the offset remembered to notice an in-place rewrite
+_FINGERPRINT_BYTES = 64
+#: default read size per poll; a poll reads more only to finish one very long line
+DEFAULT_CHUNK = 4 * 1024 * 1024
+
+
+@dataclass(slots=True, frozen=True)
+class TailLine:
+    """One complete line: its bytes without the line ending, where it starts, its number."""
+
+    data: bytes
+    offset: int
+    line_no: int
+
+
+@dataclass(slots=True)
+class TailChunk:
+    """What one poll read."""
+
+    lines: list[TailLine] = field(default_factory=list)
+    #: why the file started over before these lines ("truncated", "replaced", ...), or None
+    restarted: str | None = None
+    #: unread complete data remains (the poll stopped at its byte budget)
+    more: bool = False
+
+
+class TailReader:
+    """Follows one file path by polling; call `poll()` whenever it may have grown."""
+
+    def __init__(self, path: Path, *, chunk_size: int = DEFAULT_CHUNK) -> None:
+        self.path = Path(path)
+        self.chunk_size = chunk_size
+        #: byte offset just past the last complete line handed out
+        self.offset = 0
+        #: lines handed out in the current generation of the file
+        self.line_no = 0
+        #: how many times the file started over
+        self.generation = 0
+        self.exists = False
+        #: size and mtime at the last poll (for "last data" age)
+        self.size = 0
+        self.mtime: float | None = None
+        self._identity: tuple[int, int] | None = None
+        self._fingerprint = b""
+        self._was_missing = False
+
+    def poll(self, max_bytes: int | None = None) -> TailChunk:
+        """Read the complete lines appended since the last poll (up to ~max_bytes)."""
+        budget = self.chunk_size if max_bytes is None else max(1, max_bytes)
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115 - closed below, whatever happens
+        except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError):
+            if self.exists:
+                self._was_missing = True
+            self.exists = False
+            return TailChunk()
+        with handle:
+            stat = os.fstat(handle.fileno())
+            self.exists = True
+            restarted = self._check_restart(handle, stat)
+            self.size = stat.st_size
+            self.mtime = stat.st_mtime
+            if stat.st_size <= self.offset:
+                return TailChunk(restarted=restarted)
+            handle.seek(self.offset)
+            data = handle.read(budget)
+            end = data.rfind(b"\n")
+            # one line longer than the budget: keep reading until it ends (or the file does)
+            while end < 0 and len(data) >= budget:
+                more = handle.read(budget)
+                if not more:
+                    break
+                pos = more.find(b"\n")
+                if pos >= 0:
+                    data += more[: pos + 1]
+                    end = len(data) - 1
+                else:
+                    data += more
+            if end < 0:
+                return TailChunk(restarted=restarted)
+            lines = self._split(data[: end + 1])
+            more_left = self.offset < stat.st_size and len(data) >= budget
+            return TailChunk(lines=lines, restarted=restarted, more=more_left)
+
+    def _check_restart(self, handle: object, stat: os.stat_result) -> str | None:
+        identity = (stat.st_dev, stat.st_ino)
+        reason: str | None = None
+        if self._identity is not None and identity != self._identity:
+            reason = "re-created" if self._was_missing else "replaced"
+        elif stat.st_size < self.offset:
+            reason = "truncated"
+        elif self._fingerprint:
+            fp_len = len(self._fingerprint)
+            handle.seek(self.offset - fp_len)  # type: ignore[attr-defined]
+            if handle.read(fp_len) != self._fingerprint:  # type: ignore[attr-defined]
+                reason = "rewritten"
+        self._identity = identity
+        self._was_missing = False
+        if reason is not None:
+            self.offset = 0
+            self.line_no = 0
+            self.generation += 1
+            self._fingerprint = b""
+        return reason
+
+    def _split(self, complete: bytes) -> list[TailLine]:
+        lines: list[TailLine] = []
+        offset = self.offset
+        line_no = self.line_no
+        for raw in complete.split(b"\n")[:-1]:
+            line_no += 1
+            data = raw[:-1] if raw.endswith(b"\r") else raw
+            if data.strip():
+                lines.append(TailLine(data, offset, line_no))
+            offset += len(raw) + 1
+        self.offset = offset
+        self.line_no = line_no
+        self._fingerprint = complete[-_FINGERPRINT_BYTES:]
+        return lines
