@@ -115,8 +115,11 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             )
 
 
-def inspect_command(path: Path, *, as_json: bool, follow: bool, out: TextIO = sys.stdout) -> int:
+def inspect_command(
+    path: Path, *, as_json: bool, follow: bool, out: TextIO | None = None
+) -> int:
     """Run `inspect`. Exit code 0 when something was read, 3 when nothing was."""
+    out = out or sys.stdout
     follower = RunFollower(path)
     run = load_run(path, follower=follower)
     data = inspect_data(run)

@@ -7,8 +7,9 @@ cut by a chunk boundary is never decoded half-way.
 
 The file is restarted from offset 0, and the restart is reported, when it was truncated
 (size < offset), replaced (another inode at the path), deleted and created again, or
-rewritten in place (the bytes just before the offset changed, which catches a truncation
-followed by growth past the old offset between two polls).
+rewritten in place (the first bytes of the file, or the bytes just before the offset,
+changed: that catches a truncation followed by growth past the old offset between two
+polls, and a re-created file that got the old inode number back).
 
 The file is opened for each poll and closed again: holding a descriptor would keep a
 deleted file's space on the trainer's disk and, on NFS, make the client create `.nfs*`
@@ -65,6 +66,7 @@ class TailReader:
         self.mtime: float | None = None
         self._identity: tuple[int, int] | None = None
         self._fingerprint = b""
+        self._head = b""
         self._was_missing = False
 
     def poll(self, max_bytes: int | None = None) -> TailChunk:
@@ -115,7 +117,10 @@ class TailReader:
         elif self._fingerprint:
             fp_len = len(self._fingerprint)
             handle.seek(self.offset - fp_len)  # type: ignore[attr-defined]
-            if handle.read(fp_len) != self._fingerprint:  # type: ignore[attr-defined]
+            tail_ok = handle.read(fp_len) == self._fingerprint  # type: ignore[attr-defined]
+            handle.seek(0)  # type: ignore[attr-defined]
+            head_ok = handle.read(len(self._head)) == self._head  # type: ignore[attr-defined]
+            if not (tail_ok and head_ok):
                 reason = "rewritten"
         self._identity = identity
         self._was_missing = False
@@ -124,6 +129,7 @@ class TailReader:
             self.line_no = 0
             self.generation += 1
             self._fingerprint = b""
+            self._head = b""
         return reason
 
     def _split(self, complete: bytes) -> list[TailLine]:
@@ -138,5 +144,10 @@ class TailReader:
             offset += len(raw) + 1
         self.offset = offset
         self.line_no = line_no
-        self._fingerprint = complete[-_FINGERPRINT_BYTES:]
+        if len(complete) >= _FINGERPRINT_BYTES:
+            self._fingerprint = complete[-_FINGERPRINT_BYTES:]
+        else:
+            self._fingerprint = (self._fingerprint + complete)[-_FINGERPRINT_BYTES:]
+        if len(self._head) < _FINGERPRINT_BYTES:
+            self._head = (self._head + complete)[:_FINGERPRINT_BYTES]
         return lines
