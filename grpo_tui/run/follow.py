@@ -61,8 +61,9 @@ class RunFollower:
             while True:
                 added = index.poll(chunk_bytes)
                 new_samples += added
-                if not added or time.perf_counter() - started >= time_budget:
+                if not index.more or time.perf_counter() - started >= time_budget:
                     break
+            more = more or index.more
             if new_samples:
                 samples = index.summary()
         return Update(
@@ -79,7 +80,9 @@ class RunFollower:
         if path is None:
             return None
         if self.completions is None or self.completions.path != path:
-            self.completions = CompletionsIndex(path)
+            # num_generations lets a prompt that repeats within one batch split into its groups
+            group_size = self.feed.status.context.num_generations
+            self.completions = CompletionsIndex(path, group_size=group_size)
         return self.completions
 
 

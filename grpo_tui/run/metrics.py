@@ -203,8 +203,8 @@ class MetricStore:
         self._write(row, record)
 
     def add_block(self, block: RowBlock) -> None:
-        """Add many lines at once. Rows that only append go in with one write per column;
-        a block that re-logs earlier steps goes row by row through `add`."""
+        """Add many lines at once. Runs of rows that only append go in with one write per
+        column; a row that re-logs an earlier step goes through `add` on its own."""
         n_rows = len(block)
         if n_rows == 0:
             return
@@ -215,49 +215,72 @@ class MetricStore:
             if first_train <= self._last_train_step and steps[0] == first_train:
                 # a restarted or resumed run: newer records of these steps win
                 self._truncate(int(np.searchsorted(self._steps[: self._n], first_train, side="left")))
-        if not self._appendable(kinds, steps, train):
-            for record in block.records():
-                self.add(record)
-            return
+        start = 0
+        kind_list, step_list = kinds.tolist(), steps.tolist()
+        while start < n_rows:
+            stop = self._appendable_until(kind_list, step_list, start)
+            if stop > start:
+                self._append_rows(block, start, stop)
+                start = stop
+            else:
+                self.add(block.record(start))
+                start += 1
+
+    def _appendable_until(self, kinds: list[int], steps: list[float], start: int) -> int:
+        """End of the run of rows from `start` that are all new: steps in order after what
+        is stored, train steps strictly rising, no (kind, step) seen before."""
+        last_step = float(self._steps[self._n - 1]) if self._n else -np.inf
+        last_train = self._last_train_step
+        seen: set[tuple[int, float]] = set()
+        row_of = self._row_of
+        for i in range(start, len(steps)):
+            step, kind = steps[i], kinds[i]
+            if step < last_step:
+                return i
+            if kind == LineKind.TRAIN:
+                if step <= last_train:
+                    return i
+                last_train = step
+            key = (kind, step)
+            if key in seen or key in row_of:
+                return i
+            seen.add(key)
+            last_step = step
+        return len(steps)
+
+    def _append_rows(self, block: RowBlock, start: int, stop: int) -> None:
+        n_rows = stop - start
         while self._n + n_rows > self._capacity:
             self._grow()
         r0, r1 = self._n, self._n + n_rows
+        kinds, steps = block.kinds[start:stop], block.steps[start:stop]
         self._steps[r0:r1] = steps
         self._kinds[r0:r1] = kinds
         for offset, key in enumerate(zip(kinds.tolist(), steps.tolist())):
             self._row_of[key] = r0 + offset
+        train = kinds == LineKind.TRAIN
         if train.any():
             self._last_train_step = float(steps[train][-1])
         self._n = r1
         touched: set[str] = set()
+        whole = start == 0 and stop == len(block)
         for group in block.groups:
-            rows = group.rows + r0
+            rows, values = group.rows, group.values
+            if not whole:
+                inside = (rows >= start) & (rows < stop)
+                if not inside.any():
+                    continue
+                rows, values = rows[inside], values[inside]
+            rows = rows - start + r0
             for j, name in enumerate(group.columns):
                 column = self._columns.get(name)
                 if column is None:
                     column = _Column(self._capacity, group.source_keys.get(name, name))
                     self._columns[name] = column
-                column.put_many(rows, group.values[:, j])
+                column.put_many(rows, values[:, j])
                 touched.add(name)
         for name in touched:
             self._columns[name].rebuild_blocks(r0, r1)
-
-    def _appendable(self, kinds: np.ndarray, steps: np.ndarray, train: np.ndarray) -> bool:
-        """True when every row is new: steps in order after what is stored, train steps
-        strictly rising, no (kind, step) seen before."""
-        if self._n and steps[0] < self._steps[self._n - 1]:
-            return False
-        if steps.shape[0] > 1 and np.any(np.diff(steps) < 0):
-            return False
-        train_steps = steps[train]
-        if train_steps.size and (
-            train_steps[0] <= self._last_train_step or np.any(np.diff(train_steps) <= 0)
-        ):
-            return False
-        keys = set(zip(kinds.tolist(), steps.tolist()))
-        if len(keys) != steps.shape[0]:
-            return False
-        return not any(key in self._row_of for key in keys)
 
     def _write(self, row: int, record: Record) -> None:
         for name, value in record.values.items():

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 #: characters of each completion the word statistics look at
 STATS_CHAR_CAP = 4_000
 #: characters of each completion the format check scans (head and tail halves beyond this)
 FORMAT_SCAN_CAP = 262_144
-#: pairs compared exactly; larger groups compare a fixed, evenly spread subset of pairs
+#: pairs compared exactly; larger groups compare an evenly spread subset of about this many
 MAX_EXACT_PAIRS = 300
 
 _TAG_NAMES = ("think", "answer")
@@ -44,22 +45,31 @@ def words(text: str) -> list[str]:
     return text[:STATS_CHAR_CAP].split()
 
 
-def _grams(tokens: list[str], n: int) -> list[Gram]:
+def _grams(tokens: list[str], n: int) -> Iterable[Gram]:
     # a completion shorter than n words is one gram of all its words: still comparable
     if len(tokens) < n:
-        return [tuple(tokens)]
-    return list(zip(*(tokens[i:] for i in range(n))))
+        return (tuple(tokens),)
+    # zip over shifted slices runs in C (it stops at the shortest); n = 2 and 3 are hot
+    if n == 2:
+        return pairwise(tokens)
+    if n == 3:
+        return zip(tokens, tokens[1:], tokens[2:], strict=False)
+    return zip(*(tokens[i:] for i in range(n)), strict=False)
 
 
-def _distinct_from_words(token_lists: Sequence[list[str]], n: int) -> float:
+def _check_n(n: int) -> None:
+    if n < 1:
+        raise ValueError(f"n-grams need n >= 1, not {n}")
+
+
+def _distinct(token_lists: Sequence[list[str]], n: int) -> float:
     if not token_lists:
         return math.nan
     unique: set[Gram] = set()
     total = 0
     for tokens in token_lists:
-        grams = _grams(tokens, n)
-        total += len(grams)
-        unique.update(grams)
+        total += max(1, len(tokens) - n + 1)
+        unique.update(_grams(tokens, n))
     return len(unique) / total
 
 
@@ -68,32 +78,34 @@ def distinct_n(texts: Sequence[str], n: int = 2) -> float:
 
     1.0 when no n-gram repeats; 1/k for k identical completions without internal repeats.
     """
-    return _distinct_from_words([words(text) for text in texts], n)
+    _check_n(n)
+    return _distinct([words(text) for text in texts], n)
 
 
-def _jaccard(a: set[Gram], b: set[Gram]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 1.0
-
-
-def _sampled_pairs(count: int) -> list[tuple[int, int]]:
+def sampled_pairs(count: int) -> list[tuple[int, int]]:
     """Every pair for small groups; else each item with its next d neighbours (circularly).
 
-    The subset is deterministic and touches every completion equally often, so the mean
-    stays an even estimate while the cost stays O(count) instead of O(count²).
+    The subset is deterministic and compares every completion equally often, so the mean
+    is an even estimate while the cost stays O(count), not O(count²).
     """
     if count * (count - 1) // 2 <= MAX_EXACT_PAIRS:
         return [(i, j) for i in range(count) for j in range(i + 1, count)]
-    offsets = max(1, min(MAX_EXACT_PAIRS // count, (count - 1) // 2))
-    return [(i, (i + d) % count) for d in range(1, offsets + 1) for i in range(count)]
+    neighbours = max(1, min(MAX_EXACT_PAIRS // count, (count - 1) // 2))
+    return [(i, (i + d) % count) for d in range(1, neighbours + 1) for i in range(count)]
 
 
-def _overlap_from_words(token_lists: Sequence[list[str]], n: int) -> float:
+def _overlap(token_lists: Sequence[list[str]], n: int) -> float:
     if len(token_lists) < 2:
         return math.nan
+    # plain sets beat numpy here: groups are small and set intersection runs in C
     shingles = [set(_grams(tokens, n)) for tokens in token_lists]
-    pairs = _sampled_pairs(len(shingles))
-    return sum(_jaccard(shingles[i], shingles[j]) for i, j in pairs) / len(pairs)
+    total = 0.0
+    pairs = sampled_pairs(len(shingles))
+    for i, j in pairs:
+        shared = len(shingles[i] & shingles[j])
+        # never empty sets (a short completion is one gram), so the union is never 0
+        total += shared / (len(shingles[i]) + len(shingles[j]) - shared)
+    return total / len(pairs)
 
 
 def pairwise_overlap(texts: Sequence[str], n: int = 3) -> float:
@@ -101,9 +113,10 @@ def pairwise_overlap(texts: Sequence[str], n: int = 3) -> float:
 
     1.0 when all completions are identical, 0.0 when no two share an n-gram; NaN with
     fewer than two completions (no pair to compare). Groups with more than
-    `MAX_EXACT_PAIRS` pairs are estimated on an evenly spread subset of pairs.
+    `MAX_EXACT_PAIRS` pairs are judged on an evenly spread subset of pairs.
     """
-    return _overlap_from_words([words(text) for text in texts], n)
+    _check_n(n)
+    return _overlap([words(text) for text in texts], n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +230,8 @@ def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
     checks = tuple(check_format(text) for text in texts)
     known = any(c.uses_markers for c in checks)
     return GroupTextStats(
-        distinct_2=_distinct_from_words(token_lists, 2),
-        pairwise_overlap=_overlap_from_words(token_lists, 3),
+        distinct_2=_distinct(token_lists, 2),
+        pairwise_overlap=_overlap(token_lists, 3),
         checks=checks,
         format_rate=_rate([c.follows for c in checks], known),
         truncated_rate=_rate([c.cut_off for c in checks], known),

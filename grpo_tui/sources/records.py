@@ -63,8 +63,21 @@ class RowBlock:
     def __len__(self) -> int:
         return int(self.steps.shape[0])
 
+    def record(self, index: int) -> Record:
+        """Row `index` as a Record (the slow path, for a row that replaces an earlier one)."""
+        values: dict[str, float] = {}
+        keys: dict[str, str] = {}
+        for group in self.groups:
+            pos = int(np.searchsorted(group.rows, index))
+            if pos < group.rows.shape[0] and group.rows[pos] == index:
+                values.update(zip(group.columns, group.values[pos].tolist()))
+                keys.update(group.source_keys)
+        return Record(
+            LineKind(int(self.kinds[index])), float(self.steps[index]), values, keys, self.max_steps
+        )
+
     def records(self) -> list[Record]:
-        """One Record per row (the slow path, for rows that replace earlier ones)."""
+        """One Record per row."""
         values: list[dict[str, float]] = [{} for _ in range(len(self))]
         keys: list[dict[str, str]] = [{} for _ in range(len(self))]
         for group in self.groups:

@@ -70,6 +70,8 @@ class LinePlan:
     parsed: tuple[tuple[str, str, Callable[[str], float | None]], ...]
     #: keys that give the step: "N/M" strings or ints, in priority order
     step_keys: tuple[str, ...]
+    #: positions in `number_keys` holding a rate to invert (iterations/s → s/iteration)
+    inverted: tuple[int, ...]
     #: key → canonical, for `inspect`
     source_keys: Mapping[str, str]
     getter: Callable[[Mapping[str, Any]], Any] | None
@@ -192,7 +194,12 @@ class FormatAdapter:
         getter = itemgetter(*number_keys) if number_keys else None
         source_keys = {c: k for c, k in chosen.items()}
         source_keys.update({c: k for k, c, _ in parsed})
-        return LinePlan(kind, number_keys, columns, tuple(parsed), step_keys, source_keys, getter)
+        inverted = tuple(
+            i for i, key in enumerate(number_keys) if self.number_transforms.get(key, ("", False))[1]
+        )
+        return LinePlan(
+            kind, number_keys, columns, tuple(parsed), step_keys, inverted, source_keys, getter
+        )
 
     def numbers(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[Any, ...]:
         """The line's numeric values in `plan.columns` order (transforms applied)."""
@@ -201,11 +208,11 @@ class FormatAdapter:
         values = plan.getter(obj)
         if len(plan.number_keys) == 1:
             values = (values,)
-        if self.number_transforms:
-            values = tuple(
-                _transform(self.number_transforms.get(k), v)
-                for k, v in zip(plan.number_keys, values)
-            )
+        if plan.inverted:
+            as_list = list(values)
+            for i in plan.inverted:
+                as_list[i] = 1.0 / as_list[i] if as_list[i] else float("nan")
+            values = tuple(as_list)
         return values
 
     def step_of(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[int | None, int | None]:
@@ -215,9 +222,3 @@ class FormatAdapter:
             if parsed is not None:
                 return parsed
         return None, None
-
-
-def _transform(spec: tuple[str, bool] | None, value: Any) -> Any:
-    if spec is None or not spec[1] or value is None:
-        return value
-    return 1.0 / value if value else float("nan")

@@ -1,0 +1,107 @@
+"""Backfill throughput: our reader vs a bare orjson loop vs pandas, in one run.
+
+Builds a 100 000-line ms-swift-like logging.jsonl from the real 4.6.0 line shapes (train
+lines with varying numbers and progress strings, an eval line every 50 steps, a NaN line
+now and then), then times, side by side and interleaved (best of N, so machine noise hits
+all three alike):
+  ours    RunFollower + Run.apply until the whole file is in the metric store
+  orjson  read the file, split lines, orjson.loads each (parsing only, no store)
+  pandas  pandas.read_json(lines=True)
+Prints the two throughput ratios and the peak RSS. Targets: ≥ 0.8× orjson, ≥ 3× pandas.
+
+    python bench/ingest.py [--lines 100000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from grpo_tui.run.follow import load_run
+
+FIXTURE = (
+    Path(__file__).resolve().parents[1]
+    / "tests/fixtures/ms-swift/local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+)
+
+
+def build_file(path: Path, n_lines: int, seed: int = 0) -> None:
+    lines = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    train, evaluation = lines[0], lines[2]  # a train line and the eval line at step 3
+    rng = np.random.default_rng(seed)
+    max_steps = n_lines
+    out = []
+    step = 0
+    while len(out) < n_lines:
+        step += 1
+        row = dict(train)
+        for key, value in row.items():
+            if isinstance(value, float):
+                row[key] = round(value * float(rng.uniform(0.5, 1.5)), 8)
+        row["global_step/max_steps"] = f"{step}/{max_steps}"
+        row["elapsed_time"] = f"{step // 3600}h {step // 60 % 60}m {step % 60}s"
+        row["remaining_time"] = f"{(max_steps - step) // 86400}d {step % 24}h 3m 4s"
+        if step % 997 == 0:
+            row["kl"] = float("nan")
+        out.append(json.dumps(row))
+        if step % 50 == 0:
+            ev = dict(evaluation)
+            ev["global_step/max_steps"] = f"{step}/{max_steps}"
+            out.append(json.dumps(ev))
+    path.write_text("\n".join(out[:n_lines]) + "\n")
+
+
+def run_ours(path: Path) -> int:
+    return len(load_run(path, time_budget=60.0).store)
+
+
+def run_orjson(path: Path) -> int:
+    count = 0
+    for line in path.read_bytes().splitlines():
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError:
+            json.loads(line)  # the NaN lines: the same fallback any reader needs
+        count += 1
+    return count
+
+
+def run_pandas(path: Path) -> int:
+    return len(pd.read_json(path, lines=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lines", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "logging.jsonl"
+        build_file(path, args.lines)
+        size_mb = path.stat().st_size / 1e6
+        best = {"ours": float("inf"), "orjson": float("inf"), "pandas": float("inf")}
+        rows = {}
+        for _ in range(args.repeat):
+            for name, fn in (("orjson", run_orjson), ("ours", run_ours), ("pandas", run_pandas)):
+                started = time.perf_counter()
+                rows[name] = fn(path)
+                best[name] = min(best[name], time.perf_counter() - started)
+    print(f"file: {args.lines} lines, {size_mb:.1f} MB; best of {args.repeat}")
+    for name in ("ours", "orjson", "pandas"):
+        print(f"  {name:<7} {best[name]:7.3f} s  {args.lines / best[name]:>10,.0f} lines/s  ({rows[name]} rows)")
+    print(f"ours / bare orjson loop throughput: {best['orjson'] / best['ours']:.2f}x (target >= 0.8x)")
+    print(f"ours / pandas.read_json throughput: {best['pandas'] / best['ours']:.2f}x (target >= 3x)")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of the whole benchmark process: {peak_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

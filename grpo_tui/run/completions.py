@@ -1,0 +1,1030 @@
+"""An index over a growing `completions.jsonl`: offsets in memory, texts parsed on demand.
+
+ms-swift writes one JSON line per log call (column-oriented lists, one row per completion;
+every version's shape is in `formats/ms-swift.md` §5). Files of several GB are normal, so
+the index keeps, per line, only its byte range, step, row count and a small tally of its
+sample statistics, computed once when the line is first read. Texts are re-read from disk
+when a line's groups are asked for; at most `cache_lines` parsed lines stay in memory (LRU).
+
+Which lines count for the per-step summary (ms-swift 4.x gives no mode field):
+- A line whose rollouts are identical to the previous line's, hashed on (prompt,
+  completion, advantage) per row, is a *repeat*: the end-of-train line repeats the last
+  one verbatim, and with `num_iterations > 1` consecutive steps log the same rollouts.
+  The first line carries them (its step is when they were generated).
+- A later line carrying a step already seen is the eval (or end-of-train) line of that
+  step: rollouts from an eval at a step without a train log cannot be told apart and stay.
+- ms-swift 3.1-3.2 (`messages` shape) logged during generation, possibly several lines
+  per step: those are all train rollouts, merged into their step.
+- Megatron-Ray writes one line per completion; consecutive lines with the same `gen_step`
+  form one batch (one index entry, one step).
+
+Every line stays reachable through `groups(line)`; `line_info(line).kind` says which role
+it was given.
+
+Groups are keyed on the full prompt text. A prompt drawn twice in one batch then forms one
+group of 2 x num_generations rows unless `group_size` (num_generations, from args.json)
+is given, which splits it into its real GRPO groups. Total reward per row is the logged
+`reward` (old shapes) or the unweighted sum of the reward columns (see `_totals`).
+
+One index is used from one thread (the Run's): it is not locked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import orjson
+
+from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.text_stats import GroupTextStats, group_text_stats
+from grpo_tui.sources.records import BadLine
+from grpo_tui.sources.tail import TailLine, TailReader
+
+#: parsed lines kept in memory by default (one line can hold thousands of long completions)
+DEFAULT_CACHE_LINES = 4
+#: bad lines kept with their reason (the count goes on); the most recent ones
+BAD_LINES_KEPT = 100
+#: keys that are not reward functions; every other numeric column is one
+NON_REWARD_KEYS = frozenset(
+    {
+        "step",
+        "gen_step",
+        "prompt",
+        "messages",
+        "completion",
+        "advantages",
+        "advantage",
+        "entropy",
+        "solution",
+        "num_turns",
+        "trajectory_infos",
+        "reward",
+    }
+)
+#: per-row columns besides the rewards (a non-list value there makes the line malformed)
+_ROW_COLUMNS = frozenset({"prompt", "messages", "advantages", "advantage", "entropy", "solution"})
+#: distinct step labels remembered per index entry
+_STEP_LABELS_KEPT = 8
+#: characters of a bad line quoted with its reason
+_EXCERPT_CHARS = 80
+#: a group's totals closer than this (relative to their size) count as tied
+_TIE_TOLERANCE = 1e-9
+#: message nesting rendered before giving up (hostile input can nest arbitrarily)
+_RENDER_DEPTH = 4
+_LEADING_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
+
+Shape = Literal["columns", "prompt_messages", "messages", "advantage_singular", "megatron", "ray"]
+EntryKind = Literal["new", "repeat", "eval_or_end"]
+
+
+# --------------------------------------------------------------------------- public types
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One completion with what was logged about it."""
+
+    text: str
+    #: raw (unweighted) value per reward function; None = not logged / NaN
+    rewards: dict[str, float | None]
+    #: sum of the logged reward values (or the logged total in old shapes); None = unknown
+    total: float | None
+    advantage: float | None
+    entropy: float | None = None
+    solution: str | None = None
+    #: follows the tag format; None when its group uses no known marker
+    follows_format: bool | None = None
+    #: an opened tag never closed; None when its group uses no known marker
+    truncated: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Group:
+    """The completions of one prompt within one logged line (a GRPO group)."""
+
+    prompt: str
+    #: short stable hash of the full prompt text (follows one prompt across lines)
+    prompt_id: str
+    step: str
+    completions: tuple[Sample, ...]
+    #: per reward function, one value per completion (NaN = not logged)
+    rewards: dict[str, np.ndarray]
+    #: total reward per completion (NaN = unknown)
+    totals: np.ndarray
+    #: population std of the known totals (NaN when none is known)
+    spread: float
+    #: at least two known totals and all equal: no advantage signal
+    zero_spread: bool
+    #: zero spread at the bottom of the totals observed in the file so far
+    all_fail: bool
+    #: zero spread at the top of the totals observed in the file so far
+    all_pass: bool
+    truncated_rate: float | None
+    format_rate: float | None
+    distinct_2: float
+    pairwise_overlap: float
+
+    @property
+    def size(self) -> int:
+        return len(self.completions)
+
+    @property
+    def mean_total(self) -> float:
+        finite = self.totals[np.isfinite(self.totals)]
+        return float(finite.mean()) if finite.size else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class LineInfo:
+    """What the index knows about one entry without parsing it again."""
+
+    index: int
+    #: line number (1-based) of the entry's first line in the current file
+    line_no: int
+    #: step label of the newest row ("6"), as logged
+    step: str
+    #: distinct step labels of its rows (a few), in order
+    steps: tuple[str, ...]
+    rows: int
+    shape: Shape
+    #: "new" rollouts, a "repeat" of the previous line, or the "eval_or_end" line of a step
+    kind: EntryKind
+    #: lists of unequal length were cut to the shortest (the line is kept)
+    malformed: bool
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class NotCompletionsError(ValueError):
+    """A JSON line that is not a completions record (the reason is the message)."""
+
+
+@dataclass(slots=True)
+class _Rows:
+    """One batch of rollouts, column-wise, all lists of equal length."""
+
+    shape: Shape
+    steps: list[str]
+    prompts: list[str]
+    completions: list[str]
+    rewards: dict[str, np.ndarray]
+    totals: np.ndarray
+    advantages: np.ndarray | None
+    entropy: np.ndarray | None
+    solutions: list[str | None] | None
+    malformed: bool = False
+
+    def __len__(self) -> int:
+        return len(self.completions)
+
+
+def decode_line(data: bytes) -> tuple[object, bool]:
+    """The JSON value of one line and whether the lenient fallback decoder was needed.
+
+    orjson is strict; the stdlib parser accepts the `NaN`/`Infinity` tokens trainers write,
+    and undecodable bytes become U+FFFD. Raises ValueError when neither can read it.
+    """
+    try:
+        return orjson.loads(data), False
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data.decode("utf-8", errors="replace")), True
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+
+
+def _clean(text: str) -> str:
+    # lone surrogates (a `\\ud800` escape read by the stdlib parser) cannot be encoded or drawn
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+def _render(value: object, depth: int = 0) -> str:
+    """Text of a prompt or completion: strings as they are, chat messages as "role: content"."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if depth >= _RENDER_DEPTH:
+        return "…"
+    if isinstance(value, dict):
+        if "role" in value or "content" in value:
+            role = _render(value.get("role", "?"), depth + 1)
+            return f"{role}: {_render(value.get('content'), depth + 1)}"
+        if "text" in value:
+            return _render(value["text"], depth + 1)
+        return f"[{_render(value.get('type', 'object'), depth + 1)}]"
+    if isinstance(value, list):
+        return "\n".join(_render(item, depth + 1) for item in value)
+    try:
+        return str(value)
+    except ValueError:
+        return "…"  # an integer too long to print (Python caps int → str conversion)
+
+
+def _numeric(values: list[object]) -> np.ndarray | None:
+    """A float column (None → NaN), or None when any value is not a number or null."""
+    if not all(v is None or isinstance(v, (int, float)) for v in values):
+        return None
+    try:
+        return np.array(values, dtype=np.float64) if values else np.empty(0)
+    except OverflowError:
+        return None  # an integer beyond float range: not a reward anyone logged
+
+
+def _shape_of(record: dict[str, object], row_oriented: bool) -> Shape:
+    if row_oriented:
+        return "ray"
+    if "gen_step" in record:
+        return "megatron"
+    if "prompt" not in record and "messages" in record:
+        return "messages"
+    prompts = record.get("prompt")
+    if isinstance(prompts, list) and prompts and isinstance(prompts[0], list):
+        return "prompt_messages"
+    if "advantage" in record and "advantages" not in record:
+        return "advantage_singular"
+    return "columns"
+
+
+def parse_record(record: dict[str, object], *, clean: bool = False) -> _Rows:
+    """The rows of one completions line, whatever its ms-swift shape (§5).
+
+    Raises NotCompletionsError for an object that holds no completions. `clean` replaces
+    lone surrogates in the texts (only the lenient decoder can produce them).
+    """
+    if "completion" not in record:
+        raise NotCompletionsError("no 'completion' field")
+    step_value = record.get("step", record.get("gen_step"))
+    # Megatron-Ray: one completion per line, scalar values
+    row_oriented = not isinstance(record["completion"], list) or (
+        "gen_step" in record and not isinstance(record["gen_step"], list)
+    )
+    columns: dict[str, object] = (
+        {key: [value] for key, value in record.items()} if row_oriented else dict(record)
+    )
+    malformed = False
+    aligned: dict[str, list[object]] = {}
+    for key, value in columns.items():
+        if isinstance(value, list):
+            aligned[key] = value
+        elif key in _ROW_COLUMNS:
+            malformed = True  # a per-row column that is not a list: ignored
+    prompt_key = "prompt" if "prompt" in aligned else "messages" if "messages" in aligned else None
+    used = [aligned["completion"]]
+    if prompt_key is None:
+        malformed = True
+    else:
+        used.append(aligned[prompt_key])
+    steps_list = aligned.get("step", aligned.get("gen_step"))
+    if steps_list is not None:
+        used.append(steps_list)
+    reward_columns: dict[str, np.ndarray] = {}
+    numeric_extras: dict[str, np.ndarray] = {}
+    for key, values in aligned.items():
+        if key in NON_REWARD_KEYS and key not in ("advantages", "advantage", "entropy", "reward"):
+            continue
+        column = _numeric(values)
+        if column is None:
+            continue  # a text column some plugin gathered: not a reward
+        if key in NON_REWARD_KEYS:
+            numeric_extras[key] = column
+        else:
+            reward_columns[_clean(key) if clean else key] = column
+        used.append(values)
+    if "solution" in aligned:
+        used.append(aligned["solution"])
+    lengths = {len(values) for values in used}
+    count = min(lengths)
+    malformed = malformed or len(lengths) > 1
+
+    if steps_list is not None:
+        steps = [_render(v) for v in steps_list[:count]]
+    else:
+        label = (
+            "?"
+            if step_value is None or isinstance(step_value, (list, dict))
+            else _render(step_value)
+        )
+        steps = [label] * count
+    prompts = [_render(v) for v in aligned[prompt_key][:count]] if prompt_key else [""] * count
+    completions = [_render(v) for v in aligned["completion"][:count]]
+    solutions = (
+        [None if v is None else _render(v) for v in aligned["solution"][:count]]
+        if "solution" in aligned
+        else None
+    )
+    if clean:
+        steps = [_clean(s) for s in steps]
+        prompts = [_clean(p) for p in prompts]
+        completions = [_clean(c) for c in completions]
+        if solutions is not None:
+            solutions = [None if s is None else _clean(s) for s in solutions]
+    rewards = {name: column[:count] for name, column in reward_columns.items()}
+    logged_total = numeric_extras.get("reward")
+    advantages = numeric_extras.get("advantages", numeric_extras.get("advantage"))
+    entropy = numeric_extras.get("entropy")
+    return _Rows(
+        shape=_shape_of(record, row_oriented),
+        steps=steps,
+        prompts=prompts,
+        completions=completions,
+        rewards=rewards,
+        totals=_totals(rewards, None if logged_total is None else logged_total[:count], count),
+        advantages=None if advantages is None else advantages[:count],
+        entropy=None if entropy is None else entropy[:count],
+        solutions=solutions,
+        malformed=malformed,
+    )
+
+
+def _totals(
+    rewards: dict[str, np.ndarray], logged_total: np.ndarray | None, count: int
+) -> np.ndarray:
+    """Total reward per row: the logged total when there is one, else the sum of the functions.
+
+    ms-swift logs each function's raw, unweighted value and the reward weights are not
+    known here, so the sum is unweighted: fine for ties and ranking inside a group, not a
+    copy of the trainer's weighted `reward`. Null/NaN values are skipped; a row with no
+    known value has an unknown (NaN) total.
+    """
+    if logged_total is not None:
+        return logged_total
+    if not rewards:
+        return np.full(count, math.nan)
+    matrix = np.vstack(list(rewards.values()))
+    known = ~np.isnan(matrix)
+    with np.errstate(invalid="ignore"):
+        sums = np.where(known, matrix, 0.0).sum(axis=0)
+    return np.where(known.any(axis=0), sums, math.nan)
+
+
+def _concat(parts: Sequence[_Rows]) -> _Rows:
+    """One batch from consecutive row-oriented lines (Megatron-Ray)."""
+    if len(parts) == 1:
+        return parts[0]
+    names = list(dict.fromkeys(name for part in parts for name in part.rewards))
+
+    def column(part: _Rows, name: str) -> np.ndarray:
+        return part.rewards.get(name, np.full(len(part), math.nan))
+
+    def optional(arrays: list[np.ndarray | None], sizes: list[int]) -> np.ndarray | None:
+        if all(a is None for a in arrays):
+            return None
+        return np.concatenate(
+            [np.full(n, math.nan) if a is None else a for a, n in zip(arrays, sizes, strict=True)]
+        )
+
+    sizes = [len(part) for part in parts]
+    solutions: list[str | None] | None = None
+    if any(part.solutions is not None for part in parts):
+        solutions = []
+        for part, size in zip(parts, sizes, strict=True):
+            solutions.extend(part.solutions if part.solutions is not None else [None] * size)
+    return _Rows(
+        shape=parts[0].shape,
+        steps=[s for part in parts for s in part.steps],
+        prompts=[p for part in parts for p in part.prompts],
+        completions=[c for part in parts for c in part.completions],
+        rewards={name: np.concatenate([column(part, name) for part in parts]) for name in names},
+        totals=np.concatenate([part.totals for part in parts]),
+        advantages=optional([part.advantages for part in parts], sizes),
+        entropy=optional([part.entropy for part in parts], sizes),
+        solutions=solutions,
+        malformed=any(part.malformed for part in parts),
+    )
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+@dataclass(slots=True)
+class _GroupStats:
+    """What one group's rows say, computed once per parse."""
+
+    rows: list[int]
+    spread: float
+    zero_spread: bool
+    #: the shared total of a zero-spread group (NaN otherwise)
+    tied_total: float
+    text: GroupTextStats
+
+
+@dataclass(slots=True)
+class _Analysed:
+    """A parsed line with its groups: what the LRU cache holds."""
+
+    rows: _Rows
+    groups: list[_GroupStats]
+    content_hash: bytes
+
+
+@dataclass(slots=True)
+class _Tally:
+    """Sums over one line's groups: enough to build (and merge) its StepSampleStats."""
+
+    groups: int = 0
+    completions: int = 0
+    #: the shared total of each zero-spread group (judged all-fail / all-pass later)
+    tied_totals: list[float] = field(default_factory=list)
+    distinct_2_sum: float = 0.0
+    distinct_2_count: int = 0
+    overlap_sum: float = 0.0
+    overlap_count: int = 0
+    follows_format: int = 0
+    uses_markers: int = 0
+    truncated: int = 0
+    chars: int = 0
+
+    def add(self, other: _Tally) -> None:
+        self.groups += other.groups
+        self.completions += other.completions
+        self.tied_totals.extend(other.tied_totals)
+        self.distinct_2_sum += other.distinct_2_sum
+        self.distinct_2_count += other.distinct_2_count
+        self.overlap_sum += other.overlap_sum
+        self.overlap_count += other.overlap_count
+        self.follows_format += other.follows_format
+        self.uses_markers += other.uses_markers
+        self.truncated += other.truncated
+        self.chars += other.chars
+
+
+def _partition(prompts: list[str], group_size: int | None) -> list[list[int]]:
+    """Row indices per prompt (keyed on the full prompt text), in order of first appearance.
+
+    With a known group size (num_generations), a prompt drawn twice in one batch is split
+    into consecutive chunks: each chunk is its own GRPO group.
+    """
+    by_prompt: dict[str, list[int]] = {}
+    for row, prompt in enumerate(prompts):
+        by_prompt.setdefault(prompt, []).append(row)
+    if not group_size or group_size < 1:
+        return list(by_prompt.values())
+    return [
+        rows[start : start + group_size]
+        for rows in by_prompt.values()
+        for start in range(0, len(rows), group_size)
+    ]
+
+
+def _content_hash(rows: _Rows) -> bytes:
+    digest = hashlib.blake2b(digest_size=16)
+    for prompt, completion in zip(rows.prompts, rows.completions, strict=True):
+        digest.update(prompt.encode("utf-8", errors="surrogatepass"))
+        digest.update(b"\x00")
+        digest.update(completion.encode("utf-8", errors="surrogatepass"))
+        digest.update(b"\x01")
+    if rows.advantages is not None:
+        digest.update(rows.advantages.tobytes())
+    return digest.digest()
+
+
+def _spread(values: list[float]) -> tuple[float, bool, float]:
+    """(population std, tied, shared value if tied) of a group's known totals.
+
+    Plain Python: groups hold a handful of values, where numpy's per-call cost dominates.
+    """
+    if not values:
+        return math.nan, False, math.nan
+    # plain sums and products: huge logged values give inf, never an OverflowError
+    mean = sum(values) / len(values)
+    spread = math.sqrt(sum((v - mean) * (v - mean) for v in values) / len(values))
+    low, high = min(values), max(values)
+    tied = len(values) >= 2 and high - low <= _TIE_TOLERANCE * max(1.0, abs(low), abs(high))
+    return spread, tied, mean if tied else math.nan
+
+
+def _analyse(rows: _Rows, group_size: int | None) -> _Analysed:
+    totals = rows.totals.tolist()
+    groups: list[_GroupStats] = []
+    for indices in _partition(rows.prompts, group_size):
+        spread, tied, tied_total = _spread([totals[i] for i in indices if math.isfinite(totals[i])])
+        groups.append(
+            _GroupStats(
+                rows=indices,
+                spread=spread,
+                zero_spread=tied,
+                tied_total=tied_total,
+                text=group_text_stats([rows.completions[i] for i in indices]),
+            )
+        )
+    return _Analysed(rows=rows, groups=groups, content_hash=_content_hash(rows))
+
+
+def _tally(analysed: _Analysed) -> _Tally:
+    tally = _Tally(groups=len(analysed.groups), completions=len(analysed.rows))
+    for group in analysed.groups:
+        if group.zero_spread:
+            tally.tied_totals.append(group.tied_total)
+        if not math.isnan(group.text.distinct_2):
+            tally.distinct_2_sum += group.text.distinct_2
+            tally.distinct_2_count += 1
+        if not math.isnan(group.text.pairwise_overlap):
+            tally.overlap_sum += group.text.pairwise_overlap
+            tally.overlap_count += 1
+        for check in group.text.checks:
+            tally.follows_format += check.follows
+            tally.uses_markers += check.uses_markers
+            tally.truncated += check.cut_off
+    tally.chars = sum(len(text) for text in analysed.rows.completions)
+    return tally
+
+
+def _step_number(label: str) -> float:
+    """The number a step label starts with ("12", "12/500" → 12.0), else NaN."""
+    match = _LEADING_NUMBER.match(label)
+    return float(match.group(1)) if match else math.nan
+
+
+# --------------------------------------------------------------------------- the index
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One index entry: a line (or a Megatron-Ray batch of consecutive lines)."""
+
+    #: byte range [start, end) in the file, line endings of the last line excluded
+    start: int
+    end: int
+    line_no: int
+    step: str
+    steps: tuple[str, ...]
+    rows: int
+    shape: Shape
+    kind: EntryKind
+    malformed: bool
+    #: None for Megatron-Ray batches (never repeated: their deques are cleared)
+    content_hash: bytes | None
+    #: None while a Megatron-Ray batch is still growing (computed when needed)
+    tally: _Tally | None
+    #: the step slot it counts towards (None for repeats and eval/end lines)
+    slot: int | None
+
+
+@dataclass(slots=True)
+class _StepSlot:
+    """One step of the summary: the entries whose rollouts count for it."""
+
+    label: str
+    step: float
+    entries: list[int]
+
+
+class CompletionsIndex:
+    """Follows one completions.jsonl: `poll()` to read, `summary()` / `groups()` to look."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        cache_lines: int = DEFAULT_CACHE_LINES,
+        group_size: int | None = None,
+        chunk_size: int | None = None,
+    ) -> None:
+        """`group_size`: num_generations when known (args.json); see `_partition`."""
+        self.path = Path(path)
+        self.cache_cap = max(1, cache_lines)
+        self.group_size = group_size
+        self._reader = (
+            TailReader(self.path)
+            if chunk_size is None
+            else TailReader(self.path, chunk_size=chunk_size)
+        )
+        #: unread complete data remained after the last poll (its byte budget ran out)
+        self.more = False
+        #: times the file started over, and why the last time
+        self.restarts = 0
+        self.last_restart: str | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._entries: list[_Entry] = []
+        self._slots: list[_StepSlot] = []
+        self._slot_stats: list[StepSampleStats | None] = []
+        self._slot_by_label: dict[str, int] = {}
+        self._seen_steps: set[str] = set()
+        self._cache: OrderedDict[int, _Analysed] = OrderedDict()
+        #: entries whose tally is pending (a growing Megatron-Ray batch, or a failed re-read)
+        self._untallied: set[int] = set()
+        self._good_lines = 0
+        self._malformed_lines = 0
+        self._bad_count = 0
+        self._bad: list[BadLine] = []
+        self._reward_names: dict[str, None] = {}
+        self._total_min = math.inf
+        self._total_max = -math.inf
+        self._format_seen = False
+        self._stats_key: tuple[float, float, bool] | None = None
+
+    # ----------------------------------------------------------------- reading
+
+    def poll(self, max_bytes: int | None = None) -> int:
+        """Read newly appended lines; returns how many (bad ones included).
+
+        With `max_bytes`, reads about that much (one long line is always finished) and
+        sets `more` when data is left; without, reads everything available.
+        """
+        count = 0
+        while True:
+            chunk = self._reader.poll(max_bytes)
+            if chunk.restarted is not None:
+                self.restarts += 1
+                self.last_restart = chunk.restarted
+                self._reset()
+            for line in chunk.lines:
+                self._ingest(line)
+            count += len(chunk.lines)
+            self.more = chunk.more
+            if max_bytes is not None or not chunk.more:
+                break
+        return count
+
+    def _ingest(self, line: TailLine) -> None:
+        try:
+            value, lenient = decode_line(line.data)
+        except ValueError as exc:
+            self._add_bad(line, f"invalid JSON: {exc}")
+            return
+        if not isinstance(value, dict):
+            self._add_bad(line, f"not a JSON object ({type(value).__name__})")
+            return
+        try:
+            rows = parse_record(value, clean=lenient)
+        except NotCompletionsError as exc:
+            self._add_bad(line, str(exc))
+            return
+        self._good_lines += 1
+        self._malformed_lines += rows.malformed
+        self._reward_names.update(dict.fromkeys(rows.rewards))
+        known = rows.totals[np.isfinite(rows.totals)]
+        if known.size:
+            self._total_min = min(self._total_min, float(known.min()))
+            self._total_max = max(self._total_max, float(known.max()))
+        if rows.shape == "ray":
+            self._ingest_ray_row(line, rows)
+        else:
+            self._ingest_line(line, rows)
+
+    def _ingest_line(self, line: TailLine, rows: _Rows) -> None:
+        self._finish_open_batch()
+        analysed = _analyse(rows, self.group_size)
+        tally = _tally(analysed)
+        self._format_seen = self._format_seen or tally.uses_markers > 0
+        step = rows.steps[-1] if rows.steps else "?"
+        previous = self._entries[-1] if self._entries else None
+        kind: EntryKind
+        if previous is not None and previous.content_hash == analysed.content_hash:
+            kind = "repeat"
+        elif step in self._seen_steps and rows.shape != "messages":
+            kind = "eval_or_end"
+        else:
+            kind = "new"
+        index = len(self._entries)
+        entry = _Entry(
+            start=line.offset,
+            end=line.offset + len(line.data),
+            line_no=line.line_no,
+            step=step,
+            steps=tuple(dict.fromkeys(rows.steps))[:_STEP_LABELS_KEPT],
+            rows=len(rows),
+            shape=rows.shape,
+            kind=kind,
+            malformed=rows.malformed,
+            content_hash=analysed.content_hash,
+            tally=tally,
+            slot=None,
+        )
+        self._entries.append(entry)
+        self._seen_steps.add(step)
+        if kind == "new":
+            self._assign_slot(index, merge=rows.shape == "messages")
+        self._remember(index, analysed)
+
+    def _ingest_ray_row(self, line: TailLine, rows: _Rows) -> None:
+        step = rows.steps[0] if rows.steps else "?"
+        last = self._entries[-1] if self._entries else None
+        if last is not None and last.shape == "ray" and last.step == step:
+            last.end = line.offset + len(line.data)
+            last.rows += len(rows)
+            last.malformed = last.malformed or rows.malformed
+            last.tally = None
+            self._untallied.add(len(self._entries) - 1)
+            self._cache.pop(len(self._entries) - 1, None)
+            if last.slot is not None:
+                self._slot_stats[last.slot] = None
+            return
+        self._finish_open_batch()
+        index = len(self._entries)
+        kind: EntryKind = "eval_or_end" if step in self._seen_steps else "new"
+        self._entries.append(
+            _Entry(
+                start=line.offset,
+                end=line.offset + len(line.data),
+                line_no=line.line_no,
+                step=step,
+                steps=(step,),
+                rows=len(rows),
+                shape="ray",
+                kind=kind,
+                malformed=rows.malformed,
+                content_hash=None,
+                tally=None,
+                slot=None,
+            )
+        )
+        self._untallied.add(index)
+        self._seen_steps.add(step)
+        if kind == "new":
+            self._assign_slot(index, merge=False)
+
+    def _finish_open_batch(self) -> None:
+        """Tally the growing Megatron-Ray batch once the next entry shows it is complete."""
+        if self._entries and self._entries[-1].tally is None:
+            self._ensure_tally(len(self._entries) - 1)
+
+    def _assign_slot(self, index: int, *, merge: bool) -> None:
+        entry = self._entries[index]
+        slot_index = self._slot_by_label.get(entry.step) if merge else None
+        if slot_index is None:
+            slot_index = len(self._slots)
+            number = _step_number(entry.step)
+            self._slots.append(
+                _StepSlot(entry.step, float(slot_index) if math.isnan(number) else number, [])
+            )
+            self._slot_stats.append(None)
+            self._slot_by_label[entry.step] = slot_index
+        self._slots[slot_index].entries.append(index)
+        self._slot_stats[slot_index] = None
+        entry.slot = slot_index
+
+    def _add_bad(self, line: TailLine, reason: str) -> None:
+        self._bad_count += 1
+        excerpt = line.data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
+        self._bad.append(BadLine(self.path.name, line.line_no, reason[:200], excerpt))
+        if len(self._bad) > BAD_LINES_KEPT:
+            del self._bad[0]
+
+    # ----------------------------------------------------------------- lazy parsing
+
+    def _remember(self, index: int, analysed: _Analysed) -> None:
+        self._cache[index] = analysed
+        self._cache.move_to_end(index)
+        while len(self._cache) > self.cache_cap:
+            self._cache.popitem(last=False)
+
+    def _read_range(self, entry: _Entry) -> list[_Rows]:
+        size = entry.end - entry.start
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(entry.start)
+                data = handle.read(size)
+        except OSError:
+            return []
+        if len(data) != size:
+            return []
+        parts: list[_Rows] = []
+        for raw in data.split(b"\n"):
+            raw = raw.removesuffix(b"\r")
+            if not raw.strip():
+                continue
+            try:
+                value, lenient = decode_line(raw)
+                if isinstance(value, dict):
+                    parts.append(parse_record(value, clean=lenient))
+            except ValueError:
+                continue  # counted as bad when first read
+        return parts
+
+    def _load(self, index: int) -> _Analysed | None:
+        """The parsed entry, from the cache or the file; None if the file changed under us."""
+        cached = self._cache.get(index)
+        if cached is not None:
+            self._cache.move_to_end(index)
+            return cached
+        entry = self._entries[index]
+        parts = self._read_range(entry)
+        if not parts:
+            return None
+        rows = _concat(parts)
+        if len(rows) != entry.rows:
+            return None  # rewritten since it was indexed: the next poll restarts
+        analysed = _analyse(rows, self.group_size)
+        if entry.content_hash is not None and analysed.content_hash != entry.content_hash:
+            return None
+        self._remember(index, analysed)
+        return analysed
+
+    def _ensure_tally(self, index: int) -> _Tally | None:
+        entry = self._entries[index]
+        if entry.tally is None:
+            analysed = self._load(index)
+            if analysed is None:
+                return None
+            entry.tally = _tally(analysed)
+            self._untallied.discard(index)
+            self._format_seen = self._format_seen or entry.tally.uses_markers > 0
+        return entry.tally
+
+    # ----------------------------------------------------------------- looking
+
+    def __len__(self) -> int:
+        """Index entries: one per line (a Megatron-Ray batch of lines is one entry)."""
+        return len(self._entries)
+
+    def _resolve(self, line: int) -> int:
+        index = line + len(self._entries) if line < 0 else line
+        if not 0 <= index < len(self._entries):
+            raise IndexError(f"completions line {line} out of range ({len(self._entries)} entries)")
+        return index
+
+    def line_info(self, line: int = -1) -> LineInfo:
+        """What the index holds about one entry (negative = from the newest)."""
+        index = self._resolve(line)
+        entry = self._entries[index]
+        return LineInfo(
+            index=index,
+            line_no=entry.line_no,
+            step=entry.step,
+            steps=entry.steps,
+            rows=entry.rows,
+            shape=entry.shape,
+            kind=entry.kind,
+            malformed=entry.malformed,
+        )
+
+    def groups(self, line: int = -1) -> list[Group]:
+        """The groups of one entry (newest by default; negative counts from the newest).
+
+        Parses the entry if it is not cached. Returns [] for an empty index or when the
+        file changed under the index (the next poll restarts it).
+        """
+        if not self._entries:
+            return []
+        analysed = self._load(self._resolve(line))
+        if analysed is None:
+            return []
+        return [self._build_group(analysed.rows, group) for group in analysed.groups]
+
+    def _tie_position(self, value: float) -> tuple[bool, bool]:
+        """(at bottom, at top) of the totals observed so far; neither while they are all equal."""
+        low, high = self._total_min, self._total_max
+        if math.isnan(value) or not high > low:
+            return False, False
+        tolerance = _TIE_TOLERANCE * max(1.0, abs(low), abs(high))
+        return abs(value - low) <= tolerance, abs(value - high) <= tolerance
+
+    def _build_group(self, rows: _Rows, stats: _GroupStats) -> Group:
+        indices = stats.rows
+        rewards = {name: column[indices] for name, column in rows.rewards.items()}
+        totals = rows.totals[indices]
+        known_format = stats.text.format_known
+        samples = tuple(
+            Sample(
+                text=rows.completions[row],
+                rewards={name: _optional_float(column[pos]) for name, column in rewards.items()},
+                total=_optional_float(totals[pos]),
+                advantage=None
+                if rows.advantages is None
+                else _optional_float(rows.advantages[row]),
+                entropy=None if rows.entropy is None else _optional_float(rows.entropy[row]),
+                solution=None if rows.solutions is None else rows.solutions[row],
+                follows_format=check.follows if known_format else None,
+                truncated=check.cut_off if known_format else None,
+            )
+            for pos, (row, check) in enumerate(zip(indices, stats.text.checks, strict=True))
+        )
+        all_fail, all_pass = (
+            self._tie_position(stats.tied_total) if stats.zero_spread else (False, False)
+        )
+        prompt = rows.prompts[indices[0]]
+        return Group(
+            prompt=prompt,
+            prompt_id=hashlib.blake2b(
+                prompt.encode("utf-8", errors="surrogatepass"), digest_size=8
+            ).hexdigest(),
+            step=rows.steps[indices[-1]],
+            completions=samples,
+            rewards=rewards,
+            totals=totals,
+            spread=stats.spread,
+            zero_spread=stats.zero_spread,
+            all_fail=all_fail,
+            all_pass=all_pass,
+            truncated_rate=stats.text.truncated_rate,
+            format_rate=stats.text.format_rate,
+            distinct_2=stats.text.distinct_2,
+            pairwise_overlap=stats.text.pairwise_overlap,
+        )
+
+    def summary(self) -> CompletionsSummary:
+        """Lines read and one StepSampleStats per logged step, oldest first.
+
+        Repeats and eval/end lines are left out (module docstring). The all-fail / all-pass
+        split uses the totals observed so far, and once any completion in the file used a
+        format marker, every step's format rate counts its completions (a step that drops
+        the tags scores 0, not "unknown"); both are re-judged here, not frozen at read time.
+        """
+        for index in sorted(self._untallied):
+            if self._entries[index].slot is not None:
+                self._ensure_tally(index)
+        key = (self._total_min, self._total_max, self._format_seen)
+        if key != self._stats_key:
+            self._slot_stats = [None] * len(self._slots)
+            self._stats_key = key
+        steps: list[StepSampleStats] = []
+        for slot_index, slot in enumerate(self._slots):
+            stats = self._slot_stats[slot_index]
+            if stats is None:
+                stats = self._step_stats(slot)
+                self._slot_stats[slot_index] = stats
+            if stats is not None:
+                steps.append(stats)
+        return CompletionsSummary(lines=self._good_lines, steps=tuple(steps))
+
+    def _step_stats(self, slot: _StepSlot) -> StepSampleStats | None:
+        tally = _Tally()
+        for index in slot.entries:
+            part = self._entries[index].tally
+            if part is not None:
+                tally.add(part)
+        if tally.completions == 0 or tally.groups == 0:
+            return None
+        positions = [self._tie_position(value) for value in tally.tied_totals]
+        return StepSampleStats(
+            step=slot.step,
+            groups=tally.groups,
+            completions=tally.completions,
+            zero_spread_fraction=len(tally.tied_totals) / tally.groups,
+            zero_spread_all_fail=sum(low for low, _ in positions) / tally.groups,
+            zero_spread_all_pass=sum(high for _, high in positions) / tally.groups,
+            distinct_2=_mean(tally.distinct_2_sum, tally.distinct_2_count),
+            pairwise_overlap=_mean(tally.overlap_sum, tally.overlap_count),
+            format_rate=tally.follows_format / tally.completions if self._format_seen else None,
+            mean_chars=tally.chars / tally.completions,
+            truncated_rate=tally.truncated / tally.completions if tally.uses_markers else None,
+        )
+
+    # ----------------------------------------------------------------- bookkeeping
+
+    @property
+    def lines(self) -> int:
+        """Completions lines read in the current file (bad lines excluded)."""
+        return self._good_lines
+
+    @property
+    def bad_lines(self) -> tuple[BadLine, ...]:
+        """The most recent lines that could not be used (up to BAD_LINES_KEPT), with reasons."""
+        return tuple(self._bad)
+
+    @property
+    def bad_line_count(self) -> int:
+        return self._bad_count
+
+    @property
+    def malformed_lines(self) -> int:
+        """Lines kept although their lists had unequal lengths (cut to the shortest)."""
+        return self._malformed_lines
+
+    @property
+    def reward_names(self) -> tuple[str, ...]:
+        """Reward function columns seen so far, in order of discovery."""
+        return tuple(self._reward_names)
+
+    @property
+    def total_range(self) -> tuple[float, float] | None:
+        """Lowest and highest total reward seen so far (None before any)."""
+        return None if self._total_max < self._total_min else (self._total_min, self._total_max)
+
+    @property
+    def cached_lines(self) -> int:
+        """Parsed entries held in memory right now (never more than `cache_cap`)."""
+        return len(self._cache)
+
+    def entry_indices(self, kinds: Iterable[EntryKind] = ("new",)) -> list[int]:
+        """Indices of the entries of the given kinds, oldest first (e.g. to skip repeats)."""
+        wanted = set(kinds)
+        return [index for index, entry in enumerate(self._entries) if entry.kind in wanted]
+
+
+def _optional_float(value: float | np.floating) -> float | None:
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+def _mean(total: float, count: int) -> float:
+    return total / count if count else math.nan
