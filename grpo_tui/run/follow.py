@@ -64,6 +64,9 @@ class RunFollower:
                 if not index.more or time.perf_counter() - started >= time_budget:
                     break
             more = more or index.more
+            if index.lines and str(index.path) not in self.feed.status.files:
+                self.feed.status.files.append(str(index.path))
+                self.feed.status.followed.append(str(index.path))
             if new_samples:
                 samples = index.summary()
         return Update(
