@@ -19,6 +19,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grpo-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    tail = sub.add_parser("tail", help="open the live monitor on PATH (the default command)")
+    tail.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
+    tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
+
+    check = sub.add_parser("check", help="diagnose PATH once, print it, exit 0/1/2/3")
+    check.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
+    check.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+
+    rules = sub.add_parser("rules", help="print the effective health rules (defaults + overrides)")
+    rules.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+
+    demo = sub.add_parser("demo", help="watch a simulated GRPO run live (no GPU needed)")
+    demo.add_argument("--scenario", default="healthy", help="healthy, not_learning, too_aggressive, "
+                      "reward_hacking, truncation, length_collapse, low_diversity, saturated")
+    demo.add_argument("--speed", type=float, default=4.0, help="simulated steps per second")
+    demo.add_argument("--theme", help="default, light, colorblind, mono")
+
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
@@ -32,6 +50,26 @@ def main(argv: list[str] | None = None) -> int:
     if argv and not argv[0].startswith("-") and argv[0] not in _COMMANDS:
         argv.insert(0, "tail")
     args = _parser().parse_args(argv)
+    if args.command == "tail":
+        from grpo_tui.commands.tail import tail_command
+
+        return tail_command(args.path, theme=args.theme)
+    if args.command == "demo":
+        from grpo_tui.commands.tail import demo_command
+        from grpo_tui.sim import SCENARIOS
+
+        if args.scenario not in SCENARIOS:
+            print(f"unknown scenario {args.scenario!r}; one of: {', '.join(SCENARIOS)}", file=sys.stderr)
+            return 2
+        return demo_command(args.scenario, args.speed, args.theme)
+    if args.command == "check":
+        from grpo_tui.commands.check import check_command
+
+        return check_command(args.path, as_json=args.json, rules_file=args.rules)
+    if args.command == "rules":
+        from grpo_tui.commands.check import rules_command
+
+        return rules_command(args.rules)
     if args.command == "inspect":
         from grpo_tui.commands.inspect import inspect_command
 
