@@ -97,7 +97,8 @@ def load_run(
     follower = follower or RunFollower(path)
     run = Run(Path(path))
     while True:
-        update = follower.read(time_budget=time_budget)
+        # big chunks: a backfill has no screen to keep responsive
+        update = follower.read(time_budget=time_budget, chunk_bytes=8 << 20)
         run.apply(update)
         if not update.more:
             break

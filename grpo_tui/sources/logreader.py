@@ -18,12 +18,13 @@ _EXCERPT_CHARS = 120
 class _Group:
     """Rows sharing one plan while a batch is being built."""
 
-    __slots__ = ("plan", "rows", "values", "objs")
+    __slots__ = ("plan", "rows", "numbers", "strings", "objs")
 
     def __init__(self, plan: LinePlan) -> None:
         self.plan = plan
         self.rows: list[int] = []
-        self.values: list[tuple[Any, ...]] = []
+        self.numbers: list[tuple[Any, ...]] = []
+        self.strings: list[tuple[Any, ...]] = []
         self.objs: list[Mapping[str, Any]] = []
 
 
@@ -85,7 +86,10 @@ class LogReader:
             if group is None:
                 group = groups[id(plan)] = _Group(plan)
             group.rows.append(len(kinds))
-            group.values.append(self._row_values(plan, obj))
+            if plan.getter is not None:
+                group.numbers.append(plan.getter(obj))
+            if plan.string_getter is not None:
+                group.strings.append(plan.string_getter(obj))
             group.objs.append(obj)
             kinds.append(int(plan.kind))
             steps.append(step)
@@ -99,31 +103,44 @@ class LogReader:
             batch.blocks.append(block)
         return batch
 
-    def _row_values(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[Any, ...]:
-        values = self.adapter.numbers(plan, obj)
-        if plan.parsed:
-            values = values + tuple(
-                parser(text) if isinstance(text := obj[key], str) else None
-                for key, _, parser in plan.parsed
-            )
-        return values
-
     def _matrices(self, group: _Group) -> list[ColumnGroup]:
         plan = group.plan
-        columns = plan.columns + tuple(canonical for _, canonical, _ in plan.parsed)
         try:
-            values = np.array(group.values, dtype=np.float64).reshape(len(group.rows), len(columns))
+            values = self._matrix(plan, group.numbers, group.strings, len(group.rows))
         except (TypeError, ValueError):
             # a key that held a number in the plan's first line holds something else in
             # another: re-plan those rows one by one from their own value types
             return [self._single_row(row, obj) for row, obj in zip(group.rows, group.objs)]
-        return [ColumnGroup(np.array(group.rows, dtype=np.int64), columns, plan.source_keys, values)]
+        rows = np.array(group.rows, dtype=np.int64)
+        return [ColumnGroup(rows, plan.all_columns, plan.source_keys, values)]
 
     def _single_row(self, row: int, obj: Mapping[str, Any]) -> ColumnGroup:
         plan = self.adapter.fresh_plan(obj)
-        columns = plan.columns + tuple(canonical for _, canonical, _ in plan.parsed)
-        values = np.array([self._row_values(plan, obj)], dtype=np.float64).reshape(1, len(columns))
-        return ColumnGroup(np.array([row], dtype=np.int64), columns, plan.source_keys, values)
+        numbers = [plan.getter(obj)] if plan.getter is not None else []
+        strings = [plan.string_getter(obj)] if plan.string_getter is not None else []
+        values = self._matrix(plan, numbers, strings, 1)
+        return ColumnGroup(np.array([row], dtype=np.int64), plan.all_columns, plan.source_keys, values)
+
+    @staticmethod
+    def _matrix(
+        plan: LinePlan, numbers: list[tuple[Any, ...]], strings: list[tuple[Any, ...]], n_rows: int
+    ) -> np.ndarray:
+        """(rows × columns) float64: the numbers in one conversion, rates inverted as a
+        column, the progress strings parsed column by column."""
+        values = np.empty((n_rows, len(plan.columns) + len(plan.parsed)))
+        if plan.columns:
+            values[:, : len(plan.columns)] = np.array(numbers, dtype=np.float64).reshape(
+                n_rows, len(plan.columns)
+            )
+            for i in plan.inverted:
+                with np.errstate(divide="ignore"):
+                    rate = values[:, i]
+                    values[:, i] = np.where(rate != 0, 1.0 / np.where(rate != 0, rate, 1.0), np.nan)
+        for j, (_, _, parser) in enumerate(plan.parsed):
+            values[:, len(plan.columns) + j] = [
+                parser(row[j]) if row[j].__class__ is str else None for row in strings
+            ]
+        return values
 
     def _note_plan(self, plan: LinePlan, obj: Mapping[str, Any]) -> None:
         self._seen_plans.add(id(plan))

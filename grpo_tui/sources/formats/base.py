@@ -22,15 +22,24 @@ from grpo_tui.sources.records import LineKind
 _DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
+_PART_SECONDS: dict[str, int] = {}
+
+
+def _part_seconds(part: str) -> int:
+    seconds = _PART_SECONDS.get(part)
+    if seconds is None:
+        seconds = int(part[:-1]) * _DURATION_UNITS[part[-1]]
+        if len(_PART_SECONDS) < 100_000:  # parts are few ("51s", "16m", "2d"): a cheap cache
+            _PART_SECONDS[part] = seconds
+    return seconds
+
+
 def parse_duration(text: str) -> float | None:
     """ms-swift `format_time`: "1d 21h 10m 47s", "45m 20s", "0s", also "1m 60s"."""
-    total = 0
     try:
-        for part in text.split():
-            total += int(part[:-1]) * _DURATION_UNITS[part[-1]]
+        return float(sum(map(_part_seconds, text.split())))
     except (KeyError, ValueError, IndexError):
         return None
-    return float(total)
 
 
 def parse_percentage(text: str) -> float | None:
@@ -43,18 +52,18 @@ def parse_percentage(text: str) -> float | None:
 
 def parse_fraction(text: Any) -> tuple[int, int | None] | None:
     """"12/500" → (12, 500); an int → (int, None)."""
+    if text.__class__ is str:
+        head, sep, tail = text.partition("/")
+        try:
+            return int(head), (int(tail) if sep else None)
+        except ValueError:
+            return None
     if isinstance(text, bool):
         return None
     if isinstance(text, int):
         return text, None
     if isinstance(text, float) and text == text:
         return int(text), None
-    if isinstance(text, str):
-        head, sep, tail = text.partition("/")
-        try:
-            return int(head), (int(tail) if sep else None)
-        except ValueError:
-            return None
     return None
 
 
@@ -74,7 +83,14 @@ class LinePlan:
     inverted: tuple[int, ...]
     #: key → canonical, for `inspect`
     source_keys: Mapping[str, str]
-    getter: Callable[[Mapping[str, Any]], Any] | None
+    #: C-level getters: the number values, and the strings to parse, as tuples
+    getter: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None
+    string_getter: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None
+
+    @property
+    def all_columns(self) -> tuple[str, ...]:
+        """Numbers first, then the parsed strings: the order of a row's values."""
+        return self.columns + tuple(canonical for _, canonical, _ in self.parsed)
 
 
 @dataclass(frozen=True)
@@ -108,7 +124,7 @@ class FormatAdapter:
     """Keys that are never metrics (bookkeeping numbers)."""
     version_hints: tuple[tuple[str, str], ...] = ()
     """(key, what its presence says about the version) for `inspect`."""
-    _plans: dict[frozenset[str], LinePlan] = field(default_factory=dict, repr=False, compare=False)
+    _plans: dict[tuple[str, ...], LinePlan] = field(default_factory=dict, repr=False, compare=False)
     _canonical: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     # -- canonical names -------------------------------------------------------------
@@ -155,13 +171,14 @@ class FormatAdapter:
     def plan(self, obj: Mapping[str, Any]) -> LinePlan:
         """The cached reading plan for this line's key set. The plan assumes the number
         keys hold numbers again; `fresh_plan` re-reads the types when they do not."""
-        keyset = frozenset(obj)
-        plan = self._plans.get(keyset)
+        # keyed by the keys in order: one tuple build and hash per line, no set
+        keys = tuple(obj)
+        plan = self._plans.get(keys)
         if plan is None:
             plan = self._make_plan(obj)
-            if len(self._plans) > 512:  # key sets are few in practice; bound it anyway
+            if len(self._plans) > 512:  # key shapes are few in practice; bound it anyway
                 self._plans.clear()
-            self._plans[keyset] = plan
+            self._plans[keys] = plan
         return plan
 
     def fresh_plan(self, obj: Mapping[str, Any]) -> LinePlan:
@@ -191,29 +208,28 @@ class FormatAdapter:
                 chosen[canonical] = key
         number_keys = tuple(chosen.values())
         columns = tuple(chosen)
-        getter = itemgetter(*number_keys) if number_keys else None
+        getter = _tuple_getter(number_keys)
+        string_getter = _tuple_getter(tuple(key for key, _, _ in parsed))
         source_keys = {c: k for c, k in chosen.items()}
         source_keys.update({c: k for k, c, _ in parsed})
         inverted = tuple(
             i for i, key in enumerate(number_keys) if self.number_transforms.get(key, ("", False))[1]
         )
         return LinePlan(
-            kind, number_keys, columns, tuple(parsed), step_keys, inverted, source_keys, getter
+            kind,
+            number_keys,
+            columns,
+            tuple(parsed),
+            step_keys,
+            inverted,
+            source_keys,
+            getter,
+            string_getter,
         )
 
     def numbers(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The line's numeric values in `plan.columns` order (transforms applied)."""
-        if plan.getter is None:
-            return ()
-        values = plan.getter(obj)
-        if len(plan.number_keys) == 1:
-            values = (values,)
-        if plan.inverted:
-            as_list = list(values)
-            for i in plan.inverted:
-                as_list[i] = 1.0 / as_list[i] if as_list[i] else float("nan")
-            values = tuple(as_list)
-        return values
+        """The line's numeric values in `plan.columns` order, as written (no inversion)."""
+        return plan.getter(obj) if plan.getter is not None else ()
 
     def step_of(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[int | None, int | None]:
         """(step, max_steps) from the first step key that parses."""
@@ -222,3 +238,13 @@ class FormatAdapter:
             if parsed is not None:
                 return parsed
         return None, None
+
+
+def _tuple_getter(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]] | None:
+    """itemgetter that always returns a tuple (itemgetter of one key returns the value)."""
+    if not keys:
+        return None
+    if len(keys) == 1:
+        key = keys[0]
+        return lambda obj: (obj[key],)
+    return itemgetter(*keys)
