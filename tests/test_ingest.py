@@ -282,3 +282,36 @@ def test_cli_inspect_json_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["inspect", str(tmp_path / "nothing-here")]) == 3
     assert "waiting" in capsys.readouterr().out
     os.environ.pop("GRPO_TUI_UNUSED", None)
+
+
+def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
+    """`inspect --follow --json` in a pipe: appended lines come out as batch lines."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "logging.jsonl"
+    lines = RUN1.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grpo_tui.cli", "inspect", str(path), "--follow", "--json"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        # the first document ends with a closing brace alone on a line
+        while proc.stdout.readline().rstrip("\n") != "}":
+            pass
+        with path.open("ab") as f:
+            f.write(lines[1])
+        first = json.loads(proc.stdout.readline())
+        assert first["rows"] == 1 and first["last_step"] == 2.0
+        with path.open("ab") as f:
+            f.write(lines[-1])  # the summary line
+        time.sleep(0.1)
+        second = json.loads(proc.stdout.readline())
+        assert second["finished"] is True
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
