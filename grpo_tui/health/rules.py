@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import math
 import os
 import sys
+import textwrap
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,6 +49,9 @@ class WindowRules:
     """...or on this fraction of the metric's logged points when that is larger."""
     sustained: float = 0.7
     """A zone condition is "sustained" when it holds on at least this fraction of the window."""
+    max_samples: int = 8192
+    """Windows longer than this many points are judged on an evenly strided sample of this
+    many (a 10% window of a million-row run); spikes and NaN/Inf still see every point."""
     warmup_points: int = 10
     """Fewer train points with a reward than this: the run is "warming up" (no trend verdicts)."""
 
@@ -54,16 +60,25 @@ class WindowRules:
 class TrendRules:
     """How rising / flat / falling / exploding are told apart from noise."""
 
+    run_fraction: float = 0.5
+    """Trends are judged on the latest this fraction of a metric's points (at least
+    window.points): slow learning only shows over a longer stretch than a zone window."""
     min_points: int = 8
     """Fewer finite points than this in the window: the trend is "unknown"."""
+    eval_min_points: int = 4
+    """The same for eval_ metrics, which are logged rarely and average many samples per point."""
     smoothing: int = 5
     """Width (points) of the rolling median that smooths the series before the slope fit."""
     max_points: int = 1000
     """Longer windows are first reduced to this many bucket medians (keeps the cost O(window))."""
     max_pairs: int = 4000
     """Theil-Sen uses every pair of points up to this many pairs, a fixed random sample beyond."""
-    noise_multiple: float = 2.0
-    """A trend counts only when the fitted change across the window exceeds this many noise sigmas."""
+    noise_multiple: float = 3.0
+    """A trend counts only when the fitted change across the window exceeds this many standard
+    errors of that change (noise sigma × sqrt(12 / points): longer windows resolve smaller
+    changes)..."""
+    min_change: float = 0.5
+    """...and exceeds this many noise sigmas, so a trend is also visible by eye."""
     exploding_factor: float = 10.0
     """"Exploding": rising and the recent level exceeds this many times the previous window's median."""
     accelerating_ratio: float = 2.0
@@ -106,11 +121,16 @@ class ZoneBounds:
 def _default_zones() -> dict[str, ZoneBounds]:
     return {
         # on-policy runs make this n/a (see diagnose); the floor only matters when off-policy
-        "clip_ratio": ZoneBounds(caution_below=0.001, caution_above=0.2, bad_above=0.3, spike_above=0.5),
+        "clip_ratio": ZoneBounds(
+            caution_below=0.001, caution_above=0.2, bad_above=0.3, spike_above=0.5
+        ),
         "reward_std": ZoneBounds(bad_below=1e-6),
         "frac_reward_zero_std": ZoneBounds(caution_above=0.5, bad_above=0.8),
         "completion_length": ZoneBounds(
-            caution_below=0.05, caution_above=0.90, bad_above=0.97, relative_to="max_completion_length"
+            caution_below=0.05,
+            caution_above=0.90,
+            bad_above=0.97,
+            relative_to="max_completion_length",
         ),
         "clipped_ratio": ZoneBounds(caution_above=0.1, bad_above=0.5),
         "kl": ZoneBounds(caution_above=0.1, bad_above=1.0),
@@ -135,16 +155,36 @@ class RewardRules:
     function_zero_std: float = 1e-6
     """A reward function whose batch std stays below this gives the same score to every completion."""
     saturation_position: float = 0.9
-    """An auxiliary reward at or above this position of its own range, with no spread, is saturated."""
+    """An auxiliary reward at or above this position of its own range, with little spread,
+    is saturated..."""
+    saturation_spread: float = 0.1
+    """...where "little spread" is a batch std below this fraction of its range..."""
+    saturation_rise_from: float = 0.5
+    """...and it rose there: its early level sat at or below this position of its range."""
     task_patterns: list[str] = field(
-        default_factory=lambda: ["accuracy", "correct", "acc", "math", "verify", "pass", "exact"]
+        default_factory=lambda: [
+            "accuracy",
+            "correct",
+            "acc",
+            "math",
+            "verify",
+            "pass",
+            "exact",
+        ]
     )
     """Reward function names containing a word that starts with one of these are task rewards.
     Names are split into words at "_", "-", "/", digits and camelCase humps; "reasoning_steps"
     style patterns match across words. Task patterns win over auxiliary ones."""
     aux_patterns: list[str] = field(
         default_factory=lambda: [
-            "format", "length", "len", "tag", "repetition", "overlong", "cosine", "reasoning_steps",
+            "format",
+            "length",
+            "len",
+            "tag",
+            "repetition",
+            "overlong",
+            "cosine",
+            "reasoning_steps",
         ]
     )
     """Reward function names matching these (same matching) are auxiliary rewards."""
@@ -169,7 +209,9 @@ class LengthRules:
 class KlRules:
     """KL scale: the zones hold for the per-token estimator of KL to the reference only."""
 
-    own_scale_keys: list[str] = field(default_factory=lambda: ["actor/ppo_kl", "ppo_kl"])
+    own_scale_keys: list[str] = field(
+        default_factory=lambda: ["actor/ppo_kl", "ppo_kl"]
+    )
     """Source keys mapped onto `kl` that measure something else (drift from the rollout policy):
     judged only against their own history (exploding), never against the absolute zones."""
     per_token_max: float = 10.0
@@ -203,6 +245,9 @@ class SampleRules:
     """Format compliance falling by more than this from the early samples means samples get worse."""
     compare_steps: int = 5
     """How many logged sample steps form the early and the recent sample windows."""
+    zero_spread_dominance: float = 2.0
+    """Zero-spread groups are called "all fail" (or "all pass") when that kind outnumbers
+    the other by this factor in the logged groups."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +282,15 @@ class Rules:
 
     def window_size(self, logged_points: int) -> int:
         """How many latest points a metric with this many logged points is judged on."""
-        return max(self.window.points, math.ceil(self.window.run_fraction * logged_points))
+        return max(
+            self.window.points, math.ceil(self.window.run_fraction * logged_points)
+        )
+
+    def trend_window_size(self, logged_points: int) -> int:
+        """How many latest points a metric's trend is judged on."""
+        return max(
+            self.window.points, math.ceil(self.trend.run_fraction * logged_points)
+        )
 
 
 # -- loading -------------------------------------------------------------------------
@@ -265,26 +318,34 @@ def load_rules(path: Path | None = None) -> tuple[Rules, list[str]]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise RulesError(f"cannot read rules file {path}: {exc.strerror or exc}") from exc
+        raise RulesError(
+            f"cannot read rules file {path}: {exc.strerror or exc}"
+        ) from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RulesError(f"rules file {path} is not valid TOML: {exc}") from exc
     return rules_from_dict(data, source=str(path))
 
 
-def rules_from_dict(data: Mapping[str, Any], source: str = "rules") -> tuple[Rules, list[str]]:
+def rules_from_dict(
+    data: Mapping[str, Any], source: str = "rules"
+) -> tuple[Rules, list[str]]:
     """Apply overrides (a parsed TOML document) to the defaults."""
     warnings: list[str] = []
     rules = Rules()
     updates: dict[str, Any] = {}
     for key, value in data.items():
         if key == "zones":
-            updates["zones"] = _merge_zones(rules.zones, value, f"{source}: zones", warnings)
+            updates["zones"] = _merge_zones(
+                rules.zones, value, f"{source}: zones", warnings
+            )
             continue
         current = getattr(rules, key, None) if key in _field_names(Rules) else None
         if current is None:
             warnings.append(f"{source}: unknown section [{key}] ignored")
         elif not isinstance(value, dict):
-            warnings.append(f"{source}: [{key}] must be a table, got {_type_name(value)}; ignored")
+            warnings.append(
+                f"{source}: [{key}] must be a table, got {_type_name(value)}; ignored"
+            )
         else:
             updates[key] = _merge_section(current, value, f"{source}: {key}", warnings)
     return replace(rules, **updates), warnings
@@ -299,13 +360,19 @@ def _merge_zones(
         return zones
     for metric, table in data.items():
         if not isinstance(table, dict):
-            warnings.append(f"{where}.{metric} must be a table, got {_type_name(table)}; ignored")
+            warnings.append(
+                f"{where}.{metric} must be a table, got {_type_name(table)}; ignored"
+            )
             continue
-        zones[metric] = _merge_section(zones.get(metric, ZoneBounds()), table, f"{where}.{metric}", warnings)
+        zones[metric] = _merge_section(
+            zones.get(metric, ZoneBounds()), table, f"{where}.{metric}", warnings
+        )
     return zones
 
 
-def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings: list[str]) -> Any:
+def _merge_section(
+    current: Any, table: Mapping[str, Any], where: str, warnings: list[str]
+) -> Any:
     hints = _type_hints(type(current))
     changes: dict[str, Any] = {}
     for key, value in table.items():
@@ -317,6 +384,10 @@ def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings:
             warnings.append(
                 f"{where}.{key}: expected {_describe(hints[key])}, got {value!r}; default kept"
             )
+            continue
+        problem = _out_of_range(current, converted)
+        if problem:
+            warnings.append(f"{where}.{key}: {problem}, got {value!r}; default kept")
             continue
         changes[key] = converted
     return replace(current, **changes)
@@ -348,6 +419,22 @@ def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
     return None, False
 
 
+def _out_of_range(section: Any, value: Any) -> str:
+    """Counts must be at least 1 and thresholds not negative; zone bounds may be anything
+    (a user can band a metric that goes negative)."""
+    if (
+        isinstance(section, ZoneBounds)
+        or isinstance(value, (bool, str, list))
+        or value is None
+    ):
+        return ""
+    if isinstance(value, int) and value < 1:
+        return "must be at least 1"
+    if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
+        return "must be a finite number ≥ 0"
+    return ""
+
+
 def _describe(hint: Any) -> str:
     args = typing.get_args(hint)
     if type(None) in args:
@@ -355,7 +442,12 @@ def _describe(hint: Any) -> str:
         return f'{_describe(inner)} or "{OFF}"'
     if typing.get_origin(hint) is list:
         return "a list of strings"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true/false"}.get(hint, str(hint))
+    return {
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        bool: "true/false",
+    }.get(hint, str(hint))
 
 
 def _type_name(value: Any) -> str:
@@ -383,9 +475,13 @@ def field_docs(cls: type) -> dict[str, str]:
         tree = ast.parse(inspect.getsource(cls))
     except (OSError, TypeError, SyntaxError):
         return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    body = (
+        tree.body[0].body
+        if tree.body and isinstance(tree.body[0], ast.ClassDef)
+        else []
+    )
     docs: dict[str, str] = {}
-    for node, following in zip(body, body[1:]):
+    for node, following in itertools.pairwise(body):
         if (
             isinstance(node, ast.AnnAssign)
             and isinstance(node.target, ast.Name)
@@ -398,42 +494,66 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 def rules_as_toml(rules: Rules) -> str:
-    """The effective rules as a TOML document, every key commented with its meaning, and
-    values that differ from the defaults marked with the default."""
+    """The effective rules as a TOML document, every key commented with its meaning (the
+    zone keys once, above the zone tables), values that differ from the defaults marked
+    with the default."""
     defaults = Rules()
     lines = [
         "# grpo-tui health rules: the effective values (defaults merged with your overrides).",
-        f"# Copy what you want to change into {_config_hint()} or a file named by ${RULES_ENV}.",
+        f"# Put the keys you change in {_config_hint()} (or a file named by ${RULES_ENV}).",
         "",
     ]
     for f in fields(Rules):
-        section = getattr(rules, f.name)
-        if f.name == "zones":
-            continue
-        lines.extend(_section_lines(f.name, section, getattr(defaults, f.name)))
+        if f.name != "zones":
+            section = getattr(rules, f.name)
+            lines.extend(_comment(type(section).__doc__ or ""))
+            lines.extend(
+                _section_lines(
+                    f.name, section, getattr(defaults, f.name), documented=True
+                )
+            )
+    lines.extend(_comment(ZoneBounds.__doc__ or ""))
+    docs = field_docs(ZoneBounds)
+    for f in fields(ZoneBounds):
+        lines.extend(_comment(f"{f.name}: {docs.get(f.name, '')}"))
+    lines.append("")
     for metric, bounds in rules.zones.items():
         default = defaults.zones.get(metric)
-        lines.extend(_section_lines(f"zones.{_toml_key(metric)}", bounds, default))
+        lines.extend(
+            _section_lines(
+                f"zones.{_toml_key(metric)}", bounds, default, documented=False
+            )
+        )
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _section_lines(name: str, section: Any, default: Any | None) -> list[str]:
-    cls = type(section)
-    lines = [f"# {' '.join((cls.__doc__ or '').split())}", f"[{name}]"]
-    docs = field_docs(cls)
-    for f in fields(cls):
+def _comment(text: str) -> list[str]:
+    return [f"# {part}" for part in textwrap.wrap(" ".join(text.split()), 86)]
+
+
+def _section_lines(
+    name: str, section: Any, default: Any | None, *, documented: bool
+) -> list[str]:
+    lines = [f"[{name}]"]
+    docs = field_docs(type(section)) if documented else {}
+    for f in fields(section):
         value = getattr(section, f.name)
-        if value is None and f.name == "relative_to":
-            continue
-        doc = docs.get(f.name, "")
-        if doc:
-            lines.append(f"# {doc}")
+        if value is None and not documented:
+            continue  # zone tables list the bounds they use; an unset bound is "off"
+        lines.extend(_comment(docs.get(f.name, "")))
         line = f"{f.name} = {_toml_value(value)}"
         if default is None:
             line += "  # (not a default metric)"
         elif getattr(default, f.name) != value:
             line += f"  # default: {_toml_value(getattr(default, f.name))}"
         lines.append(line)
+    if not documented and default is not None:
+        # a bound the user switched off still has to show (and read back as off)
+        lines.extend(
+            f'{f.name} = "{OFF}"  # default: {_toml_value(getattr(default, f.name))}'
+            for f in fields(section)
+            if getattr(section, f.name) is None and getattr(default, f.name) is not None
+        )
     lines.append("")
     return lines
 
@@ -461,4 +581,3 @@ def _toml_key(key: str) -> str:
 
 def _config_hint() -> str:
     return "~/.config/grpo-tui/rules.toml"
-

@@ -26,6 +26,10 @@ ZONE_CODES: dict[str, int] = {name: code for code, name in enumerate(ZONE_NAMES)
 
 #: MAD -> standard deviation for normally distributed noise
 _MAD_TO_SIGMA = 1.4826
+#: longer series use block statistics for spikes (see spike_mask)
+_EXACT_SPIKE_POINTS = 5000
+#: noise of longer series is estimated on a strided sample of this many points
+_NOISE_SAMPLE = 20000
 
 RISING = "rising"
 FLAT = "flat"
@@ -44,10 +48,13 @@ def finite(values: np.ndarray) -> np.ndarray:
 
 
 def robust_sigma(values: np.ndarray) -> float:
-    """Noise level as 1.4826 × the median absolute deviation (NaN when no finite value)."""
+    """Noise level as 1.4826 × the median absolute deviation (NaN when no finite value).
+    Very long series are estimated from an evenly strided sample of `_NOISE_SAMPLE` points."""
     vals = finite(values)
     if vals.size == 0:
         return math.nan
+    if vals.size > _NOISE_SAMPLE:
+        vals = vals[:: -(-vals.size // _NOISE_SAMPLE)]
     return float(_MAD_TO_SIGMA * np.median(np.abs(vals - np.median(vals))))
 
 
@@ -60,28 +67,31 @@ def median(values: np.ndarray) -> float:
 # -- smoothing and slope -------------------------------------------------------------
 
 
-def smooth(steps: np.ndarray, values: np.ndarray, width: int, max_points: int) -> tuple[np.ndarray, np.ndarray]:
-    """A smoothed copy of a (finite) series: a centred rolling median of `width` points, or,
-    for series longer than `max_points`, the medians of `max_points` equal buckets (which
-    smooths at least as much and keeps the cost linear)."""
+def smooth(
+    steps: np.ndarray, values: np.ndarray, width: int, max_points: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A smoothed copy of a (finite) series: a centred rolling median of `width` points
+    (edge values repeated at the ends), or,
+    for series longer than `max_points`, the medians of at most `max_points` equal buckets
+    (which smooths at least as much and keeps the cost linear; the few oldest points that
+    do not fill a bucket are left out)."""
     n = values.size
     if n > max_points:
-        edges = np.linspace(0, n, max_points + 1).astype(np.int64)
-        size = int(np.max(np.diff(edges)))
-        # pad every bucket to the same length with NaN so one nanmedian call does them all
-        index = edges[:-1, None] + np.arange(size)[None, :]
-        valid = index < edges[1:, None]
-        index = np.minimum(index, n - 1)
-        vals = np.where(valid, values[index], np.nan)
-        stps = np.where(valid, steps[index], np.nan)
-        return np.nanmedian(stps, axis=1), np.nanmedian(vals, axis=1)
+        size = -(-n // max_points)
+        count = n // size
+        start = n - count * size
+        vals = values[start:].reshape(count, size)
+        stps = steps[start:].reshape(count, size)
+        return np.median(stps, axis=1), np.median(vals, axis=1)
     width = max(1, min(width, n))
     if width < 3:
         return steps, values
     half = width // 2
-    padded = np.concatenate([np.full(half, np.nan), values, np.full(half, np.nan)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
-    return steps, np.nanmedian(windows, axis=1)
+    # edge padding: the ends are smoothed towards their own values, not extrapolated
+    windows = np.lib.stride_tricks.sliding_window_view(
+        np.pad(values, half, mode="edge"), 2 * half + 1
+    )
+    return steps, np.median(windows, axis=1)
 
 
 def theil_sen_slope(x: np.ndarray, y: np.ndarray, max_pairs: int) -> float:
@@ -148,16 +158,20 @@ def classify_trend(
     values: np.ndarray,
     rules: TrendRules,
     *,
-    reference: float | None = None,
+    exploding_reference: float | None = None,
     exploding_floor: float | None = None,
 ) -> Trend:
     """Rising / flat / falling / exploding / unknown for one window of a metric.
 
-    A trend counts only when |fitted change across the window| > noise_multiple × noise.
-    "Exploding" is rising with the recent level above exploding_factor × `reference`
-    (the median of the previous window; the first half of this window when not given),
-    and above `exploding_floor` when one is given (so growth from ~0 to a still-small
-    value is not called an explosion). Too few finite points → unknown.
+    A trend counts only when the fitted change across the window is clearly larger than
+    the noise: above noise_multiple standard errors of the change (sigma × sqrt(12 / n))
+    and above min_change × sigma, sigma being the robust noise of the points around the
+    fitted line.
+    "Exploding" is checked only when `exploding_reference` is given (e.g. the median of
+    the previous window): rising with the recent level (median of the last quarter) above
+    exploding_factor × |reference|, and above `exploding_floor` when one is given, so growth
+    from ~0 to a still-small value is not called an explosion. Too few finite points →
+    unknown.
     """
     steps = np.asarray(steps, dtype=float)
     values = np.asarray(values, dtype=float)
@@ -173,22 +187,28 @@ def classify_trend(
     intercept = float(np.median(y - slope * x))
     span = float(steps[-1] - steps[0])
     change = slope * span
-    noise = robust_sigma(values - (intercept + slope * steps))
+    stride = max(1, -(-n // _NOISE_SAMPLE))
+    noise = robust_sigma(values[::stride] - (intercept + slope * steps[::stride]))
     level_start = intercept + slope * float(steps[0])
     level_end = intercept + slope * float(steps[-1])
     # a noiseless series still needs a change above float rounding to count
     scale = max(abs(level_start), abs(level_end), 1e-12)
-    threshold = max(rules.noise_multiple * noise, 1e-9 * scale)
+    threshold = max(
+        rules.noise_multiple * noise * math.sqrt(12.0 / n),
+        rules.min_change * noise,
+        1e-9 * scale,
+    )
     if abs(change) <= threshold:
         direction = FLAT
     elif change > 0:
         direction = RISING
-        if reference is None:
-            reference = median(values[: n // 2])
-        recent = median(values[-max(1, n // 4) :])
-        floor_ok = exploding_floor is None or recent > exploding_floor
-        if floor_ok and math.isfinite(reference) and recent > rules.exploding_factor * abs(reference) and recent > 0:
-            direction = EXPLODING
+        if exploding_reference is not None and math.isfinite(exploding_reference):
+            recent = median(values[-max(1, n // 4) :])
+            above_floor = exploding_floor is None or recent > exploding_floor
+            if above_floor and recent > rules.exploding_factor * abs(
+                exploding_reference
+            ):
+                direction = EXPLODING
     else:
         direction = FALLING
     return Trend(direction, slope, change, noise, n, level_start, level_end)
@@ -204,23 +224,41 @@ def accelerating(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> bo
     half = values.size // 2
     if half < max(rules.min_points // 2, 3):
         return False
-    first = theil_sen_slope(*smooth(steps[:half], values[:half], rules.smoothing, rules.max_points), rules.max_pairs)
-    second = theil_sen_slope(*smooth(steps[half:], values[half:], rules.smoothing, rules.max_points), rules.max_pairs)
+    first = theil_sen_slope(
+        *smooth(steps[:half], values[:half], rules.smoothing, rules.max_points),
+        rules.max_pairs,
+    )
+    second = theil_sen_slope(
+        *smooth(steps[half:], values[half:], rules.smoothing, rules.max_points),
+        rules.max_pairs,
+    )
     if not (math.isfinite(first) and math.isfinite(second)) or second <= 0:
         return False
     overall = classify_trend(steps, values, rules)
     if overall.direction not in (RISING, EXPLODING):
         return False
-    return second > rules.accelerating_ratio * max(first, 0.0) and (second - first) * (steps[-1] - steps[half]) > rules.noise_multiple * overall.noise
+    # the extra rise the second half gained must itself stand out of the noise, by the
+    # same test a trend passes
+    extra = (second - first) * float(steps[-1] - steps[half])
+    noise = overall.noise
+    threshold = max(
+        rules.noise_multiple * noise * math.sqrt(12.0 / half), rules.min_change * noise
+    )
+    return second > rules.accelerating_ratio * max(first, 0.0) and extra > threshold
 
 
 # -- spikes --------------------------------------------------------------------------
 
 
-def spike_mask(values: np.ndarray, rules: SpikeRules, *, ratio: float | None = None) -> np.ndarray:
+def spike_mask(
+    values: np.ndarray, rules: SpikeRules, *, ratio: float | None = None
+) -> np.ndarray:
     """Which points are spikes: more than `rules.z` robust sigmas from the median of the
     `rules.history` points before them (and, with `ratio`, also above ratio × that median).
-    NaN points are never spikes and are skipped as history."""
+    The sigma is the MAD of those points, floored by the whole series' point-to-point noise.
+    NaN points are never spikes and are skipped as history. Series longer than
+    `_EXACT_SPIKE_POINTS` compare each point with the previous block of `history` points
+    instead of a sliding window, which keeps the cost linear."""
     values = np.asarray(values, dtype=float)
     mask = np.zeros(values.size, dtype=bool)
     ok = np.flatnonzero(np.isfinite(values))
@@ -231,37 +269,55 @@ def spike_mask(values: np.ndarray, rules: SpikeRules, *, ratio: float | None = N
     h = max(rules.history, rules.min_history)
     med = np.full(n, np.nan)
     mad = np.full(n, np.nan)
-    # points with a full history: one vectorised pass over sliding windows
-    if n > h:
-        windows = np.lib.stride_tricks.sliding_window_view(vals[:-1], h)  # row k = vals[k:k+h]
+    if n > _EXACT_SPIKE_POINTS:
+        blocks = n // h
+        stats = vals[: blocks * h].reshape(blocks, h)
+        block_med = np.median(stats, axis=1)
+        block_mad = np.median(np.abs(stats - block_med[:, None]), axis=1)
+        reference = np.arange(n) // h - 1  # the previous complete block
+        has = reference >= 0
+        med[has] = block_med[reference[has]]
+        mad[has] = block_mad[reference[has]]
+    elif n > h:
+        windows = np.lib.stride_tricks.sliding_window_view(
+            vals[:-1], h
+        )  # row k = vals[k:k+h]
         m = np.median(windows, axis=1)
         med[h:] = m
         mad[h:] = np.median(np.abs(windows - m[:, None]), axis=1)
-    # the first points have a shorter history (at most `h` of them: a short loop)
+    # the first points have a shorter history (fewer than `h` of them: a short loop)
     for i in range(rules.min_history, min(h, n)):
         prev = vals[:i]
         med[i] = np.median(prev)
         mad[i] = np.median(np.abs(prev - med[i]))
-    scale = np.maximum(_MAD_TO_SIGMA * mad, np.maximum(1e-3 * np.abs(med), 1e-12))
+    # a short history can have a tiny MAD by chance: the series' own point-to-point noise
+    # (robust to trends) is a floor for the local scale
+    global_noise = robust_sigma(np.diff(vals)) / math.sqrt(2.0)
+    floor = np.maximum(1e-3 * np.abs(med), max(global_noise, 1e-12))
+    scale = np.maximum(_MAD_TO_SIGMA * mad, floor)
     with np.errstate(invalid="ignore"):
         spikes = np.abs(vals - med) > rules.z * scale
         if ratio is not None:
             spikes &= vals > ratio * np.abs(med)
-    mask[ok] = np.nan_to_num(spikes, nan=0).astype(bool)
+    mask[ok] = spikes
     return mask
 
 
 # -- zones ---------------------------------------------------------------------------
 
 
-def zone_codes(values: np.ndarray, bounds: ZoneBounds, scale: float | None = None) -> np.ndarray:
+def zone_codes(
+    values: np.ndarray, bounds: ZoneBounds, scale: float | None = None
+) -> np.ndarray:
     """Zone code per value under `bounds` (multiplied by `scale` for relative bounds).
     NaN → unknown, ±Inf → bad. A relative bound without a scale → unknown."""
     values = np.asarray(values, dtype=float)
     codes = np.full(values.shape, ZONE_UNKNOWN, dtype=np.int8)
     isfinite = np.isfinite(values)
     codes[np.isinf(values)] = ZONE_BAD
-    if bounds.relative_to is not None and (scale is None or not math.isfinite(scale) or scale <= 0):
+    if bounds.relative_to is not None and (
+        scale is None or not math.isfinite(scale) or scale <= 0
+    ):
         return codes
     factor = scale if bounds.relative_to is not None and scale is not None else 1.0
     codes[isfinite] = ZONE_HEALTHY
@@ -297,11 +353,15 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
     1 - sustained: an excursion that is not sustained yet); healthy otherwise. Unknown
     points are ignored; a window of only n/a points is n/a; nothing judged → unknown."""
     codes = np.asarray(codes)
-    judged_mask = (codes == ZONE_HEALTHY) | (codes == ZONE_CAUTION) | (codes == ZONE_BAD)
+    judged_mask = (
+        (codes == ZONE_HEALTHY) | (codes == ZONE_CAUTION) | (codes == ZONE_BAD)
+    )
     judged = int(judged_mask.sum())
     if judged == 0:
-        na = bool(codes.size) and bool(np.all((codes == ZONE_NA) | (codes == ZONE_UNKNOWN))) and bool(
-            np.any(codes == ZONE_NA)
+        na = (
+            bool(codes.size)
+            and bool(np.all((codes == ZONE_NA) | (codes == ZONE_UNKNOWN)))
+            and bool(np.any(codes == ZONE_NA))
         )
         return WindowZone(ZONE_NA if na else ZONE_UNKNOWN, 0, math.nan, math.nan)
     bad = float((codes == ZONE_BAD).sum()) / judged
@@ -335,3 +395,19 @@ def onset_index(held: np.ndarray) -> int | None:
         return None
     false = np.flatnonzero(~held)
     return int(false[-1]) + 1 if false.size else 0
+
+
+def condition_onset(flags: np.ndarray, width: int, sustained: float) -> int | None:
+    """Where a condition that holds now began: the latest stretch in which `flags` were
+    True on a sustained share of a rolling `width`-point window, traced back to the start
+    of the unbroken run of True flags it began with. None when it does not hold now."""
+    flags = np.asarray(flags, dtype=bool)
+    index = onset_index(rolling_share(flags, width) >= sustained)
+    if index is None:
+        return None
+    flagged = np.flatnonzero(flags[: index + 1])
+    if flagged.size == 0:
+        return index
+    last = int(flagged[-1])
+    breaks = np.flatnonzero(~flags[: last + 1])
+    return int(breaks[-1]) + 1 if breaks.size else 0

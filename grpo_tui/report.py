@@ -1,0 +1,371 @@
+"""A diagnosis as Rich renderables (for `grpo-tui check`) and as JSON.
+
+Fits an 80-column terminal; every zone and answer has a glyph, so the output reads the
+same without colour (NO_COLOR, or piped output, where Rich drops styles by itself).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.text import Text
+
+from grpo_tui.health.diagnose import (
+    GLYPHS,
+    KEY_METRICS,
+    OPTIMISER_METRICS,
+    Diagnosis,
+    Evidence,
+    format_step,
+    zone_of_values,
+)
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.trends import ZONE_NAMES
+from grpo_tui.run.live import Run
+from grpo_tui.sources.records import LineKind
+
+#: exit codes of `check`
+EXIT_HEALTHY = 0
+EXIT_CAUTION = 1
+EXIT_PROBLEM = 2
+EXIT_NOTHING = 3
+
+SPARK_BARS = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 24
+
+SEVERITY_GLYPHS = {"problem": "✗", "caution": "!", "info": "·", "ok": "✓"}
+SEVERITY_STYLES = {
+    "problem": "bold red",
+    "caution": "bold yellow",
+    "info": "cyan",
+    "ok": "bold green",
+}
+ANSWER_GLYPHS = {"yes": "✓", "no": "✗", "unknown": "?"}
+ANSWER_STYLES = {"yes": "green", "no": "red", "unknown": "dim"}
+ZONE_STYLES = {
+    "healthy": "green",
+    "caution": "yellow",
+    "bad": "red",
+    "unknown": "dim",
+    "n/a": "dim",
+}
+STATUS_STYLES = {
+    "healthy": "bold green",
+    "caution": "bold yellow",
+    "problem": "bold red",
+    "unknown": "bold",
+}
+
+#: at most this many per-function reward rows in the metric table
+_MAX_REWARD_ROWS = 6
+
+
+def exit_code(run: Run, diagnosis: Diagnosis) -> int:
+    """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable."""
+    if len(run.store) == 0:
+        return EXIT_NOTHING
+    return {"healthy": EXIT_HEALTHY, "problem": EXIT_PROBLEM}.get(
+        diagnosis.status, EXIT_CAUTION
+    )
+
+
+# -- small formatters ----------------------------------------------------------------
+
+
+def format_value(value: float | None) -> str:
+    """A metric value in at most 9 characters."""
+    if value is None:
+        return "–"
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    magnitude = abs(value)
+    if value == 0:
+        return "0"
+    if magnitude >= 1e6 or magnitude < 1e-3:
+        return f"{value:.2e}"
+    if magnitude >= 1000:
+        return f"{value:.0f}"
+    return f"{value:.4g}"
+
+
+def format_age(seconds: float) -> str:
+    """12s, 3m 04s, 2h 05m, 3d 4h."""
+    seconds = int(max(0.0, seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {minutes:02d}m"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h"
+
+
+def sparkline(values: np.ndarray) -> str:
+    """One bar per value scaled between the finite min and max; a space for NaN."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values)
+    if not finite.any():
+        return " " * values.size
+    lo, hi = float(values[finite].min()), float(values[finite].max())
+    chars = []
+    for value, ok in zip(values, finite):
+        if not ok:
+            chars.append(" ")
+        elif hi == lo:
+            chars.append(SPARK_BARS[len(SPARK_BARS) // 2 - 1])
+        else:
+            level = int((value - lo) / (hi - lo) * (len(SPARK_BARS) - 1) + 0.5)
+            chars.append(SPARK_BARS[level])
+    return "".join(chars)
+
+
+def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) -> Text:
+    """The metric over the whole run (bucket means), each bar styled by its zone."""
+    means = run.store.buckets(name, width).mean
+    text = Text()
+    codes = zone_of_values(name, means, rules, run.context)
+    for char, code in zip(sparkline(means), codes):
+        text.append(char, style=ZONE_STYLES[ZONE_NAMES[int(code)]])
+    return text
+
+
+# -- human report --------------------------------------------------------------------
+
+
+def run_line(run: Run, *, now: float | None = None) -> Text:
+    """framework · step / max (%) · finished or live · last data age · bad lines."""
+    progress = run.progress()
+    parts = [run.framework or "unknown format"]
+    step = f"step {format_step(progress.step) if progress.step is not None else '?'}"
+    if progress.max_steps:
+        step += f"/{progress.max_steps}"
+    if progress.fraction is not None:
+        step += f" ({100 * progress.fraction:.0f}%)"
+    parts.append(step)
+    parts.append("finished" if run.finished else "live")
+    if run.waiting_for:
+        parts.append(f"waiting for {run.waiting_for}")
+    age = run.data_age(time.time() if now is None else now)
+    if age is not None:
+        parts.append(f"last data {format_age(age)} ago")
+    if run.bad_line_count:
+        parts.append(f"{run.bad_line_count} bad line(s)")
+    return Text(" · ".join(parts))
+
+
+class Hanging:
+    """A marker then text that wraps under itself (hanging indent), without padding the
+    lines to the full width (so plain output has no trailing spaces)."""
+
+    def __init__(self, marker: Text | str, body: Text | str, indent: int = 4) -> None:
+        self.marker = marker if isinstance(marker, Text) else Text(marker)
+        self.body = body if isinstance(body, Text) else Text(body)
+        self.indent = indent
+
+    def __rich_console__(
+        self, console: Console, options: ConsoleOptions
+    ) -> RenderResult:
+        lines = self.body.wrap(console, max(10, options.max_width - self.indent))
+        if self.marker.plain:
+            first = (
+                Text(" " * max(0, self.indent - self.marker.cell_len - 1))
+                + self.marker
+                + Text(" ")
+            )
+        else:
+            first = Text(" " * self.indent)
+        for number, line in enumerate(lines):
+            line.rstrip()
+            yield (first if number == 0 else Text(" " * self.indent)) + line
+
+
+def scenario_block(diagnosis: Diagnosis) -> list[RenderableType]:
+    """Each scenario: severity and title, the evidence, and (for warnings) the advice."""
+    lines: list[RenderableType] = []
+    for scenario in diagnosis.scenarios:
+        style = SEVERITY_STYLES[scenario.severity]
+        head = Text()
+        head.append(f"{scenario.severity.upper()}  ", style=style)
+        head.append(scenario.title, style="bold")
+        if scenario.onset_step is not None:
+            head.append(f"  since step {format_step(scenario.onset_step)}", style="dim")
+        lines.append(
+            Hanging(
+                Text(SEVERITY_GLYPHS[scenario.severity], style=style), head, indent=2
+            )
+        )
+        for evidence in scenario.evidence:
+            lines.append(Hanging(Text("•", style="dim"), evidence.text))
+        if scenario.severity in ("problem", "caution"):
+            for advice in scenario.advice:
+                lines.append(Hanging(Text("→", style="dim"), advice))
+    return lines
+
+
+def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
+    """The 8 questions, each answered ✓ ✗ ? with its evidence underneath."""
+    lines: list[RenderableType] = [Text("Checklist", style="bold underline")]
+    for item in diagnosis.checklist:
+        answer = Text(ANSWER_GLYPHS[item.answer], style=ANSWER_STYLES[item.answer])
+        lines.append(Hanging(answer, f"{item.id}. {item.question}"))
+        lines.append(Hanging("", Text(item.evidence, style="dim"), indent=7))
+    return lines
+
+
+def _table_metrics(run: Run, diagnosis: Diagnosis) -> list[str]:
+    """Key metrics in display order, the per-function rewards right after `reward`."""
+    names = [
+        name for name in (*KEY_METRICS, *OPTIMISER_METRICS) if name in diagnosis.metrics
+    ]
+    rewards = [name for name in diagnosis.metrics if name.startswith("rewards/")][
+        :_MAX_REWARD_ROWS
+    ]
+    at = names.index("reward") + 1 if "reward" in names else 0
+    names[at:at] = rewards
+    return [name for name in names if name in run.store]
+
+
+def _metric_label(name: str) -> str:
+    """Per-function rewards are shown by their function name under `reward`."""
+    if name.startswith("rewards/"):
+        fn = name[len("rewards/") :]
+        fn = fn.removesuffix("/mean")
+        return f"  {fn}"
+    return name
+
+
+def _cell(text: str, width: int, *, right: bool = False) -> str:
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return text.rjust(width) if right else text.ljust(width)
+
+
+def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[RenderableType]:
+    """Key metrics, one line each: name, last value, zone glyph, trend and a zone-coloured
+    sparkline of the whole run (fixed columns, about 70 characters)."""
+    header = Text(
+        f"{_cell('metric', 22)} {_cell('last', 9, right=True)}   {_cell('trend', 9)} run",
+        style="dim",
+    )
+    lines: list[RenderableType] = [Text("Metrics", style="bold underline"), header]
+    for name in _table_metrics(run, diagnosis):
+        health = diagnosis.metrics[name]
+        line = Text(
+            f"{_cell(_metric_label(name), 22)} {_cell(format_value(health.last), 9, right=True)} "
+        )
+        line.append(GLYPHS[health.zone], style=ZONE_STYLES[health.zone])
+        line.append(f" {_cell(health.trend, 9)} ")
+        line.append_text(zone_sparkline(run, name, rules))
+        line.rstrip()
+        lines.append(line)
+    return lines
+
+
+def render_check(
+    run: Run, diagnosis: Diagnosis, rules: Rules, *, now: float | None = None
+) -> RenderableType:
+    """The whole human report of `check`."""
+    parts: list[RenderableType] = []
+    title = Text("grpo-tui check ", style="bold")
+    title.append(str(run.path))
+    parts.append(Hanging("", title, indent=0))
+    parts.append(run_line(run, now=now))
+    if len(run.store) == 0:
+        parts.append(Text("Nothing readable: no metric lines found.", style="bold"))
+        return Group(*parts)
+    status = Text("Status: ", style="bold")
+    status.append(diagnosis.status.upper(), style=STATUS_STYLES[diagnosis.status])
+    parts.extend([Text(""), status, Text("")])
+    if diagnosis.scenarios:
+        parts.extend(scenario_block(diagnosis))
+    else:
+        parts.append(
+            Text(
+                "No scenario holds: too few GRPO metrics to judge (is reward logged?).",
+                style="dim",
+            )
+        )
+    parts.append(Text(""))
+    parts.extend(checklist_block(diagnosis))
+    parts.append(Text(""))
+    parts.extend(metrics_block(run, diagnosis, rules))
+    return Group(*parts)
+
+
+# -- JSON ----------------------------------------------------------------------------
+
+
+def _json_float(value: float | None) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _json_step(value: float | None) -> float | int | None:
+    """Steps are whole numbers but for the odd fractional one."""
+    if value is None or not math.isfinite(value):
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _evidence_json(evidence: Evidence) -> dict[str, Any]:
+    window = evidence.window
+    return {
+        "metric": evidence.metric,
+        "window": {
+            "first_step": _json_step(window.first_step),
+            "last_step": _json_step(window.last_step),
+            "points": window.points,
+        },
+        "numbers": {key: _json_float(value) for key, value in evidence.numbers.items()},
+        "text": evidence.text,
+    }
+
+
+def diagnosis_to_json(run: Run, diagnosis: Diagnosis) -> dict[str, Any]:
+    """The diagnosis as plain JSON data (NaN and ±Inf become null)."""
+    store = run.store
+    steps = store.steps
+    train_rows = int(np.count_nonzero(store.kinds == LineKind.TRAIN))
+    return {
+        "status": diagnosis.status,
+        "scenarios": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "severity": s.severity,
+                "onset_step": _json_step(s.onset_step),
+                "evidence": [_evidence_json(e) for e in s.evidence],
+                "advice": list(s.advice),
+            }
+            for s in diagnosis.scenarios
+        ],
+        "checklist": [
+            {
+                "id": c.id,
+                "question": c.question,
+                "answer": c.answer,
+                "evidence": c.evidence,
+            }
+            for c in diagnosis.checklist
+        ],
+        "metrics": {
+            name: {"zone": m.zone, "last": _json_float(m.last), "trend": m.trend}
+            for name, m in diagnosis.metrics.items()
+        },
+        "run": {
+            "framework": run.framework,
+            "steps": {
+                "first": _json_step(float(steps[0])) if steps.size else None,
+                "last": _json_step(float(steps[-1])) if steps.size else None,
+                "count": train_rows,
+            },
+            "max_steps": run.max_steps,
+            "finished": run.finished,
+        },
+    }

@@ -1,0 +1,319 @@
+"""`check` output: human report (80 columns, plain when piped / NO_COLOR), JSON, exit
+codes, and snapshots of both on a real fixture (UPDATE_SNAPSHOTS=1 rewrites them)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from grpo_tui.commands.check import EXIT_BAD_RULES, check_command
+from grpo_tui.health.diagnose import diagnose
+from grpo_tui.health.rules import RULES_ENV, Rules
+from grpo_tui.report import (
+    EXIT_CAUTION,
+    EXIT_HEALTHY,
+    EXIT_NOTHING,
+    EXIT_PROBLEM,
+    diagnosis_to_json,
+    exit_code,
+    format_age,
+    format_value,
+    render_check,
+    sparkline,
+)
+from grpo_tui.run.live import Run
+from grpo_tui.run.loader import load_run
+from grpo_tui.sim import write_run
+from grpo_tui.sources.records import Batch, LineKind, Record
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+RULES = Rules()
+#: the fixture files' mtime in the snapshot run, and "now" 95 s later
+DATA_TIME = 1_790_000_000.0
+NOW = DATA_TIME + 95.0
+COLOUR_SGR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|9[0-7]|38;|48;)[0-9;]*m")
+
+
+@pytest.fixture(autouse=True)
+def _no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RULES_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+
+
+# -- small pieces -----------------------------------------------------------------------------
+
+
+def test_sparkline() -> None:
+    assert sparkline(np.array([0.0, 1.0, np.nan, 0.5])) == "▁█ ▅"
+    assert sparkline(np.array([2.0, 2.0])) == "▄▄"
+    assert sparkline(np.array([np.nan, np.nan])) == "  "
+    assert sparkline(np.empty(0)) == ""
+
+
+def test_formatters() -> None:
+    assert [format_age(s) for s in (5, 65, 3 * 3600 + 120, 2 * 86400 + 5 * 3600)] == [
+        "5s",
+        "1m 05s",
+        "3h 02m",
+        "2d 5h",
+    ]
+    assert [
+        format_value(v)
+        for v in (None, 0.0, 1.23456, 12345.6, 1e-5, float("nan"), float("inf"))
+    ] == [
+        "–",
+        "0",
+        "1.235",
+        "12346",
+        "1.00e-05",
+        "NaN",
+        "+Inf",
+    ]
+    assert all(
+        len(format_value(v)) <= 9 for v in (-1.23456e-12, 123456789.0, -0.000123)
+    )
+
+
+def small_run(values: dict[str, list[float]]) -> Run:
+    run = Run(Path("r"))
+    n = len(next(iter(values.values())))
+    run.ingest(
+        Batch(
+            records=[
+                Record(
+                    LineKind.TRAIN, float(i + 1), {k: v[i] for k, v in values.items()}
+                )
+                for i in range(n)
+            ]
+        )
+    )
+    return run
+
+
+def test_exit_codes() -> None:
+    empty = Run(Path("none"))
+    assert exit_code(empty, diagnose(empty, RULES)) == EXIT_NOTHING
+    dead = small_run(
+        {
+            "reward": [0.0] * 3,
+            "reward_std": [0.0] * 3,
+            "frac_reward_zero_std": [1.0] * 3,
+        }
+    )
+    assert exit_code(dead, diagnose(dead, RULES)) == EXIT_PROBLEM
+    warming = small_run({"reward": [0.1, 0.2, 0.3], "reward_std": [0.3] * 3})
+    assert diagnose(warming, RULES).status == "unknown"
+    assert exit_code(warming, diagnose(warming, RULES)) == EXIT_CAUTION
+
+
+# -- human report -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sim_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("sim")
+    return {
+        name: write_run(out / name, name, seed=1)
+        for name in ("healthy", "reward_hacking", "truncation")
+    }
+
+
+def render_text(run: Run, *, width: int = 80, terminal: bool = False) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, width=width, force_terminal=terminal, highlight=False, emoji=False
+    )
+    console.print(render_check(run, diagnose(run, RULES), RULES, now=NOW))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", ["healthy", "reward_hacking", "truncation"])
+def test_report_fits_80_columns(name: str, sim_dirs: dict[str, Path]) -> None:
+    text = render_text(load_run(sim_dirs[name]))
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert not any(line.endswith(" ") for line in lines)
+    assert "\x1b[" not in text  # not a terminal: plain
+    assert "Checklist" in text and "Metrics" in text
+
+
+def test_no_color_keeps_glyphs_and_drops_colour(
+    sim_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = load_run(sim_dirs["reward_hacking"])
+    coloured = render_text(run, terminal=True)
+    assert COLOUR_SGR.search(coloured)
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = render_text(run, terminal=True)
+    assert not COLOUR_SGR.search(plain)
+    for glyph in ("✗", "✓", "!"):
+        assert glyph in plain
+
+
+def test_check_command_exit_codes(
+    sim_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        check_command(
+            sim_dirs["healthy"], as_json=False, rules_file=None, width=80, now=NOW
+        )
+        == EXIT_HEALTHY
+    )
+    assert "Status: HEALTHY" in capsys.readouterr().out
+    assert (
+        check_command(sim_dirs["truncation"], as_json=True, rules_file=None)
+        == EXIT_PROBLEM
+    )
+    assert json.loads(capsys.readouterr().out)["status"] == "problem"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert (
+        check_command(empty, as_json=False, rules_file=None, width=80, now=NOW)
+        == EXIT_NOTHING
+    )
+    assert "Nothing readable" in capsys.readouterr().out
+    bad_rules = tmp_path / "rules.toml"
+    bad_rules.write_text("[window\n", encoding="utf-8")
+    assert (
+        check_command(sim_dirs["healthy"], as_json=False, rules_file=bad_rules)
+        == EXIT_BAD_RULES
+    )
+    assert "not valid TOML" in capsys.readouterr().err
+
+
+def test_rules_file_changes_the_verdict(
+    sim_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the truncation run logs clipped_ratio ~0.75: with the bad bound raised it is only a caution
+    rules = tmp_path / "rules.toml"
+    rules.write_text(
+        "[zones.clipped_ratio]\nbad_above = 0.95\n[zones.completion_length]\nbad_above = 2.0\n",
+        encoding="utf-8",
+    )
+    code = check_command(sim_dirs["truncation"], as_json=True, rules_file=rules)
+    data = json.loads(capsys.readouterr().out)
+    truncation = next(s for s in data["scenarios"] if s["id"] == "truncation")
+    assert truncation["severity"] == "caution"
+    assert code in (EXIT_CAUTION, EXIT_PROBLEM)
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+
+
+def test_json_shape(sim_dirs: dict[str, Path]) -> None:
+    run = load_run(sim_dirs["reward_hacking"])
+    data = diagnosis_to_json(run, diagnose(run, RULES))
+    json.dumps(data, allow_nan=False)
+    assert set(data) == {"status", "scenarios", "checklist", "metrics", "run"}
+    for scenario in data["scenarios"]:
+        assert set(scenario) == {
+            "id",
+            "title",
+            "severity",
+            "onset_step",
+            "evidence",
+            "advice",
+        }
+        for evidence in scenario["evidence"]:
+            assert set(evidence) == {"metric", "window", "numbers", "text"}
+            assert set(evidence["window"]) == {"first_step", "last_step", "points"}
+    assert [set(item) for item in data["checklist"]] == [
+        {"id", "question", "answer", "evidence"}
+    ] * 8
+    assert all(set(m) == {"zone", "last", "trend"} for m in data["metrics"].values())
+    assert data["run"] == {
+        "framework": "ms-swift",
+        "steps": {"first": 1, "last": 300, "count": 61},
+        "max_steps": 300,
+        "finished": True,
+    }
+
+
+def test_json_has_no_nan(tmp_path: Path) -> None:
+    run = load_run(FIXTURES / "ms-swift" / "ms-swift-issue-4465_grpo-v3.5_nan.jsonl")
+    data = diagnosis_to_json(run, diagnose(run, RULES))
+    json.dumps(data, allow_nan=False)
+    assert data["metrics"]["kl"] == {
+        "zone": "unknown",
+        "last": None,
+        "trend": "unknown",
+    }
+
+
+# -- snapshots -----------------------------------------------------------------------------------
+
+
+def snapshot_run_dir(root: Path) -> Path:
+    """The ms-swift 4.6.0 3-rewards run rebuilt as an output dir: logging.jsonl plus the
+    args.json its .source.txt command implies; every file's mtime fixed."""
+    run_dir = root / "output" / "v0-20261202-132949"
+    run_dir.mkdir(parents=True)
+    shutil.copy(
+        FIXTURES
+        / "ms-swift"
+        / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl",
+        run_dir / "logging.jsonl",
+    )
+    args = {
+        "rlhf_type": "grpo",
+        "reward_funcs": ["format", "length_bonus", "coin_flip"],
+        "max_completion_length": 24,
+        "num_generations": 4,
+        "max_steps": 6,
+        "logging_steps": 2,
+        "learning_rate": 1e-4,
+        "beta": 0.04,
+        "num_iterations": 1,
+        "epsilon": 0.2,
+    }
+    (run_dir / "args.json").write_text(json.dumps(args), encoding="utf-8")
+    for path in (run_dir / "logging.jsonl", run_dir / "args.json"):
+        os.utime(path, (DATA_TIME, DATA_TIME))
+    return Path("output")
+
+
+def compare_snapshot(name: str, actual: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+        if os.environ.get("UPDATE_SNAPSHOTS") != "1":
+            pytest.fail(f"snapshot {name} was missing and has been written; run again")
+    assert actual == path.read_text(encoding="utf-8"), (
+        f"{name} changed (UPDATE_SNAPSHOTS=1 to accept)"
+    )
+
+
+def test_check_snapshot_human(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    code = check_command(
+        snapshot_run_dir(tmp_path), as_json=False, rules_file=None, width=80, now=NOW
+    )
+    out = capsys.readouterr().out
+    assert code == EXIT_PROBLEM
+    assert "last data 1m 35s ago" in out
+    compare_snapshot("check_msswift_3rewards.txt", out)
+
+
+def test_check_snapshot_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = check_command(
+        snapshot_run_dir(tmp_path), as_json=True, rules_file=None, now=NOW
+    )
+    out = capsys.readouterr().out
+    assert code == EXIT_PROBLEM
+    compare_snapshot("check_msswift_3rewards.json", out)
