@@ -46,15 +46,17 @@ class RunContext:
     temperature: float | None = None
     """Sampling temperature of the rollouts."""
     steps_per_generation: int | None = None
-    """Optimizer steps per generation batch (> 1 also makes updates off-policy)."""
+    """Micro-steps per generation batch (TRL/ms-swift count it in micro-steps; it defaults
+    to gradient_accumulation_steps, which is still one optimizer step per batch)."""
 
     @property
     def off_policy(self) -> bool | None:
         """True when some updates reuse a rollout batch (clip ratios can be non-zero);
-        None when the args do not say."""
-        if self.num_iterations is None and self.steps_per_generation is None:
+        None when the args do not say. Only `num_iterations` decides: steps_per_generation
+        is in micro-steps, and without gradient_accumulation_steps it proves nothing."""
+        if self.num_iterations is None:
             return None
-        return (self.num_iterations or 1) > 1 or (self.steps_per_generation or 1) > 1
+        return self.num_iterations > 1
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
