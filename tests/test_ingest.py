@@ -315,3 +315,45 @@ def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_short_run_buckets_hold_only_the_metrics_own_points() -> None:
+    """An eval line between train lines leaves no gap in a train metric's sparkline."""
+    store = load_run(RUN1).store
+    reward = store.buckets("reward", 60)
+    assert reward.step_lo.tolist() == [1, 2, 4, 6] and reward.count.tolist() == [1, 1, 1, 1]
+    assert store.buckets("eval_reward", 60).step_lo.tolist() == [3, 6]
+    halves = store.buckets("reward", 2)
+    assert halves.count.tolist() == [2, 2]
+    assert halves.mean[0] == pytest.approx((1.32187498 + 1.48749995) / 2)
+    assert halves.last.tolist() == [1.48749995, 1.50625002]
+    # a logged NaN is its own point, drawn as a gap
+    kl = load_run(NAN_LINE).store.buckets("kl", 10)
+    assert kl.count.tolist() == [0] and np.isnan(kl.mean).all()
+
+
+def test_long_run_buckets_from_block_summaries() -> None:
+    from grpo_tui.run.metrics import BLOCK, MetricStore
+    from grpo_tui.sources.records import ColumnGroup, RowBlock
+
+    n = 2 * BLOCK * 10 * 4
+    values = np.sin(np.arange(n) / 500.0)
+    values[::1000] = np.nan
+    store = MetricStore()
+    store.add_block(
+        RowBlock(
+            kinds=np.zeros(n, np.uint8),
+            steps=np.arange(1, n + 1, dtype=float),
+            groups=[ColumnGroup(np.arange(n), ("x",), {}, values.reshape(-1, 1))],
+        )
+    )
+    buckets = store.buckets("x", 10)
+    assert len(buckets) == 10
+    edges = np.linspace(0, n, 11).astype(int)
+    for i in range(10):
+        part = values[edges[i] : edges[i + 1]]
+        assert buckets.mean[i] == pytest.approx(np.nanmean(part))
+        assert buckets.min[i] == pytest.approx(np.nanmin(part))
+        assert buckets.max[i] == pytest.approx(np.nanmax(part))
+        assert buckets.last[i] == pytest.approx(part[np.isfinite(part)][-1])
+    assert buckets.step_lo[0] == 1 and buckets.step_hi[-1] == n

@@ -403,10 +403,11 @@ class MetricStore:
             span *= 4
 
     def buckets(self, name: str, width: int) -> Buckets:
-        """The metric over the whole run in at most `width` buckets of equal row span.
+        """The metric over the whole run in at most `width` buckets, oldest first.
 
-        Cost is O(width + rows / BLOCK): long runs are summarised from the per-block
-        statistics, short ones straight from the values.
+        Long runs: buckets of equal row span summarised from the per-block statistics,
+        O(width + rows / BLOCK). Short runs (fewer than 2 × BLOCK rows per bucket): buckets
+        of the metric's own points, straight from the values.
         """
         column = self._columns.get(name)
         n = self._n
@@ -418,17 +419,26 @@ class MetricStore:
         return self._buckets_from_rows(column, width)
 
     def _buckets_from_rows(self, column: _Column, width: int) -> Buckets:
-        n = self._n
-        edges = np.unique(np.linspace(0, n, min(width, n) + 1).astype(np.int64))
+        """Short runs: bucket the metric's own logged points, so rows of other kinds (an
+        eval line between train lines) leave no gap; a logged NaN still does."""
+        vals = column.values[: self._n]
+        logged = np.isfinite(vals)
+        if column.nonfinite_rows:
+            logged[np.asarray(column.nonfinite_rows, dtype=np.int64)] = True
+        rows = np.flatnonzero(logged)
+        if rows.size == 0:
+            empty = np.empty(0)
+            return Buckets(empty, empty, empty, empty, empty, empty, np.empty(0, np.int64))
+        edges = np.unique(np.linspace(0, rows.size, min(width, rows.size) + 1).astype(np.int64))
         starts = edges[:-1]
-        vals = column.values[:n]
-        finite = np.isfinite(vals)
+        point_vals = vals[rows]
+        finite = np.isfinite(point_vals)
         count = np.add.reduceat(finite.astype(np.int64), starts)
-        total = np.add.reduceat(np.where(finite, vals, 0.0), starts)
-        vmin = np.fmin.reduceat(np.where(finite, vals, np.nan), starts)
-        vmax = np.fmax.reduceat(np.where(finite, vals, np.nan), starts)
-        last_idx = np.maximum.reduceat(np.where(finite, np.arange(n), -1), starts)
-        return self._finish(starts, edges[1:], count, total, vmin, vmax, last_idx, column)
+        total = np.add.reduceat(np.where(finite, point_vals, 0.0), starts)
+        vmin = np.fmin.reduceat(np.where(finite, point_vals, np.nan), starts)
+        vmax = np.fmax.reduceat(np.where(finite, point_vals, np.nan), starts)
+        last_idx = np.maximum.reduceat(np.where(finite, rows, -1), starts)
+        return self._finish(rows[starts], rows[edges[1:] - 1] + 1, count, total, vmin, vmax, last_idx, column)
 
     def _buckets_from_blocks(self, column: _Column, width: int) -> Buckets:
         nblocks = -(-self._n // BLOCK)
