@@ -1,0 +1,120 @@
+"""The 8-question checklist of HEALTH.md, each question answered from the facts."""
+
+from __future__ import annotations
+
+from grpo_tui.health import trends as tr
+from grpo_tui.health.facts import Facts, Series, format_rate, overlap
+from grpo_tui.health.scenarios import trend_text
+from grpo_tui.health.verdict import CheckItem, num, pct
+
+# -- checklist --------------------------------------------------------------------------
+
+
+QUESTIONS = (
+    "Is reward rising?",
+    "Is reward_std persistently > 0?",
+    "Is frac_reward_zero_std not persistently high?",
+    "Is clip_ratio neither persistently 0 (when applicable) nor persistently high?",
+    "Is completion length normal (not near 0, not near the max)?",
+    "Are the samples actually getting better?",
+    "Is eval improving?",
+    "Is KL under control?",
+)
+
+
+#: checklist answers from a zone; healthy and n/a (nothing wrong) answer "yes"
+_ZONE_ANSWERS = {"bad": "no", "caution": "no", "unknown": "unknown"}
+
+
+def _zone_answer(
+    label: str, series: Series | None, *, caution: str = "no"
+) -> tuple[str, str]:
+    if series is None:
+        return "unknown", f"{label} not logged"
+    answer = (
+        caution if series.zone == "caution" else _ZONE_ANSWERS.get(series.zone, "yes")
+    )
+    return answer, f"{label} {series.reason}"
+
+
+def _rising_answer(label: str, series: Series | None, missing: str) -> tuple[str, str]:
+    if series is None:
+        return "unknown", missing
+    if not series.trend.known:
+        return "unknown", trend_text(label, series)
+    rising = series.trend.direction in (tr.RISING, tr.EXPLODING)
+    return ("yes" if rising else "no"), trend_text(label, series)
+
+
+def checklist(facts: Facts) -> list[CheckItem]:
+    """The 8 questions of HEALTH.md, each answered from the facts with its evidence."""
+    frac = facts.frac_zero_std
+    # high but falling is the healthy early shape, not "persistently high"
+    frac_falling = frac is not None and frac.trend.direction == tr.FALLING
+    length = facts.length if facts.length is not None else facts.clipped
+    kl: tuple[str, str] = (
+        ("yes", "beta 0: no KL penalty")
+        if facts.kl is None and facts.context.beta == 0
+        else _zone_answer("kl", facts.kl)
+    )
+    answers = [
+        _rising_answer("reward", facts.reward, "reward not logged"),
+        _zone_answer("reward_std", facts.reward_std, caution="yes"),
+        _zone_answer(
+            "frac_reward_zero_std", frac, caution="yes" if frac_falling else "no"
+        ),
+        _zone_answer("clip_ratio", facts.clip),
+        _zone_answer(
+            "completion_length" if facts.length is not None else "clipped_ratio", length
+        ),
+        _samples_answer(facts),
+        _rising_answer("eval_reward", facts.eval_reward, "no eval logged"),
+        kl,
+    ]
+    return [
+        CheckItem(number, question, answer, evidence)
+        for number, (question, (answer, evidence)) in enumerate(
+            zip(QUESTIONS, answers), start=1
+        )
+    ]
+
+
+def _samples_answer(facts: Facts) -> tuple[str, str]:
+    """Samples get better: format compliance not falling (and known), diversity kept."""
+    samples = facts.samples
+    rules = facts.rules
+    if samples is None:
+        return "unknown", "no completions logged: look at the samples yourself"
+    recent_overlap = samples.recent_mean(overlap)
+    if not samples.comparable:
+        return (
+            "unknown",
+            f"one logged sample step (overlap {num(recent_overlap)}): too few to compare",
+        )
+    early_overlap = samples.early_mean(overlap)
+    early_format, recent_format = (
+        samples.early_mean(format_rate),
+        samples.recent_mean(format_rate),
+    )
+    problems: list[str] = []
+    found: list[str] = []
+    if early_overlap is not None and recent_overlap is not None:
+        found.append(f"overlap {num(early_overlap)} → {num(recent_overlap)}")
+        if (
+            recent_overlap >= rules.samples.overlap_caution
+            or recent_overlap - early_overlap > rules.samples.diversity_drop
+        ):
+            problems.append("completions growing alike")
+    if early_format is not None and recent_format is not None:
+        found.append(f"format {pct(early_format)} → {pct(recent_format)}")
+        if early_format - recent_format > rules.samples.format_drop:
+            problems.append("format compliance falling")
+    text = ", ".join(found) + f" over {samples.window}"
+    if problems:
+        return "no", "; ".join(problems) + ": " + text
+    if early_format is None or recent_format is None:
+        return (
+            "unknown",
+            f"diversity kept ({text}); no recognisable format to score: read the samples",
+        )
+    return "yes", text

@@ -1,0 +1,182 @@
+"""The verdict: the public result types of a diagnosis and how evidence numbers read.
+
+`Diagnosis` is what `diagnose` returns (what `check` prints and the diagnosis panel shows):
+the scenarios that hold (`Scenario`, each with its `Evidence` over a `Window`), the
+checklist (`CheckItem`) and a `MetricHealth` per metric. The formatting helpers turn the
+numbers behind a verdict into evidence text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+GLYPHS: dict[str, str] = {
+    "healthy": "✓",
+    "caution": "!",
+    "bad": "✗",
+    "unknown": "?",
+    "n/a": "·",
+}
+
+SEVERITIES = ("problem", "caution", "info", "ok")
+SCENARIO_IDS = (
+    "not_learning",
+    "too_aggressive",
+    "reward_hacking",
+    "truncation",
+    "length_collapse",
+    "low_diversity",
+    "saturated",
+    "warming_up",
+    "healthy",
+)
+TITLES = {
+    "healthy": "Healthy",
+    "not_learning": "Not learning",
+    "too_aggressive": "Too aggressive / unstable",
+    "reward_hacking": "Reward hacking",
+    "truncation": "Truncation",
+    "length_collapse": "Length collapse",
+    "low_diversity": "Low diversity",
+    "saturated": "Saturated (late stage)",
+    "warming_up": "Warming up",
+}
+
+#: metrics shown first, in this order (GRPO signals, then optimiser state)
+KEY_METRICS = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "clip_ratio",
+    "kl",
+    "entropy",
+    "completion_length",
+    "clipped_ratio",
+)
+OPTIMISER_METRICS = ("eval_reward", "loss", "grad_norm", "learning_rate")
+
+
+# -- public result types -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The points a verdict was judged on."""
+
+    first_step: float | None
+    last_step: float | None
+    points: int
+
+    @property
+    def span(self) -> str:
+        """The steps in words: steps a–b (or step a)."""
+        if self.first_step is None or self.last_step is None:
+            return "no steps"
+        if self.first_step == self.last_step:
+            return f"step {format_step(self.first_step)}"
+        return f"steps {format_step(self.first_step)}–{format_step(self.last_step)}"
+
+    def share(self, fraction: float) -> str:
+        """A fraction of the window's points in words: k/n points (steps a–b)."""
+        return f"{round(fraction * self.points)}/{self.points} points ({self.span})"
+
+    def __str__(self) -> str:
+        if self.points == 0 or self.first_step is None:
+            return "no points"
+        return f"{self.span}, {self.points} point{'s' if self.points != 1 else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One fact behind a verdict: which metric, over which window, the numbers, in words."""
+
+    metric: str
+    window: Window
+    numbers: dict[str, float | None]
+    text: str
+
+
+@dataclass(slots=True)
+class Scenario:
+    """A named situation of HEALTH.md that holds for the run."""
+
+    id: str
+    title: str
+    severity: str
+    """problem / caution / info / ok"""
+    onset_step: float | None
+    """First step at which it held (the start of the latest stretch), None when unknown."""
+    evidence: list[Evidence]
+    advice: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckItem:
+    """One checklist question with its answer (yes / no / unknown) and the evidence."""
+
+    id: int
+    question: str
+    answer: str
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class MetricHealth:
+    """A metric's zone on its recent window, latest value, trend and why."""
+
+    zone: str
+    """healthy / caution / bad / n/a / unknown"""
+    last: float | None
+    trend: str
+    """rising / flat / falling / exploding / unknown"""
+    reason: str
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Everything `diagnose` found: what `check` prints and the diagnosis panel shows."""
+
+    status: str
+    """healthy / caution / problem / unknown"""
+    scenarios: list[Scenario]
+    """Worst first."""
+    checklist: list[CheckItem]
+    metrics: dict[str, MetricHealth]
+
+    def scenario(self, scenario_id: str) -> Scenario | None:
+        return next((s for s in self.scenarios if s.id == scenario_id), None)
+
+    @property
+    def ids(self) -> list[str]:
+        return [s.id for s in self.scenarios]
+
+
+# -- number formatting (evidence text) -----------------------------------------------
+
+
+def num(value: float | None) -> str:
+    """A number for evidence text: 3 significant digits, no exponent for common sizes."""
+    if value is None or not math.isfinite(value):
+        return "NaN" if value is not None and math.isnan(value) else str(value)
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 1e5 or magnitude < 1e-3:
+        return f"{value:.2e}"
+    if magnitude >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def format_step(step: float) -> str:
+    """A step as text: 120, or 12.5 for fractional steps."""
+    return str(int(step)) if float(step).is_integer() else f"{step:g}"
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None

@@ -1,0 +1,111 @@
+"""Zones for the UI: a metric's value bands and context rules, per value.
+
+`zone_of_values` and `zone_bands` give the charts and sparklines the same zones `diagnose`
+judges on (value bands only; verdicts that need other metrics live in the facts).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from grpo_tui.health import trends as tr
+from grpo_tui.health.rules import Rules, ZoneBounds
+from grpo_tui.sources.context import RunContext
+
+# -- zones for the UI ----------------------------------------------------------------
+
+
+def _context_adjusted(
+    name: str, codes: np.ndarray, values: np.ndarray, rules: Rules, context: RunContext
+) -> np.ndarray:
+    """Context rules applied to value zones: on-policy clip_ratio and beta 0 KL are n/a,
+    a clip_ratio floor is only a warning when the run is known to be off-policy."""
+    base = name.removeprefix("eval_")
+    if base == "clip_ratio":
+        bounds = rules.zone_bounds(name)
+        floor = bounds.caution_below if bounds is not None else None
+        low = (
+            np.isfinite(values) & (values < floor)
+            if floor is not None
+            else np.zeros(values.shape, bool)
+        )
+        if context.off_policy is False:
+            codes = np.where(low, tr.ZONE_NA, codes).astype(np.int8)
+        elif context.off_policy is None:
+            codes = np.where(low, tr.ZONE_UNKNOWN, codes).astype(np.int8)
+    elif base == "kl" and context.beta == 0:
+        codes = np.where(np.isfinite(values), tr.ZONE_NA, codes).astype(np.int8)
+    return codes
+
+
+def zone_of_values(
+    name: str, values: np.ndarray, rules: Rules, context: RunContext
+) -> np.ndarray:
+    """Zone code per value (e.g. per sparkline bucket): 0 unknown, 1 healthy, 2 caution,
+    3 bad, 4 n/a. Value bands and context rules only; verdicts that need other metrics
+    (the reward range for reward_std, re-use rows for clip_ratio) live in `diagnose`.
+    Metrics without bands are n/a where finite."""
+    values = np.asarray(values, dtype=float)
+    bounds = rules.zone_bounds(name)
+    if bounds is None:
+        codes = np.full(values.shape, tr.ZONE_UNKNOWN, dtype=np.int8)
+        codes[np.isfinite(values)] = tr.ZONE_NA
+        return codes
+    scale = relative_scale(bounds, context)
+    codes = tr.zone_codes(values, bounds, scale)
+    return _context_adjusted(name, codes, values, rules, context)
+
+
+def zone_bands(
+    name: str, rules: Rules, context: RunContext
+) -> list[tuple[float, float, str]]:
+    """The value bands of a metric as (lo, hi, zone) from -inf to +inf, for a chart.
+    Empty when the metric has no bands (or they are relative to an unknown context value)."""
+    bounds = rules.zone_bounds(name)
+    if bounds is None:
+        return []
+    scale = relative_scale(bounds, context)
+    if bounds.relative_to is not None and scale is None:
+        return []
+    factor = scale if scale is not None else 1.0
+    cuts = sorted(
+        {
+            b * factor
+            for b in (
+                bounds.caution_below,
+                bounds.bad_below,
+                bounds.caution_above,
+                bounds.bad_above,
+            )
+            if b is not None
+        }
+    )
+    edges = [-math.inf, *cuts, math.inf]
+    bands: list[tuple[float, float, str]] = []
+    for lo, hi in itertools.pairwise(edges):
+        if math.isinf(lo) and math.isinf(hi):
+            probe = 0.0
+        elif math.isinf(lo):
+            probe = hi - max(1.0, abs(hi))
+        elif math.isinf(hi):
+            probe = lo + max(1.0, abs(lo))
+        else:
+            probe = (lo + hi) / 2
+        zone = tr.ZONE_NAMES[
+            int(zone_of_values(name, np.array([probe]), rules, context)[0])
+        ]
+        if bands and bands[-1][2] == zone:
+            bands[-1] = (bands[-1][0], hi, zone)
+        else:
+            bands.append((lo, hi, zone))
+    return bands
+
+
+def relative_scale(bounds: ZoneBounds, context: RunContext) -> float | None:
+    if bounds.relative_to is None:
+        return None
+    value = getattr(context, bounds.relative_to, None)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
