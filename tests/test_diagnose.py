@@ -6,13 +6,13 @@ from __future__ import annotations
 import ast
 import json
 import math
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
 
 from grpo_tui.health import trends as tr
 from grpo_tui.health.diagnose import (
@@ -738,7 +738,6 @@ def test_simulated_scenario_is_named_and_nothing_else_is_a_problem(
 
 # -- real fixtures ----------------------------------------------------------------------------------
 
-MS_SWIFT = FIXTURES / "ms-swift"
 
 
 def test_issue_4465_nan_kl_is_unknown_not_bad() -> None:
@@ -757,38 +756,6 @@ def test_issue_4465_nan_kl_is_unknown_not_bad() -> None:
             if v.last is None or math.isfinite(v.last)
         }
     )
-
-
-def msswift_run_dir(
-    tmp_path: Path, name: str, args: dict[str, object], *, completions: bool
-) -> Path:
-    """An ms-swift output dir rebuilt from a fixture: its logging.jsonl (and completions), with
-    the args.json its .source.txt command implies (ms-swift 4.6 defaults num_iterations 1)."""
-    run_dir = tmp_path / "output" / "v0-20261202-132949"
-    run_dir.mkdir(parents=True)
-    shutil.copy(MS_SWIFT / f"{name}_logging.jsonl", run_dir / "logging.jsonl")
-    if completions:
-        shutil.copy(
-            MS_SWIFT / f"{name}_completions.jsonl", run_dir / "completions.jsonl"
-        )
-    (run_dir / "args.json").write_text(json.dumps(args), encoding="utf-8")
-    return tmp_path / "output"
-
-
-THREE_REWARDS_ARGS = {
-    "rlhf_type": "grpo",
-    "reward_funcs": ["format", "length_bonus", "coin_flip"],
-    "max_completion_length": 24,
-    "num_generations": 4,
-    "max_steps": 6,
-    "logging_steps": 2,
-    "learning_rate": 1e-4,
-    "beta": 0.04,
-    "temperature": 1.0,
-    "num_iterations": 1,
-    "epsilon": 0.2,
-    "loss_type": "grpo",
-}
 
 
 def test_on_policy_local_run_does_not_warn_about_clip_ratio(tmp_path: Path) -> None:

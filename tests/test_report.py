@@ -7,11 +7,11 @@ import io
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir
 from rich.console import Console
 
 from grpo_tui.commands.check import EXIT_BAD_RULES, check_command
@@ -255,27 +255,8 @@ def test_json_has_no_nan(tmp_path: Path) -> None:
 def snapshot_run_dir(root: Path) -> Path:
     """The ms-swift 4.6.0 3-rewards run rebuilt as an output dir: logging.jsonl plus the
     args.json its .source.txt command implies; every file's mtime fixed."""
-    run_dir = root / "output" / "v0-20261202-132949"
-    run_dir.mkdir(parents=True)
-    shutil.copy(
-        FIXTURES
-        / "ms-swift"
-        / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl",
-        run_dir / "logging.jsonl",
-    )
-    args = {
-        "rlhf_type": "grpo",
-        "reward_funcs": ["format", "length_bonus", "coin_flip"],
-        "max_completion_length": 24,
-        "num_generations": 4,
-        "max_steps": 6,
-        "logging_steps": 2,
-        "learning_rate": 1e-4,
-        "beta": 0.04,
-        "num_iterations": 1,
-        "epsilon": 0.2,
-    }
-    (run_dir / "args.json").write_text(json.dumps(args), encoding="utf-8")
+    output = msswift_run_dir(root, THREE_REWARDS, THREE_REWARDS_ARGS, completions=False)
+    run_dir = output / "v0-20261202-132949"
     for path in (run_dir / "logging.jsonl", run_dir / "args.json"):
         os.utime(path, (DATA_TIME, DATA_TIME))
     return Path("output")
