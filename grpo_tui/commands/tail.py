@@ -1,0 +1,103 @@
+"""`grpo-tui tail PATH` (the live app) and `grpo-tui demo` (the app on a simulated run)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grpo_tui.health.rules import Rules, RulesError, load_rules
+
+if TYPE_CHECKING:
+    from grpo_tui.ui.app import GrpoTuiApp
+
+#: a closed SSH session or tmux pane (SIGHUP) and `kill` (SIGTERM) end the app like `q` does
+_EXIT_SIGNALS = tuple(s for s in (getattr(signal, "SIGHUP", None), signal.SIGTERM) if s is not None)
+
+
+@contextmanager
+def _exit_on_signals(app: GrpoTuiApp) -> Iterator[None]:
+    """While the app runs, SIGHUP / SIGTERM make it exit normally (so cleanup runs)."""
+
+    def leave(signum: int, frame: object) -> None:
+        app.exit()
+
+    previous = {sig: signal.signal(sig, leave) for sig in _EXIT_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _rules(rules_file: Path | None) -> Rules | None:
+    """The effective rules (`rules_file`, else $GRPO_TUI_RULES or the config file, else the
+    defaults; warnings to stderr), or None when the file is unusable."""
+    try:
+        rules, warnings = load_rules(rules_file)
+    except RulesError as error:
+        print(f"grpo-tui: {error}", file=sys.stderr)
+        return None
+    for warning in warnings:
+        print(f"grpo-tui: warning: {warning}", file=sys.stderr)
+    return rules
+
+
+def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = None) -> int:
+    """Open the live monitor on PATH until the user quits. Returns the exit status."""
+    from grpo_tui.ui.app import GrpoTuiApp
+    from grpo_tui.ui.themes import ThemeError
+
+    rules = _rules(rules_file)
+    if rules is None:
+        return 2
+    try:
+        app = GrpoTuiApp(Path(path), theme=theme, rules=rules)
+    except ThemeError as error:
+        print(f"grpo-tui: {error}", file=sys.stderr)
+        return 2
+    with _exit_on_signals(app):
+        app.run()
+    return app.return_code or 0
+
+
+def demo_command(scenario: str, speed: float, theme: str | None, rules_file: Path | None = None) -> int:
+    """Simulate a GRPO run live (`speed` simulated steps per second) in a temporary
+    directory and monitor it; the directory is removed on exit."""
+    from grpo_tui.sim import SCENARIOS, LiveSimulator, SimConfig
+    from grpo_tui.ui.app import GrpoTuiApp
+    from grpo_tui.ui.themes import ThemeError
+
+    if scenario not in SCENARIOS:
+        print(f"grpo-tui: unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    if not speed > 0:
+        print("grpo-tui: --speed must be > 0", file=sys.stderr)
+        return 2
+    rules = _rules(rules_file)
+    if rules is None:
+        return 2
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
+        output_dir = Path(tmp) / "output"
+        output_dir.mkdir()
+        simulator = LiveSimulator(output_dir, SimConfig(scenario=scenario, use_wall_clock=True), steps_per_second=speed)
+        try:
+            app = GrpoTuiApp(output_dir, theme=theme, rules=rules)
+        except ThemeError as error:
+            print(f"grpo-tui: {error}", file=sys.stderr)
+            return 2
+        stop = threading.Event()
+        writer = threading.Thread(target=simulator.run, args=(stop,), name="grpo-tui-demo-sim", daemon=True)
+        writer.start()
+        try:
+            with _exit_on_signals(app):
+                app.run()
+        finally:
+            stop.set()
+            writer.join(timeout=5)
+    return app.return_code or 0

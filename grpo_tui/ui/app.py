@@ -1,0 +1,538 @@
+"""The live `tail` app: header, metric grid, diagnosis and (later) completions.
+
+How data flows:
+- A thread worker reads the run (`RunFollower.read`, time-boxed) and posts each Update as
+  one `Ingested` message; between reads it sleeps ~1 s, woken early by watchdog events.
+- The app thread alone touches the Run: `run.apply(update)`.
+- A 10 Hz timer redraws only when `run.version` (or the diagnosis, theme, clock second)
+  changed; new data is drawn at once unless a frame was drawn less than a frame budget
+  ago (0.1 s, longer when frames are slow), and each widget redraws only what changed.
+- The diagnosis (grpo_tui.health.diagnose, the engine `grpo-tui check` uses) runs at most
+  once a second (less often when it is slow) in a thread; while it reads the Run,
+  incoming updates wait in a queue so the Run never changes under it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.events import Key, Resize
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static, Tab, Tabs
+from textual.worker import get_current_worker
+
+from grpo_tui.health.diagnose import Diagnosis, diagnose
+from grpo_tui.health.rules import Rules
+from grpo_tui.run.follow import RunFollower, Update
+from grpo_tui.run.live import Run
+from grpo_tui.sources.feed import FeedStatus
+from grpo_tui.ui.inert import clean, inert
+from grpo_tui.ui.numbers import format_step
+from grpo_tui.ui.themes import ThemeSpec, load_themes, next_theme_name, resolve_theme_name
+from grpo_tui.ui.waker import DirectoryWaker
+from grpo_tui.ui.widgets.chart import warm_up
+from grpo_tui.ui.widgets.completions_placeholder import CompletionsPlaceholder
+from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
+from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
+from grpo_tui.ui.widgets.header import RunHeader, header_view, stall_threshold
+from grpo_tui.ui.widgets.help import HelpScreen, help_text, key_rows
+from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
+from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH
+
+#: seconds between polls when nothing is pending (file events wake the poller earlier)
+POLL_INTERVAL_S = 1.0
+#: at most ~10 frames a second
+FRAME_INTERVAL_S = 0.1
+#: at most one diagnosis per this many seconds
+DIAGNOSIS_INTERVAL_S = 1.0
+#: slow frames and diagnoses are spaced so that each takes at most 1/BUDGET_SHARE of the time
+BUDGET_SHARE = 5
+#: wide layout (grid and diagnosis side by side) from this many columns
+WIDE_COLUMNS = 140
+PANES = ("metrics", "diagnosis", "completions")
+
+
+class GrpoTuiApp(App[None]):
+    """Follows one PATH (a logging.jsonl, a run dir or an output dir) live."""
+
+    TITLE = "grpo-tui"
+    CSS_PATH = "app.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("t", "cycle_theme", "Theme"),
+        Binding("1", "show_pane('metrics')", "Metrics", show=False),
+        Binding("2", "show_pane('diagnosis')", "Diagnosis", show=False),
+        Binding("3", "show_pane('completions')", "Completions", show=False),
+    ]
+
+    class Ingested(Message):
+        """One read of the run's sources, from the ingest worker."""
+
+        def __init__(self, update: Update) -> None:
+            super().__init__()
+            self.update = update
+
+    class IngestFailed(Message):
+        """The ingest worker hit an error; it retries after its poll interval."""
+
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
+    class Diagnosed(Message):
+        """A diagnosis of the run as it was at `version`, from the diagnosis worker."""
+
+        def __init__(self, diagnosis: Diagnosis | None, version: int, seconds: float, error: str | None) -> None:
+            super().__init__()
+            self.diagnosis = diagnosis
+            self.version = version
+            self.seconds = seconds
+            self.error = error
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        theme: str | None = None,
+        rules: Rules | None = None,
+        now: Callable[[], float] = time.time,
+        environ: Mapping[str, str] | None = None,
+        watch_files: bool = True,
+        follower: RunFollower | None = None,
+    ) -> None:
+        # Textual removes NO_COLOR from the environment in App.__init__: decide first
+        self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
+        super().__init__()
+        self.path = Path(path)
+        self.rules = rules or Rules()
+        #: the wall clock (injectable so tests and snapshots have a fixed time)
+        self.now = now
+        #: the Run; only the app thread changes it
+        self.run_state = Run(self.path)
+        self.diagnosis: Diagnosis | None = None
+        self.diagnosis_error: str | None = None
+        self.diagnosis_seconds: float | None = None
+        self.paused = False
+        self._follower = follower or RunFollower(self.path)
+        self._watch_files = watch_files
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._waker = DirectoryWaker(self._wake)
+        self._themes: dict[str, ThemeSpec] = load_themes()
+        self._pane = "metrics"
+        self._pending: list[Update] = []
+        self._diagnosing = False
+        self._diagnosed_version = -1
+        self._diagnosed_rows = 0
+        self._next_diagnosis_at = 0.0
+        self._drawn: tuple[object, ...] | None = None
+        self._next_frame_at = 0.0
+        self._header_drawn: tuple[object, ...] | None = None
+        self._charts_warm = False
+        self._shutting_down = False
+        # the widgets, kept at hand: frames update them without querying the DOM
+        self._header = RunHeader(id="header")
+        self._diagnosis_tab = Tab(Text(diagnosis_summary(None)), id="tab-diagnosis")
+        self._tabs = Tabs(
+            Tab("Metrics", id="tab-metrics"),
+            self._diagnosis_tab,
+            Tab("Completions", id="tab-completions"),
+            id="panel-tabs",
+        )
+        self._filter = Input(placeholder="filter metrics by name (enter keeps it, esc clears it)", id="filter")
+        self._caption = Static("", id="grid-caption")
+        self._grid = MetricGrid(id="grid")
+        self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
+        self._completions = CompletionsPlaceholder(id="completions-pane")
+        # themes before the first stylesheet pass, so startup styles the screen once
+        for spec in self._themes.values():
+            self.register_theme(spec.textual_theme())
+        self.theme = self._start_theme
+
+    # -- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield self._header
+        yield self._tabs
+        with Horizontal(id="body"):
+            with Vertical(id="metrics-pane"):
+                yield self._filter
+                yield self._caption
+                yield self._grid
+            yield self._diagnosis_panel
+        yield self._completions
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._force_redraw())
+        self._filter.display = False
+        self._apply_layout(self.size.width)
+        self._show_pane(self._pane)
+        self._grid.focus()
+        self.set_interval(FRAME_INTERVAL_S, self._tick)
+        self._ingest()
+        self._tick()
+
+    def on_resize(self, event: Resize) -> None:
+        self._apply_layout(event.size.width)
+
+    def _apply_layout(self, width: int) -> None:
+        wide = width >= WIDE_COLUMNS
+        # one batch: every class change restyles the whole screen
+        self.main_screen.update_classes({"-wide": wide, "-narrow": not wide}, animate=False)
+
+    def _show_pane(self, pane: str) -> None:
+        self._pane = pane
+        self.main_screen.update_classes({f"-pane-{name}": name == pane for name in PANES}, animate=False)
+        if self._tabs.active != f"tab-{pane}":
+            self._tabs.active = f"tab-{pane}"
+
+    @on(Tabs.TabActivated, "#panel-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        pane = (event.tab.id or "tab-metrics").removeprefix("tab-")
+        if pane != self._pane:
+            self._show_pane(pane)
+
+    # -- the ingest worker (thread) -----------------------------------------------------
+    @work(thread=True, exclusive=True, group="ingest", name="ingest")
+    def _ingest(self) -> None:
+        worker = get_current_worker()
+        follower = self._follower
+        last_status: tuple[object, ...] | None = None
+        told_no_events = False
+        while not worker.is_cancelled and not self._stop.is_set():
+            try:
+                update = follower.read(time_budget=0.05)
+            except Exception as error:  # noqa: BLE001 - a reader bug must not end a days-long session
+                self.post_message(self.IngestFailed(f"{type(error).__name__}: {error}"))
+                self._sleep()
+                continue
+            status = _status_signature(update.status)
+            if update or status != last_status:
+                last_status = status
+                update.status = _snapshot(update.status)
+                self.post_message(self.Ingested(update))
+            if self._watch_files:
+                self._waker.watch(follower.feed.watched_dirs)
+                if self._waker.failure is not None and not told_no_events:
+                    told_no_events = True
+                    self.call_from_thread(self.notify, self._waker.failure, title="file events", markup=False)
+            if not update.more:
+                self._sleep()
+
+    def _sleep(self) -> None:
+        self._wake.wait(POLL_INTERVAL_S)
+        self._wake.clear()
+
+    @on(Ingested)
+    def _on_ingested(self, message: Ingested) -> None:
+        if self._shutting_down:
+            return
+        if self._diagnosing:
+            # the diagnosis thread is reading the Run: change it once that is done
+            self._pending.append(message.update)
+            return
+        self._apply(message.update)
+
+    def _apply(self, update: Update) -> None:
+        events_before = len(self.run_state.events)
+        self.run_state.apply(update)
+        if update.batch.events and not self.paused:
+            for event in self.run_state.events[max(events_before, len(self.run_state.events) - 3) :]:
+                self.notify(clean(event), title="source", timeout=8, markup=False)
+        if (update.batch.rows() or update.new_samples) and time.monotonic() >= self._next_frame_at:
+            # draw new data now rather than at the next tick
+            self.call_later(self._tick)
+
+    @on(IngestFailed)
+    def _on_ingest_failed(self, message: IngestFailed) -> None:
+        self.notify(clean(message.error), title="reading failed; retrying", severity="error", markup=False)
+
+    # -- the diagnosis worker (thread) --------------------------------------------------
+    def _maybe_diagnose(self) -> None:
+        run = self.run_state
+        if self._diagnosing or self.paused or run.version == self._diagnosed_version:
+            return
+        # the first diagnosis with data comes at once; then at most one a second
+        if time.monotonic() < self._next_diagnosis_at and self._diagnosed_rows > 0:
+            return
+        self._diagnosing = True
+        self._diagnosed_rows = len(run.store)
+        self._diagnose(run.version)
+
+    @work(thread=True, exclusive=False, group="diagnose", name="diagnose")
+    def _diagnose(self, version: int) -> None:
+        started = time.perf_counter()
+        try:
+            result: Diagnosis | None = diagnose(self.run_state, self.rules)
+            error = None
+        except Exception as exc:  # noqa: BLE001 - show the failure in the panel instead of crashing
+            result, error = None, f"{type(exc).__name__}: {exc}"
+        self.post_message(self.Diagnosed(result, version, time.perf_counter() - started, error))
+
+    @on(Diagnosed)
+    def _on_diagnosed(self, message: Diagnosed) -> None:
+        self._diagnosing = False
+        self._diagnosed_version = message.version
+        self._next_diagnosis_at = time.monotonic() + max(DIAGNOSIS_INTERVAL_S, BUDGET_SHARE * message.seconds)
+        self.diagnosis_seconds = message.seconds
+        self.diagnosis_error = message.error
+        if message.diagnosis is not None or message.error is not None:
+            self.diagnosis = message.diagnosis
+        if self._shutting_down:
+            return
+        pending, self._pending = self._pending, []
+        for update in pending:
+            self._apply(update)
+        self._tick()
+        if not self._charts_warm:
+            # after the first diagnosis, not during it: both want the CPU at startup
+            self._charts_warm = True
+            self._warm_up_charts()
+
+    @work(thread=True, group="warm-up", name="warm-up charts")
+    def _warm_up_charts(self) -> None:
+        warm_up()
+
+    # -- drawing ------------------------------------------------------------------------
+    @property
+    def settled(self) -> bool:
+        """The newest data read has been diagnosed and drawn (tests and the bench wait on it)."""
+        version = self.run_state.version
+        drawn = self._drawn is not None and self._drawn[0] == version
+        return drawn and self._diagnosed_version == version and not self._pending and not self._diagnosing
+
+    @property
+    def main_screen(self) -> Screen[object]:
+        """The screen holding the grid (detail and help screens stack above it)."""
+        return self.screen_stack[0]
+
+    @property
+    def theme_spec(self) -> ThemeSpec:
+        return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
+
+    def _force_redraw(self) -> None:
+        self._drawn = None
+        self._header_drawn = None
+        self._next_frame_at = 0.0
+        self._tick()
+
+    def _tick(self) -> None:
+        """One frame: draw what changed since the last one (nothing while paused)."""
+        if self._shutting_down or self.paused or not self._grid.is_attached:
+            return
+        self._maybe_diagnose()
+        self._draw_header()
+        run = self.run_state
+        spec = self.theme_spec
+        key = (run.version, self.diagnosis, self.diagnosis_error, spec.name)
+        if key == self._drawn or time.monotonic() < self._next_frame_at:
+            return
+        started = time.perf_counter()
+        self._drawn = key
+        self._grid.show(GridSource(run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette))
+        self._draw_caption()
+        self._diagnosis_panel.show(self.diagnosis, spec.palette, pending=self._diagnosis_pending_text())
+        summary = diagnosis_summary(self.diagnosis)
+        if self._diagnosis_tab.label.plain != summary:
+            self._diagnosis_tab.label = Text(summary)
+        self._completions.show(run.samples)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.show(self._detail_source())
+        cost = time.perf_counter() - started
+        self._next_frame_at = time.monotonic() + max(FRAME_INTERVAL_S, BUDGET_SHARE * cost)
+
+    def _draw_header(self) -> None:
+        view = header_view(self.run_state, self.now(), paused=self.paused)
+        key = (view, self.theme)
+        if key != self._header_drawn:
+            self._header_drawn = key
+            self._header.show(view)
+
+    def _draw_caption(self) -> None:
+        grid = self._grid
+        store = self.run_state.store
+        text = Text(no_wrap=True, overflow="ellipsis", style="dim")
+        text.append("metric".ljust(grid.layout.name) + " " + "last".rjust(VALUE_WIDTH) + "    ")
+        if len(store):
+            first, last = float(store.steps[0]), store.last_step()
+            text.append(f"history, steps {format_step(first)}–{format_step(last or first)}")
+        if grid.filter:
+            text.append("   filter: ", style="bold")
+            text.append_text(inert(grid.filter, "bold"))
+            text.append(f" ({len(grid.names)})", style="bold")
+        self._caption.update(text)
+
+    def _diagnosis_pending_text(self) -> str:
+        if self.diagnosis_error is not None:
+            return f"diagnosis failed: {clean(self.diagnosis_error)}"
+        if self.run_state.waiting_for is not None:
+            return f"waiting for {clean(self.run_state.waiting_for)}"
+        if len(self.run_state.store) == 0:
+            return "no metrics read yet"
+        return "diagnosing…"
+
+    def _detail_source(self) -> DetailSource:
+        run = self.run_state
+        return DetailSource(run.store, run.version, self.rules, run.context, self.diagnosis, self.theme_spec.palette)
+
+    # -- actions ------------------------------------------------------------------------
+    @on(MetricGrid.LayoutChanged)
+    def _grid_layout_changed(self) -> None:
+        self._draw_caption()
+
+    @on(MetricGrid.MetricChosen)
+    def _open_detail(self, message: MetricGrid.MetricChosen) -> None:
+        self.push_screen(DetailScreen(message.name, self._detail_source()))
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+            return
+        rows = key_rows(self.get_key_display, self.BINDINGS, MetricGrid.BINDINGS, DetailScreen.BINDINGS)
+        threshold = stall_threshold(self.run_state.usual_interval())
+        notes = [
+            "Zones: ✓ healthy  ! caution  ✗ bad  ? unknown  · not applicable (no bands).",
+            "Trends: ↗ rising  → flat  ↘ falling  ⇈ exploding.",
+            (
+                f"STALLED: no new data for more than {threshold:.0f} s now (5 × the usual interval"
+                " between lines, at least 120 s; 600 s until the interval is known)."
+            ),
+            "The diagnosis is the engine of `grpo-tui check`, re-run at most once a second.",
+        ]
+        self.push_screen(HelpScreen(help_text(rows, notes)))
+
+    def action_filter(self) -> None:
+        if self._pane != "metrics":
+            self._show_pane("metrics")
+        self._filter.display = True
+        # focus now (not after a refresh) so keys typed right after `/` land in the box
+        self.main_screen.set_focus(self._filter)
+
+    def on_key(self, event: Key) -> None:
+        # Textual routes keys to the widget focused when they arrive: keys typed right after
+        # `/` were queued for the grid and come back unhandled; they belong in the box
+        if self.focused is self._filter and event.is_printable and event.character:
+            self._filter.insert_text_at_cursor(event.character)
+            event.stop()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._grid.set_filter(event.value)
+        self._draw_caption()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self._filter.display = False
+        self._grid.focus()
+
+    def action_clear_filter(self) -> None:
+        self._filter.value = ""
+        self._filter.display = False
+        self._grid.set_filter("")
+        self._grid.focus()
+        self._draw_caption()
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        # frames stop, but the header must say PAUSED
+        view = replace(self._header.view, paused=self.paused) if self._header.view else None
+        if view is not None:
+            self._header.show(view)
+            self._header_drawn = (view, self.theme)
+        if not self.paused:
+            self._force_redraw()
+
+    def action_cycle_theme(self) -> None:
+        self.theme = next_theme_name(self.theme)
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def action_show_pane(self, pane: str) -> None:
+        if pane not in PANES:
+            return
+        self._show_pane(pane)
+        if pane == "metrics":
+            self._grid.focus()
+        elif pane == "diagnosis":
+            self._diagnosis_panel.focus()
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        # our actions first; Textual's theme picker is replaced by our own themes
+        for binding in self.BINDINGS:
+            if isinstance(binding, Binding) and binding.description:
+                key = self.get_key_display(binding)
+                yield SystemCommand(binding.description, f"key: {key}", _action(self, binding.action))
+        yield SystemCommand("Detail", "Open the chart of the selected metric (enter)", self._grid.action_open_detail)
+        for name, spec in self._themes.items():
+            yield SystemCommand(f"Theme: {name}", spec.description, _set_theme(self, name), discover=False)
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Theme", "Quit"):
+                yield command
+
+    def exit(self, result: None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+        """Stop reading and drawing, then leave (the workers see the stop at once)."""
+        self._stop_workers()
+        super().exit(result, return_code, message)
+
+    def on_unmount(self) -> None:
+        self._stop_workers()
+        self._waker.stop()
+
+    def _stop_workers(self) -> None:
+        self._shutting_down = True
+        self._stop.set()
+        self._wake.set()
+
+
+def _status_signature(status: FeedStatus) -> tuple[object, ...]:
+    return (
+        status.framework,
+        tuple(status.files),
+        tuple(status.followed),
+        status.waiting_for,
+        status.data_time,
+        status.completions_file,
+        id(status.context),
+    )
+
+
+def _snapshot(status: FeedStatus) -> FeedStatus:
+    """A copy the app thread can keep while the worker goes on changing the original."""
+    return replace(
+        status,
+        files=list(status.files),
+        followed=list(status.followed),
+        version_hints=list(status.version_hints),
+        context=replace(status.context, reward_funcs=list(status.context.reward_funcs)),
+    )
+
+
+def _action(app: App[None], action: str) -> Callable[[], object]:
+    async def run() -> None:
+        await app.run_action(action)
+
+    return run
+
+
+def _set_theme(app: App[None], name: str) -> Callable[[], None]:
+    def apply() -> None:
+        app.theme = name
+
+    return apply

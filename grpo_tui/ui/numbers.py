@@ -1,0 +1,46 @@
+"""How numbers, durations and ages are written on screen (short, fixed-ish width)."""
+
+from __future__ import annotations
+
+import math
+
+
+def format_value(value: float | None) -> str:
+    """A metric value in at most ~9 characters: 0.1234, 1.235e-05, 12345.7, NaN, ±inf."""
+    if value is None:
+        return "–"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 1e6 or magnitude < 1e-3:
+        mantissa, exponent = f"{value:.3e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
+    if magnitude >= 1000:
+        return f"{value:.1f}"
+    return f"{value:.4g}" if magnitude >= 1 else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def format_duration(seconds: float | None) -> str:
+    """1d02h, 3h05m, 12m03s, 45s; "–" when unknown."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "–"
+    total = round(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def format_step(step: float) -> str:
+    return str(int(step)) if float(step).is_integer() else f"{step:g}"

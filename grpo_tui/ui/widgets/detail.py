@@ -1,0 +1,119 @@
+"""The detail screen: one metric full-size, with its zone bands and scenario onsets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from grpo_tui.health.diagnose import GLYPHS, Diagnosis, zone_bands, zone_of_values
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.trends import ZONE_CODES, ZONE_UNKNOWN
+from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.context import RunContext
+from grpo_tui.ui.inert import clean
+from grpo_tui.ui.numbers import format_step, format_value
+from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
+from grpo_tui.ui.widgets.diagnosis import SEVERITY_ZONE
+from grpo_tui.ui.widgets.metric_rows import latest_value
+
+#: cells the y-axis labels and frame take beside the plotted area
+_AXIS_CELLS = 10
+
+
+@dataclass(frozen=True)
+class DetailSource:
+    """What the detail chart is drawn from (a new one may mean a redraw)."""
+
+    store: MetricStore
+    version: int
+    rules: Rules
+    context: RunContext
+    diagnosis: Diagnosis | None
+    palette: ZonePalette
+
+
+def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
+    """A vertical line per active scenario that says when it began."""
+    if diagnosis is None:
+        return []
+    return [
+        Marker(scenario.onset_step, scenario.title, SEVERITY_ZONE.get(scenario.severity, "unknown"))
+        for scenario in diagnosis.scenarios
+        if scenario.onset_step is not None and scenario.id != "warming_up"
+    ]
+
+
+def detail_title(name: str, source: DetailSource) -> Text:
+    store = source.store
+    health = source.diagnosis.metrics.get(name) if source.diagnosis is not None else None
+    zone = health.zone if health is not None else "unknown"
+    style = source.palette.style(ZONE_CODES.get(zone, ZONE_UNKNOWN))
+    text = Text(no_wrap=False)
+    text.append(clean(name), style="bold")
+    text.append(f"  {format_value(latest_value(store, name))} ", style=style)
+    text.append(f"{GLYPHS.get(zone, '?')} {zone}", style=style)
+    if health is not None and health.trend != "unknown":
+        text.append(f"  {health.trend}", style="dim")
+    count = store.count(name)
+    text.append(f"  {count} point{'' if count == 1 else 's'}", style="dim")
+    last = store.last(name)
+    if last is not None:
+        text.append(f", latest at step {format_step(last[0])}", style="dim")
+    if health is not None and health.reason:
+        text.append("\n")
+        text.append(f"{clean(name)} {clean(health.reason)}", style="dim")
+    return text
+
+
+class DetailScreen(Screen[None]):
+    """Full-size chart of one metric; `esc` goes back to the grid."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, metric: str, source: DetailSource) -> None:
+        super().__init__()
+        self.metric = metric
+        self._source = source
+        self._drawn: tuple[object, ...] | None = None
+        self._title_line = Static("", id="detail-title")
+        self._chart = Static("", id="detail-chart")
+        self._legend = Static("", id="detail-legend")
+
+    def compose(self) -> ComposeResult:
+        yield self._title_line
+        yield self._chart
+        yield self._legend
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show(self._source)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.show, self._source)
+
+    def show(self, source: DetailSource) -> None:
+        """Redraw when the data, the diagnosis, the theme or the chart's size changed."""
+        self._source = source
+        chart = self._chart
+        width = chart.content_region.width or self.size.width
+        height = chart.content_region.height or max(6, self.size.height - 6)
+        key = (source.version, id(source.diagnosis), id(source.palette), width, height)
+        if key == self._drawn:
+            return
+        self._drawn = key
+        name = self.metric
+        self._title_line.update(detail_title(name, source))
+        buckets = source.store.buckets(name, max(8, width - _AXIS_CELLS))
+        zones = zone_of_values(name, buckets.mean, source.rules, source.context)
+        cuts = band_cuts(zone_bands(name, source.rules, source.context))
+        markers = onset_markers(source.diagnosis)
+        picture, hidden = build_chart(buckets, zones, cuts, markers, source.palette, width, height)
+        chart.update(picture)
+        self._legend.update(chart_legend(cuts, hidden, markers, source.palette, width))

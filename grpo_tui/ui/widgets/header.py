@@ -1,0 +1,193 @@
+"""The header: which run, where it is, and whether data is still arriving.
+
+`header_view` turns the Run's progress and timing into what the header shows (pure, so
+tests can give it any clock); `RunHeader` draws it and touches only the parts that
+changed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from grpo_tui.run.live import Run
+from grpo_tui.ui.inert import clean, inert
+from grpo_tui.ui.numbers import format_duration, format_step
+
+#: "stalled" means no data for more than max(STALL_INTERVALS × the usual interval, STALL_FLOOR_S)
+STALL_INTERVALS = 5
+STALL_FLOOR_S = 120.0
+#: with no usual interval known yet (fewer than 3 timed lines), wait this long
+STALL_UNKNOWN_INTERVAL_S = 600.0
+_SEP = " · "
+
+
+class RunState(Enum):
+    WAITING = "waiting"
+    LIVE = "live"
+    STALLED = "stalled"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class HeaderView:
+    """What the header shows, in plain values (equal views draw identically)."""
+
+    state: RunState
+    state_label: str
+    run_label: str
+    facts: tuple[str, ...]
+    bad_lines: int
+    paused: bool
+
+
+def stall_threshold(usual_interval: float | None) -> float:
+    if usual_interval is None:
+        return STALL_UNKNOWN_INTERVAL_S
+    return max(STALL_INTERVALS * usual_interval, STALL_FLOOR_S)
+
+
+def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
+    """The run's state and the seconds since its newest data (None before any)."""
+    age = run.data_age(now)
+    if run.finished:
+        return RunState.FINISHED, age
+    if age is None:
+        return RunState.WAITING, None
+    if age > stall_threshold(run.usual_interval()):
+        return RunState.STALLED, age
+    return RunState.LIVE, age
+
+
+def _run_label(run: Run) -> str:
+    """The metrics file's last two path parts (the run dir and file), else PATH's. The
+    metrics file is the first one followed (a completions file comes after it)."""
+    shown = Path(run.followed[0]) if run.followed else run.path
+    parts = shown.parts[-2:] if len(shown.parts) >= 2 else shown.parts
+    label = "/".join(parts) if parts else str(shown)
+    framework = f" ({run.framework})" if run.framework else ""
+    return clean(label + framework)
+
+
+def _age_text(age: float) -> str:
+    return f"{format_duration(age)} ago"
+
+
+def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
+    state, age = run_state(run, now)
+    progress = run.progress()
+    interval = run.usual_interval()
+    if state is RunState.FINISHED:
+        state_label = "FINISHED"
+    elif state is RunState.STALLED:
+        usual = f", usually every {format_duration(interval)}" if interval is not None else ""
+        state_label = f"STALLED: no data for {format_duration(age)}{usual}"
+    elif state is RunState.WAITING:
+        waiting = f" for {run.waiting_for}" if run.waiting_for else " for data"
+        state_label = clean("WAITING" + waiting)
+    else:
+        state_label = "LIVE"
+    facts: list[str] = []
+    if progress.step is not None:
+        step = f"step {format_step(progress.step)}"
+        if progress.max_steps:
+            step += f"/{progress.max_steps}"
+        if progress.fraction is not None:
+            step += f" {100 * progress.fraction:.0f}%"
+        facts.append(step)
+    if progress.remaining_s is not None and state is not RunState.FINISHED:
+        facts.append(f"ETA {format_duration(progress.remaining_s)}")
+    if progress.seconds_per_step is not None and progress.seconds_per_step > 0:
+        spi = progress.seconds_per_step
+        facts.append(f"{spi:.3g} s/it" if spi >= 1 else f"{1 / spi:.3g} it/s")
+    if progress.memory_gib is not None and math.isfinite(progress.memory_gib):
+        facts.append(f"{progress.memory_gib:.1f} GiB")
+    if progress.elapsed_s is not None:
+        facts.append(f"elapsed {format_duration(progress.elapsed_s)}")
+    if age is not None:
+        facts.append(f"last data {_age_text(age)}")
+    facts.append(f"{run.bad_line_count} bad line{'' if run.bad_line_count == 1 else 's'}")
+    return HeaderView(
+        state=state,
+        state_label=state_label,
+        run_label=_run_label(run),
+        facts=tuple(facts),
+        bad_lines=run.bad_line_count,
+        paused=paused,
+    )
+
+
+class RunHeader(Vertical):
+    """Run name and state on top, progress facts below (wrapped between facts)."""
+
+    DEFAULT_CSS = """
+    RunHeader {
+        height: auto;
+    }
+    RunHeader > Horizontal {
+        height: 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._view: HeaderView | None = None
+        self._state_badge = Static("", id="run-state")
+        self._paused_badge = Static("", id="run-paused")
+        self._run_name = Static("", id="run-name")
+        self._facts = Static("", id="run-facts")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="header-top"):
+            yield self._state_badge
+            yield self._paused_badge
+            yield self._run_name
+        yield self._facts
+
+    @property
+    def view(self) -> HeaderView | None:
+        return self._view
+
+    def show(self, view: HeaderView) -> None:
+        """Draw `view`, updating only the widgets whose content changed."""
+        before = self._view
+        self._view = view
+        if before is None or (before.state, before.state_label) != (view.state, view.state_label):
+            self._state_badge.update(inert(f" {view.state_label} "))
+            self._state_badge.set_classes(f"-{view.state.value}")
+        if before is None or before.paused != view.paused:
+            self._paused_badge.update(inert(" PAUSED " if view.paused else ""))
+            self._paused_badge.display = view.paused
+        if before is None or before.run_label != view.run_label:
+            self._run_name.update(inert(" " + view.run_label))
+        if before is None or before.facts != view.facts:
+            self._draw_facts(view)
+
+    def on_resize(self) -> None:
+        if self._view is not None and self.is_mounted:
+            self._draw_facts(self._view)
+
+    def _draw_facts(self, view: HeaderView) -> None:
+        """Facts packed into lines of the header's width, never broken inside a fact."""
+        width = max(20, self.size.width or 80)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        used = 0
+        for index, fact in enumerate(view.facts):
+            if index:
+                if used + len(_SEP) + len(fact) > width:
+                    text.append("\n")
+                    used = 0
+                else:
+                    text.append(_SEP, style="dim")
+                    used += len(_SEP)
+            style = "bold" if fact.endswith(("bad line", "bad lines")) and view.bad_lines else ""
+            text.append(fact, style=style)
+            used += len(fact)
+        self._facts.update(text)

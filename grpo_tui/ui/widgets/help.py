@@ -1,0 +1,76 @@
+"""The help screen: every key, generated from the bindings so it never drifts from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+#: keys Textual itself provides, described the same way
+BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
+    ("tab / shift+tab", "Move focus between panels"),
+    ("ctrl+p", "Command palette (every action, searchable)"),
+)
+
+
+_SPELLED = {"⏎": "enter"}
+
+
+def _key_label(binding: Binding, display: Callable[[Binding], str]) -> str:
+    keys = [key.strip() for key in binding.key.split(",")]
+    shown = [display(replace(binding, key=key, key_display=None)) for key in keys]
+    # the footer's ⏎ is terse; the help spells it out
+    return " / ".join(_SPELLED.get(key, key) for key in shown)
+
+
+def key_rows(display: Callable[[Binding], str], *binding_groups: Iterable[BindingType]) -> list[tuple[str, str]]:
+    """(keys, description) for every described binding, in the order given; `display`
+    writes a key the way the footer does (App.get_key_display)."""
+    rows: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for group in binding_groups:
+        for binding in group:
+            if not isinstance(binding, Binding) or not binding.description:
+                continue
+            label = _key_label(binding, display)
+            if (label, binding.description) in seen:
+                continue
+            seen.add((label, binding.description))
+            rows.append((label, binding.description))
+    rows.extend(BUILTIN_KEYS)
+    return rows
+
+
+def help_text(rows: list[tuple[str, str]], notes: Iterable[str]) -> Text:
+    width = max(len(keys) for keys, _ in rows)
+    text = Text()
+    text.append("Keys\n", style="bold underline")
+    for keys, description in rows:
+        text.append(f"  {keys.ljust(width)}  ", style="bold")
+        text.append(description + "\n")
+    for note in notes:
+        text.append("\n" + note, style="dim")
+    return text
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists every key; any of esc, q or ? closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "app.pop_screen", "Close help", show=False),
+    ]
+
+    def __init__(self, content: Text) -> None:
+        super().__init__()
+        self._help = content
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Static(self._help, id="help-text")

@@ -1,0 +1,267 @@
+"""The metric grid: one row per logged metric (name, last value, zone glyph, trend,
+zone-coloured sparkline), GRPO signals first.
+
+Drawn with Textual's line API: a row is computed only when it is on screen, and after new
+data only the rows whose content changed are refreshed, so a frame over slow SSH sends
+just what moved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
+from textual.events import Click, Resize
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from grpo_tui.health.diagnose import Diagnosis
+from grpo_tui.health.rules import Rules
+from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.context import RunContext
+from grpo_tui.ui.metric_order import matches_filter, order_metrics
+from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.metric_rows import MetricRow, RowLayout, build_row, row_segments
+
+
+@dataclass(frozen=True)
+class GridSource:
+    """Everything a frame of the grid is drawn from; a new one means "maybe redraw"."""
+
+    store: MetricStore
+    version: int
+    rules: Rules
+    context: RunContext
+    diagnosis: Diagnosis | None
+    palette: ZonePalette
+
+
+class MetricGrid(ScrollView, can_focus=True):
+    """Scrollable list of metric rows with a cursor; `enter` asks for the detail view."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("home,g", "cursor_first", "First metric", show=False),
+        Binding("end,G", "cursor_last", "Last metric", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("enter", "open_detail", "Detail"),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"metric-grid--cursor", "metric-grid--cursor-blurred"}
+
+    DEFAULT_CSS = """
+    MetricGrid {
+        height: 1fr;
+    }
+    """
+
+    cursor = reactive(0, always_update=True)
+
+    class LayoutChanged(Message):
+        """The column widths changed (e.g. a scrollbar appeared): captions should follow."""
+
+    class MetricChosen(Message):
+        """The user asked to look at one metric in detail."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._source: GridSource | None = None
+        self._names: list[str] = []
+        self._filter = ""
+        self._rows: dict[str, MetricRow] = {}
+        #: the source version each cached row was computed from
+        self._row_version: dict[str, tuple[int, int, int]] = {}
+        self._row_layout = RowLayout.fit(80, 20)
+        self._layout_width = 0
+        self._generation = 0
+
+    # -- what to show -------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """The metrics listed now (filtered), in display order."""
+        return list(self._names)
+
+    @property
+    def selected(self) -> str | None:
+        return self._names[self.cursor] if 0 <= self.cursor < len(self._names) else None
+
+    def show(self, source: GridSource) -> None:
+        """Draw from a new source: recompute the rows on screen, refresh the changed ones."""
+        previous = self._source
+        self._source = source
+        structural = previous is None or previous.palette is not source.palette
+        names = self._listed_names(source.store)
+        if names != self._names:
+            self._set_names(names)
+            structural = True
+        self._generation += 1
+        if structural:
+            self._relayout()
+            return
+        self._refresh_changed_rows()
+
+    def set_filter(self, query: str) -> None:
+        self._filter = query.strip()
+        if self._source is not None:
+            self._set_names(self._listed_names(self._source.store))
+            self._relayout()
+
+    @property
+    def filter(self) -> str:
+        return self._filter
+
+    @property
+    def layout(self) -> RowLayout:
+        """Column widths at the current size (the caption above the grid aligns to them)."""
+        return self._row_layout
+
+    def row(self, name: str) -> MetricRow | None:
+        """The row of a metric as last drawn (None when not drawn yet)."""
+        return self._rows.get(name)
+
+    def _listed_names(self, store: MetricStore) -> list[str]:
+        names = order_metrics(store.names())
+        if self._filter:
+            names = [n for n in names if matches_filter(n, self._filter)]
+        return names
+
+    def _set_names(self, names: list[str]) -> None:
+        selected = self.selected
+        self._names = names
+        # width 0: rows always fit, so there is never a horizontal scrollbar
+        self.virtual_size = Size(0, len(names))
+        if selected in names:
+            self.cursor = names.index(selected)
+        else:
+            self.cursor = min(self.cursor, max(0, len(names) - 1))
+
+    # -- rows ---------------------------------------------------------------------------
+    def _relayout(self) -> None:
+        self._layout_width = 0
+        self._fit_layout()
+        self._rows.clear()
+        self._row_version.clear()
+        self.virtual_size = Size(0, len(self._names))
+        self.refresh()
+
+    def _fit_layout(self) -> None:
+        """Column widths for the width rows have now (it shrinks when a scrollbar appears)."""
+        width = self.scrollable_content_region.width or self.size.width or 80
+        if width != self._layout_width:
+            self._layout_width = width
+            longest = max((len(n) for n in self._names), default=10)
+            layout = RowLayout.fit(width, longest)
+            if layout != self._row_layout:
+                self._row_layout = layout
+                self.post_message(self.LayoutChanged())
+
+    def _row_key(self) -> tuple[int, int, int]:
+        return (self._generation, self._row_layout.spark, self._row_layout.name)
+
+    def _compute(self, name: str) -> MetricRow | None:
+        source = self._source
+        if source is None:
+            return None
+        key = self._row_key()
+        if self._row_version.get(name) != key:
+            self._rows[name] = build_row(
+                source.store, name, self._row_layout.spark, source.rules, source.context, source.diagnosis
+            )
+            self._row_version[name] = key
+        return self._rows[name]
+
+    def _refresh_changed_rows(self) -> None:
+        top = self.scroll_offset.y
+        for index in range(top, min(top + self.size.height, len(self._names))):
+            name = self._names[index]
+            before = self._rows.get(name)
+            after = self._compute(name)
+            if after != before:
+                self.refresh_line(index)
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        self._fit_layout()
+        width = self._layout_width
+        if not 0 <= index < len(self._names) or self._source is None:
+            return Strip.blank(width, self.rich_style)
+        row = self._compute(self._names[index])
+        if row is None:
+            return Strip.blank(width, self.rich_style)
+        segments = row_segments(row, self._row_layout, self._source.palette)
+        strip = Strip(segments).adjust_cell_length(width)
+        if index == self.cursor:
+            component = "metric-grid--cursor" if self.has_focus else "metric-grid--cursor-blurred"
+            strip = strip.apply_style(self.get_component_rich_style(component))
+        return strip.apply_style(self.rich_style)
+
+    # -- events and actions -------------------------------------------------------------
+    def on_resize(self, event: Resize) -> None:
+        self._relayout()
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh_line(old)
+        self.refresh_line(new)
+        self.scroll_to_region_line(new)
+
+    def scroll_to_region_line(self, index: int) -> None:
+        top = self.scroll_offset.y
+        height = self.scrollable_content_region.height or self.size.height
+        if index < top:
+            self.scroll_to(y=index, animate=False)
+        elif height and index >= top + height:
+            self.scroll_to(y=index - height + 1, animate=False)
+
+    def on_focus(self) -> None:
+        self.refresh_line(self.cursor)
+
+    def on_blur(self) -> None:
+        self.refresh_line(self.cursor)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.refresh()
+
+    def on_click(self, event: Click) -> None:
+        index = self.scroll_offset.y + event.y
+        if 0 <= index < len(self._names):
+            self.cursor = index
+            if event.chain == 2:
+                self.action_open_detail()
+
+    def _move(self, delta: int) -> None:
+        if self._names:
+            self.cursor = max(0, min(len(self._names) - 1, self.cursor + delta))
+
+    def action_cursor_up(self) -> None:
+        self._move(-1)
+
+    def action_cursor_down(self) -> None:
+        self._move(1)
+
+    def action_cursor_first(self) -> None:
+        self._move(-len(self._names))
+
+    def action_cursor_last(self) -> None:
+        self._move(len(self._names))
+
+    def action_page_up(self) -> None:
+        self._move(-max(1, self.size.height - 1))
+
+    def action_page_down(self) -> None:
+        self._move(max(1, self.size.height - 1))
+
+    def action_open_detail(self) -> None:
+        name = self.selected
+        if name is not None:
+            self.post_message(self.MetricChosen(name))

@@ -1,0 +1,150 @@
+"""One metric grid row: what core says about a metric, laid out as a line of segments.
+
+Pure Rich (no Textual), so the bench can time exactly what a frame of the grid costs:
+`build_row` asks the store for `width` buckets and core for their zones, `row_segments`
+lays the row out. Nothing here loops over a metric's history.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from rich.segment import Segment
+from rich.style import Style
+
+from grpo_tui.health.diagnose import GLYPHS, Diagnosis, zone_of_values
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
+from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.context import RunContext
+from grpo_tui.ui.inert import clean
+from grpo_tui.ui.numbers import format_value
+from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.sparkline import sparkline_segments
+
+VALUE_WIDTH = 9
+TREND_GLYPHS: dict[str, str] = {
+    "rising": "↗",
+    "flat": "→",
+    "falling": "↘",
+    "exploding": "⇈",
+    "unknown": " ",
+}
+MIN_SPARK_WIDTH = 4
+_NAME_MIN, _NAME_MAX = 10, 30
+
+
+@dataclass(frozen=True, slots=True)
+class RowLayout:
+    """Column widths of the grid at one screen width."""
+
+    name: int
+    spark: int
+
+    @classmethod
+    def fit(cls, width: int, longest_name: int) -> RowLayout:
+        # name, space, value, space, glyph, trend, space, sparkline
+        name = max(_NAME_MIN, min(longest_name, _NAME_MAX, width // 3))
+        spark = max(MIN_SPARK_WIDTH, width - name - VALUE_WIDTH - 5)
+        return cls(name, spark)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    """What one row shows; equal rows draw identical lines (used to skip redraws)."""
+
+    name: str
+    value_text: str
+    zone: str
+    trend: str
+    levels_values: bytes
+    bucket_zones: bytes
+    first_step: float | None
+    last_step: float | None
+
+    @property
+    def glyph(self) -> str:
+        return GLYPHS.get(self.zone, GLYPHS["unknown"])
+
+    @property
+    def zone_code(self) -> int:
+        return ZONE_CODES.get(self.zone, ZONE_UNKNOWN)
+
+
+def latest_value(store: MetricStore, name: str) -> float | None:
+    """The latest logged value, NaN/±inf included (a logged NaN is news)."""
+    last = store.last(name)
+    bad_steps = store.nonfinite_steps(name)
+    if bad_steps.size and (last is None or float(bad_steps[-1]) > last[0]):
+        # rows are in step order: the few rows of that step end at searchsorted's answer
+        steps, column = store.steps, store.column(name)
+        row = int(np.searchsorted(steps, bad_steps[-1], side="right")) - 1
+        while row >= 0 and steps[row] == bad_steps[-1]:
+            if not math.isfinite(column[row]) and not math.isnan(column[row]):
+                return float(column[row])
+            row -= 1
+        return math.nan
+    return None if last is None else last[1]
+
+
+def build_row(
+    store: MetricStore,
+    name: str,
+    spark_width: int,
+    rules: Rules,
+    context: RunContext,
+    diagnosis: Diagnosis | None,
+) -> MetricRow:
+    """A row from the store's buckets and core's zones (O(spark_width))."""
+    buckets = store.buckets(name, spark_width)
+    means = buckets.mean
+    zones = zone_of_values(name, means, rules, context).astype(np.int8)
+    health = diagnosis.metrics.get(name) if diagnosis is not None else None
+    value = latest_value(store, name)
+    if health is not None:
+        zone, trend = health.zone, health.trend
+    elif diagnosis is None:
+        zone, trend = "unknown", "unknown"
+    else:
+        # not judged by the diagnosis: the zone core gives the latest bucket
+        finite = np.flatnonzero(np.isfinite(means))
+        zone = ZONE_NAMES[int(zones[finite[-1]])] if finite.size else "unknown"
+        trend = "unknown"
+    return MetricRow(
+        name=name,
+        value_text=format_value(value),
+        zone=zone,
+        trend=trend,
+        levels_values=np.ascontiguousarray(means).tobytes(),
+        bucket_zones=zones.tobytes(),
+        first_step=float(buckets.step_lo[0]) if len(buckets) else None,
+        last_step=float(buckets.step_hi[-1]) if len(buckets) else None,
+    )
+
+
+def _fit_name(name: str, width: int) -> str:
+    """The name in `width` cells; long names keep their head and tail ("eval_rew…/mean")."""
+    name = clean(name)
+    if len(name) <= width:
+        return name.ljust(width)
+    tail = min(len(name) // 2, (width - 1) // 2)
+    return name[: width - 1 - tail] + "…" + name[len(name) - tail :]
+
+
+def row_segments(row: MetricRow, layout: RowLayout, palette: ZonePalette) -> list[Segment]:
+    """The row as segments: name, value, zone glyph, trend, sparkline."""
+    zone_style = palette.style(row.zone_code)
+    # a verdict colours the value; "no bands" or "unknown" leaves it in the plain text colour
+    value_style = zone_style if row.zone in ("healthy", "caution", "bad") else None
+    means = np.frombuffer(row.levels_values, dtype=float)
+    zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
+    segments = [
+        Segment(_fit_name(row.name, layout.name) + " "),
+        Segment(row.value_text.rjust(VALUE_WIDTH)[-VALUE_WIDTH:] + " ", value_style),
+        Segment(row.glyph, zone_style),
+        Segment(TREND_GLYPHS.get(row.trend, " ") + " ", Style(dim=True)),
+    ]
+    segments.extend(sparkline_segments(means, zones, palette))
+    return segments

@@ -1,0 +1,272 @@
+"""The tail app's pure parts: themes, number formats, header state, metric order, inert text."""
+
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.style import Style
+
+from grpo_tui.health.diagnose import GLYPHS, Diagnosis, MetricHealth
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.trends import ZONE_BAD, ZONE_CAUTION, ZONE_HEALTHY, ZONE_NA, ZONE_UNKNOWN
+from grpo_tui.run.live import Run
+from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.records import LineKind, Record
+from grpo_tui.ui.inert import clean, inert
+from grpo_tui.ui.metric_order import matches_filter, order_metrics
+from grpo_tui.ui.numbers import format_duration, format_value
+from grpo_tui.ui.themes import (
+    ThemeError,
+    load_themes,
+    next_theme_name,
+    parse_theme,
+    resolve_theme_name,
+)
+from grpo_tui.ui.waker import DirectoryWaker
+from grpo_tui.ui.widgets.chart import band_cuts
+from grpo_tui.ui.widgets.header import RunState, header_view, run_state, stall_threshold
+from grpo_tui.ui.widgets.metric_rows import RowLayout, build_row, latest_value, row_segments
+
+# -- themes ---------------------------------------------------------------------------
+
+
+def test_shipped_themes() -> None:
+    themes = load_themes()
+    assert list(themes)[:4] == ["default", "light", "colorblind", "mono"]
+    for spec in themes.values():
+        assert spec.textual_theme().name == spec.name
+        for code in (ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD, ZONE_UNKNOWN, ZONE_NA):
+            assert isinstance(spec.palette.style(code), Style)
+    assert themes["light"].dark is False
+
+
+def test_colorblind_theme_uses_okabe_ito() -> None:
+    palette = load_themes()["colorblind"].palette
+    colours = {code: palette.style(code).color.name.lower() for code in (ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD)}  # type: ignore[union-attr]
+    assert colours == {ZONE_HEALTHY: "#009e73", ZONE_CAUTION: "#e69f00", ZONE_BAD: "#d55e00"}
+
+
+def test_mono_theme_has_no_colour() -> None:
+    spec = load_themes()["mono"]
+    for code in (ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD, ZONE_UNKNOWN, ZONE_NA):
+        style = spec.palette.style(code)
+        assert style.color is None and style.bgcolor is None
+    assert spec.palette.style(ZONE_BAD).bold and spec.palette.style(ZONE_UNKNOWN).dim
+    assert spec.ansi
+
+
+def test_theme_choice() -> None:
+    assert resolve_theme_name(None, {}) == "default"
+    assert resolve_theme_name(None, {"NO_COLOR": ""}) == "mono"
+    assert resolve_theme_name("light", {"NO_COLOR": "1"}) == "light"
+    with pytest.raises(ThemeError, match="choose from default, light, colorblind, mono"):
+        resolve_theme_name("neon", {})
+    assert next_theme_name("mono") == "default"
+    assert next_theme_name("nord") == "default"
+
+
+def test_incomplete_theme_is_refused() -> None:
+    with pytest.raises(ThemeError, match="needs 'caution'"):
+        parse_theme({"name": "x", "zones": {"healthy": "green"}, "ui": {}}, "x.toml")
+    with pytest.raises(ThemeError, match="zones.healthy"):
+        parse_theme({"name": "x", "zones": {"healthy": "no-such-colour"}, "ui": {}}, "x.toml")
+
+
+# -- numbers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (None, "–"),
+        (0.0, "0"),
+        (1.32187498, "1.322"),
+        (0.56656682, "0.5666"),
+        (9.33e-05, "9.33e-5"),
+        (-9e-08, "-9e-8"),
+        (21.625, "21.62"),
+        (12345.678, "12345.7"),
+        (2.5e9, "2.5e9"),
+        (math.nan, "NaN"),
+        (math.inf, "inf"),
+        (-math.inf, "-inf"),
+    ],
+)
+def test_format_value(value: float | None, shown: str) -> None:
+    assert format_value(value) == shown
+    assert len(shown) <= 9
+
+
+def test_format_duration() -> None:
+    assert [format_duration(s) for s in (None, -1, 3, 125, 7300, 200000)] == ["–", "–", "3s", "2m05s", "2h01m", "2d07h"]
+
+
+# -- header state ---------------------------------------------------------------------
+
+
+def _run_with_elapsed(elapsed: list[float], *, data_time: float | None) -> Run:
+    run = Run(Path("/runs/output"))
+    for step, seconds in enumerate(elapsed, 1):
+        run.store.add(Record(LineKind.TRAIN, float(step), {"elapsed": seconds, "reward": 0.5}))
+    run.last_data_time = data_time
+    run.followed = ["/runs/output/v0-20250101-000000/logging.jsonl"]
+    run.framework = "ms-swift"
+    return run
+
+
+def test_stall_threshold() -> None:
+    assert stall_threshold(None) == 600
+    assert stall_threshold(10) == 120
+    assert stall_threshold(60) == 300
+
+
+def test_live_stalled_finished_waiting() -> None:
+    run = _run_with_elapsed([0, 30, 60, 90, 120], data_time=1000.0)
+    assert run.usual_interval() == 30
+    assert run_state(run, 1000 + 100)[0] is RunState.LIVE
+    assert run_state(run, 1000 + 151)[0] is RunState.STALLED  # > 5 × 30 s
+    run.finished = True
+    assert run_state(run, 1000 + 10_000)[0] is RunState.FINISHED
+    empty = Run(Path("/nowhere"))
+    assert run_state(empty, 5.0) == (RunState.WAITING, None)
+
+
+def test_header_view_words() -> None:
+    run = _run_with_elapsed([0, 30, 60, 90, 120], data_time=1000.0)
+    view = header_view(run, 1000 + 400)
+    assert view.state is RunState.STALLED
+    assert view.state_label == "STALLED: no data for 6m40s, usually every 30s"
+    assert view.run_label == "v0-20250101-000000/logging.jsonl (ms-swift)"
+    assert "last data 6m40s ago" in view.facts
+    assert view.facts[-1] == "0 bad lines"
+    assert header_view(run, 1000, paused=True).paused
+
+
+# -- metric order and filter -------------------------------------------------------------
+
+
+def test_metric_order() -> None:
+    names = [
+        "epoch",
+        "loss",
+        "eval_runtime",
+        "eval_reward",
+        "rewards/acc/mean",
+        "rewards/acc/std",
+        "entropy",
+        "kl",
+        "reward",
+        "learning_rate",
+        "grad_norm",
+        "eval_loss",
+        "reward_std",
+    ]
+    assert order_metrics(names) == [
+        "reward",
+        "reward_std",
+        "kl",
+        "entropy",
+        "rewards/acc/mean",
+        "eval_reward",
+        "eval_loss",
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "epoch",
+        "eval_runtime",
+        "rewards/acc/std",
+    ]
+
+
+def test_filter_words() -> None:
+    assert matches_filter("rewards/Format/mean", "format MEAN")
+    assert not matches_filter("reward_std", "kl")
+    assert matches_filter("anything", "")
+
+
+# -- rows -------------------------------------------------------------------------------
+
+
+def _store(values: dict[str, list[float]]) -> MetricStore:
+    store = MetricStore()
+    n = max(len(v) for v in values.values())
+    for i in range(n):
+        row = {name: series[i] for name, series in values.items() if i < len(series)}
+        store.add(Record(LineKind.TRAIN, float(i + 1), row))
+    return store
+
+
+def test_row_uses_core_zones_and_the_latest_logged_value() -> None:
+    store = _store({"kl": [0.01, 0.02, 5.0, math.nan], "epoch": [1.0, 2.0, 3.0, 4.0]})
+    diagnosis = Diagnosis("caution", [], [], {"kl": MetricHealth("bad", math.nan, "exploding", "kl > 1")})
+    row = build_row(store, "kl", 40, Rules(), RunContext(), diagnosis)
+    assert row.value_text == "NaN"  # the last line logged NaN: that is news
+    assert (row.zone, row.glyph, row.trend) == ("bad", GLYPHS["bad"], "exploding")
+    zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
+    assert zones.tolist()[:3] == [ZONE_HEALTHY, ZONE_HEALTHY, ZONE_BAD]
+    # not judged by the diagnosis: the zone core gives its latest bucket (epoch has no bands)
+    assert build_row(store, "epoch", 40, Rules(), RunContext(), diagnosis).zone == "n/a"
+    # before any diagnosis: unknown, never a guess
+    assert build_row(store, "kl", 40, Rules(), RunContext(), None).glyph == GLYPHS["unknown"]
+
+
+def test_latest_value_sees_logged_infinity() -> None:
+    store = _store({"grad_norm": [1.0, math.inf]})
+    assert latest_value(store, "grad_norm") == math.inf
+    assert latest_value(_store({"x": [1.0, 2.0]}), "x") == 2.0
+
+
+def test_row_layout_fits_80_columns() -> None:
+    layout = RowLayout.fit(78, 30)
+    store = _store({"eval_rewards/LengthBonus/mean": [0.1, 0.2, 0.3]})
+    row = build_row(store, "eval_rewards/LengthBonus/mean", layout.spark, Rules(), RunContext(), None)
+    text = "".join(s.text for s in row_segments(row, layout, load_themes()["default"].palette))
+    assert len(text) <= 78
+    assert text.startswith("eval_rewards/")  # long names keep head and tail
+    assert "…" in text and "/mean" in text
+
+
+# -- the file-event waker -------------------------------------------------------------------
+
+
+def test_waker_wakes_on_writes_only_until_stopped(tmp_path: Path) -> None:
+    log = tmp_path / "logging.jsonl"
+    log.write_text("", encoding="utf-8")
+    wake = threading.Event()
+    waker = DirectoryWaker(wake)
+    waker.watch([tmp_path])
+    try:
+        log.read_text(encoding="utf-8")  # reading (ours) is not a write
+        assert not wake.wait(0.3)
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write("{}\n")
+        assert wake.wait(5)
+    finally:
+        waker.stop()
+    wake.clear()
+    waker.watch([tmp_path])  # stopped for good: no new observer
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write("{}\n")
+    assert not wake.wait(0.3)
+
+
+# -- inert text and chart bands ------------------------------------------------------------
+
+
+def test_untrusted_text_is_inert() -> None:
+    assert clean("a\x1b[31mb\rc\x07") == "a\ufffd[31mb\ufffdc\ufffd"
+    assert clean("right\u202eleft") == "right\ufffdleft"
+    text = inert("[bold]not markup[/bold]")
+    assert text.plain == "[bold]not markup[/bold]" and not text.spans
+
+
+def test_band_cuts_name_the_worse_side() -> None:
+    cuts = band_cuts([(-math.inf, 0.1, "healthy"), (0.1, 1.0, "caution"), (1.0, math.inf, "bad")])
+    assert [(c.value, c.label, c.zone) for c in cuts] == [(0.1, "caution > 0.1", "caution"), (1.0, "bad > 1", "bad")]
+    below = band_cuts([(-math.inf, 1e-6, "bad"), (1e-6, math.inf, "healthy")])
+    assert [(c.label, c.zone) for c in below] == [("bad < 1e-6", "bad")]
