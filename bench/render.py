@@ -30,12 +30,12 @@ from rich.segment import Segment
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
+from grpo_tui.numbers import format_value
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import ColumnGroup, LineKind, RowBlock
 from grpo_tui.ui.metric_order import order_metrics
-from grpo_tui.ui.numbers import format_value
 from grpo_tui.ui.themes import load_themes
 from grpo_tui.ui.widgets.metric_rows import RowLayout, build_row, row_segments
 

@@ -20,11 +20,11 @@ from grpo_tui.health.diagnose import (
     OPTIMISER_METRICS,
     Diagnosis,
     Evidence,
-    format_step,
     zone_of_values,
 )
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.trends import ZONE_NAMES
+from grpo_tui.numbers import format_duration, format_step, format_value
 from grpo_tui.run.live import Run
 from grpo_tui.sources.records import LineKind
 
@@ -76,37 +76,6 @@ def exit_code(run: Run, diagnosis: Diagnosis) -> int:
 # -- small formatters ----------------------------------------------------------------
 
 
-def format_value(value: float | None) -> str:
-    """A metric value in at most 9 characters."""
-    if value is None:
-        return "–"
-    if not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-    magnitude = abs(value)
-    if value == 0:
-        return "0"
-    if magnitude >= 1e6 or magnitude < 1e-3:
-        return f"{value:.2e}"
-    if magnitude >= 1000:
-        return f"{value:.0f}"
-    return f"{value:.4g}"
-
-
-def format_age(seconds: float) -> str:
-    """12s, 3m 04s, 2h 05m, 3d 4h."""
-    seconds = int(max(0.0, seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h {minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours}h"
-
-
 def sparkline(values: np.ndarray) -> str:
     """One bar per value scaled between the finite min and max; a space for NaN."""
     values = np.asarray(values, dtype=float)
@@ -154,7 +123,7 @@ def run_line(run: Run, *, now: float | None = None) -> Text:
         parts.append(f"waiting for {run.waiting_for}")
     age = run.data_age(time.time() if now is None else now)
     if age is not None:
-        parts.append(f"last data {format_age(age)} ago")
+        parts.append(f"last data {format_duration(age)} ago")
     if run.bad_line_count:
         parts.append(f"{run.bad_line_count} bad line(s)")
     return Text(" · ".join(parts))

@@ -10,12 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import MS_SWIFT, TRL
+
 from grpo_tui.commands.inspect import inspect_data
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
-from grpo_tui.sources.formats.base import parse_duration, parse_fraction, parse_percentage
+from grpo_tui.sources.formats.base import (
+    parse_duration,
+    parse_fraction,
+    parse_percentage,
+)
 
 RUN1 = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 NUMITER2 = MS_SWIFT / "local-run-msswift-4.6.0_grpo-numiter2-dapo-beta0_logging.jsonl"

@@ -10,11 +10,23 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from rich.console import Console
 
-from grpo_tui.health.trends import ZONE_BAD, ZONE_CAUTION, ZONE_HEALTHY, ZONE_NA, ZONE_UNKNOWN
+from grpo_tui.health.trends import (
+    ZONE_BAD,
+    ZONE_CAUTION,
+    ZONE_HEALTHY,
+    ZONE_NA,
+    ZONE_UNKNOWN,
+)
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.records import LineKind, Record
 from grpo_tui.ui.themes import load_themes
-from grpo_tui.ui.widgets.sparkline import BARS, GAP, ZoneSparkline, bar_levels, sparkline_segments
+from grpo_tui.ui.widgets.sparkline import (
+    BARS,
+    GAP,
+    ZoneSparkline,
+    bar_levels,
+    sparkline_segments,
+)
 
 PALETTE = load_themes()["colorblind"].palette
 

@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from conftest import MS_SWIFT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_tui.sources.jsonline import parse_object
 from grpo_tui.sources.tail import TailReader
-
-from conftest import MS_SWIFT
 
 REAL_LINES = [
     *(MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl").read_bytes().splitlines(),

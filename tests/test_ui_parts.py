@@ -12,14 +12,21 @@ from rich.style import Style
 
 from grpo_tui.health.diagnose import GLYPHS, Diagnosis, MetricHealth
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.trends import ZONE_BAD, ZONE_CAUTION, ZONE_HEALTHY, ZONE_NA, ZONE_UNKNOWN
+from grpo_tui.health.trends import (
+    ZONE_BAD,
+    ZONE_CAUTION,
+    ZONE_HEALTHY,
+    ZONE_NA,
+    ZONE_UNKNOWN,
+)
+from grpo_tui.numbers import format_duration, format_value
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import LineKind, Record
+from grpo_tui.sources.watch import DirectoryWaker
 from grpo_tui.ui.inert import clean, inert
 from grpo_tui.ui.metric_order import matches_filter, order_metrics
-from grpo_tui.ui.numbers import format_duration, format_value
 from grpo_tui.ui.themes import (
     ThemeError,
     load_themes,
@@ -27,10 +34,14 @@ from grpo_tui.ui.themes import (
     parse_theme,
     resolve_theme_name,
 )
-from grpo_tui.ui.waker import DirectoryWaker
 from grpo_tui.ui.widgets.chart import band_cuts
 from grpo_tui.ui.widgets.header import RunState, header_view, run_state, stall_threshold
-from grpo_tui.ui.widgets.metric_rows import RowLayout, build_row, latest_value, row_segments
+from grpo_tui.ui.widgets.metric_rows import (
+    RowLayout,
+    build_row,
+    latest_value,
+    row_segments,
+)
 
 # -- themes ---------------------------------------------------------------------------
 

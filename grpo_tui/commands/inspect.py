@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from grpo_tui.numbers import format_value
 from grpo_tui.run.follow import RunFollower, Update, load_run
 from grpo_tui.run.live import Run
 
@@ -56,23 +57,13 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "steps": {
             "first": float(steps.min()) if steps.size else None,
             "last": float(steps.max()) if steps.size else None,
-            "count": int(len(set(steps.tolist()))),
+            "count": len(set(steps.tolist())),
             "max_steps": run.max_steps,
         },
         "metrics": metrics,
         "finished": run.finished,
         "events": run.events,
     }
-
-
-def _format_value(value: float | str | None) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
-        return f"{value:.4g}"
-    return f"{value:.6g}"
 
 
 def render_text(data: dict[str, Any], out: TextIO) -> None:
@@ -111,7 +102,7 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             extra = f"  ({info['nonfinite']} non-finite)" if info["nonfinite"] else ""
             write(
                 f"{name:<{width}}  {info['source_key']:<32} {info['count']:>6}  "
-                f"{_format_value(info['last'])}{extra}\n"
+                f"{last if isinstance(last := info['last'], str) else format_value(last)}{extra}\n"
             )
 
 

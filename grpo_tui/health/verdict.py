@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from grpo_tui.numbers import format_step
+
 GLYPHS: dict[str, str] = {
     "healthy": "✓",
     "caution": "!",
@@ -171,11 +173,6 @@ def num(value: float | None) -> str:
 
 def pct(value: float) -> str:
     return f"{100 * value:.0f}%"
-
-
-def format_step(step: float) -> str:
-    """A step as text: 120, or 12.5 for fractional steps."""
-    return str(int(step)) if float(step).is_integer() else f"{step:g}"
 
 
 def finite_or_none(value: float | None) -> float | None:

@@ -15,7 +15,7 @@ import numpy as np
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
-from grpo_tui.sources.records import Batch, BadLine, LineKind
+from grpo_tui.sources.records import BadLine, Batch, LineKind
 
 if TYPE_CHECKING:
     from grpo_tui.run.follow import Update

@@ -8,6 +8,7 @@ the run is, and never loops over history in Python.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,17 +54,17 @@ class _Column:
     """One metric: its values per row plus per-block summaries."""
 
     __slots__ = (
-        "values",
-        "blk_min",
-        "blk_max",
-        "blk_sum",
         "blk_count",
         "blk_last",
+        "blk_max",
+        "blk_min",
+        "blk_sum",
         "finite_count",
-        "logged_count",
         "last_row",
+        "logged_count",
         "nonfinite_rows",
         "source_key",
+        "values",
     )
 
     def __init__(self, capacity: int, source_key: str) -> None:
@@ -98,7 +99,7 @@ class _Column:
         """Write a value into a row that holds nothing for this column yet."""
         self.values[row] = value
         self.logged_count += 1
-        if value != value or value in (np.inf, -np.inf):
+        if not math.isfinite(value):
             self.nonfinite_rows.append(row)
             return
         b = row // BLOCK
@@ -106,11 +107,9 @@ class _Column:
         self.blk_max[b] = value if not self.blk_count[b] else max(self.blk_max[b], value)
         self.blk_sum[b] += value
         self.blk_count[b] += 1
-        if row > self.blk_last[b]:
-            self.blk_last[b] = row
+        self.blk_last[b] = max(self.blk_last[b], row)
         self.finite_count += 1
-        if row > self.last_row:
-            self.last_row = row
+        self.last_row = max(self.last_row, row)
 
     def put_many(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Write values into rows that hold nothing for this column yet (the caller

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grpo_tui.sources.context import RunContext, context_from_args, read_args_json, read_json_file
+from grpo_tui.sources.context import (
+    RunContext,
+    context_from_args,
+    read_args_json,
+    read_json_file,
+)
 from grpo_tui.sources.discover import RunLayout, discover
 from grpo_tui.sources.formats import MSSWIFT, TRL, FormatAdapter
 from grpo_tui.sources.logreader import LogReader

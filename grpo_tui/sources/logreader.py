@@ -9,7 +9,7 @@ import numpy as np
 
 from grpo_tui.sources.formats.base import FormatAdapter, LinePlan
 from grpo_tui.sources.jsonline import BadJson, parse_object
-from grpo_tui.sources.records import Batch, BadLine, ColumnGroup, LineKind, RowBlock
+from grpo_tui.sources.records import BadLine, Batch, ColumnGroup, LineKind, RowBlock
 from grpo_tui.sources.tail import TailLine
 
 _EXCERPT_CHARS = 120
@@ -18,7 +18,7 @@ _EXCERPT_CHARS = 120
 class _Group:
     """Rows sharing one plan while a batch is being built."""
 
-    __slots__ = ("plan", "rows", "numbers", "strings", "objs")
+    __slots__ = ("numbers", "objs", "plan", "rows", "strings")
 
     def __init__(self, plan: LinePlan) -> None:
         self.plan = plan

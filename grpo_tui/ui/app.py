@@ -36,13 +36,18 @@ from textual.worker import get_current_worker
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
+from grpo_tui.numbers import format_step
 from grpo_tui.run.follow import RunFollower, Update
 from grpo_tui.run.live import Run
 from grpo_tui.sources.feed import FeedStatus
+from grpo_tui.sources.watch import DirectoryWaker
 from grpo_tui.ui.inert import clean, inert
-from grpo_tui.ui.numbers import format_step
-from grpo_tui.ui.themes import ThemeSpec, load_themes, next_theme_name, resolve_theme_name
-from grpo_tui.ui.waker import DirectoryWaker
+from grpo_tui.ui.themes import (
+    ThemeSpec,
+    load_themes,
+    next_theme_name,
+    resolve_theme_name,
+)
 from grpo_tui.ui.widgets.chart import warm_up
 from grpo_tui.ui.widgets.completions_placeholder import CompletionsPlaceholder
 from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource

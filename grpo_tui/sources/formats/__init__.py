@@ -8,4 +8,4 @@ from grpo_tui.sources.formats.trl import TRL
 
 ADAPTERS: dict[str, FormatAdapter] = {adapter.name: adapter for adapter in (MSSWIFT, TRL)}
 
-__all__ = ["ADAPTERS", "FormatAdapter", "MSSWIFT", "TRL"]
+__all__ = ["ADAPTERS", "MSSWIFT", "TRL", "FormatAdapter"]

@@ -11,6 +11,7 @@ key set, so the per-line work is a key-set comparison and one C-level `itemgette
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ def parse_fraction(text: Any) -> tuple[int, int | None] | None:
         return None
     if isinstance(text, int):
         return text, None
-    if isinstance(text, float) and text == text:
+    if isinstance(text, float) and math.isfinite(text):
         return int(text), None
     return None
 
@@ -150,7 +151,7 @@ class FormatAdapter:
         return key
 
     def _priority(self, key: str) -> int:
-        bare = key[len(self.eval_prefix) :] if key.startswith(self.eval_prefix) else key
+        bare = key.removeprefix(self.eval_prefix)
         for keys in self.aliases.values():
             if bare in keys:
                 return keys.index(bare)

@@ -6,7 +6,11 @@ flipped meaning in 3.12.5 (`iter/s` → `s/it`); Megatron 4.x says `iteration`.
 
 from __future__ import annotations
 
-from grpo_tui.sources.formats.base import FormatAdapter, parse_duration, parse_percentage
+from grpo_tui.sources.formats.base import (
+    FormatAdapter,
+    parse_duration,
+    parse_percentage,
+)
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
 
 MSSWIFT = FormatAdapter(

@@ -17,9 +17,9 @@ from rich.color import Color
 from rich.text import Text
 
 from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
+from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import Buckets
 from grpo_tui.ui.inert import clean
-from grpo_tui.ui.numbers import format_step, format_value
 from grpo_tui.ui.themes import ZonePalette
 
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ from textual.widgets import Footer, Static
 from grpo_tui.health.diagnose import GLYPHS, Diagnosis, zone_bands, zone_of_values
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.trends import ZONE_CODES, ZONE_UNKNOWN
+from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.inert import clean
-from grpo_tui.ui.numbers import format_step, format_value
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
 from grpo_tui.ui.widgets.diagnosis import SEVERITY_ZONE

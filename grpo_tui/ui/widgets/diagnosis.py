@@ -14,8 +14,8 @@ from textual.widgets import Static
 
 from grpo_tui.health.diagnose import GLYPHS, Diagnosis
 from grpo_tui.health.trends import ZONE_CODES
+from grpo_tui.numbers import format_step
 from grpo_tui.ui.inert import clean
-from grpo_tui.ui.numbers import format_step
 from grpo_tui.ui.themes import ZonePalette
 
 #: how each severity and checklist answer is drawn: the zone whose glyph and style it borrows

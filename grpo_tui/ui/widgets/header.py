@@ -17,9 +17,9 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
+from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
 from grpo_tui.ui.inert import clean, inert
-from grpo_tui.ui.numbers import format_duration, format_step
 
 #: "stalled" means no data for more than max(STALL_INTERVALS × the usual interval, STALL_FLOOR_S)
 STALL_INTERVALS = 5

@@ -25,7 +25,12 @@ from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.metric_order import matches_filter, order_metrics
 from grpo_tui.ui.themes import ZonePalette
-from grpo_tui.ui.widgets.metric_rows import MetricRow, RowLayout, build_row, row_segments
+from grpo_tui.ui.widgets.metric_rows import (
+    MetricRow,
+    RowLayout,
+    build_row,
+    row_segments,
+)
 
 
 @dataclass(frozen=True)

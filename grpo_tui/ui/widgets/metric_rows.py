@@ -17,10 +17,10 @@ from rich.style import Style
 from grpo_tui.health.diagnose import GLYPHS, Diagnosis, zone_of_values
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
+from grpo_tui.numbers import format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.inert import clean
-from grpo_tui.ui.numbers import format_value
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 

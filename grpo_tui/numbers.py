@@ -1,4 +1,5 @@
-"""How numbers, durations and ages are written on screen (short, fixed-ish width)."""
+"""How numbers, durations and steps are written for people (TUI, `check`, `inspect`):
+one set of rules so the screen and the report always agree."""
 
 from __future__ import annotations
 
@@ -43,4 +44,5 @@ def format_duration(seconds: float | None) -> str:
 
 
 def format_step(step: float) -> str:
+    """A step as text: 120, or 12.5 for fractional steps."""
     return str(int(step)) if float(step).is_integer() else f"{step:g}"
