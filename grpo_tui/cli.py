@@ -22,6 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     tail = sub.add_parser("tail", help="open the live monitor on PATH (the default command)")
     tail.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
+    tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
     check = sub.add_parser("check", help="diagnose PATH once, print it, exit 0/1/2/3")
     check.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                       "reward_hacking, truncation, length_collapse, low_diversity, saturated")
     demo.add_argument("--speed", type=float, default=4.0, help="simulated steps per second")
     demo.add_argument("--theme", help="default, light, colorblind, mono")
+    demo.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tail":
         from grpo_tui.commands.tail import tail_command
 
-        return tail_command(args.path, theme=args.theme)
+        return tail_command(args.path, theme=args.theme, rules_file=args.rules)
     if args.command == "demo":
         from grpo_tui.commands.tail import demo_command
         from grpo_tui.sim import SCENARIOS
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.scenario not in SCENARIOS:
             print(f"unknown scenario {args.scenario!r}; one of: {', '.join(SCENARIOS)}", file=sys.stderr)
             return 2
-        return demo_command(args.scenario, args.speed, args.theme)
+        return demo_command(args.scenario, args.speed, args.theme, rules_file=args.rules)
     if args.command == "check":
         from grpo_tui.commands.check import check_command
 

@@ -39,7 +39,6 @@ from grpo_tui.ui.widgets.header import RunState, header_view, run_state, stall_t
 from grpo_tui.ui.widgets.metric_rows import (
     RowLayout,
     build_row,
-    latest_value,
     row_segments,
 )
 
@@ -228,8 +227,8 @@ def test_row_uses_core_zones_and_the_latest_logged_value() -> None:
 
 def test_latest_value_sees_logged_infinity() -> None:
     store = _store({"grad_norm": [1.0, math.inf]})
-    assert latest_value(store, "grad_norm") == math.inf
-    assert latest_value(_store({"x": [1.0, 2.0]}), "x") == 2.0
+    assert store.latest("grad_norm")[1] == math.inf
+    assert _store({"x": [1.0, 2.0]}).latest("x")[1] == 2.0
 
 
 def test_row_layout_fits_80_columns() -> None:

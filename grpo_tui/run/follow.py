@@ -23,6 +23,7 @@ class Update:
     """Everything one read produced, handed to the Run's owner in one message."""
 
     batch: Batch
+    #: a copy of the feed's status, safe to hand to another thread
     status: FeedStatus
     samples: CompletionsSummary | None = None
     #: more data is ready right now (the read stopped at its time budget)
@@ -71,7 +72,7 @@ class RunFollower:
                 samples = index.summary()
         return Update(
             batch=batch,
-            status=self.feed.status,
+            status=self.feed.status.snapshot(),
             samples=samples,
             more=more,
             new_samples=new_samples,

@@ -366,6 +366,17 @@ class MetricStore:
             return None
         return float(self._steps[column.last_row]), float(column.values[column.last_row])
 
+    def latest(self, name: str) -> tuple[float, float] | None:
+        """(step, value) of the newest logged value, NaN and ±Infinity included (a logged
+        NaN is news that `last` would hide)."""
+        column = self._columns.get(name)
+        if column is None:
+            return None
+        row = max(column.last_row, column.nonfinite_rows[-1] if column.nonfinite_rows else -1)
+        if row < 0:
+            return None
+        return float(self._steps[row]), float(column.values[row])
+
     def last_step(self) -> float | None:
         return float(self._steps[self._n - 1]) if self._n else None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,16 @@ class FeedStatus:
     completions_file: Path | None = None
     #: mtime of the newest metrics data read
     data_time: float | None = None
+
+    def snapshot(self) -> FeedStatus:
+        """A copy another thread can keep while the feed goes on changing this one."""
+        return replace(
+            self,
+            files=list(self.files),
+            followed=list(self.followed),
+            version_hints=list(self.version_hints),
+            context=replace(self.context, reward_funcs=list(self.context.reward_funcs)),
+        )
 
 
 class RunFeed:

@@ -232,7 +232,6 @@ class GrpoTuiApp(App[None]):
             status = _status_signature(update.status)
             if update or status != last_status:
                 last_status = status
-                update.status = _snapshot(update.status)
                 self.post_message(self.Ingested(update))
             if self._watch_files:
                 self._waker.watch(follower.feed.watched_dirs)
@@ -517,16 +516,6 @@ def _status_signature(status: FeedStatus) -> tuple[object, ...]:
         id(status.context),
     )
 
-
-def _snapshot(status: FeedStatus) -> FeedStatus:
-    """A copy the app thread can keep while the worker goes on changing the original."""
-    return replace(
-        status,
-        files=list(status.files),
-        followed=list(status.followed),
-        version_hints=list(status.version_hints),
-        context=replace(status.context, reward_funcs=list(status.context.reward_funcs)),
-    )
 
 
 def _action(app: App[None], action: str) -> Callable[[], object]:

@@ -21,7 +21,6 @@ from grpo_tui.ui.inert import clean
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
 from grpo_tui.ui.widgets.diagnosis import SEVERITY_ZONE
-from grpo_tui.ui.widgets.metric_rows import latest_value
 
 #: cells the y-axis labels and frame take beside the plotted area
 _AXIS_CELLS = 10
@@ -57,7 +56,7 @@ def detail_title(name: str, source: DetailSource) -> Text:
     style = source.palette.style(ZONE_CODES.get(zone, ZONE_UNKNOWN))
     text = Text(no_wrap=False)
     text.append(clean(name), style="bold")
-    text.append(f"  {format_value(latest_value(store, name))} ", style=style)
+    text.append(f"  {format_value(latest[1] if (latest := store.latest(name)) else None)} ", style=style)
     text.append(f"{GLYPHS.get(zone, '?')} {zone}", style=style)
     if health is not None and health.trend != "unknown":
         text.append(f"  {health.trend}", style="dim")

@@ -7,7 +7,6 @@ lays the row out. Nothing here loops over a metric's history.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,22 +72,6 @@ class MetricRow:
         return ZONE_CODES.get(self.zone, ZONE_UNKNOWN)
 
 
-def latest_value(store: MetricStore, name: str) -> float | None:
-    """The latest logged value, NaN/±inf included (a logged NaN is news)."""
-    last = store.last(name)
-    bad_steps = store.nonfinite_steps(name)
-    if bad_steps.size and (last is None or float(bad_steps[-1]) > last[0]):
-        # rows are in step order: the few rows of that step end at searchsorted's answer
-        steps, column = store.steps, store.column(name)
-        row = int(np.searchsorted(steps, bad_steps[-1], side="right")) - 1
-        while row >= 0 and steps[row] == bad_steps[-1]:
-            if not math.isfinite(column[row]) and not math.isnan(column[row]):
-                return float(column[row])
-            row -= 1
-        return math.nan
-    return None if last is None else last[1]
-
-
 def build_row(
     store: MetricStore,
     name: str,
@@ -102,7 +85,8 @@ def build_row(
     means = buckets.mean
     zones = zone_of_values(name, means, rules, context).astype(np.int8)
     health = diagnosis.metrics.get(name) if diagnosis is not None else None
-    value = latest_value(store, name)
+    latest = store.latest(name)
+    value = None if latest is None else latest[1]
     if health is not None:
         zone, trend = health.zone, health.trend
     elif diagnosis is None:
