@@ -35,24 +35,12 @@ from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import ColumnGroup, LineKind, RowBlock
-from grpo_tui.ui.metric_order import order_metrics
+from grpo_tui.ui.metric_order import GRPO_SIGNALS, OPTIMISER, order_metrics
 from grpo_tui.ui.themes import load_themes
 from grpo_tui.ui.widgets.metric_rows import RowLayout, build_row, row_segments
 
-METRICS = (
-    "reward",
-    "reward_std",
-    "frac_reward_zero_std",
-    "clip_ratio",
-    "kl",
-    "completion_length",
-    "clipped_ratio",
-    "entropy",
-    "rewards/accuracy/mean",
-    "loss",
-    "grad_norm",
-    "learning_rate",
-)
+#: the grid's real rows: the GRPO signals, one per-function reward, the optimiser state
+METRICS = (*GRPO_SIGNALS, "rewards/accuracy/mean", *OPTIMISER)
 WIDTH = 120
 FIXTURE = (
     Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ from grpo_tui.run.loader import load_run
 EXIT_BAD_RULES = 4
 
 
-def _load_rules_or_report(rules_file: Path | None) -> Rules | None:
+def effective_rules(rules_file: Path | None) -> Rules | None:
     """The effective rules, warnings printed to stderr; None (after saying why) when the
     rules file cannot be used."""
     try:
@@ -41,7 +41,7 @@ def check_command(
     """Diagnose the run at `path` once and print the verdict (human or JSON).
     Exit code: 0 healthy, 1 caution (or warming up), 2 problem, 3 nothing readable,
     4 unusable rules file."""
-    rules = _load_rules_or_report(rules_file)
+    rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
     run = load_run(path)
@@ -57,7 +57,7 @@ def check_command(
 
 def rules_command(rules_file: Path | None) -> int:
     """Print the effective rules table (defaults merged with overrides) as TOML."""
-    rules = _load_rules_or_report(rules_file)
+    rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
     sys.stdout.write(rules_as_toml(rules))

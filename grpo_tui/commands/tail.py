@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_tui.health.rules import Rules, RulesError, load_rules
+from grpo_tui.commands.check import effective_rules
 
 if TYPE_CHECKING:
     from grpo_tui.ui.app import GrpoTuiApp
@@ -35,25 +35,13 @@ def _exit_on_signals(app: GrpoTuiApp) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _rules(rules_file: Path | None) -> Rules | None:
-    """The effective rules (`rules_file`, else $GRPO_TUI_RULES or the config file, else the
-    defaults; warnings to stderr), or None when the file is unusable."""
-    try:
-        rules, warnings = load_rules(rules_file)
-    except RulesError as error:
-        print(f"grpo-tui: {error}", file=sys.stderr)
-        return None
-    for warning in warnings:
-        print(f"grpo-tui: warning: {warning}", file=sys.stderr)
-    return rules
-
 
 def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = None) -> int:
     """Open the live monitor on PATH until the user quits. Returns the exit status."""
     from grpo_tui.ui.app import GrpoTuiApp
     from grpo_tui.ui.themes import ThemeError
 
-    rules = _rules(rules_file)
+    rules = effective_rules(rules_file)
     if rules is None:
         return 2
     try:
@@ -79,7 +67,7 @@ def demo_command(scenario: str, speed: float, theme: str | None, rules_file: Pat
     if not speed > 0:
         print("grpo-tui: --speed must be > 0", file=sys.stderr)
         return 2
-    rules = _rules(rules_file)
+    rules = effective_rules(rules_file)
     if rules is None:
         return 2
     with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
