@@ -55,7 +55,7 @@ from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
 from grpo_tui.ui.widgets.header import RunHeader, header_view, stall_threshold
 from grpo_tui.ui.widgets.help import HelpScreen, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
-from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH
+from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, RowLayout
 
 #: seconds between polls when nothing is pending (file events wake the poller earlier)
 POLL_INTERVAL_S = 1.0
@@ -164,6 +164,7 @@ class GrpoTuiApp(App[None]):
         )
         self._filter = Input(placeholder="filter metrics by name (enter keeps it, esc clears it)", id="filter")
         self._caption = Static("", id="grid-caption")
+        self._caption_layout: RowLayout | None = None
         self._grid = MetricGrid(id="grid")
         self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
         self._completions = CompletionsPlaceholder(id="completions-pane")
@@ -321,7 +322,16 @@ class GrpoTuiApp(App[None]):
         """The newest data read has been diagnosed and drawn (tests and the bench wait on it)."""
         version = self.run_state.version
         drawn = self._drawn is not None and self._drawn[0] == version
-        return drawn and self._diagnosed_version == version and not self._pending and not self._diagnosing
+        # the caption follows the grid's column widths one message later (LayoutChanged);
+        # a grid that is not on screen (another tab) has nothing to align
+        caption_aligned = not self._grid.region or self._caption_layout == self._grid.layout
+        return (
+            drawn
+            and caption_aligned
+            and self._diagnosed_version == version
+            and not self._pending
+            and not self._diagnosing
+        )
 
     @property
     def main_screen(self) -> Screen[object]:
@@ -383,6 +393,7 @@ class GrpoTuiApp(App[None]):
             text.append_text(inert(grid.filter, "bold"))
             text.append(f" ({len(grid.names)})", style="bold")
         self._caption.update(text)
+        self._caption_layout = grid.layout
 
     def _diagnosis_pending_text(self) -> str:
         if self.diagnosis_error is not None:
