@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_tui.run.completions import (
+    NON_REWARD_KEYS,
     CompletionsIndex,
     NotCompletionsError,
     decode_line,
@@ -668,23 +669,7 @@ _json_cell = (
 )
 # what completions columns hold: scalars, per-row lists, lists of messages
 _json_values = _json_cell | st.lists(_json_cell, max_size=5)
-_known_keys = st.sampled_from(
-    [
-        "step",
-        "gen_step",
-        "prompt",
-        "messages",
-        "completion",
-        "advantages",
-        "advantage",
-        "entropy",
-        "solution",
-        "num_turns",
-        "reward",
-        "acc",
-        "Format",
-    ]
-)
+_known_keys = st.sampled_from([*sorted(NON_REWARD_KEYS - {"trajectory_infos"}), "acc", "Format"])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
