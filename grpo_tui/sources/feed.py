@@ -21,7 +21,7 @@ from grpo_tui.sources.context import (
     read_json_file,
 )
 from grpo_tui.sources.discover import RunLayout, discover
-from grpo_tui.sources.formats import MSSWIFT, TRL, FormatAdapter
+from grpo_tui.sources.formats import FormatAdapter, choose_adapter
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
@@ -141,7 +141,8 @@ class RunFeed:
         self._state = None
         if layout.mode == "jsonl" and layout.metrics_file is not None:
             self._tail = TailReader(layout.metrics_file)
-            self._reader = self._reader_for(MSSWIFT, layout.metrics_file)
+            adapter = choose_adapter(layout.metrics_file, layout.args_file)
+            self._reader = self._reader_for(adapter, layout.metrics_file)
         elif layout.mode == "trainer_state" and layout.metrics_file is not None:
             self._state = _StateFile(layout.metrics_file)
             if previous_state is not None:
@@ -235,16 +236,11 @@ class RunFeed:
         if new_items:
             state.last_item = new_items[-1]
             if self._reader is None:
-                self._reader = self._reader_for(self._state_adapter(), state.path)
+                layout = self._layout
+                args_file = layout.args_file if layout is not None else None
+                self._reader = self._reader_for(choose_adapter(state.path, args_file), state.path)
             batch.extend(self._reader.read_objects(enumerate(new_items, start + 1)))
 
     def _apply_state_header(self, document: dict[str, Any], path: Path) -> None:
         header = context_from_args(document)
         self.status.context.merge_missing(header)
-
-    def _state_adapter(self) -> FormatAdapter:
-        # ms-swift copies its args.json next to every checkpoint; plain HF/TRL does not
-        layout = self._layout
-        if layout is not None and layout.args_file is not None:
-            return MSSWIFT
-        return TRL

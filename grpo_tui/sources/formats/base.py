@@ -102,6 +102,12 @@ class FormatAdapter:
     """Short id (`ms-swift`, `trl`)."""
     aliases: Mapping[str, tuple[str, ...]]
     """canonical metric → the framework keys that mean it, highest priority first."""
+    log_files: tuple[str, ...] = ()
+    """Names of the JSONL metric logs this framework writes (`logging.jsonl`)."""
+    args_file: str | None = None
+    """The run-context file it writes beside its logs and checkpoints (`args.json`)."""
+    suffixes: tuple[str, ...] = ()
+    """Kinds of metric file it reads when nothing more specific says whose a file is."""
     families: tuple[tuple[str, str], ...] = ()
     """(regex, template) for keyed families, e.g. legacy `rewards/<fn>` → `rewards/<fn>/mean`."""
     fraction_step_keys: tuple[str, ...] = ("global_step/max_steps", "iteration")

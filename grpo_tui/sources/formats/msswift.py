@@ -15,6 +15,9 @@ from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
 
 MSSWIFT = FormatAdapter(
     name="ms-swift",
+    log_files=("logging.jsonl",),
+    args_file="args.json",
+    suffixes=(".jsonl",),
     aliases={**GRPO_ALIASES, "memory": ("memory(GiB)",)},
     families=GRPO_FAMILIES,
     fraction_step_keys=("global_step/max_steps", "iteration"),

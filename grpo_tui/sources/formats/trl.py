@@ -11,6 +11,8 @@ from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
 
 TRL = FormatAdapter(
     name="trl",
+    # no log of its own: trainer_state.json log_history, next to no args.json
+    suffixes=(".json",),
     aliases=GRPO_ALIASES,
     families=GRPO_FAMILIES,
     fraction_step_keys=(),
