@@ -15,7 +15,7 @@ from conftest import MS_SWIFT, TRL
 from grpo_tui.commands.inspect import inspect_data
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
-from grpo_tui.sources.formats.base import (
+from grpo_tui.sources.formats.values import (
     parse_duration,
     parse_fraction,
     parse_percentage,

@@ -646,9 +646,10 @@ class CompletionsIndex:
                 self.restarts += 1
                 self.last_restart = chunk.restarted
                 self._reset()
-            for line in chunk.lines:
+            lines = chunk.lines
+            for line in lines:
                 self._ingest(line)
-            count += len(chunk.lines)
+            count += len(lines)
             self.more = chunk.more
             if max_bytes is not None or not chunk.more:
                 break

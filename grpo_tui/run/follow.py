@@ -17,6 +17,11 @@ from grpo_tui.run.live import Run
 from grpo_tui.sources.feed import FeedStatus, RunFeed
 from grpo_tui.sources.records import Batch
 
+#: bytes read per poll while following (and for the first poll of a backfill)
+LIVE_CHUNK = 1 << 20
+#: bytes read per poll while a backlog is being read
+BACKFILL_CHUNK = 32 << 20
+
 
 @dataclass
 class Update:
@@ -44,14 +49,19 @@ class RunFollower:
         self.path = Path(path)
         self.feed = RunFeed(self.path)
         self.completions: CompletionsIndex | None = None
+        self._backlog = False
 
-    def read(self, time_budget: float = 0.05, chunk_bytes: int = 1 << 20) -> Update:
-        """Read for about `time_budget` seconds (at least one chunk)."""
+    def read(self, time_budget: float = 0.05, chunk_bytes: int | None = None) -> Update:
+        """Read for about `time_budget` seconds (at least one chunk). Chunks are small
+        until a read finds a backlog (the first screen comes quickly), then big (a big
+        chunk is parsed faster per line, with a helper process: sources/helper.py)."""
         started = time.perf_counter()
         batch = Batch()
         more = True
         while more:
-            part, more = self.feed.poll(chunk_bytes)
+            size = chunk_bytes or (BACKFILL_CHUNK if self._backlog else LIVE_CHUNK)
+            part, more = self.feed.poll(size)
+            self._backlog = more
             batch.extend(part)
             if time.perf_counter() - started >= time_budget:
                 break
@@ -60,7 +70,7 @@ class RunFollower:
         index = self._completions_index()
         if index is not None:
             while True:
-                added = index.poll(chunk_bytes)
+                added = index.poll(chunk_bytes or LIVE_CHUNK)
                 new_samples += added
                 if not index.more or time.perf_counter() - started >= time_budget:
                     break
@@ -99,7 +109,7 @@ def load_run(
     run = Run(Path(path))
     while True:
         # big chunks: a backfill has no screen to keep responsive
-        update = follower.read(time_budget=time_budget, chunk_bytes=8 << 20)
+        update = follower.read(time_budget=time_budget, chunk_bytes=BACKFILL_CHUNK)
         run.apply(update)
         if not update.more:
             break

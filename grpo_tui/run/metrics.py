@@ -172,8 +172,9 @@ class MetricStore:
         self._steps = np.full(self._capacity, np.nan)
         self._kinds = np.zeros(self._capacity, dtype=np.uint8)
         self._columns: dict[str, _Column] = {}
-        self._row_of: dict[tuple[int, float], int] = {}
         self._last_train_step = -np.inf
+        #: the highest step stored: a row above it cannot re-log a stored (kind, step)
+        self._max_step = -np.inf
         #: how many rows were dropped because a newer record re-logged their step
         self.replaced_rows = 0
 
@@ -185,7 +186,7 @@ class MetricStore:
             cut = int(np.searchsorted(self._steps[: self._n], step, side="left"))
             self._truncate(cut)
         else:
-            existing = self._row_of.get((kind, step))
+            existing = self._find_row(kind, step)
             if existing is not None:
                 self._clear_row(existing)
                 self._write(existing, record)
@@ -196,7 +197,7 @@ class MetricStore:
         self._n += 1
         self._steps[row] = step
         self._kinds[row] = kind
-        self._row_of[(kind, step)] = row
+        self._max_step = max(self._max_step, step)
         if record.kind == LineKind.TRAIN:
             self._last_train_step = step
         self._write(row, record)
@@ -215,9 +216,8 @@ class MetricStore:
                 # a restarted or resumed run: newer records of these steps win
                 self._truncate(int(np.searchsorted(self._steps[: self._n], first_train, side="left")))
         start = 0
-        kind_list, step_list = kinds.tolist(), steps.tolist()
         while start < n_rows:
-            stop = self._appendable_until(kind_list, step_list, start)
+            stop = start + self._appendable(kinds[start:], steps[start:])
             if stop > start:
                 self._append_rows(block, start, stop)
                 start = stop
@@ -225,38 +225,56 @@ class MetricStore:
                 self.add(block.record(start))
                 start += 1
 
-    def _appendable_until(self, kinds: list[int], steps: list[float], start: int) -> int:
-        """End of the run of rows from `start` that are all new: steps in order after what
-        is stored, train steps strictly rising, no (kind, step) seen before."""
-        last_step = float(self._steps[self._n - 1]) if self._n else -np.inf
-        last_train = self._last_train_step
-        seen: set[tuple[int, float]] = set()
-        row_of = self._row_of
-        for i in range(start, len(steps)):
-            step, kind = steps[i], kinds[i]
-            if step < last_step:
-                return i
-            if kind == LineKind.TRAIN:
-                if step <= last_train:
-                    return i
-                last_train = step
-            key = (kind, step)
-            if key in seen or key in row_of:
-                return i
-            seen.add(key)
-            last_step = step
-        return len(steps)
+    def _appendable(self, kinds: np.ndarray, steps: np.ndarray) -> int:
+        """How many rows from the start are all new: steps in order after what is stored,
+        train steps strictly rising, no (kind, step) twice or already stored. The first row
+        breaking any of these ends the run (checked for all rows at once)."""
+        n = steps.shape[0]
+        last_step = self._steps[self._n - 1] if self._n else -np.inf
+        ends = [n]
+        out_of_order = np.flatnonzero(steps < np.concatenate(([last_step], steps[:-1])))
+        if out_of_order.size:
+            ends.append(int(out_of_order[0]))
+        train_at = np.flatnonzero(kinds == LineKind.TRAIN)
+        if train_at.size:
+            train_steps = steps[train_at]
+            not_rising = np.flatnonzero(
+                train_steps <= np.concatenate(([self._last_train_step], train_steps[:-1]))
+            )
+            if not_rising.size:
+                ends.append(int(train_at[not_rising[0]]))
+        # (kind, step) as one number: kinds are < 4, steps whole numbers well below 2**50
+        keys = steps * 4 + kinds
+        _, first_seen = np.unique(keys, return_index=True)
+        if first_seen.shape[0] < n:
+            repeated = np.ones(n, dtype=bool)
+            repeated[first_seen] = False
+            ends.append(int(np.argmax(repeated)))
+        maybe_stored = steps <= self._max_step
+        if maybe_stored.any():
+            stored = self._steps[: self._n] >= steps[maybe_stored].min()
+            stored_keys = self._steps[: self._n][stored] * 4 + self._kinds[: self._n][stored]
+            clash = np.flatnonzero(maybe_stored & np.isin(keys, stored_keys))
+            if clash.size:
+                ends.append(int(clash[0]))
+        return min(ends)
+
+    def _find_row(self, kind: int, step: float) -> int | None:
+        """The stored row of (kind, step), if any (a scan: only on the slow path)."""
+        if step > self._max_step:
+            return None
+        found = np.flatnonzero((self._steps[: self._n] == step) & (self._kinds[: self._n] == kind))
+        return int(found[-1]) if found.size else None
 
     def _append_rows(self, block: RowBlock, start: int, stop: int) -> None:
         n_rows = stop - start
-        while self._n + n_rows > self._capacity:
-            self._grow()
+        if self._n + n_rows > self._capacity:
+            self._grow(self._n + n_rows)
         r0, r1 = self._n, self._n + n_rows
         kinds, steps = block.kinds[start:stop], block.steps[start:stop]
         self._steps[r0:r1] = steps
         self._kinds[r0:r1] = kinds
-        for offset, key in enumerate(zip(kinds.tolist(), steps.tolist())):
-            self._row_of[key] = r0 + offset
+        self._max_step = max(self._max_step, float(steps.max()))
         train = kinds == LineKind.TRAIN
         if train.any():
             self._last_train_step = float(steps[train][-1])
@@ -302,14 +320,19 @@ class MetricStore:
             column.clear_rows(cut, self._n)
         self._steps[cut : self._n] = np.nan
         self._n = cut
-        self._row_of = {key: row for key, row in self._row_of.items() if row < cut}
+        self._max_step = float(np.max(self._steps[:cut])) if cut else -np.inf
         train_rows = np.flatnonzero(self._kinds[:cut] == LineKind.TRAIN)
         self._last_train_step = float(self._steps[train_rows[-1]]) if train_rows.size else -np.inf
 
-    def _grow(self) -> None:
-        self._capacity *= 2
-        self._steps = np.concatenate([self._steps, np.full(self._capacity - self._n, np.nan)])
-        self._kinds = np.concatenate([self._kinds, np.zeros(self._capacity - self._n, np.uint8)])
+    def _grow(self, rows: int = 0) -> None:
+        """Double the capacity (at least to `rows`), in one copy per array."""
+        capacity = self._capacity * 2
+        while capacity < rows:
+            capacity *= 2
+        self._capacity = capacity
+        extra = capacity - self._steps.shape[0]
+        self._steps = np.concatenate([self._steps, np.full(extra, np.nan)])
+        self._kinds = np.concatenate([self._kinds, np.zeros(extra, np.uint8)])
         for column in self._columns.values():
             column.grow(self._capacity)
 

@@ -190,8 +190,8 @@ class RunFeed:
             batch.events.append(f"{tail.path.name} was {chunk.restarted}: reading it from the start")
             batch.restarted = True
             reader.last_step = 0
-        if chunk.lines:
-            batch.extend(reader.read_lines(chunk.lines))
+        if chunk.data:
+            batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
             self.status.data_time = tail.mtime
             self.status.version_hints = reader.version_hints
         return chunk.more

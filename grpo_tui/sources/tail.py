@@ -39,13 +39,30 @@ class TailLine:
 
 @dataclass(slots=True)
 class TailChunk:
-    """What one poll read."""
+    """What one poll read: complete lines, as one block of bytes."""
 
-    lines: list[TailLine] = field(default_factory=list)
+    #: the complete lines read, each ending in a newline (b"" when there were none)
+    data: bytes = b""
+    #: the file offset of `data`, and the line number of its first line (1-based)
+    offset: int = 0
+    first_line_no: int = 1
     #: why the file started over before these lines ("truncated", "replaced", ...), or None
     restarted: str | None = None
     #: unread complete data remains (the poll stopped at its byte budget)
     more: bool = False
+
+    @property
+    def lines(self) -> list[TailLine]:
+        """The non-blank lines one by one (line endings dropped), for line-wise readers.
+        The metrics reader takes `data` whole instead (see shapes.py)."""
+        lines: list[TailLine] = []
+        offset = self.offset
+        for line_no, raw in enumerate(self.data.split(b"\n")[:-1], self.first_line_no):
+            data = raw[:-1] if raw.endswith(b"\r") else raw
+            if data.strip():
+                lines.append(TailLine(data, offset, line_no))
+            offset += len(raw) + 1
+        return lines
 
 
 class TailReader:
@@ -103,9 +120,10 @@ class TailReader:
                     data += more
             if end < 0:
                 return TailChunk(restarted=restarted)
-            lines = self._split(data[: end + 1])
-            more_left = self.offset < stat.st_size and len(data) >= budget
-            return TailChunk(lines=lines, restarted=restarted, more=more_left)
+            chunk = self._take(data[: end + 1] if end + 1 < len(data) else data)
+            chunk.restarted = restarted
+            chunk.more = self.offset < stat.st_size and len(data) >= budget
+            return chunk
 
     def _check_restart(self, handle: object, stat: os.stat_result) -> str | None:
         identity = (stat.st_dev, stat.st_ino)
@@ -132,22 +150,15 @@ class TailReader:
             self._head = b""
         return reason
 
-    def _split(self, complete: bytes) -> list[TailLine]:
-        lines: list[TailLine] = []
-        offset = self.offset
-        line_no = self.line_no
-        for raw in complete.split(b"\n")[:-1]:
-            line_no += 1
-            data = raw[:-1] if raw.endswith(b"\r") else raw
-            if data.strip():
-                lines.append(TailLine(data, offset, line_no))
-            offset += len(raw) + 1
-        self.offset = offset
-        self.line_no = line_no
+    def _take(self, complete: bytes) -> TailChunk:
+        """Hand out complete lines: advance the offset, line count and fingerprints."""
+        chunk = TailChunk(complete, self.offset, self.line_no + 1)
+        self.offset += len(complete)
+        self.line_no += complete.count(b"\n")
         if len(complete) >= _FINGERPRINT_BYTES:
             self._fingerprint = complete[-_FINGERPRINT_BYTES:]
         else:
             self._fingerprint = (self._fingerprint + complete)[-_FINGERPRINT_BYTES:]
         if len(self._head) < _FINGERPRINT_BYTES:
             self._head = (self._head + complete)[:_FINGERPRINT_BYTES]
-        return lines
+        return chunk

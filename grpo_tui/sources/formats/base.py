@@ -6,67 +6,25 @@ below is shared by every framework, so adding one is adding a table, not a branc
 
 Speed matters (a backfill can be 100 000 lines): a line's key set is turned once into a
 `LinePlan` (which keys are numbers, where each goes, which strings to parse), cached by
-key set, so the per-line work is a key-set comparison and one C-level `itemgetter` call.
+key set. The plan's getters and its `struct` packer let a reader take a whole group of
+lines of one shape through C-level `map`s (see sources/shapes.py), with no Python code per
+line.
 """
 
 from __future__ import annotations
 
-import math
 import re
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+from grpo_tui.sources.formats.values import ColumnParser
 from grpo_tui.sources.records import LineKind
 
-_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-
-
-_PART_SECONDS: dict[str, int] = {}
-
-
-def _part_seconds(part: str) -> int:
-    seconds = _PART_SECONDS.get(part)
-    if seconds is None:
-        seconds = int(part[:-1]) * _DURATION_UNITS[part[-1]]
-        if len(_PART_SECONDS) < 100_000:  # parts are few ("51s", "16m", "2d"): a cheap cache
-            _PART_SECONDS[part] = seconds
-    return seconds
-
-
-def parse_duration(text: str) -> float | None:
-    """ms-swift `format_time`: "1d 21h 10m 47s", "45m 20s", "0s", also "1m 60s"."""
-    try:
-        return float(sum(map(_part_seconds, text.split())))
-    except (KeyError, ValueError, IndexError):
-        return None
-
-
-def parse_percentage(text: str) -> float | None:
-    """"2.40%" → 2.4."""
-    try:
-        return float(text.rstrip("% "))
-    except ValueError:
-        return None
-
-
-def parse_fraction(text: Any) -> tuple[int, int | None] | None:
-    """"12/500" → (12, 500); an int → (int, None)."""
-    if text.__class__ is str:
-        head, sep, tail = text.partition("/")
-        try:
-            return int(head), (int(tail) if sep else None)
-        except ValueError:
-            return None
-    if isinstance(text, bool):
-        return None
-    if isinstance(text, int):
-        return text, None
-    if isinstance(text, float) and math.isfinite(text):
-        return int(text), None
-    return None
-
+#: a getter that returns some of a line's values as a tuple (raises KeyError when missing)
+TupleGetter = Callable[[Mapping[str, Any]], tuple[Any, ...]]
 
 @dataclass(frozen=True, slots=True)
 class LinePlan:
@@ -76,17 +34,25 @@ class LinePlan:
     #: keys whose values are numbers, and the canonical column each goes to
     number_keys: tuple[str, ...]
     columns: tuple[str, ...]
-    #: string keys with a parser: (key, canonical column, parser)
-    parsed: tuple[tuple[str, str, Callable[[str], float | None]], ...]
+    #: string keys with a column parser: (key, canonical column, parser)
+    parsed: tuple[tuple[str, str, ColumnParser], ...]
     #: keys that give the step: "N/M" strings or ints, in priority order
     step_keys: tuple[str, ...]
     #: positions in `number_keys` holding a rate to invert (iterations/s → s/iteration)
     inverted: tuple[int, ...]
     #: key → canonical, for `inspect`
     source_keys: Mapping[str, str]
-    #: C-level getters: the number values, and the strings to parse, as tuples
-    getter: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None
-    string_getter: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None
+    #: how many keys the shape has: a line with as many keys that all getters accept has
+    #: exactly this key set
+    key_count: int
+    #: C-level getters: the numbers as a tuple; one getter per parsed string key and per
+    #: step key (a column each); every other key (read only to prove the line has it)
+    getter: TupleGetter | None
+    string_getters: tuple[Callable[[Mapping[str, Any]], Any], ...]
+    step_getters: tuple[Callable[[Mapping[str, Any]], Any], ...]
+    rest_getter: TupleGetter | None
+    #: packs the numbers of one line into float64 bytes (raises on a non-number)
+    packer: struct.Struct
 
     @property
     def all_columns(self) -> tuple[str, ...]:
@@ -114,10 +80,8 @@ class FormatAdapter:
     """Keys holding "step/max_steps" strings."""
     int_step_keys: tuple[str, ...] = ("step", "global_step")
     """Keys holding a plain step number (log_history items, summary lines)."""
-    string_parsers: Mapping[str, tuple[str, Callable[[str], float | None]]] = field(
-        default_factory=dict
-    )
-    """String-valued keys that carry a number: key → (canonical, parser)."""
+    string_parsers: Mapping[str, tuple[str, ColumnParser]] = field(default_factory=dict)
+    """String-valued keys that carry a number: key → (canonical, column parser)."""
     number_transforms: Mapping[str, tuple[str, bool]] = field(default_factory=dict)
     """Numeric keys stored under another name: key → (canonical, invert). `invert` turns
     iterations per second into seconds per iteration."""
@@ -198,7 +162,7 @@ class FormatAdapter:
             k for k in (*self.fraction_step_keys, *self.int_step_keys) if k in obj
         )
         chosen: dict[str, str] = {}  # canonical → key
-        parsed: list[tuple[str, str, Callable[[str], float | None]]] = []
+        parsed: list[tuple[str, str, ColumnParser]] = []
         for key, value in obj.items():
             if key in step_keys or key in self.ignored_keys:
                 continue
@@ -214,40 +178,32 @@ class FormatAdapter:
             if held is None or self._priority(key) < self._priority(held):
                 chosen[canonical] = key
         number_keys = tuple(chosen.values())
-        columns = tuple(chosen)
-        getter = _tuple_getter(number_keys)
-        string_getter = _tuple_getter(tuple(key for key, _, _ in parsed))
+        string_keys = tuple(key for key, _, _ in parsed)
+        covered = {*number_keys, *string_keys, *step_keys}
+        rest_keys = tuple(key for key in obj if key not in covered)
         source_keys = {c: k for c, k in chosen.items()}
         source_keys.update({c: k for k, c, _ in parsed})
         inverted = tuple(
             i for i, key in enumerate(number_keys) if self.number_transforms.get(key, ("", False))[1]
         )
         return LinePlan(
-            kind,
-            number_keys,
-            columns,
-            tuple(parsed),
-            step_keys,
-            inverted,
-            source_keys,
-            getter,
-            string_getter,
+            kind=kind,
+            number_keys=number_keys,
+            columns=tuple(chosen),
+            parsed=tuple(parsed),
+            step_keys=step_keys,
+            inverted=inverted,
+            source_keys=source_keys,
+            key_count=len(obj),
+            getter=_tuple_getter(number_keys),
+            string_getters=tuple(map(itemgetter, string_keys)),
+            step_getters=tuple(map(itemgetter, step_keys)),
+            rest_getter=_tuple_getter(rest_keys),
+            packer=struct.Struct(f"={len(number_keys)}d"),
         )
 
-    def numbers(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The line's numeric values in `plan.columns` order, as written (no inversion)."""
-        return plan.getter(obj) if plan.getter is not None else ()
 
-    def step_of(self, plan: LinePlan, obj: Mapping[str, Any]) -> tuple[int | None, int | None]:
-        """(step, max_steps) from the first step key that parses."""
-        for key in plan.step_keys:
-            parsed = parse_fraction(obj[key])
-            if parsed is not None:
-                return parsed
-        return None, None
-
-
-def _tuple_getter(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]] | None:
+def _tuple_getter(keys: tuple[str, ...]) -> TupleGetter | None:
     """itemgetter that always returns a tuple (itemgetter of one key returns the value)."""
     if not keys:
         return None

@@ -6,12 +6,9 @@ flipped meaning in 3.12.5 (`iter/s` → `s/it`); Megatron 4.x says `iteration`.
 
 from __future__ import annotations
 
-from grpo_tui.sources.formats.base import (
-    FormatAdapter,
-    parse_duration,
-    parse_percentage,
-)
+from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+from grpo_tui.sources.formats.values import duration_column, percentage_column
 
 MSSWIFT = FormatAdapter(
     name="ms-swift",
@@ -23,9 +20,9 @@ MSSWIFT = FormatAdapter(
     fraction_step_keys=("global_step/max_steps", "iteration"),
     int_step_keys=("step", "global_step"),
     string_parsers={
-        "elapsed_time": ("elapsed", parse_duration),
-        "remaining_time": ("remaining", parse_duration),
-        "percentage": ("percentage", parse_percentage),
+        "elapsed_time": ("elapsed", duration_column),
+        "remaining_time": ("remaining", duration_column),
+        "percentage": ("percentage", percentage_column),
     },
     # one canonical seconds-per-step whatever the version wrote
     number_transforms={
