@@ -61,7 +61,7 @@ def parse_in_parts(parse: Parse[T], data: bytes, first_line_no: int) -> list[T]:
         results = [parse(data[start:stop], line_nos[0])]
         for child, (start, stop), line_no in zip(children, bounds[1:], line_nos[1:]):
             result = _collect(child)
-            if result is _FAILED:
+            if isinstance(result, _Failed):
                 results.append(parse(data[start:stop], line_no))
             else:
                 results.append(result)  # type: ignore[arg-type]  # what `parse` returned there
@@ -96,8 +96,11 @@ class _Child:
         self.done = False
 
 
-#: what a child sends when it failed (and what `_collect` returns for any failure)
-_FAILED = "grpo-tui: helper failed"
+class _Failed:
+    """What a child sends when parsing raised (and what `_collect` returns for any failure)."""
+
+
+_FAILED = _Failed()
 
 
 def _fork(parse: Parse[T], data: bytes, start: int, stop: int, line_no: int) -> _Child | None:

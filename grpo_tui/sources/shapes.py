@@ -19,10 +19,11 @@ process.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from collections import deque
-from itertools import islice, repeat, starmap
+from itertools import chain, islice, repeat, starmap
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,9 @@ from grpo_tui.sources.records import BadLine, ColumnGroup, LineKind
 #: the slice's dicts are freed while their memory is still in cache
 SLICE_LINES = 256
 _EXCERPT_CHARS = 120
-_NOT_NUMBERS = (TypeError, ValueError, OverflowError)  # what struct.pack raises on a non-number
+_NOT_NUMBERS = (struct.error, TypeError, OverflowError)  # what struct.pack raises on a non-number
+#: what a plan reads as a number (true/false as 1/0, see formats/base.py)
+_NUMBER_TYPES = {int, float, bool}
 
 
 @dataclass(slots=True)
@@ -235,24 +238,26 @@ class ShapeStacker:
 
     # -- stacking ------------------------------------------------------------------------
     def _stack(self, rows: np.ndarray, slab: _Slab) -> None:
-        plan = slab.plan
-        try:
-            numbers = _pack(plan, slab.numbers)
-        except _NOT_NUMBERS:
-            # a key that held a number in the plan's first line holds something else here:
-            # stack the lines that are fine, re-plan the others from their own value types
-            for i, (row, obj) in enumerate(zip(rows.tolist(), slab.objs)):
-                one = slab.row(i)
+        if slab.typed_like_plan:
+            try:
+                self._push(rows, slab, _pack(slab.plan, slab.numbers))
+                return
+            except _NOT_NUMBERS:
+                pass
+        # some line types a key unlike the plan's first line (a number key holding null,
+        # a null key holding a number): stack the lines that are typed alike, re-plan the
+        # others from their own value types, so every line reads as if alone
+        for i, (row, obj) in enumerate(zip(rows.tolist(), slab.objs)):
+            one = slab.row(i)
+            if one.typed_like_plan:
                 try:
-                    numbers = _pack(plan, one.numbers)
+                    self._push(np.array([row]), one, _pack(one.plan, one.numbers))
+                    continue
                 except _NOT_NUMBERS:
-                    fresh = _read_slab(self.adapter.fresh_plan(obj), None, (obj,))
-                    assert fresh is not None
-                    self._push(np.array([row]), fresh, _pack(fresh.plan, fresh.numbers, lenient=True))
-                else:
-                    self._push(np.array([row]), one, numbers)
-            return
-        self._push(rows, slab, numbers)
+                    pass
+            fresh = _read_slab(self.adapter.fresh_plan(obj), None, (obj,))
+            assert fresh is not None  # a plan made from this very line reads it
+            self._push(np.array([row]), fresh, _pack(fresh.plan, fresh.numbers, lenient=True))
 
     def _push(self, rows: np.ndarray, slab: _Slab, numbers: bytes) -> None:
         plan = slab.plan
@@ -283,6 +288,23 @@ class _Slab:
     #: one column per parsed string key, per step key
     strings: list[list[Any]]
     steps: list[list[Any]]
+    #: the other keys' values, row by row (None: the plan has no other keys)
+    rest: list[tuple[Any, ...]] | None
+
+    @property
+    def typed_like_plan(self) -> bool:
+        """Every value has the role it had in the plan's line: the strings to parse are
+        strings, no other key holds a number or a string to parse (the numbers themselves
+        are checked by packing them)."""
+        if any(set(map(type, column)) != {str} for column in self.strings):
+            return False
+        if self.rest is None:
+            return True
+        if set(map(type, chain.from_iterable(self.rest))) & _NUMBER_TYPES:
+            return False
+        return not any(
+            str in set(map(type, map(itemgetter(i), self.rest))) for i in self.plan.rest_parsable
+        )
 
     def row(self, i: int) -> _Slab:
         """Object `i` alone."""
@@ -293,6 +315,7 @@ class _Slab:
             None if self.numbers is None else [self.numbers[i]],
             [[column[i]] for column in self.strings],
             [[column[i]] for column in self.steps],
+            None if self.rest is None else [self.rest[i]],
         )
 
 
@@ -304,11 +327,10 @@ def _read_slab(
         numbers = list(map(plan.getter, group)) if plan.getter is not None else None
         strings = [list(map(getter, group)) for getter in plan.string_getters]
         steps = [list(map(getter, group)) for getter in plan.step_getters]
-        if plan.rest_getter is not None:
-            deque(map(plan.rest_getter, group), maxlen=0)
+        rest = list(map(plan.rest_getter, group)) if plan.rest_getter is not None else None
     except KeyError:
         return None
-    return _Slab(plan, positions, group, numbers, strings, steps)
+    return _Slab(plan, positions, group, numbers, strings, steps, rest)
 
 
 def _pack(plan: LinePlan, numbers: list[tuple[Any, ...]] | None, *, lenient: bool = False) -> bytes:

@@ -51,6 +51,9 @@ class LinePlan:
     string_getters: tuple[Callable[[Mapping[str, Any]], Any], ...]
     step_getters: tuple[Callable[[Mapping[str, Any]], Any], ...]
     rest_getter: TupleGetter | None
+    #: positions in the rest tuple of keys that have a string parser (they held no string
+    #: in the plan's line; a line where they do reads differently)
+    rest_parsable: tuple[int, ...]
     #: packs the numbers of one line into float64 bytes (raises on a non-number)
     packer: struct.Struct
 
@@ -171,8 +174,10 @@ class FormatAdapter:
                 if parser is not None:
                     parsed.append((key, parser[0], parser[1]))
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not isinstance(value, (int, float)):
                 continue  # lists, dicts, None this time: not a number in this shape
+            # true/false are logged values too (1/0): a packed number cannot tell them
+            # apart, so a line reads the same whether its shape was first seen with a bool
             canonical = self.canonical(key)
             held = chosen.get(canonical)
             if held is None or self._priority(key) < self._priority(held):
@@ -199,6 +204,7 @@ class FormatAdapter:
             string_getters=tuple(map(itemgetter, string_keys)),
             step_getters=tuple(map(itemgetter, step_keys)),
             rest_getter=_tuple_getter(rest_keys),
+            rest_parsable=tuple(i for i, key in enumerate(rest_keys) if key in self.string_parsers),
             packer=struct.Struct(f"={len(number_keys)}d"),
         )
 

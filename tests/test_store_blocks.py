@@ -1,0 +1,543 @@
+"""`MetricStore.add_block` ≡ `MetricStore.add` row by row (property + example tests).
+
+The contract: adding a `RowBlock` with `add_block` leaves the store in exactly the state that
+adding `block.records()` one by one with `add` does, and so does adding the same rows as
+several smaller blocks cut anywhere, or on top of rows the store already holds. "State" is
+everything the store shows: rows, steps, kinds, metric names, every column (NaN-aware),
+counts, last / latest values, the steps of logged NaN / ±Infinity, replaced rows, source
+keys, points, windows and buckets.
+
+Rows are drawn like real logs: mostly train lines with rising steps, some eval / end lines,
+steps that repeat, jump, or go back (a resumed run re-logging steps), metrics sometimes not
+logged, sometimes NaN or ±Infinity. Blocks group the rows by key shape the way
+`sources/shapes.py` does (one `ColumnGroup` per shape, its rows increasing).
+
+Known bugs are kept as strict xfails with a minimal reproduction each; the main property
+steers clear of their triggers so that it checks everything else, and an unrestricted copy
+of it (strict xfail) turns into a pass, and so a reminder, once they are fixed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+from grpo_tui.run.metrics import BLOCK, Buckets, MetricStore
+from grpo_tui.sources.records import ColumnGroup, LineKind, Record, RowBlock
+
+TRAIN, EVAL, END = LineKind.TRAIN, LineKind.EVAL, LineKind.END
+NAN, INF = math.nan, math.inf
+#: metric names rows draw from; shared by train and eval rows so columns span several groups
+NAMES = ("loss", "reward", "kl", "eval_loss")
+#: bucket widths compared: fewer buckets than points, about as many, more than points
+WIDTHS = (1, 5, 64)
+
+
+# -- building rows and blocks --------------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One log line: what it logged, and which key shape (reading plan) it came in."""
+
+    kind: LineKind
+    step: float
+    values: dict[str, float] = field(default_factory=dict)
+    #: two plans can log the same metrics (other key spellings, another key order)
+    shape: int = 0
+
+
+def _group_key(row: Row) -> tuple[int, tuple[str, ...], int]:
+    return int(row.kind), tuple(name for name in NAMES if name in row.values), row.shape
+
+
+def make_block(rows: Sequence[Row], *, shuffle_groups: random.Random | None = None) -> RowBlock:
+    """The rows as one RowBlock: a ColumnGroup per key shape, its rows increasing, groups in
+    order of their first row (what shapes.py gives for a plain slice), or shuffled."""
+    by_shape: dict[tuple[int, tuple[str, ...], int], list[int]] = {}
+    for i, row in enumerate(rows):
+        by_shape.setdefault(_group_key(row), []).append(i)
+    groups: list[ColumnGroup] = []
+    for (kind, names, shape), members in by_shape.items():
+        columns = names if shape == 0 else names[::-1]
+        prefix = "" if shape == 0 else f"{LineKind(kind).name.lower()}/"
+        values = np.array([[rows[i].values[c] for c in columns] for i in members], dtype=np.float64)
+        groups.append(
+            ColumnGroup(
+                rows=np.array(members, dtype=np.intp),
+                columns=columns,
+                source_keys={c: prefix + c for c in columns},
+                values=values.reshape(len(members), len(columns)),
+            )
+        )
+    if shuffle_groups is not None:
+        shuffle_groups.shuffle(groups)
+    return RowBlock(
+        kinds=np.array([int(row.kind) for row in rows], dtype=np.uint8),
+        steps=np.array([row.step for row in rows], dtype=np.float64),
+        groups=groups,
+        max_steps=100,
+    )
+
+
+def slice_block(block: RowBlock, start: int, stop: int) -> RowBlock:
+    """Rows [start, stop) of a block as a block of their own (groups keep their order)."""
+    groups = []
+    for group in block.groups:
+        inside = (group.rows >= start) & (group.rows < stop)
+        if inside.any():
+            groups.append(
+                ColumnGroup(group.rows[inside] - start, group.columns, group.source_keys, group.values[inside])
+            )
+    return RowBlock(block.kinds[start:stop].copy(), block.steps[start:stop].copy(), groups, block.max_steps)
+
+
+def block_of(*rows: Row) -> RowBlock:
+    return make_block(rows)
+
+
+def store_of(*rows: Row) -> MetricStore:
+    """A store fed the rows one by one through `add` (the reference path)."""
+    store = MetricStore()
+    for record in make_block(rows).records():
+        store.add(record)
+    return store
+
+
+def block_rows(block: RowBlock) -> list[Row]:
+    """A block's rows back as Rows (one key shape)."""
+    return [Row(r.kind, r.step, r.values) for r in block.records()]
+
+
+def train_rows(*steps: float, name: str = "loss") -> list[Row]:
+    return [Row(TRAIN, float(s), {name: float(s) / 10}) for s in steps]
+
+
+def last_train_step(store: MetricStore) -> float:
+    """The step of the last train row (public view of what a re-logged train step is
+    compared with)."""
+    train = store.steps[store.kinds == TRAIN]
+    return float(train[-1]) if train.size else -math.inf
+
+
+# -- comparing stores ------------------------------------------------------------------------
+def _same_arrays(got: np.ndarray, want: np.ndarray, what: str, *, rtol: float = 0.0) -> None:
+    """Exact (NaN == NaN, same shape and dtype), or within `rtol`; numpy's asserts only
+    run to explain a mismatch (they are slow, and this runs thousands of times)."""
+    assert (got.shape, got.dtype) == (want.shape, want.dtype), what
+    if rtol:
+        if not np.allclose(got, want, rtol=rtol, atol=0, equal_nan=True):
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True, err_msg=what)
+    elif not np.array_equal(got, want, equal_nan=got.dtype.kind == "f"):
+        np.testing.assert_array_equal(got, want, err_msg=what, strict=True)
+
+
+def _same_pair(got: tuple[float, float] | None, want: tuple[float, float] | None, what: str) -> None:
+    if want is None or got is None:
+        assert got == want, what
+        return
+    _same_arrays(np.array(got), np.array(want), what)
+
+
+def _same_buckets(got: Buckets, want: Buckets, what: str, *, mean_rtol: float) -> None:
+    for part in ("step_lo", "step_hi", "min", "max", "last", "count"):
+        _same_arrays(getattr(got, part), getattr(want, part), f"{what}.{part}")
+    _same_arrays(got.mean, want.mean, f"{what}.mean", rtol=mean_rtol)
+
+
+def assert_same_state(got: MetricStore, want: MetricStore, label: str, *, mean_rtol: float = 0.0) -> None:
+    """Everything the store shows is the same. `mean_rtol` loosens only the bucket means of
+    long runs (block summaries sum in another order; see the xfail on exact sums)."""
+    assert len(got) == len(want), f"{label}: rows"
+    _same_arrays(got.steps, want.steps, f"{label}: steps")
+    _same_arrays(got.kinds, want.kinds, f"{label}: kinds")
+    assert got.last_step() == want.last_step(), f"{label}: last_step"
+    assert got.replaced_rows == want.replaced_rows, f"{label}: replaced_rows"
+    assert got.names() == want.names(), f"{label}: names"
+    assert [n for n in NAMES if n in got] == [n for n in NAMES if n in want], f"{label}: contains"
+    for name in [n for n in NAMES if n in want]:
+        what = f"{label}: {name}"
+        _same_arrays(got.column(name), want.column(name), f"{what} column")
+        assert got.count(name) == want.count(name), f"{what} count"
+        assert got.source_key(name) == want.source_key(name), f"{what} source_key"
+        _same_pair(got.last(name), want.last(name), f"{what} last")
+        _same_pair(got.latest(name), want.latest(name), f"{what} latest")
+        _same_arrays(got.nonfinite_steps(name), want.nonfinite_steps(name), f"{what} nonfinite_steps")
+        got_points, want_points = got.points(name), want.points(name)
+        _same_arrays(got_points.steps, want_points.steps, f"{what} points.steps")
+        _same_arrays(got_points.values, want_points.values, f"{what} points.values")
+        got_window, want_window = got.window(name, 5), want.window(name, 5)
+        _same_arrays(got_window.steps, want_window.steps, f"{what} window.steps")
+        _same_arrays(got_window.values, want_window.values, f"{what} window.values")
+        for width in WIDTHS:
+            _same_buckets(got.buckets(name, width), want.buckets(name, width), f"{what} buckets({width})", mean_rtol=mean_rtol)
+
+
+# -- the scenario: rows, and where blocks are cut ----------------------------------------------
+_KINDS = (TRAIN,) * 5 + (EVAL, EVAL, END)
+_MOVES = ("rise",) * 6 + ("same",) * 2 + ("jump", "back")
+#: which metrics a row logs: every subset of NAMES, each metric logged 2 times in 3
+_LOGGED = tuple(
+    subset
+    for mask in range(2 ** len(NAMES))
+    for subset in [tuple(name for bit, name in enumerate(NAMES) if mask >> bit & 1)]
+    for _ in range(2 ** len(subset))
+)
+#: a logged value: finite 6 times in 9, else NaN, +Infinity or -Infinity
+_NONFINITE = {6: NAN, 7: INF, 8: -INF}
+_finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def log_rows(draw: st.DrawFn, max_rows: int = 24) -> list[Row]:
+    """Rows like a log: steps mostly rising, sometimes repeating, jumping or going back."""
+    n = draw(st.integers(0, max_rows))
+    step = draw(st.integers(0, 3))
+    rows = []
+    for i in range(n):
+        move = draw(st.sampled_from(_MOVES)) if i else "same"
+        if move == "rise":
+            step += 1
+        elif move == "jump":
+            step += draw(st.integers(2, 30))
+        elif move == "back":
+            step = max(0, step - draw(st.integers(1, 8)))
+        kind = draw(st.sampled_from(_KINDS))
+        values = {}
+        for name in draw(st.sampled_from(_LOGGED)):
+            what = draw(st.integers(0, 8))
+            values[name] = _NONFINITE[what] if what in _NONFINITE else draw(_finite)
+        shape = draw(st.sampled_from((0, 0, 0, 1)))
+        rows.append(Row(kind, float(step), values, shape))
+    return rows
+
+
+@dataclass
+class Scenario:
+    rows: list[Row]
+    #: rows the "held" store takes one by one through `add` before one block of the rest
+    held: int
+    #: block boundaries for the "pieces" store (repeats give empty blocks)
+    cuts: list[int]
+    group_seed: int
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    rows = draw(log_rows())
+    n = len(rows)
+    held = draw(st.integers(0, n))
+    inner = draw(st.lists(st.integers(0, n), max_size=6))
+    return Scenario(rows, held, [0, *sorted(inner), n], draw(st.integers(0, 2**16)))
+
+
+def one_group_per_metric_logs_nonfinite(rows: list[Row]) -> list[Row]:
+    """Keep NaN / ±Infinity of a metric only in the first key shape that logs one (steers
+    clear of the nonfinite-order bug, see the xfail below)."""
+    owner: dict[str, tuple[int, tuple[str, ...], int]] = {}
+    out = []
+    for row in rows:
+        values = dict(row.values)
+        for name, value in row.values.items():
+            if not math.isfinite(value):
+                if owner.setdefault(name, _group_key(row)) != _group_key(row):
+                    values[name] = 0.5
+        out.append(Row(row.kind, row.step, values, row.shape))
+    return out
+
+
+def starts_with_eval_before_relogged_train(rows: Sequence[Row], start: int, stop: int, lts: float) -> bool:
+    """Does block rows[start:stop], added after a store whose last train step is `lts`, hit
+    the eval-first truncation bug (see the xfail below)?"""
+    if start >= stop or rows[start].kind == TRAIN:
+        return False
+    first_train = next((row.step for row in rows[start:stop] if row.kind == TRAIN), None)
+    return first_train is not None and rows[start].step == first_train and first_train <= lts
+
+
+def run_scenario(case: Scenario, *, shuffle_groups: bool, avoid_known_bugs: bool) -> None:
+    rows = case.rows
+    if avoid_known_bugs:
+        rows = one_group_per_metric_logs_nonfinite(rows)
+    block = make_block(rows, shuffle_groups=random.Random(case.group_seed) if shuffle_groups else None)
+    n = len(block)
+
+    reference = MetricStore()
+    lts = [last_train_step(reference)]  # last train step after i rows, the reference way
+    for record in block.records():
+        reference.add(record)
+        lts.append(last_train_step(reference))
+
+    blocks_added = [(0, n), (case.held, n), *zip(case.cuts, case.cuts[1:])]
+    if avoid_known_bugs:
+        assume(not any(starts_with_eval_before_relogged_train(rows, a, b, lts[a]) for a, b in blocks_added))
+
+    whole = MetricStore()
+    whole.add_block(block)
+    assert_same_state(whole, reference, "one block")
+
+    held = MetricStore()
+    for record in block.records()[: case.held]:
+        held.add(record)
+    held.add_block(slice_block(block, case.held, n))
+    assert_same_state(held, reference, f"{case.held} rows held, then one block")
+
+    pieces = MetricStore()
+    for start, stop in zip(case.cuts, case.cuts[1:]):
+        pieces.add_block(slice_block(block, start, stop))
+    assert_same_state(pieces, reference, f"blocks cut at {case.cuts}")
+
+
+# -- properties --------------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=scenarios())
+def test_add_block_leaves_the_store_as_adding_records_one_by_one(case: Scenario) -> None:
+    """Whole block, block on top of held rows, random sub-blocks: all equal `add` row by row
+    (inputs that hit the known bugs below are steered clear of)."""
+    run_scenario(case, shuffle_groups=False, avoid_known_bugs=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known add_block bugs (eval-first truncation, nonfinite row order, names order); "
+    "see the example xfails below",
+)
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],  # xfail: no need to shrink
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(case=scenarios())
+def test_add_block_equals_add_for_any_block_shapes_can_produce(case: Scenario) -> None:
+    """The contract with nothing steered clear of: groups in any order, NaN in any shape."""
+    run_scenario(case, shuffle_groups=True, avoid_known_bugs=False)
+
+
+# -- examples ----------------------------------------------------------------------------------
+def test_block_whose_first_train_step_relogs_an_earlier_step_truncates_like_add() -> None:
+    held = [*train_rows(1, 2, 3), Row(EVAL, 3.0, {"eval_loss": 0.9}), *train_rows(4, 5, 6)]
+    resumed = block_of(
+        Row(TRAIN, 4.0, {"loss": 4.4}),
+        Row(TRAIN, 5.0, {"loss": 5.5}),
+        Row(EVAL, 5.0, {"eval_loss": 0.7}),
+        Row(TRAIN, 6.0, {"loss": 6.6}),
+    )
+    store = store_of(*held)
+    store.add_block(resumed)
+    reference = store_of(*held)
+    for record in resumed.records():
+        reference.add(record)
+    assert_same_state(store, reference, "resumed block")
+    assert store.steps.tolist() == [1, 2, 3, 3, 4, 5, 5, 6]
+    assert store.kinds.tolist() == [TRAIN, TRAIN, TRAIN, EVAL, TRAIN, TRAIN, EVAL, TRAIN]
+    assert store.replaced_rows == 3
+    assert store.column("loss")[[4, 5, 7]].tolist() == [4.4, 5.5, 6.6]
+    assert store.last("eval_loss") == (5.0, 0.7)
+
+
+def test_block_relogging_a_step_mid_block_truncates_like_add() -> None:
+    """The re-logged train step comes after rows that append: only it goes the slow way."""
+    block = block_of(*train_rows(1, 2, 3, 4), Row(EVAL, 4.0, {"eval_loss": 1.0}), *train_rows(2, 3))
+    store = MetricStore()
+    store.add_block(block)
+    assert_same_state(store, store_of(*block_rows(block)), "mid-block resume")
+    assert store.steps.tolist() == [1, 2, 3]
+    assert store.replaced_rows == 4
+    assert "eval_loss" not in store.names()
+
+
+def test_eval_row_for_a_step_holding_an_eval_row_replaces_it() -> None:
+    held = [*train_rows(1), Row(EVAL, 1.0, {"eval_loss": 0.5}), *train_rows(2), Row(EVAL, 2.0, {"eval_loss": NAN})]
+    block = block_of(Row(EVAL, 2.0, {"eval_loss": 0.3, "reward": 1.0}), *train_rows(3))
+    store = store_of(*held)
+    store.add_block(block)
+    reference = store_of(*held)
+    for record in block.records():
+        reference.add(record)
+    assert_same_state(store, reference, "eval replaced")
+    assert store.steps.tolist() == [1, 1, 2, 2, 3]
+    assert store.kinds.tolist() == [TRAIN, EVAL, TRAIN, EVAL, TRAIN]
+    assert store.column("eval_loss").tolist()[3] == 0.3
+    assert store.nonfinite_steps("eval_loss").tolist() == []  # the NaN was replaced
+    assert store.last("reward") == (2.0, 1.0)
+    assert store.replaced_rows == 0
+
+
+def test_eval_row_repeated_inside_one_block_keeps_the_newer() -> None:
+    block = block_of(*train_rows(1, 2), Row(EVAL, 2.0, {"eval_loss": 0.8}), Row(EVAL, 2.0, {"eval_loss": 0.6}), *train_rows(3))
+    store = MetricStore()
+    store.add_block(block)
+    assert_same_state(store, store_of(*block_rows(block)), "eval twice in a block")
+    assert store.steps.tolist() == [1, 2, 2, 3]
+    assert store.count("eval_loss") == 1 and store.last("eval_loss") == (2.0, 0.6)
+
+
+def test_block_starting_with_eval_for_the_last_stored_train_step_appends() -> None:
+    held = train_rows(1, 2, 3, 4, 5)
+    block = block_of(Row(EVAL, 5.0, {"eval_loss": 0.4}), *train_rows(6, 7))
+    store = store_of(*held)
+    store.add_block(block)
+    reference = store_of(*held)
+    for record in block.records():
+        reference.add(record)
+    assert_same_state(store, reference, "eval for the last train step")
+    assert store.steps.tolist() == [1, 2, 3, 4, 5, 5, 6, 7]
+    assert store.kinds.tolist()[5] == EVAL
+    assert store.replaced_rows == 0
+
+
+def test_block_starting_with_eval_for_a_stored_eval_step_replaces_it() -> None:
+    held = [*train_rows(1, 2, 3), Row(EVAL, 3.0, {"eval_loss": 0.9})]
+    block = block_of(Row(EVAL, 3.0, {"eval_loss": 0.2}), *train_rows(4))
+    store = store_of(*held)
+    store.add_block(block)
+    reference = store_of(*held)
+    for record in block.records():
+        reference.add(record)
+    assert_same_state(store, reference, "eval re-logged first in a block")
+    assert store.steps.tolist() == [1, 2, 3, 3, 4]
+    assert store.last("eval_loss") == (3.0, 0.2)
+
+
+@pytest.mark.parametrize("held", [[], train_rows(1, 2, 3)], ids=["empty store", "store with rows"])
+def test_empty_block_changes_nothing(held: list[Row]) -> None:
+    store = store_of(*held)
+    store.add_block(RowBlock(np.empty(0, np.uint8), np.empty(0), []))
+    store.add_block(make_block([]))
+    assert_same_state(store, store_of(*held), "empty block")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_long_blocks_match_add_in_block_summary_buckets(seed: int) -> None:
+    """Past 2 × BLOCK rows per bucket, buckets come from the per-block summaries: those
+    built by `add_block` (one rebuild per span) match those `add` keeps row by row, up to
+    the order floats are summed in."""
+    rng = np.random.default_rng(seed)
+    n = 2 * BLOCK * 3 + int(rng.integers(0, 2000))  # past the initial capacity too
+    rows: list[Row] = []
+    step = 0
+    for _ in range(n):
+        kind = TRAIN if rng.random() < 0.85 else EVAL
+        step = step + 1 if kind == TRAIN else step
+        if kind == TRAIN and rng.random() < 0.003:
+            step = max(1, step - int(rng.integers(1, 300)))  # a resume
+        value = float(rng.normal())
+        if rng.random() < 0.02:
+            value = NAN  # not ±Infinity: see the rebuild_blocks xfail
+        name = "loss" if kind == TRAIN else "eval_loss"
+        rows.append(Row(kind, float(step), {name: value, "kl": float(rng.random())}))
+    block = make_block(rows)
+    reference = store_of(*rows)
+    cuts = [0, *sorted(rng.integers(0, n, size=5).tolist()), n]
+    whole, pieces = MetricStore(), MetricStore()
+    whole.add_block(block)
+    for start, stop in zip(cuts, cuts[1:]):
+        pieces.add_block(slice_block(block, start, stop))
+    assert len(reference) >= 2 * BLOCK  # the width-1 buckets come from block summaries
+    assert_same_state(whole, reference, "long block", mean_rtol=1e-12)
+    assert_same_state(pieces, reference, "long block in pieces", mean_rtol=1e-12)
+
+
+# -- known bugs (strict xfails: each passes once its bug is fixed) -------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="add_block truncates for the block's first train step before adding the eval/end "
+    "rows in front of it (steps[0] == first_train), so those rows survive; add one by one "
+    "lets the train row truncate them",
+)
+def test_block_starting_with_eval_for_a_relogged_train_step_matches_add() -> None:
+    held = train_rows(1, 2, 3, 4, 5, 6, 7)
+    block = block_of(Row(EVAL, 5.0, {"eval_loss": 1.0}), Row(TRAIN, 5.0, {"loss": 9.0}))
+    store = store_of(*held)
+    store.add_block(block)
+    reference = store_of(*held, *block_rows(block))
+    assert reference.steps.tolist() == [1, 2, 3, 4, 5] and reference.replaced_rows == 4
+    assert_same_state(store, reference, "eval first, then a re-logged train step")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_Column.put_many extends nonfinite_rows group by group, not in row order, so "
+    "nonfinite_steps comes out of order and latest() (which takes nonfinite_rows[-1]) "
+    "misses the newest NaN/inf when one metric is logged by two key shapes",
+)
+def test_nonfinite_values_of_one_metric_in_two_shapes_keep_row_order() -> None:
+    block = RowBlock(
+        np.zeros(3, np.uint8),
+        np.array([1.0, 2.0, 3.0]),
+        [
+            ColumnGroup(np.array([0, 2]), ("x", "y"), {}, np.array([[1.0, 0.0], [INF, 0.0]])),
+            ColumnGroup(np.array([1]), ("x",), {}, np.array([[NAN]])),
+        ],
+    )
+    store = MetricStore()
+    store.add_block(block)
+    assert store.latest("x") == (3.0, INF)
+    assert store.nonfinite_steps("x").tolist() == [2.0, 3.0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_append_rows creates columns in group order, so names() is not in order of first "
+    "appearance when a block's groups are not in first-row order (shapes.py's "
+    "_split_by_keys gives such blocks)",
+)
+def test_names_keep_first_appearance_order_whatever_the_group_order() -> None:
+    block = RowBlock(
+        np.zeros(2, np.uint8),
+        np.array([1.0, 2.0]),
+        [
+            ColumnGroup(np.array([1]), ("a",), {}, np.array([[1.0]])),
+            ColumnGroup(np.array([0]), ("b",), {}, np.array([[1.0]])),
+        ],
+    )
+    store = MetricStore()
+    store.add_block(block)
+    assert store.names() == ["b", "a"]  # what add() of block.records() gives
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="block summaries from add_block (rebuild_blocks: numpy pairwise sum) and from add "
+    "(put: running +=) sum in a different order, so long-run bucket means differ in the "
+    "last bits",
+)
+def test_long_run_bucket_means_are_bit_identical() -> None:
+    n = 4 * BLOCK
+    values = np.random.default_rng(0).normal(size=n)
+    block = RowBlock(np.zeros(n, np.uint8), np.arange(1.0, n + 1), [ColumnGroup(np.arange(n), ("x",), {}, values.reshape(-1, 1))])
+    store = MetricStore()
+    store.add_block(block)
+    reference = MetricStore()
+    for record in block.records():
+        reference.add(record)
+    _same_arrays(store.buckets("x", 2).mean, reference.buckets("x", 2).mean, "bucket means")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="_Column.rebuild_blocks takes min/max with np.fmin/np.fmax, which skip NaN but not "
+    "±Infinity, so a logged inf becomes a long run's bucket max (-inf its min); put() keeps "
+    "only finite values. add_block always rebuilds; add does after a truncation",
+)
+def test_long_run_bucket_min_max_ignore_logged_infinity() -> None:
+    n = 2 * BLOCK
+    values = np.ones(n)
+    values[:2] = [INF, -INF]
+    block = RowBlock(np.zeros(n, np.uint8), np.arange(1.0, n + 1), [ColumnGroup(np.arange(n), ("x",), {}, values.reshape(-1, 1))])
+    reference = MetricStore()
+    for record in block.records():
+        reference.add(record)
+    assert reference.buckets("x", 1).max.tolist() == [1.0]  # add: finite values only
+    store = MetricStore()
+    store.add_block(block)
+    buckets = store.buckets("x", 1)
+    assert (buckets.min.tolist(), buckets.max.tolist()) == ([1.0], [1.0])
