@@ -8,6 +8,8 @@ all three alike):
   orjson  read the file, split lines, orjson.loads each (parsing only, no store)
   pandas  pandas.read_json(lines=True)
 Prints the two throughput ratios and the peak RSS. Targets: ≥ 0.8× orjson, ≥ 3× pandas.
+Also times our backfill kept to this one process (no helper processes, see
+grpo_tui/sources/helper.py), so what the helpers add is visible.
 
     python bench/ingest.py [--lines 100000] [--repeat 3]
 """
@@ -27,6 +29,7 @@ import orjson
 import pandas as pd
 
 from grpo_tui.run.follow import load_run
+from grpo_tui.sources import helper
 
 FIXTURE = (
     Path(__file__).resolve().parents[1]
@@ -64,6 +67,15 @@ def run_ours(path: Path) -> int:
     return len(load_run(path, time_budget=60.0).store)
 
 
+def run_ours_one_process(path: Path) -> int:
+    parts = helper.MAX_PARTS
+    helper.MAX_PARTS = 1
+    try:
+        return run_ours(path)
+    finally:
+        helper.MAX_PARTS = parts
+
+
 def run_orjson(path: Path) -> int:
     count = 0
     for line in path.read_bytes().splitlines():
@@ -94,17 +106,20 @@ def main() -> None:
         _, ours_peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         rss_after_ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        best = {"ours": float("inf"), "orjson": float("inf"), "pandas": float("inf")}
+        runs = (("orjson", run_orjson), ("ours", run_ours), ("ours-1p", run_ours_one_process), ("pandas", run_pandas))
+        best = {name: float("inf") for name, _ in runs}
         rows = {}
         for _ in range(args.repeat):
-            for name, fn in (("orjson", run_orjson), ("ours", run_ours), ("pandas", run_pandas)):
+            for name, fn in runs:
                 started = time.perf_counter()
                 rows[name] = fn(path)
                 best[name] = min(best[name], time.perf_counter() - started)
-    print(f"file: {args.lines} lines, {size_mb:.1f} MB; best of {args.repeat}")
-    for name in ("ours", "orjson", "pandas"):
+    print(f"file: {args.lines} lines, {size_mb:.1f} MB; best of {args.repeat}; {helper.usable_cpus()} usable CPUs")
+    for name in ("ours", "ours-1p", "orjson", "pandas"):
         print(f"  {name:<7} {best[name]:7.3f} s  {args.lines / best[name]:>10,.0f} lines/s  ({rows[name]} rows)")
+    print("  (ours-1p: our backfill kept to one process, no helper processes)")
     print(f"ours / bare orjson loop throughput: {best['orjson'] / best['ours']:.2f}x (target >= 0.8x)")
+    print(f"ours in one process / bare orjson loop: {best['orjson'] / best['ours-1p']:.2f}x")
     print(f"ours / pandas.read_json throughput: {best['pandas'] / best['ours']:.2f}x (target >= 3x)")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"our backfill: peak traced allocation {ours_peak / 1e6:.0f} MB; process peak RSS after it {rss_after_ours:.0f} MB")

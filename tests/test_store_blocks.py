@@ -12,9 +12,9 @@ steps that repeat, jump, or go back (a resumed run re-logging steps), metrics so
 logged, sometimes NaN or ±Infinity. Blocks group the rows by key shape the way
 `sources/shapes.py` does (one `ColumnGroup` per shape, its rows increasing).
 
-Known bugs are kept as strict xfails with a minimal reproduction each; the main property
-steers clear of their triggers so that it checks everything else, and an unrestricted copy
-of it (strict xfail) turns into a pass, and so a reminder, once they are fixed.
+The examples at the end are the bugs this property found (now fixed), kept as
+regressions. Long-run bucket means may differ in the last bits: block summaries are summed
+pairwise by numpy, `add` keeps a running sum.
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_tui.run.metrics import BLOCK, Buckets, MetricStore
-from grpo_tui.sources.records import ColumnGroup, LineKind, Record, RowBlock
+from grpo_tui.sources.records import ColumnGroup, LineKind, RowBlock
 
 TRAIN, EVAL, END = LineKind.TRAIN, LineKind.EVAL, LineKind.END
 NAN, INF = math.nan, math.inf
@@ -91,10 +92,10 @@ def slice_block(block: RowBlock, start: int, stop: int) -> RowBlock:
     for group in block.groups:
         inside = (group.rows >= start) & (group.rows < stop)
         if inside.any():
-            groups.append(
-                ColumnGroup(group.rows[inside] - start, group.columns, group.source_keys, group.values[inside])
-            )
-    return RowBlock(block.kinds[start:stop].copy(), block.steps[start:stop].copy(), groups, block.max_steps)
+            rows = group.rows[inside] - start
+            groups.append(ColumnGroup(rows, group.columns, group.source_keys, group.values[inside]))
+    kinds, steps = block.kinds[start:stop].copy(), block.steps[start:stop].copy()
+    return RowBlock(kinds, steps, groups, block.max_steps)
 
 
 def block_of(*rows: Row) -> RowBlock:
@@ -109,6 +110,13 @@ def store_of(*rows: Row) -> MetricStore:
     return store
 
 
+def one_column_block(values: np.ndarray, name: str = "x") -> RowBlock:
+    """Train rows at steps 1, 2, … logging one metric."""
+    n = values.shape[0]
+    group = ColumnGroup(np.arange(n), (name,), {}, values.reshape(-1, 1))
+    return RowBlock(np.zeros(n, np.uint8), np.arange(1.0, n + 1), [group])
+
+
 def block_rows(block: RowBlock) -> list[Row]:
     """A block's rows back as Rows (one key shape)."""
     return [Row(r.kind, r.step, r.values) for r in block.records()]
@@ -116,13 +124,6 @@ def block_rows(block: RowBlock) -> list[Row]:
 
 def train_rows(*steps: float, name: str = "loss") -> list[Row]:
     return [Row(TRAIN, float(s), {name: float(s) / 10}) for s in steps]
-
-
-def last_train_step(store: MetricStore) -> float:
-    """The step of the last train row (public view of what a re-logged train step is
-    compared with)."""
-    train = store.steps[store.kinds == TRAIN]
-    return float(train[-1]) if train.size else -math.inf
 
 
 # -- comparing stores ------------------------------------------------------------------------
@@ -150,9 +151,11 @@ def _same_buckets(got: Buckets, want: Buckets, what: str, *, mean_rtol: float) -
     _same_arrays(got.mean, want.mean, f"{what}.mean", rtol=mean_rtol)
 
 
-def assert_same_state(got: MetricStore, want: MetricStore, label: str, *, mean_rtol: float = 0.0) -> None:
+def assert_same_state(
+    got: MetricStore, want: MetricStore, label: str, *, mean_rtol: float = 0.0
+) -> None:
     """Everything the store shows is the same. `mean_rtol` loosens only the bucket means of
-    long runs (block summaries sum in another order; see the xfail on exact sums)."""
+    long runs (block summaries sum in another order: see the module docstring)."""
     assert len(got) == len(want), f"{label}: rows"
     _same_arrays(got.steps, want.steps, f"{label}: steps")
     _same_arrays(got.kinds, want.kinds, f"{label}: kinds")
@@ -175,7 +178,8 @@ def assert_same_state(got: MetricStore, want: MetricStore, label: str, *, mean_r
         _same_arrays(got_window.steps, want_window.steps, f"{what} window.steps")
         _same_arrays(got_window.values, want_window.values, f"{what} window.values")
         for width in WIDTHS:
-            _same_buckets(got.buckets(name, width), want.buckets(name, width), f"{what} buckets({width})", mean_rtol=mean_rtol)
+            got_buckets, want_buckets = got.buckets(name, width), want.buckets(name, width)
+            _same_buckets(got_buckets, want_buckets, f"{what} buckets({width})", mean_rtol=mean_rtol)
 
 
 # -- the scenario: rows, and where blocks are cut ----------------------------------------------
@@ -236,46 +240,13 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     return Scenario(rows, held, [0, *sorted(inner), n], draw(st.integers(0, 2**16)))
 
 
-def one_group_per_metric_logs_nonfinite(rows: list[Row]) -> list[Row]:
-    """Keep NaN / ±Infinity of a metric only in the first key shape that logs one (steers
-    clear of the nonfinite-order bug, see the xfail below)."""
-    owner: dict[str, tuple[int, tuple[str, ...], int]] = {}
-    out = []
-    for row in rows:
-        values = dict(row.values)
-        for name, value in row.values.items():
-            if not math.isfinite(value):
-                if owner.setdefault(name, _group_key(row)) != _group_key(row):
-                    values[name] = 0.5
-        out.append(Row(row.kind, row.step, values, row.shape))
-    return out
-
-
-def starts_with_eval_before_relogged_train(rows: Sequence[Row], start: int, stop: int, lts: float) -> bool:
-    """Does block rows[start:stop], added after a store whose last train step is `lts`, hit
-    the eval-first truncation bug (see the xfail below)?"""
-    if start >= stop or rows[start].kind == TRAIN:
-        return False
-    first_train = next((row.step for row in rows[start:stop] if row.kind == TRAIN), None)
-    return first_train is not None and rows[start].step == first_train and first_train <= lts
-
-
-def run_scenario(case: Scenario, *, shuffle_groups: bool, avoid_known_bugs: bool) -> None:
-    rows = case.rows
-    if avoid_known_bugs:
-        rows = one_group_per_metric_logs_nonfinite(rows)
-    block = make_block(rows, shuffle_groups=random.Random(case.group_seed) if shuffle_groups else None)
+def run_scenario(case: Scenario) -> None:
+    block = make_block(case.rows, shuffle_groups=random.Random(case.group_seed))
     n = len(block)
 
     reference = MetricStore()
-    lts = [last_train_step(reference)]  # last train step after i rows, the reference way
     for record in block.records():
         reference.add(record)
-        lts.append(last_train_step(reference))
-
-    blocks_added = [(0, n), (case.held, n), *zip(case.cuts, case.cuts[1:])]
-    if avoid_known_bugs:
-        assume(not any(starts_with_eval_before_relogged_train(rows, a, b, lts[a]) for a, b in blocks_added))
 
     whole = MetricStore()
     whole.add_block(block)
@@ -288,37 +259,18 @@ def run_scenario(case: Scenario, *, shuffle_groups: bool, avoid_known_bugs: bool
     assert_same_state(held, reference, f"{case.held} rows held, then one block")
 
     pieces = MetricStore()
-    for start, stop in zip(case.cuts, case.cuts[1:]):
+    for start, stop in pairwise(case.cuts):
         pieces.add_block(slice_block(block, start, stop))
     assert_same_state(pieces, reference, f"blocks cut at {case.cuts}")
 
 
 # -- properties --------------------------------------------------------------------------------
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=scenarios())
 def test_add_block_leaves_the_store_as_adding_records_one_by_one(case: Scenario) -> None:
-    """Whole block, block on top of held rows, random sub-blocks: all equal `add` row by row
-    (inputs that hit the known bugs below are steered clear of)."""
-    run_scenario(case, shuffle_groups=False, avoid_known_bugs=True)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known add_block bugs (eval-first truncation, nonfinite row order, names order); "
-    "see the example xfails below",
-)
-@settings(
-    max_examples=300,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],  # xfail: no need to shrink
-    suppress_health_check=[HealthCheck.too_slow],
-)
-@given(case=scenarios())
-def test_add_block_equals_add_for_any_block_shapes_can_produce(case: Scenario) -> None:
-    """The contract with nothing steered clear of: groups in any order, NaN in any shape."""
-    run_scenario(case, shuffle_groups=True, avoid_known_bugs=False)
+    """Whole block, block on top of held rows, random sub-blocks, groups in any order, NaN
+    and ±Infinity in any shape: all equal `add` row by row."""
+    run_scenario(case)
 
 
 # -- examples ----------------------------------------------------------------------------------
@@ -355,7 +307,12 @@ def test_block_relogging_a_step_mid_block_truncates_like_add() -> None:
 
 
 def test_eval_row_for_a_step_holding_an_eval_row_replaces_it() -> None:
-    held = [*train_rows(1), Row(EVAL, 1.0, {"eval_loss": 0.5}), *train_rows(2), Row(EVAL, 2.0, {"eval_loss": NAN})]
+    held = [
+        *train_rows(1),
+        Row(EVAL, 1.0, {"eval_loss": 0.5}),
+        *train_rows(2),
+        Row(EVAL, 2.0, {"eval_loss": NAN}),
+    ]
     block = block_of(Row(EVAL, 2.0, {"eval_loss": 0.3, "reward": 1.0}), *train_rows(3))
     store = store_of(*held)
     store.add_block(block)
@@ -372,7 +329,12 @@ def test_eval_row_for_a_step_holding_an_eval_row_replaces_it() -> None:
 
 
 def test_eval_row_repeated_inside_one_block_keeps_the_newer() -> None:
-    block = block_of(*train_rows(1, 2), Row(EVAL, 2.0, {"eval_loss": 0.8}), Row(EVAL, 2.0, {"eval_loss": 0.6}), *train_rows(3))
+    block = block_of(
+        *train_rows(1, 2),
+        Row(EVAL, 2.0, {"eval_loss": 0.8}),
+        Row(EVAL, 2.0, {"eval_loss": 0.6}),
+        *train_rows(3),
+    )
     store = MetricStore()
     store.add_block(block)
     assert_same_state(store, store_of(*block_rows(block)), "eval twice in a block")
@@ -431,7 +393,7 @@ def test_long_blocks_match_add_in_block_summary_buckets(seed: int) -> None:
             step = max(1, step - int(rng.integers(1, 300)))  # a resume
         value = float(rng.normal())
         if rng.random() < 0.02:
-            value = NAN  # not ±Infinity: see the rebuild_blocks xfail
+            value = NAN if rng.random() < 0.5 else INF
         name = "loss" if kind == TRAIN else "eval_loss"
         rows.append(Row(kind, float(step), {name: value, "kl": float(rng.random())}))
     block = make_block(rows)
@@ -439,20 +401,14 @@ def test_long_blocks_match_add_in_block_summary_buckets(seed: int) -> None:
     cuts = [0, *sorted(rng.integers(0, n, size=5).tolist()), n]
     whole, pieces = MetricStore(), MetricStore()
     whole.add_block(block)
-    for start, stop in zip(cuts, cuts[1:]):
+    for start, stop in pairwise(cuts):
         pieces.add_block(slice_block(block, start, stop))
     assert len(reference) >= 2 * BLOCK  # the width-1 buckets come from block summaries
     assert_same_state(whole, reference, "long block", mean_rtol=1e-12)
     assert_same_state(pieces, reference, "long block in pieces", mean_rtol=1e-12)
 
 
-# -- known bugs (strict xfails: each passes once its bug is fixed) -------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="add_block truncates for the block's first train step before adding the eval/end "
-    "rows in front of it (steps[0] == first_train), so those rows survive; add one by one "
-    "lets the train row truncate them",
-)
+# -- bugs the property found (fixed): regressions ---------------------------------------------
 def test_block_starting_with_eval_for_a_relogged_train_step_matches_add() -> None:
     held = train_rows(1, 2, 3, 4, 5, 6, 7)
     block = block_of(Row(EVAL, 5.0, {"eval_loss": 1.0}), Row(TRAIN, 5.0, {"loss": 9.0}))
@@ -463,12 +419,6 @@ def test_block_starting_with_eval_for_a_relogged_train_step_matches_add() -> Non
     assert_same_state(store, reference, "eval first, then a re-logged train step")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_Column.put_many extends nonfinite_rows group by group, not in row order, so "
-    "nonfinite_steps comes out of order and latest() (which takes nonfinite_rows[-1]) "
-    "misses the newest NaN/inf when one metric is logged by two key shapes",
-)
 def test_nonfinite_values_of_one_metric_in_two_shapes_keep_row_order() -> None:
     block = RowBlock(
         np.zeros(3, np.uint8),
@@ -484,12 +434,6 @@ def test_nonfinite_values_of_one_metric_in_two_shapes_keep_row_order() -> None:
     assert store.nonfinite_steps("x").tolist() == [2.0, 3.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_append_rows creates columns in group order, so names() is not in order of first "
-    "appearance when a block's groups are not in first-row order (shapes.py's "
-    "_split_by_keys gives such blocks)",
-)
 def test_names_keep_first_appearance_order_whatever_the_group_order() -> None:
     block = RowBlock(
         np.zeros(2, np.uint8),
@@ -504,35 +448,11 @@ def test_names_keep_first_appearance_order_whatever_the_group_order() -> None:
     assert store.names() == ["b", "a"]  # what add() of block.records() gives
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="block summaries from add_block (rebuild_blocks: numpy pairwise sum) and from add "
-    "(put: running +=) sum in a different order, so long-run bucket means differ in the "
-    "last bits",
-)
-def test_long_run_bucket_means_are_bit_identical() -> None:
-    n = 4 * BLOCK
-    values = np.random.default_rng(0).normal(size=n)
-    block = RowBlock(np.zeros(n, np.uint8), np.arange(1.0, n + 1), [ColumnGroup(np.arange(n), ("x",), {}, values.reshape(-1, 1))])
-    store = MetricStore()
-    store.add_block(block)
-    reference = MetricStore()
-    for record in block.records():
-        reference.add(record)
-    _same_arrays(store.buckets("x", 2).mean, reference.buckets("x", 2).mean, "bucket means")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="_Column.rebuild_blocks takes min/max with np.fmin/np.fmax, which skip NaN but not "
-    "±Infinity, so a logged inf becomes a long run's bucket max (-inf its min); put() keeps "
-    "only finite values. add_block always rebuilds; add does after a truncation",
-)
 def test_long_run_bucket_min_max_ignore_logged_infinity() -> None:
     n = 2 * BLOCK
     values = np.ones(n)
     values[:2] = [INF, -INF]
-    block = RowBlock(np.zeros(n, np.uint8), np.arange(1.0, n + 1), [ColumnGroup(np.arange(n), ("x",), {}, values.reshape(-1, 1))])
+    block = one_column_block(values)
     reference = MetricStore()
     for record in block.records():
         reference.add(record)

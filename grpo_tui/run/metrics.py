@@ -8,12 +8,13 @@ the run is, and never loops over history in Python.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.sources.records import LineKind, Record, RowBlock
+from grpo_tui.sources.records import ColumnGroup, LineKind, Record, RowBlock
 
 #: rows summarised per block; 256 keeps the summaries at ~2% of the column's memory
 BLOCK = 256
@@ -100,7 +101,7 @@ class _Column:
         self.values[row] = value
         self.logged_count += 1
         if not math.isfinite(value):
-            self.nonfinite_rows.append(row)
+            bisect.insort(self.nonfinite_rows, row)  # kept in row order: latest() takes the last
             return
         b = row // BLOCK
         self.blk_min[b] = value if not self.blk_count[b] else min(self.blk_min[b], value)
@@ -120,7 +121,11 @@ class _Column:
         self.finite_count += n_finite
         self.logged_count += int(values.shape[0])
         if n_finite < values.shape[0]:
-            self.nonfinite_rows.extend(rows[~finite].tolist())
+            added = rows[~finite].tolist()  # increasing: a group's rows are
+            in_order = not self.nonfinite_rows or self.nonfinite_rows[-1] < added[0]
+            self.nonfinite_rows.extend(added)
+            if not in_order:  # another group of the same block logged it on earlier rows
+                self.nonfinite_rows.sort()
         if n_finite:
             self.last_row = max(self.last_row, int(rows[finite].max()))
 
@@ -134,9 +139,9 @@ class _Column:
         finite = np.isfinite(seg)
         count = finite.sum(axis=1)
         self.blk_count[b0:b1] = count
-        with np.errstate(invalid="ignore"):
-            self.blk_min[b0:b1] = np.where(count > 0, np.fmin.reduce(seg, axis=1), np.nan)
-            self.blk_max[b0:b1] = np.where(count > 0, np.fmax.reduce(seg, axis=1), np.nan)
+        # summaries are of finite values only (a logged ±inf is kept apart, as in `put`)
+        self.blk_min[b0:b1] = np.where(count > 0, np.where(finite, seg, np.inf).min(axis=1), np.nan)
+        self.blk_max[b0:b1] = np.where(count > 0, np.where(finite, seg, -np.inf).max(axis=1), np.nan)
         self.blk_sum[b0:b1] = np.where(finite, seg, 0.0).sum(axis=1)
         last = BLOCK - 1 - np.argmax(finite[:, ::-1], axis=1)
         self.blk_last[b0:b1] = np.where(count > 0, b0 * BLOCK + np.arange(b1 - b0) * BLOCK + last, -1)
@@ -155,6 +160,10 @@ class _Column:
         if start <= self.last_row < stop:
             finite_rows = np.flatnonzero(np.isfinite(self.values[:start]))
             self.last_row = int(finite_rows[-1]) if finite_rows.size else -1
+
+
+def _first_row(group: ColumnGroup) -> int:
+    return int(group.rows[0]) if group.rows.shape[0] else -1
 
 
 class MetricStore:
@@ -209,12 +218,10 @@ class MetricStore:
         if n_rows == 0:
             return
         kinds, steps = block.kinds, block.steps
-        train = kinds == LineKind.TRAIN
-        if train.any():
-            first_train = float(steps[np.argmax(train)])
-            if first_train <= self._last_train_step and steps[0] == first_train:
-                # a restarted or resumed run: newer records of these steps win
-                self._truncate(int(np.searchsorted(self._steps[: self._n], first_train, side="left")))
+        if kinds[0] == LineKind.TRAIN and steps[0] <= self._last_train_step:
+            # a restarted or resumed run: newer records of these steps win (what `add` of
+            # this first row would do, done once for the block)
+            self._truncate(int(np.searchsorted(self._steps[: self._n], float(steps[0]), side="left")))
         start = 0
         while start < n_rows:
             stop = start + self._appendable(kinds[start:], steps[start:])
@@ -281,7 +288,8 @@ class MetricStore:
         self._n = r1
         touched: set[str] = set()
         whole = start == 0 and stop == len(block)
-        for group in block.groups:
+        # groups by their first row: new columns appear in the order their lines came
+        for group in sorted(block.groups, key=_first_row):
             rows, values = group.rows, group.values
             if not whole:
                 inside = (rows >= start) & (rows < stop)

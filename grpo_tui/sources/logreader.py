@@ -9,6 +9,7 @@ version hints carry over from chunk to chunk.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
@@ -76,7 +77,7 @@ class LogReader:
             filled = steps.tolist()
             last = self.last_step
             for i, (kind, step) in enumerate(zip(kinds.tolist(), filled)):
-                if step != step:  # NaN: no step key: an eval/end line belongs to the step
+                if math.isnan(step):  # no step key: an eval/end line belongs to the step
                     # before it; a train line without one (generic logs) is counted
                     step = last + 1 if kind == LineKind.TRAIN else last
                     filled[i] = step

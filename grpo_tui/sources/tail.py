@@ -19,7 +19,7 @@ files inside the run directory. Nothing is ever written, locked or created.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 #: bytes before the offset remembered to notice an in-place rewrite

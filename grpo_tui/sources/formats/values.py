@@ -10,6 +10,7 @@ cannot vouch for every value, so both always give the same numbers (a test check
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ _DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 #: answers for percentage strings seen before: they change every few steps, so the cache
 #: is small; cleared when it grows past the limit anyway
 _PERCENTAGES: dict[str, float] = {}
+_LARGEST_FLOAT = int(sys.float_info.max)
 _CACHE_LIMIT = 100_000
 
 
@@ -52,18 +54,23 @@ def parse_percentage(text: str) -> float | None:
 
 
 def parse_fraction(value: Any) -> tuple[int, int | None] | None:
-    """"12/500" → (12, 500); an int → (int, None)."""
+    """"12/500" → (12, 500); an int → (int, None). None for anything else, and for a
+    number no float can hold (steps are stored as floats)."""
     if value.__class__ is str:
         head, sep, tail = value.partition("/")
         try:
-            return int(head), (int(tail) if sep else None)
+            parsed = int(head), (int(tail) if sep else None)
         except ValueError:
             return None
-    if value.__class__ is int:
-        return value, None
-    if value.__class__ is float and math.isfinite(value):
-        return int(value), None
-    return None
+    elif value.__class__ is int:
+        parsed = value, None
+    elif value.__class__ is float and math.isfinite(value):
+        parsed = int(value), None
+    else:
+        return None
+    if abs(parsed[0]) > _LARGEST_FLOAT or (parsed[1] is not None and abs(parsed[1]) > _LARGEST_FLOAT):
+        return None
+    return parsed
 
 
 def _all_strings(values: Sequence[Any]) -> bool:
@@ -181,6 +188,10 @@ def duration_column(values: Sequence[Any]) -> np.ndarray:
     if not (unit_seconds > 0).all() or not ((buf[after] == _SPACE) | (buf[after] == 0)).all():
         return _each(parse_duration, values)
     seconds = numbers * unit_seconds
+    if seconds.sum() >= 2.0**53:
+        # sums this big round differently part by part than fsum does (never in a real log)
+        return _each(parse_duration, values)
+    # (bincount of no weights at all is int: all-empty values)
     return np.bincount(column.value_of(starts), weights=seconds, minlength=column.n).astype(np.float64)
 
 
@@ -196,7 +207,10 @@ def fraction_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     n = len(values)
     kinds = set(map(type, values))
     if n and kinds == {int}:
-        return np.array(values, dtype=np.float64), np.full(n, np.nan)
+        try:
+            return np.array(values, dtype=np.float64), np.full(n, np.nan)
+        except OverflowError:
+            pass  # a step no float can hold: value by value below
     column = _Bytes.of(values) if kinds == {str} else None
     if column is not None and column.only(b"/"):
         slashes = np.flatnonzero(column.buf == _SLASH)
