@@ -1,12 +1,15 @@
 """Metric log lines → matrices, grouped by key shape: the reading hot path.
 
 A backfill can be 100 000 lines, so on the usual path no Python code runs per line: lines
-are parsed a slice at a time with `map(orjson.loads, …)`, grouped by key count, and each
-group is read with its plan's getters and `struct` packer in C-level maps. The getters
-double as the shape check: a group's lines have as many keys as its first line, so a line
-they all accept has exactly that key set; a `KeyError` splits the group by exact key tuples
-instead. A value that is not a number (the packer refuses it) sends that line through a
-plan made from its own types. Progress strings are parsed a column at a time.
+are parsed a slice at a time with `map(orjson.loads, …)`, grouped by key count and first
+key, and each group is read with its plan's getters and `struct` packer in C-level maps.
+The getters double as the shape check: a group's lines have as many keys as its first
+line, so a line they all accept has exactly that key set; a `KeyError` splits the group by
+exact key tuples instead. A line whose values take other roles than in the plan's line (a
+number key holding null, a null key holding a number: the packer refuses it, or a type
+check per column says so) goes through a plan made from its own types, so every line reads
+as if it were read alone (tests/test_shapes.py holds the fast path to that). Progress
+strings are parsed a column at a time (formats/values.py).
 
 Steps a line does not name (an eval line without a step key, a generic log without any)
 are left NaN here: they depend on the lines before, which another process may be reading
@@ -172,7 +175,7 @@ class ShapeStacker:
                 pos = failed + 1
                 continue
             break
-        if set(map(type, objs)) != {dict}:
+        if objs and set(map(type, objs)) != {dict}:
             # valid JSON that is not an object (a list, a number) is a bad line too. Rare:
             # redo the slice line by line to know each one's line number
             del self.bad_lines[bad_before:]
