@@ -461,3 +461,19 @@ def test_long_run_bucket_min_max_ignore_logged_infinity() -> None:
     store.add_block(block)
     buckets = store.buckets("x", 1)
     assert (buckets.min.tolist(), buckets.max.tolist()) == ([1.0], [1.0])
+
+
+def test_resume_after_a_late_eval_line_drops_the_stretch_from_the_step_on() -> None:
+    """Steps are not always in row order (an eval line for an earlier step can come late):
+    re-logging train step 1 drops the first row at or past step 1 and everything after it,
+    through `add` and `add_block` alike (found by the property test: bisecting unsorted
+    steps cut in different places)."""
+    held = [*train_rows(0, 1), Row(EVAL, 0.0, {"eval_loss": 0.5}), Row(EVAL, 1.0, {"eval_loss": 0.4})]
+    block = block_of(*train_rows(1))
+    store = store_of(*held)
+    store.add_block(block)
+    reference = store_of(*held, *block_rows(block))
+    assert_same_state(store, reference, "resume after a late eval line")
+    assert store.steps.tolist() == [0.0, 1.0]
+    assert store.kinds.tolist() == [TRAIN, TRAIN]
+    assert store.replaced_rows == 3

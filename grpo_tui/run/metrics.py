@@ -171,8 +171,9 @@ class MetricStore:
 
     Adding a record follows the "newer record of a step wins" rule: a train record whose
     step is not after the last train step (a resumed or restarted run re-logging steps)
-    drops every row from that step on, so no step counts twice and steps stay in order;
-    an eval or end record for a step that already has one of its kind replaces it.
+    drops the first row at or past that step and every row after it (the abandoned
+    stretch), so no step counts twice; an eval or end record for a step that already has
+    one of its kind replaces it.
     """
 
     def __init__(self) -> None:
@@ -192,8 +193,7 @@ class MetricStore:
         step = float(record.step)
         kind = int(record.kind)
         if record.kind == LineKind.TRAIN and step <= self._last_train_step:
-            cut = int(np.searchsorted(self._steps[: self._n], step, side="left"))
-            self._truncate(cut)
+            self._truncate(self._first_row_from(step))
         else:
             existing = self._find_row(kind, step)
             if existing is not None:
@@ -221,7 +221,7 @@ class MetricStore:
         if kinds[0] == LineKind.TRAIN and steps[0] <= self._last_train_step:
             # a restarted or resumed run: newer records of these steps win (what `add` of
             # this first row would do, done once for the block)
-            self._truncate(int(np.searchsorted(self._steps[: self._n], float(steps[0]), side="left")))
+            self._truncate(self._first_row_from(float(steps[0])))
         start = 0
         while start < n_rows:
             stop = start + self._appendable(kinds[start:], steps[start:])
@@ -265,6 +265,13 @@ class MetricStore:
             if clash.size:
                 ends.append(int(clash[0]))
         return min(ends)
+
+    def _first_row_from(self, step: float) -> int:
+        """The first row (in the order rows came) at or past `step`: a re-logged train step
+        drops it and everything after. Rows are not always in step order (an eval line can
+        come late), so this scans rather than bisects; it runs only when a run resumes."""
+        at = np.flatnonzero(self._steps[: self._n] >= step)
+        return int(at[0]) if at.size else self._n
 
     def _find_row(self, kind: int, step: float) -> int | None:
         """The stored row of (kind, step), if any (a scan: only on the slow path)."""
@@ -417,12 +424,12 @@ class MetricStore:
         column = self._columns.get(name)
         if column is None:
             return Points(np.empty(0), np.empty(0))
-        start = 0
-        if since_step is not None:
-            start = int(np.searchsorted(self._steps[: self._n], since_step, side="left"))
-        vals = column.values[start : self._n]
+        vals = column.values[: self._n]
+        steps = self._steps[: self._n]
         mask = np.isfinite(vals)
-        return Points(self._steps[start : self._n][mask], vals[mask])
+        if since_step is not None:
+            mask &= steps >= since_step  # rows are not always in step order: no bisecting
+        return Points(steps[mask], vals[mask])
 
     def window(self, name: str, n_points: int) -> Points:
         """The last `n_points` finite points, scanning back from the end in chunks so a
