@@ -262,6 +262,24 @@ def test_live_appends_arrive_in_order(tmp_path: Path) -> None:
     assert run.store.points("reward").steps.tolist() == [1, 2, 4, 6]
 
 
+def test_backlog_is_reported_until_the_history_is_read(tmp_path: Path) -> None:
+    """The feed says how much of the log it has read while reads stop at their budget,
+    and nothing once it has caught up (the header shows it as READING HISTORY)."""
+    path = tmp_path / "logging.jsonl"
+    shutil.copy(RUN1, path)
+    size = path.stat().st_size
+    follower = RunFollower(path)
+    seen: list[tuple[int, int] | None] = []
+    while True:
+        update = follower.read(time_budget=0.0, chunk_bytes=1500)
+        seen.append(update.status.backlog)
+        if not update.more:
+            break
+    assert seen[0] is not None and seen[0][1] == size and 0 < seen[0][0] < size
+    assert all(b is not None and b[0] < size for b in seen[:-1])
+    assert seen[-1] is None
+
+
 def test_inspect_json_document(tmp_path: Path) -> None:
     make_run_dir(tmp_path, "v0-20261202-132949", RUN1, {"num_iterations": 1, "beta": 0.04})
     data = inspect_data(load_run(tmp_path))

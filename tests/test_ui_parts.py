@@ -157,6 +157,18 @@ def test_header_view_words() -> None:
     assert header_view(run, 1000, paused=True).paused
 
 
+def test_header_says_history_is_being_read() -> None:
+    """While the log's history is read, the step shown is not where the run is: the badge
+    says so, with how far the reading got."""
+    run = _run_with_elapsed([0, 30, 60], data_time=1000.0)
+    run.reading = (25 << 20, 100 << 20)
+    view = header_view(run, 1000 + 5)
+    assert view.state is RunState.READING
+    assert view.state_label == "READING HISTORY 25%"
+    run.reading = None
+    assert header_view(run, 1000 + 5).state is RunState.LIVE
+
+
 # -- metric order and filter -------------------------------------------------------------
 
 

@@ -62,6 +62,8 @@ class Run:
     version_hints: list[str] = field(default_factory=list)
     #: what is being waited for (a file or directory that does not exist yet), or None
     waiting_for: str | None = None
+    #: (bytes read, bytes in the file) while the metrics log's history is being read
+    reading: tuple[int, int] | None = None
     #: bumped on every ingest that changed something, so views can skip redraws
     version: int = 0
     _max_steps: int | None = None
@@ -75,6 +77,7 @@ class Run:
         self.followed = list(status.followed)
         self.version_hints = list(status.version_hints)
         self.waiting_for = status.waiting_for
+        self.reading = status.backlog
         if status.data_time is not None:
             self.last_data_time = status.data_time
         if update.samples is not None:

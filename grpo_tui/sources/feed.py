@@ -53,6 +53,9 @@ class FeedStatus:
     completions_file: Path | None = None
     #: mtime of the newest metrics data read
     data_time: float | None = None
+    #: (bytes read, bytes in the file) while the metrics log holds more than one read
+    #: takes (its history is being read); None once caught up
+    backlog: tuple[int, int] | None = None
 
     def snapshot(self) -> FeedStatus:
         """A copy another thread can keep while the feed goes on changing this one."""
@@ -181,6 +184,7 @@ class RunFeed:
         if tail is None or reader is None:
             return False
         chunk = tail.poll(max_bytes)
+        self.status.backlog = (tail.offset, tail.size) if chunk.more else None
         if not tail.exists:
             return False
         if self.status.waiting_for is not None:

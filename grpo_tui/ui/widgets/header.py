@@ -31,6 +31,8 @@ _SEP = " · "
 
 class RunState(Enum):
     WAITING = "waiting"
+    #: the log's history is still being read: the step shown is not the run's yet
+    READING = "reading"
     LIVE = "live"
     STALLED = "stalled"
     FINISHED = "finished"
@@ -84,7 +86,11 @@ def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
     state, age = run_state(run, now)
     progress = run.progress()
     interval = run.usual_interval()
-    if state is RunState.FINISHED:
+    if run.reading is not None:
+        done, total = run.reading
+        state = RunState.READING
+        state_label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
+    elif state is RunState.FINISHED:
         state_label = "FINISHED"
     elif state is RunState.STALLED:
         usual = f", usually every {format_duration(interval)}" if interval is not None else ""
