@@ -264,6 +264,18 @@ def run_scenario(case: Scenario) -> None:
     assert_same_state(pieces, reference, f"blocks cut at {case.cuts}")
 
 
+def added_like_add(held: Sequence[Row], block: RowBlock, label: str) -> MetricStore:
+    """A store holding `held` (added one by one) takes `block` with `add_block`; checked
+    against adding the block's records one by one. Returns the store."""
+    store = store_of(*held)
+    store.add_block(block)
+    reference = store_of(*held)
+    for record in block.records():
+        reference.add(record)
+    assert_same_state(store, reference, label)
+    return store
+
+
 # -- properties --------------------------------------------------------------------------------
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=scenarios())
@@ -282,12 +294,7 @@ def test_block_whose_first_train_step_relogs_an_earlier_step_truncates_like_add(
         Row(EVAL, 5.0, {"eval_loss": 0.7}),
         Row(TRAIN, 6.0, {"loss": 6.6}),
     )
-    store = store_of(*held)
-    store.add_block(resumed)
-    reference = store_of(*held)
-    for record in resumed.records():
-        reference.add(record)
-    assert_same_state(store, reference, "resumed block")
+    store = added_like_add(held, resumed, "resumed block")
     assert store.steps.tolist() == [1, 2, 3, 3, 4, 5, 5, 6]
     assert store.kinds.tolist() == [TRAIN, TRAIN, TRAIN, EVAL, TRAIN, TRAIN, EVAL, TRAIN]
     assert store.replaced_rows == 3
@@ -314,12 +321,7 @@ def test_eval_row_for_a_step_holding_an_eval_row_replaces_it() -> None:
         Row(EVAL, 2.0, {"eval_loss": NAN}),
     ]
     block = block_of(Row(EVAL, 2.0, {"eval_loss": 0.3, "reward": 1.0}), *train_rows(3))
-    store = store_of(*held)
-    store.add_block(block)
-    reference = store_of(*held)
-    for record in block.records():
-        reference.add(record)
-    assert_same_state(store, reference, "eval replaced")
+    store = added_like_add(held, block, "eval replaced")
     assert store.steps.tolist() == [1, 1, 2, 2, 3]
     assert store.kinds.tolist() == [TRAIN, EVAL, TRAIN, EVAL, TRAIN]
     assert store.column("eval_loss").tolist()[3] == 0.3
@@ -345,12 +347,7 @@ def test_eval_row_repeated_inside_one_block_keeps_the_newer() -> None:
 def test_block_starting_with_eval_for_the_last_stored_train_step_appends() -> None:
     held = train_rows(1, 2, 3, 4, 5)
     block = block_of(Row(EVAL, 5.0, {"eval_loss": 0.4}), *train_rows(6, 7))
-    store = store_of(*held)
-    store.add_block(block)
-    reference = store_of(*held)
-    for record in block.records():
-        reference.add(record)
-    assert_same_state(store, reference, "eval for the last train step")
+    store = added_like_add(held, block, "eval for the last train step")
     assert store.steps.tolist() == [1, 2, 3, 4, 5, 5, 6, 7]
     assert store.kinds.tolist()[5] == EVAL
     assert store.replaced_rows == 0
@@ -359,12 +356,7 @@ def test_block_starting_with_eval_for_the_last_stored_train_step_appends() -> No
 def test_block_starting_with_eval_for_a_stored_eval_step_replaces_it() -> None:
     held = [*train_rows(1, 2, 3), Row(EVAL, 3.0, {"eval_loss": 0.9})]
     block = block_of(Row(EVAL, 3.0, {"eval_loss": 0.2}), *train_rows(4))
-    store = store_of(*held)
-    store.add_block(block)
-    reference = store_of(*held)
-    for record in block.records():
-        reference.add(record)
-    assert_same_state(store, reference, "eval re-logged first in a block")
+    store = added_like_add(held, block, "eval re-logged first in a block")
     assert store.steps.tolist() == [1, 2, 3, 3, 4]
     assert store.last("eval_loss") == (3.0, 0.2)
 
@@ -469,11 +461,7 @@ def test_resume_after_a_late_eval_line_drops_the_stretch_from_the_step_on() -> N
     through `add` and `add_block` alike (found by the property test: bisecting unsorted
     steps cut in different places)."""
     held = [*train_rows(0, 1), Row(EVAL, 0.0, {"eval_loss": 0.5}), Row(EVAL, 1.0, {"eval_loss": 0.4})]
-    block = block_of(*train_rows(1))
-    store = store_of(*held)
-    store.add_block(block)
-    reference = store_of(*held, *block_rows(block))
-    assert_same_state(store, reference, "resume after a late eval line")
+    store = added_like_add(held, block_of(*train_rows(1)), "resume after a late eval line")
     assert store.steps.tolist() == [0.0, 1.0]
     assert store.kinds.tolist() == [TRAIN, TRAIN]
     assert store.replaced_rows == 3
