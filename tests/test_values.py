@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grpo_tui.sim import format_time  # what ms-swift writes, as the simulator writes it
 from grpo_tui.sources.formats import values as values_module
 from grpo_tui.sources.formats.values import (
     duration_column,
@@ -88,20 +89,6 @@ def assert_fraction_column_agrees(values: Sequence[Any]) -> None:
     steps, maxes = fraction_column(list(values))
     assert mismatches(steps, [step for step, _ in answers], values) == []
     assert mismatches(maxes, [top for _, top in answers], values) == []
-
-
-def format_time(seconds: int) -> str:
-    """ms-swift's `format_time`: "{d}d {h}h {m}m {s}s", leading zero units dropped."""
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h {minutes}m {secs}s"
-    if hours:
-        return f"{hours}h {minutes}m {secs}s"
-    if minutes:
-        return f"{minutes}m {secs}s"
-    return f"{secs}s"
 
 
 #: 1000 well-formed values of each kind, as a long training run writes them
