@@ -19,7 +19,7 @@ import numpy as np
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.helper import parse_in_parts
 from grpo_tui.sources.records import Batch, LineKind, RowBlock
-from grpo_tui.sources.shapes import SLICE_LINES, Part, ShapeStacker, read_part
+from grpo_tui.sources.shapes import Part, ShapeStacker, read_part
 
 
 class LogReader:
@@ -49,9 +49,8 @@ class LogReader:
     def read_objects(self, items: Iterable[tuple[int, Mapping[str, Any]]]) -> Batch:
         """Already parsed log dicts (log_history items) → a Batch."""
         stacker = ShapeStacker(self.adapter, self.origin)
-        objs = [obj for _, obj in items]
-        for start in range(0, len(objs), SLICE_LINES):
-            stacker.add(objs[start : start + SLICE_LINES])
+        # already in memory: no slicing needed (slices only keep parsed lines short-lived)
+        stacker.add([obj for _, obj in items])
         return self._settle([stacker.finish()])
 
     def _settle(self, parts: list[Part]) -> Batch:
