@@ -26,6 +26,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.health.trends import ZONE_NAMES
 from grpo_tui.numbers import format_duration, format_step, format_value
 from grpo_tui.run.live import Run
+from grpo_tui.run.state import RunState, run_state
 from grpo_tui.sources.records import LineKind
 
 #: exit codes of `check`
@@ -109,7 +110,9 @@ def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) 
 
 
 def run_line(run: Run, *, now: float | None = None) -> Text:
-    """framework · step / max (%) · finished or live · last data age · bad lines."""
+    """framework · step / max (%) · state (the header's: live, stalled, finished, ...) ·
+    last data age · bad lines."""
+    now = time.time() if now is None else now
     progress = run.progress()
     parts = [run.framework or "unknown format"]
     step = f"step {format_step(progress.step) if progress.step is not None else '?'}"
@@ -118,11 +121,16 @@ def run_line(run: Run, *, now: float | None = None) -> Text:
     if progress.fraction is not None:
         step += f" ({100 * progress.fraction:.0f}%)"
     parts.append(step)
-    parts.append("finished" if run.finished else "live")
+    state, age = run_state(run, now)
+    if state is RunState.STALLED:
+        interval = run.usual_interval()
+        usual = f", usually every {format_duration(interval)}" if interval is not None else ""
+        parts.append(f"stalled: no data for {format_duration(age or 0.0)}{usual}")
+    else:
+        parts.append(state.value)
     if run.waiting_for:
         parts.append(f"waiting for {run.waiting_for}")
-    age = run.data_age(time.time() if now is None else now)
-    if age is not None:
+    if age is not None and state is not RunState.STALLED:
         parts.append(f"last data {format_duration(age)} ago")
     if run.bad_line_count:
         parts.append(f"{run.bad_line_count} bad line(s)")
@@ -296,8 +304,9 @@ def _evidence_json(evidence: Evidence) -> dict[str, Any]:
     }
 
 
-def diagnosis_to_json(run: Run, diagnosis: Diagnosis) -> dict[str, Any]:
+def diagnosis_to_json(run: Run, diagnosis: Diagnosis, *, now: float | None = None) -> dict[str, Any]:
     """The diagnosis as plain JSON data (NaN and ±Inf become null)."""
+    state, age = run_state(run, time.time() if now is None else now)
     store = run.store
     steps = store.steps
     train_rows = int(np.count_nonzero(store.kinds == LineKind.TRAIN))
@@ -336,5 +345,8 @@ def diagnosis_to_json(run: Run, diagnosis: Diagnosis) -> dict[str, Any]:
             },
             "max_steps": run.max_steps,
             "finished": run.finished,
+            #: live, stalled, finished, waiting (see run/state.py)
+            "state": state.value,
+            "data_age_s": _json_float(age),
         },
     }

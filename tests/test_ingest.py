@@ -238,6 +238,62 @@ def test_trl_trainer_state_directory(tmp_path: Path) -> None:
     assert "rewards/format_reward/mean" in run.store
 
 
+def _trl_checkpoint_and_top(tmp_path: Path) -> dict:
+    """A TRL output dir as a finished run leaves it: checkpoint-6 saved at the last step
+    (its history stops before the train_runtime item), then the top trainer_state.json
+    from `trainer.save_state()` with the whole history."""
+    document = json.loads((TRL / "local-run-trl1.16.0-tf5.20.0_trainer_state.json").read_text())
+    assert "train_runtime" in document["log_history"][-1]
+    (tmp_path / "checkpoint-6").mkdir()
+    checkpoint = dict(document, log_history=document["log_history"][:-1])
+    (tmp_path / "checkpoint-6" / "trainer_state.json").write_text(json.dumps(checkpoint))
+    (tmp_path / "trainer_state.json").write_text(json.dumps(document))
+    return document
+
+
+def test_trl_top_trainer_state_written_after_the_last_checkpoint_is_read(tmp_path: Path) -> None:
+    _trl_checkpoint_and_top(tmp_path)
+    checkpoint_time = (tmp_path / "checkpoint-6" / "trainer_state.json").stat().st_mtime
+    os.utime(tmp_path / "trainer_state.json", (checkpoint_time + 5, checkpoint_time + 5))
+    run = load_run(tmp_path)
+    assert run.followed == [str(tmp_path / "trainer_state.json")]
+    assert run.line_counts["end"] == 1
+    assert run.finished, "the train_runtime item says training ended"
+
+
+def test_trl_top_trainer_state_older_than_the_checkpoints_is_a_previous_runs(tmp_path: Path) -> None:
+    _trl_checkpoint_and_top(tmp_path)
+    checkpoint_time = (tmp_path / "checkpoint-6" / "trainer_state.json").stat().st_mtime
+    os.utime(tmp_path / "trainer_state.json", (checkpoint_time - 600, checkpoint_time - 600))
+    run = load_run(tmp_path)
+    assert run.followed == [str(tmp_path / "checkpoint-6" / "trainer_state.json")]
+    assert run.line_counts["end"] == 0
+    assert not run.finished
+
+
+def test_end_line_finishes_and_a_train_line_after_it_makes_the_run_live_again(tmp_path: Path) -> None:
+    lines = RUN1.read_bytes().splitlines(keepends=True)
+    end_line = next(i for i, line in enumerate(lines) if b'"train_runtime"' in line)
+    path = tmp_path / "logging.jsonl"
+    path.write_bytes(b"".join(lines[:end_line]))
+    follower = RunFollower(path)
+    run = Run(path)
+    run.apply(follower.read())
+    assert not run.finished
+    with path.open("ab") as f:
+        f.write(lines[end_line])  # the end-of-train line alone, before the summary line
+    run.apply(follower.read())
+    assert run.finished
+    # the run is resumed and logs on (say, a longer max_steps): it is live again
+    resumed = json.loads(lines[0])
+    resumed["global_step/max_steps"] = "7/12"
+    with path.open("ab") as f:
+        f.write(json.dumps(resumed).encode() + b"\n")
+    run.apply(follower.read())
+    assert not run.finished
+    assert run.store.last_step() == 7
+
+
 def test_reading_changes_nothing_in_the_run_dir(tmp_path: Path) -> None:
     run_dir = make_run_dir(tmp_path, "v0-20261202-132949", RUN1, {"num_iterations": 1})
     before = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in run_dir.rglob("*")}

@@ -204,12 +204,32 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
         {"id", "question", "answer", "evidence"}
     ] * 8
     assert all(set(m) == {"zone", "last", "trend"} for m in data["metrics"].values())
+    age = data["run"].pop("data_age_s")
+    assert isinstance(age, float) and age >= 0
     assert data["run"] == {
         "framework": "ms-swift",
         "steps": {"first": 1, "last": 300, "count": 61},
         "max_steps": 300,
         "finished": True,
+        "state": "finished",
     }
+
+
+def test_check_says_a_run_with_no_new_data_for_long_is_stalled(tmp_path: Path) -> None:
+    """What the header shows as STALLED, a cron job reads too (human and JSON)."""
+    run = load_run(FIXTURES / "ms-swift" / "ms-swift-issue-4465_grpo-v3.5_nan.jsonl")
+    assert run.last_data_time is not None
+    later = run.last_data_time + 3 * 3600
+    out = io.StringIO()
+    Console(file=out, width=80, no_color=True).print(render_check(run, diagnose(run, RULES), RULES, now=later))
+    first_lines = out.getvalue().splitlines()[:3]
+    assert any("stalled: no data for 3h00m" in line for line in first_lines), first_lines
+    data = diagnosis_to_json(run, diagnose(run, RULES), now=later)
+    assert data["run"]["state"] == "stalled"
+    assert data["run"]["data_age_s"] == pytest.approx(3 * 3600)
+    # a minute after its last line the same run is live
+    data = diagnosis_to_json(run, diagnose(run, RULES), now=run.last_data_time + 60)
+    assert data["run"]["state"] == "live"
 
 
 def test_json_has_no_nan(tmp_path: Path) -> None:

@@ -18,9 +18,10 @@ from textual.widgets import Input
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
+from grpo_tui.run.state import RunState
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
-from grpo_tui.ui.widgets.header import RunHeader, RunState
+from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.ui.widgets.help import HelpScreen
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
 
@@ -390,7 +391,8 @@ async def test_appended_lines_reach_the_screen(tmp_path: Path) -> None:
 
 async def test_stalled_run_says_stalled(tmp_path: Path) -> None:
     mtime = time.time() - 3600
-    output = make_run(tmp_path, fixture_lines()[:5], mtime=mtime)  # no summary: not finished
+    # up to step 4 of 6, no end line: not finished
+    output = make_run(tmp_path, fixture_lines()[:4], mtime=mtime)
     app = app_for(output, now=time.time)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
@@ -400,7 +402,7 @@ async def test_stalled_run_says_stalled(tmp_path: Path) -> None:
 
 
 async def test_live_run_is_not_stalled(tmp_path: Path) -> None:
-    output = make_run(tmp_path, fixture_lines()[:5], mtime=FIXED_MTIME)
+    output = make_run(tmp_path, fixture_lines()[:4], mtime=FIXED_MTIME)
     app = app_for(output, now=lambda: FIXED_MTIME + 30)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)

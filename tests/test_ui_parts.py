@@ -22,6 +22,7 @@ from grpo_tui.health.trends import (
 from grpo_tui.numbers import format_duration, format_value
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
+from grpo_tui.run.state import RunState, run_state, stall_threshold
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import LineKind, Record
 from grpo_tui.sources.watch import DirectoryWaker
@@ -35,7 +36,7 @@ from grpo_tui.ui.themes import (
     resolve_theme_name,
 )
 from grpo_tui.ui.widgets.chart import band_cuts
-from grpo_tui.ui.widgets.header import RunState, header_view, run_state, stall_threshold
+from grpo_tui.ui.widgets.header import header_view
 from grpo_tui.ui.widgets.metric_rows import (
     RowLayout,
     build_row,
@@ -142,8 +143,21 @@ def test_live_stalled_finished_waiting() -> None:
     assert run_state(run, 1000 + 151)[0] is RunState.STALLED  # > 5 × 30 s
     run.finished = True
     assert run_state(run, 1000 + 10_000)[0] is RunState.FINISHED
+    run.reading = (10, 100)  # a history still being read says so, whatever it holds
+    assert run_state(run, 1000 + 10_000)[0] is RunState.READING
     empty = Run(Path("/nowhere"))
     assert run_state(empty, 5.0) == (RunState.WAITING, None)
+
+
+def test_a_run_whose_last_train_step_is_max_steps_is_finished() -> None:
+    """TRL checkpoints never hold the end-of-train item: reaching max_steps ends the run."""
+    run = _run_with_elapsed([0, 30, 60, 90, 120], data_time=1000.0)
+    run.context = RunContext(max_steps=6)
+    assert run_state(run, 1000 + 10_000)[0] is RunState.STALLED  # step 5 of 6
+    run.store.add(Record(LineKind.EVAL, 5.0, {"eval_reward": 0.5}))
+    run.store.add(Record(LineKind.TRAIN, 6.0, {"elapsed": 150.0, "reward": 0.5}))
+    assert run_state(run, 1000 + 10_000)[0] is RunState.FINISHED
+    assert not run.finished, "the end marker itself was not seen"
 
 
 def test_header_view_words() -> None:

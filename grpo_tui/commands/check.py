@@ -47,7 +47,7 @@ def check_command(
     run = load_run(path)
     diagnosis = diagnose(run, rules)
     if as_json:
-        data = diagnosis_to_json(run, diagnosis)
+        data = diagnosis_to_json(run, diagnosis, now=now)
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         console = Console(width=width, highlight=False, emoji=False)

@@ -96,11 +96,13 @@ class Run:
                 self.line_counts[LineKind(kind).name.lower()] += count
             if block.max_steps:
                 self._max_steps = block.max_steps
+            self._note_lifecycle(block.kinds)
         for record in batch.records:
             self.store.add(record)
             self.line_counts[record.kind.name.lower()] += 1
             if record.max_steps:
                 self._max_steps = record.max_steps
+            self._note_lifecycle(np.array([record.kind], dtype=np.uint8))
         for bad in batch.bad_lines:
             self.bad_line_count += 1
             if len(self.bad_lines) >= _BAD_LINES_KEPT:
@@ -117,9 +119,29 @@ class Run:
         del self.events[:-50]
         self.version += 1
 
+    def _note_lifecycle(self, kinds: np.ndarray) -> None:
+        """An end-of-train line (`train_runtime`: TRL's log_history ends with one, ms-swift
+        writes one before its summary) finishes the run; a train line after it means the
+        run goes on (resumed), so it is live again."""
+        ends = np.flatnonzero(kinds == LineKind.END)
+        trains = np.flatnonzero(kinds == LineKind.TRAIN)
+        if ends.size and (not trains.size or ends[-1] > trains[-1]):
+            self.finished = True
+        elif trains.size:
+            self.finished = False
+
     @property
     def max_steps(self) -> int | None:
         return self._max_steps or self.context.max_steps
+
+    def reached_max_steps(self) -> bool:
+        """The newest train step is max_steps: the training loop is over. A run read from
+        TRL checkpoints ends this way (the end-of-train item is logged after the last
+        checkpoint is saved), and an ms-swift run does a little before its end line (the
+        final eval comes first)."""
+        step = self.store.last_train_step()
+        max_steps = self.max_steps
+        return step is not None and max_steps is not None and max_steps > 0 and step >= max_steps
 
     def progress(self) -> Progress:
         store = self.store

@@ -418,6 +418,10 @@ class MetricStore:
     def last_step(self) -> float | None:
         return float(self._steps[self._n - 1]) if self._n else None
 
+    def last_train_step(self) -> float | None:
+        """The step of the newest train row (None before any)."""
+        return None if self._last_train_step == -np.inf else float(self._last_train_step)
+
     def points(self, name: str, since_step: float | None = None) -> Points:
         """Every finite point of a metric (optionally from a step on). O(rows): for
         health and charts, not for every frame."""

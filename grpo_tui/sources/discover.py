@@ -3,7 +3,8 @@
 Accepted: a `logging.jsonl` (or any metrics `.jsonl`); an ms-swift run directory
 (`vN-YYYYMMDD-HHMMSS/`) or the output directory above it (the newest `v*` wins, and a newer
 one appearing later is a resumed run to follow); a `trainer_state.json`, or a directory
-holding one at the top or in `checkpoint-*/` (the newest checkpoint wins). A path that does
+holding one at the top or in `checkpoint-*/` (the newest checkpoint wins, or the top one
+when it is at least as new). A path that does
 not exist yet is waited for. Only `stat`, `scandir` and reads: nothing is created.
 """
 
@@ -62,8 +63,19 @@ def newest_run_dir(output_dir: Path) -> Path | None:
     return best_path
 
 
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
 def newest_trainer_state(directory: Path) -> Path | None:
-    """`trainer_state.json` of the highest-numbered `checkpoint-N/`, else the top one."""
+    """`trainer_state.json` of the highest-numbered `checkpoint-N/`, or the top one when
+    it is at least as new: `trainer.save_state()` writes the top one after training, and
+    only it holds the history's last item (the `train_runtime` line that says the run
+    ended, logged after the last checkpoint was saved). An older top one is a previous
+    run's, left behind."""
     best_step = -1
     best_path: Path | None = None
     for entry in _scandir(directory):
@@ -72,10 +84,12 @@ def newest_trainer_state(directory: Path) -> Path | None:
             candidate = Path(entry.path) / TRAINER_STATE_FILE
             if candidate.is_file():
                 best_step, best_path = int(match.group(1)), candidate
-    if best_path is not None:
-        return best_path
     top = directory / TRAINER_STATE_FILE
-    return top if top.is_file() else None
+    top_time = _mtime(top) if top.is_file() else None
+    if best_path is None or top_time is None:
+        return best_path if top_time is None else top
+    checkpoint_time = _mtime(best_path)
+    return top if checkpoint_time is None or top_time >= checkpoint_time else best_path
 
 
 def _args_near(*candidates: Path) -> Path | None:

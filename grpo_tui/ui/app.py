@@ -39,6 +39,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_step
 from grpo_tui.run.follow import RunFollower, Update
 from grpo_tui.run.live import Run
+from grpo_tui.run.state import stall_threshold
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.watch import DirectoryWaker
 from grpo_tui.ui.inert import clean, inert
@@ -52,7 +53,7 @@ from grpo_tui.ui.widgets.chart import warm_up
 from grpo_tui.ui.widgets.completions_placeholder import CompletionsPlaceholder
 from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
-from grpo_tui.ui.widgets.header import RunHeader, header_view, stall_threshold
+from grpo_tui.ui.widgets.header import RunHeader, header_view
 from grpo_tui.ui.widgets.help import HelpScreen, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
 from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, RowLayout

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from rich.text import Text
@@ -19,23 +18,10 @@ from textual.widgets import Static
 
 from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
+from grpo_tui.run.state import RunState, run_state
 from grpo_tui.ui.inert import clean, inert
 
-#: "stalled" means no data for more than max(STALL_INTERVALS × the usual interval, STALL_FLOOR_S)
-STALL_INTERVALS = 5
-STALL_FLOOR_S = 120.0
-#: with no usual interval known yet (fewer than 3 timed lines), wait this long
-STALL_UNKNOWN_INTERVAL_S = 600.0
 _SEP = " · "
-
-
-class RunState(Enum):
-    WAITING = "waiting"
-    #: the log's history is still being read: the step shown is not the run's yet
-    READING = "reading"
-    LIVE = "live"
-    STALLED = "stalled"
-    FINISHED = "finished"
 
 
 @dataclass(frozen=True)
@@ -48,24 +34,6 @@ class HeaderView:
     facts: tuple[str, ...]
     bad_lines: int
     paused: bool
-
-
-def stall_threshold(usual_interval: float | None) -> float:
-    if usual_interval is None:
-        return STALL_UNKNOWN_INTERVAL_S
-    return max(STALL_INTERVALS * usual_interval, STALL_FLOOR_S)
-
-
-def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
-    """The run's state and the seconds since its newest data (None before any)."""
-    age = run.data_age(now)
-    if run.finished:
-        return RunState.FINISHED, age
-    if age is None:
-        return RunState.WAITING, None
-    if age > stall_threshold(run.usual_interval()):
-        return RunState.STALLED, age
-    return RunState.LIVE, age
 
 
 def _run_label(run: Run) -> str:
@@ -86,9 +54,8 @@ def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
     state, age = run_state(run, now)
     progress = run.progress()
     interval = run.usual_interval()
-    if run.reading is not None:
+    if state is RunState.READING and run.reading is not None:
         done, total = run.reading
-        state = RunState.READING
         state_label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
     elif state is RunState.FINISHED:
         state_label = "FINISHED"

@@ -1,0 +1,47 @@
+"""Is the run reading its history, live, stalled, finished, or not there yet?
+
+One answer for every view: the live monitor's header and `grpo-tui check` (a cron job
+must hear "stalled" as clearly as the screen shows it).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from grpo_tui.run.live import Run
+
+#: "stalled" means no data for more than max(STALL_INTERVALS × the usual interval, STALL_FLOOR_S)
+STALL_INTERVALS = 5
+STALL_FLOOR_S = 120.0
+#: with no usual interval known yet (fewer than 3 timed lines), wait this long
+STALL_UNKNOWN_INTERVAL_S = 600.0
+
+
+class RunState(Enum):
+    WAITING = "waiting"
+    #: the log's history is still being read: the step shown is not the run's yet
+    READING = "reading"
+    LIVE = "live"
+    STALLED = "stalled"
+    FINISHED = "finished"
+
+
+def stall_threshold(usual_interval: float | None) -> float:
+    """Seconds without data after which a run counts as stalled."""
+    if usual_interval is None:
+        return STALL_UNKNOWN_INTERVAL_S
+    return max(STALL_INTERVALS * usual_interval, STALL_FLOOR_S)
+
+
+def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
+    """The run's state and the seconds since its newest data (None before any)."""
+    age = run.data_age(now)
+    if run.reading is not None:
+        return RunState.READING, age
+    if run.finished or run.reached_max_steps():
+        return RunState.FINISHED, age
+    if age is None:
+        return RunState.WAITING, None
+    if age > stall_threshold(run.usual_interval()):
+        return RunState.STALLED, age
+    return RunState.LIVE, age
