@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import MS_SWIFT, TRL
 
-from grpo_tui.commands.inspect import inspect_data
+from grpo_tui.commands.inspect import inspect_data, render_text
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
 from grpo_tui.sources.formats.values import (
@@ -349,6 +350,22 @@ def test_inspect_json_document(tmp_path: Path) -> None:
     nan_data = inspect_data(load_run(NAN_LINE))
     assert nan_data["metrics"]["kl"]["last"] is None and nan_data["metrics"]["kl"]["nonfinite"] == 1
     assert not math.isnan(nan_data["metrics"]["reward"]["last"])
+
+
+def test_inspect_text_table_stays_aligned_with_long_reward_names() -> None:
+    """ms-swift issue 6295 logs reward names of 37 characters: the count column stays put,
+    and the key a metric came from is shown only where it differs from the name."""
+    out = io.StringIO()
+    render_text(inspect_data(load_run(MS_SWIFT / "ms-swift-issue-6295_grpo-v3.10dev_log_history-items.jsonl")), out)
+    lines = out.getvalue().splitlines()
+    table = lines[lines.index(next(line for line in lines if line.startswith("metric "))) :]
+    header, rows = table[0], table[1:]
+    count_end = header.index("count") + len("count")
+    assert rows and all(row[count_end - 1].isdigit() and row[count_end] == " " for row in rows)
+    by_name = {row.split()[0]: row for row in rows}
+    assert by_name["completion_length"].rstrip().endswith("completions/mean_length")
+    assert "rewards/AnswerFaithfulnessReward/mean" in by_name
+    assert by_name["rewards/AnswerFaithfulnessReward/mean"].split()[1:] == ["2", "0.0625"]
 
 
 def test_cli_inspect_json_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -95,15 +95,17 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
     for event in data["events"]:
         write(f"note       {event}\n")
     if data["metrics"]:
-        width = max(len(name) for name in data["metrics"])
-        width = min(max(width, 6), 36)
-        write(f"\n{'metric':<{width}}  {'from key':<32} {'count':>6}  last\n")
+        # the key a metric came from is shown only where it is not the metric's own name
+        # (most are), so the table stays narrow and aligned however long the names are
+        width = max(6, *(len(name) for name in data["metrics"]))
+        write(f"\n{'metric':<{width}}  {'count':>6}  {'last':<9}  from key\n")
         for name, info in data["metrics"].items():
-            extra = f"  ({info['nonfinite']} non-finite)" if info["nonfinite"] else ""
-            write(
-                f"{name:<{width}}  {info['source_key']:<32} {info['count']:>6}  "
-                f"{last if isinstance(last := info['last'], str) else format_value(last)}{extra}\n"
-            )
+            last = info["last"]
+            shown = last if isinstance(last, str) else format_value(last)
+            key = info["source_key"] if info["source_key"] != name else ""
+            extra = f"{info['nonfinite']} non-finite" if info["nonfinite"] else ""
+            tail = "  ".join(part for part in (key, f"({extra})" if extra else "") if part)
+            write(f"{name:<{width}}  {info['count']:>6}  {shown:<9}  {tail}".rstrip() + "\n")
 
 
 def inspect_command(
