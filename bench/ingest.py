@@ -22,6 +22,8 @@ import resource
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -91,14 +93,26 @@ def run_pandas(path: Path) -> int:
     return len(pd.read_json(path, lines=True))
 
 
-def main() -> None:
+def bench_arguments() -> argparse.Namespace:
+    """--lines and --repeat, the same for every backfill bench."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+@contextmanager
+def built_log(n_lines: int) -> Iterator[Path]:
+    """A fresh ms-swift-like logging.jsonl of `n_lines` in a temporary directory."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "logging.jsonl"
-        build_file(path, args.lines)
+        build_file(path, n_lines)
+        yield path
+
+
+def main() -> None:
+    args = bench_arguments()
+    with built_log(args.lines) as path:
         size_mb = path.stat().st_size / 1e6
         # memory first, in a clean process state: what our backfill itself allocates
         tracemalloc.start()

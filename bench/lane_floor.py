@@ -17,21 +17,18 @@ grammar check, no float conversion, no string columns, no store):
 
 If these passes alone take longer than the orjson loop, no numpy lane reaches the target.
 
-    python bench/lane_floor.py [--lines 100000]
+    python bench/lane_floor.py [--lines 100000] [--repeat 3]
 """
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from ingest import (  # bench/ingest.py (this script's folder is on sys.path)
-    build_file,
-    run_orjson,
-)
+
+# bench/ingest.py: this script's folder is on sys.path when it is run as a script
+from ingest import bench_arguments, built_log, run_orjson
 
 _QUOTE, _NEWLINE, _BACKSLASH = 34, 10, 92
 _PAD = 32  # room for word gathers that reach before the first line
@@ -96,13 +93,8 @@ def run_lane(path: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--lines", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "logging.jsonl"
-        build_file(path, args.lines)
+    args = bench_arguments()
+    with built_log(args.lines) as path:
         best_loop = best_lane = float("inf")
         best_parts: dict[str, float] = {}
         for _ in range(args.repeat):
