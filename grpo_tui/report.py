@@ -26,7 +26,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.health.trends import ZONE_NAMES
 from grpo_tui.numbers import format_duration, format_step, format_value
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import RunState, run_state
+from grpo_tui.run.state import RunState, run_state, stall_words
 from grpo_tui.sources.records import LineKind
 
 #: exit codes of `check`
@@ -122,10 +122,8 @@ def run_line(run: Run, *, now: float | None = None) -> Text:
         step += f" ({100 * progress.fraction:.0f}%)"
     parts.append(step)
     state, age = run_state(run, now)
-    if state is RunState.STALLED:
-        interval = run.usual_interval()
-        usual = f", usually every {format_duration(interval)}" if interval is not None else ""
-        parts.append(f"stalled: no data for {format_duration(age or 0.0)}{usual}")
+    if state is RunState.STALLED and age is not None:
+        parts.append(f"stalled: {stall_words(run, age)}")
     else:
         parts.append(state.value)
     if run.waiting_for:
@@ -345,7 +343,7 @@ def diagnosis_to_json(run: Run, diagnosis: Diagnosis, *, now: float | None = Non
             },
             "max_steps": run.max_steps,
             "finished": run.finished,
-            #: live, stalled, finished, waiting (see run/state.py)
+            # reading, live, stalled, finished or waiting (see run/state.py)
             "state": state.value,
             "data_age_s": _json_float(age),
         },

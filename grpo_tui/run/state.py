@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from grpo_tui.numbers import format_duration
 from grpo_tui.run.live import Run
 
 #: "stalled" means no data for more than max(STALL_INTERVALS × the usual interval, STALL_FLOOR_S)
@@ -45,3 +46,10 @@ def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
     if age > stall_threshold(run.usual_interval()):
         return RunState.STALLED, age
     return RunState.LIVE, age
+
+
+def stall_words(run: Run, age: float) -> str:
+    """What a stalled run is told with: "no data for 3h52m, usually every 9s"."""
+    interval = run.usual_interval()
+    usual = f", usually every {format_duration(interval)}" if interval is not None else ""
+    return f"no data for {format_duration(age)}{usual}"

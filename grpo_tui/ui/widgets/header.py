@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import RunState, run_state
+from grpo_tui.run.state import RunState, run_state, stall_words
 from grpo_tui.ui.inert import clean, inert
 
 _SEP = " · "
@@ -53,15 +53,13 @@ def _age_text(age: float) -> str:
 def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
     state, age = run_state(run, now)
     progress = run.progress()
-    interval = run.usual_interval()
     if state is RunState.READING and run.reading is not None:
         done, total = run.reading
         state_label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
     elif state is RunState.FINISHED:
         state_label = "FINISHED"
-    elif state is RunState.STALLED:
-        usual = f", usually every {format_duration(interval)}" if interval is not None else ""
-        state_label = f"STALLED: no data for {format_duration(age)}{usual}"
+    elif state is RunState.STALLED and age is not None:
+        state_label = f"STALLED: {stall_words(run, age)}"
     elif state is RunState.WAITING:
         waiting = f" for {run.waiting_for}" if run.waiting_for else " for data"
         state_label = clean("WAITING" + waiting)
