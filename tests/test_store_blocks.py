@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -398,6 +399,59 @@ def test_long_blocks_match_add_in_block_summary_buckets(seed: int) -> None:
     assert len(reference) >= 2 * BLOCK  # the width-1 buckets come from block summaries
     assert_same_state(whole, reference, "long block", mean_rtol=1e-12)
     assert_same_state(pieces, reference, "long block in pieces", mean_rtol=1e-12)
+    # block summaries are built when first read: reading between the pieces (so some are
+    # built, then rows change, a resume clears some) ends where reading only at the end does
+    read_between = MetricStore()
+    for start, stop in pairwise(cuts):
+        read_between.add_block(slice_block(block, start, stop))
+        for name in [n for n in NAMES if n in read_between]:
+            read_between.buckets(name, 1)
+    assert_same_state(read_between, pieces, "long block in pieces, read between")
+
+
+def test_a_resume_that_drops_a_metrics_rows_updates_its_read_block_summaries() -> None:
+    """`kl` is logged only near the end; its summaries are read; a resume drops those rows
+    and logs no `kl` again: its buckets must not keep the dropped values."""
+    n = 2 * BLOCK + 100
+    rows = [Row(TRAIN, float(step), {"loss": 1.0, **({"kl": 5.0} if step > n - 50 else {})}) for step in range(1, n + 1)]
+    store = MetricStore()
+    store.add_block(make_block(rows))
+    assert store.buckets("kl", 1).count.tolist() == [50]
+    store.add_block(make_block([Row(TRAIN, float(step), {"loss": 2.0}) for step in range(n - 60, n + 10)]))
+    assert store.replaced_rows == 61
+    kl = store.buckets("kl", 1)
+    assert kl.count.tolist() == [0] and np.isnan(kl.max).all()
+    assert store.buckets("loss", 1).max.tolist() == [2.0]
+
+
+def test_block_summaries_read_from_another_thread_while_rows_arrive() -> None:
+    """The diagnosis worker reads buckets while the reader appends: no change is lost."""
+    rng = np.random.default_rng(7)
+    n = 2 * BLOCK * 8
+    rows = [Row(TRAIN, float(step), {"loss": float(rng.normal()), "kl": float(rng.random())}) for step in range(1, n + 1)]
+    rows[n // 2 :] = [Row(TRAIN, float(step), row.values) for step, row in enumerate(rows[n // 2 :], n // 4)]  # a resume
+    block = make_block(rows)
+    cuts = list(range(0, n, 97)) + [n]
+    quiet, busy = MetricStore(), MetricStore()
+    stop = threading.Event()
+
+    def read_all_the_time() -> None:
+        while not stop.is_set():
+            for name in ("loss", "kl"):
+                if name in busy:
+                    busy.buckets(name, 1)
+
+    reader = threading.Thread(target=read_all_the_time)
+    reader.start()
+    try:
+        for start, end in pairwise(cuts):
+            busy.add_block(slice_block(block, start, end))
+            quiet.add_block(slice_block(block, start, end))
+    finally:
+        stop.set()
+        reader.join()
+    assert quiet.replaced_rows > 0
+    assert_same_state(busy, quiet, "read from a thread while rows arrived")
 
 
 # -- bugs the property found (fixed): regressions ---------------------------------------------

@@ -1,15 +1,17 @@
 """The metric store: one float64 numpy column per canonical metric, NaN = not logged.
 
 Rows are log lines (train, eval, end-of-train) in step order. Each column keeps small
-per-block summaries (min / max / sum / count / last of every `BLOCK` rows), updated as
-rows arrive, so a screen-sized view (`buckets`) costs O(width + rows / BLOCK) however long
-the run is, and never loops over history in Python.
+per-block summaries (min / max / sum / count / last of every `BLOCK` rows), brought up to
+date for the rows that changed when a view next reads them, so a screen-sized view
+(`buckets`) costs O(width + rows / BLOCK + rows changed) however long the run is, never
+loops over history in Python, and a backfill does not pay for columns nobody draws.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,20 +64,30 @@ class _Column:
         "blk_sum",
         "finite_count",
         "last_row",
+        "lock",
         "logged_count",
         "nonfinite_rows",
         "source_key",
+        "stale_start",
+        "stale_stop",
         "values",
     )
 
-    def __init__(self, capacity: int, source_key: str) -> None:
+    def __init__(self, capacity: int, source_key: str, lock: threading.Lock) -> None:
         self.values = np.full(capacity, np.nan)
-        nblocks = -(-capacity // BLOCK)
-        self.blk_min = np.full(nblocks, np.nan)
-        self.blk_max = np.full(nblocks, np.nan)
-        self.blk_sum = np.zeros(nblocks)
-        self.blk_count = np.zeros(nblocks, dtype=np.int64)
-        self.blk_last = np.full(nblocks, -1, dtype=np.int64)  # row of the last finite value
+        # the per-block summaries are built when a view first needs them (`summaries`):
+        # most columns of a long backfill are never drawn bucketed, and a short run never
+        self.blk_min = np.empty(0)
+        self.blk_max = np.empty(0)
+        self.blk_sum = np.empty(0)
+        self.blk_count = np.empty(0, dtype=np.int64)
+        self.blk_last = np.empty(0, dtype=np.int64)  # row of the last finite value
+        #: rows [stale_start, stale_stop) changed since the summaries were built
+        self.stale_start = 0
+        self.stale_stop = 0
+        #: the store's: writers mark rows stale under it, `summaries` builds under it (the
+        #: diagnosis worker and the screen may both ask while the reader appends)
+        self.lock = lock
         self.finite_count = 0
         self.logged_count = 0
         self.last_row = -1  # last row holding a finite value
@@ -87,35 +99,55 @@ class _Column:
     def grow(self, capacity: int) -> None:
         old = self.values.shape[0]
         self.values = np.concatenate([self.values, np.full(capacity - old, np.nan)])
-        nblocks = -(-capacity // BLOCK)
-        extra = nblocks - self.blk_min.shape[0]
-        if extra > 0:
-            self.blk_min = np.concatenate([self.blk_min, np.full(extra, np.nan)])
-            self.blk_max = np.concatenate([self.blk_max, np.full(extra, np.nan)])
-            self.blk_sum = np.concatenate([self.blk_sum, np.zeros(extra)])
-            self.blk_count = np.concatenate([self.blk_count, np.zeros(extra, dtype=np.int64)])
-            self.blk_last = np.concatenate([self.blk_last, np.full(extra, -1, dtype=np.int64)])
+
+    def mark_stale(self, start: int, stop: int) -> None:
+        """Rows [start, stop) changed: their blocks' summaries are rebuilt when next read."""
+        with self.lock:
+            if self.stale_stop <= self.stale_start:
+                self.stale_start, self.stale_stop = start, stop
+            else:
+                self.stale_start = min(self.stale_start, start)
+                self.stale_stop = max(self.stale_stop, stop)
+
+    def summaries(self, n_rows: int) -> tuple[np.ndarray, ...]:
+        """(count, sum, min, max, last row) of every block of the first `n_rows` rows,
+        brought up to date first."""
+        with self.lock:
+            nblocks = -(-max(n_rows, self.stale_stop) // BLOCK)
+            extra = nblocks - self.blk_min.shape[0]
+            if extra > 0:
+                self.blk_min = np.concatenate([self.blk_min, np.full(extra, np.nan)])
+                self.blk_max = np.concatenate([self.blk_max, np.full(extra, np.nan)])
+                self.blk_sum = np.concatenate([self.blk_sum, np.zeros(extra)])
+                self.blk_count = np.concatenate([self.blk_count, np.zeros(extra, dtype=np.int64)])
+                self.blk_last = np.concatenate([self.blk_last, np.full(extra, -1, dtype=np.int64)])
+            if self.stale_stop > self.stale_start:
+                self._rebuild_blocks(self.stale_start, self.stale_stop)
+                self.stale_start = self.stale_stop = 0
+            used = -(-n_rows // BLOCK)
+            return (
+                self.blk_count[:used],
+                self.blk_sum[:used],
+                self.blk_min[:used],
+                self.blk_max[:used],
+                self.blk_last[:used],
+            )
 
     def put(self, row: int, value: float) -> None:
         """Write a value into a row that holds nothing for this column yet."""
         self.values[row] = value
         self.logged_count += 1
+        self.mark_stale(row, row + 1)
         if not math.isfinite(value):
             bisect.insort(self.nonfinite_rows, row)  # kept in row order: latest() takes the last
             return
-        b = row // BLOCK
-        self.blk_min[b] = value if not self.blk_count[b] else min(self.blk_min[b], value)
-        self.blk_max[b] = value if not self.blk_count[b] else max(self.blk_max[b], value)
-        self.blk_sum[b] += value
-        self.blk_count[b] += 1
-        self.blk_last[b] = max(self.blk_last[b], row)
         self.finite_count += 1
         self.last_row = max(self.last_row, row)
 
     def put_many(self, rows: np.ndarray, values: np.ndarray) -> None:
-        """Write values into rows that hold nothing for this column yet (the caller
-        rebuilds the block summaries once for the span it wrote)."""
+        """Write values into rows that hold nothing for this column yet (increasing rows)."""
         self.values[rows] = values
+        self.mark_stale(int(rows[0]), int(rows[-1]) + 1)
         finite = np.isfinite(values)
         n_finite = int(finite.sum())
         self.finite_count += n_finite
@@ -129,8 +161,9 @@ class _Column:
         if n_finite:
             self.last_row = max(self.last_row, int(rows[finite].max()))
 
-    def rebuild_blocks(self, start: int, stop: int) -> None:
-        """Recompute the summaries of every block that rows [start, stop) touch."""
+    def _rebuild_blocks(self, start: int, stop: int) -> None:
+        """Recompute the summaries of every block that rows [start, stop) touch (the
+        arrays hold them all: `summaries` sized them)."""
         b0, b1 = start // BLOCK, -(-stop // BLOCK)
         seg = self.values[b0 * BLOCK : b1 * BLOCK]
         if seg.shape[0] < (b1 - b0) * BLOCK:
@@ -156,7 +189,7 @@ class _Column:
         if removed_nonfinite:
             self.nonfinite_rows = [r for r in self.nonfinite_rows if not start <= r < stop]
         seg[:] = np.nan
-        self.rebuild_blocks(start, stop)
+        self.mark_stale(start, stop)
         if start <= self.last_row < stop:
             finite_rows = np.flatnonzero(np.isfinite(self.values[:start]))
             self.last_row = int(finite_rows[-1]) if finite_rows.size else -1
@@ -182,6 +215,8 @@ class MetricStore:
         self._steps = np.full(self._capacity, np.nan)
         self._kinds = np.zeros(self._capacity, dtype=np.uint8)
         self._columns: dict[str, _Column] = {}
+        #: guards the columns' lazily built block summaries (see `_Column.summaries`)
+        self._lock = threading.Lock()
         self._last_train_step = -np.inf
         #: the highest step stored: a row above it cannot re-log a stored (kind, step)
         self._max_step = -np.inf
@@ -293,7 +328,6 @@ class MetricStore:
         if train.any():
             self._last_train_step = float(steps[train][-1])
         self._n = r1
-        touched: set[str] = set()
         whole = start == 0 and stop == len(block)
         # groups by their first row: new columns appear in the order their lines came
         for group in sorted(block.groups, key=_first_row):
@@ -307,18 +341,15 @@ class MetricStore:
             for j, name in enumerate(group.columns):
                 column = self._columns.get(name)
                 if column is None:
-                    column = _Column(self._capacity, group.source_keys.get(name, name))
+                    column = _Column(self._capacity, group.source_keys.get(name, name), self._lock)
                     self._columns[name] = column
                 column.put_many(rows, values[:, j])
-                touched.add(name)
-        for name in touched:
-            self._columns[name].rebuild_blocks(r0, r1)
 
     def _write(self, row: int, record: Record) -> None:
         for name, value in record.values.items():
             column = self._columns.get(name)
             if column is None:
-                column = _Column(self._capacity, record.source_keys.get(name, name))
+                column = _Column(self._capacity, record.source_keys.get(name, name), self._lock)
                 self._columns[name] = column
             column.put(row, value)
 
@@ -496,11 +527,12 @@ class MetricStore:
         nblocks = -(-self._n // BLOCK)
         edges = np.unique(np.linspace(0, nblocks, width + 1).astype(np.int64))
         starts = edges[:-1]
-        count = np.add.reduceat(column.blk_count[:nblocks], starts)
-        total = np.add.reduceat(column.blk_sum[:nblocks], starts)
-        vmin = np.fmin.reduceat(column.blk_min[:nblocks], starts)
-        vmax = np.fmax.reduceat(column.blk_max[:nblocks], starts)
-        last_idx = np.maximum.reduceat(column.blk_last[:nblocks], starts)
+        blk_count, blk_sum, blk_min, blk_max, blk_last = column.summaries(self._n)
+        count = np.add.reduceat(blk_count, starts)
+        total = np.add.reduceat(blk_sum, starts)
+        vmin = np.fmin.reduceat(blk_min, starts)
+        vmax = np.fmax.reduceat(blk_max, starts)
+        last_idx = np.maximum.reduceat(blk_last, starts)
         row_starts = starts * BLOCK
         row_stops = np.minimum(edges[1:] * BLOCK, self._n)
         return self._finish(row_starts, row_stops, count, total, vmin, vmax, last_idx, column)
