@@ -85,7 +85,7 @@ class _Stack:
         if n_numbers:
             values[:, :n_numbers] = np.concatenate(self.numbers)
         for i in plan.inverted:
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", over="ignore"):  # 1/tiny rate is inf
                 rate = values[:, i]
                 values[:, i] = np.where(rate != 0, 1.0 / np.where(rate != 0, rate, 1.0), np.nan)
         for j, (_, _, parser) in enumerate(plan.parsed):
