@@ -3,16 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from grpo_tui import __version__
+from grpo_tui.commands.output import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    say,
+)
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo")
+#: set to get the traceback of an internal error instead of the one-line message
+DEBUG_ENV = "GRPO_TUI_DEBUG"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error exits 64 (its own 2 is `check`'s "problem" verdict)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        say(message)
+        raise SystemExit(EXIT_USAGE)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="grpo-tui",
         description="Live terminal monitor that tells whether a GRPO training run is learning.",
     )
@@ -24,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
-    check = sub.add_parser("check", help="diagnose PATH once, print it, exit 0/1/2/3")
+    check = sub.add_parser("check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)")
     check.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
     check.add_argument("--json", action="store_true", help="one JSON object instead of text")
     check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
@@ -47,6 +67,34 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line. Every way out is an exit code of its own (README, "Exit codes"):
+    Ctrl-C 130, a closed pipe 141 (quietly, as Unix tools do), a bug 70 with one line
+    instead of a traceback (set GRPO_TUI_DEBUG=1 for the traceback)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as error:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        say(f"internal error: {type(error).__name__}: {error} (set {DEBUG_ENV}=1 for the traceback)")
+        return EXIT_INTERNAL
+
+
+def _silence_stdout() -> None:
+    """The reader of stdout went away: point stdout at /dev/null so the interpreter's last
+    flush at exit cannot raise (and print) BrokenPipeError again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `grpo-tui PATH` means `grpo-tui tail PATH`
     if argv and not argv[0].startswith("-") and argv[0] not in _COMMANDS:
@@ -61,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         from grpo_tui.sim import SCENARIOS
 
         if args.scenario not in SCENARIOS:
-            print(f"unknown scenario {args.scenario!r}; one of: {', '.join(SCENARIOS)}", file=sys.stderr)
-            return 2
+            say(f"unknown scenario {args.scenario!r}; one of: {', '.join(SCENARIOS)}")
+            return EXIT_USAGE
         return demo_command(args.scenario, args.speed, args.theme, rules_file=args.rules)
     if args.command == "check":
         from grpo_tui.commands.check import check_command
@@ -77,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return inspect_command(args.path, as_json=args.json, follow=args.follow)
     _parser().print_help()
-    return 2
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -29,12 +29,6 @@ from grpo_tui.run.live import Run
 from grpo_tui.run.state import RunState, run_state, stall_words
 from grpo_tui.sources.records import LineKind
 
-#: exit codes of `check`
-EXIT_HEALTHY = 0
-EXIT_CAUTION = 1
-EXIT_PROBLEM = 2
-EXIT_NOTHING = 3
-
 SPARK_BARS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24
 
@@ -63,15 +57,6 @@ STATUS_STYLES = {
 
 #: at most this many per-function reward rows in the metric table
 _MAX_REWARD_ROWS = 6
-
-
-def exit_code(run: Run, diagnosis: Diagnosis) -> int:
-    """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable."""
-    if len(run.store) == 0:
-        return EXIT_NOTHING
-    return {"healthy": EXIT_HEALTHY, "problem": EXIT_PROBLEM}.get(
-        diagnosis.status, EXIT_CAUTION
-    )
 
 
 # -- small formatters ----------------------------------------------------------------
@@ -124,6 +109,8 @@ def run_line(run: Run, *, now: float | None = None) -> Text:
     state, age = run_state(run, now)
     if state is RunState.STALLED and age is not None:
         parts.append(f"stalled: {stall_words(run, age)}")
+    elif state is RunState.UNREADABLE and run.unreadable:
+        parts.append(run.unreadable)
     else:
         parts.append(state.value)
     if run.waiting_for:
@@ -252,8 +239,13 @@ def render_check(
     title.append(str(run.path))
     parts.append(Hanging("", title, indent=0))
     parts.append(run_line(run, now=now))
+    for note in run.notes:
+        parts.append(Hanging(Text("!", style="bold yellow"), note, indent=2))
     if len(run.store) == 0:
-        parts.append(Text("Nothing readable: no metric lines found.", style="bold"))
+        if run.unreadable:
+            parts.append(Text(f"Cannot read: {run.unreadable}", style="bold"))
+        else:
+            parts.append(Text("Nothing readable: no metric lines found.", style="bold"))
         return Group(*parts)
     status = Text("Status: ", style="bold")
     status.append(diagnosis.status.upper(), style=STATUS_STYLES[diagnosis.status])
@@ -346,5 +338,9 @@ def diagnosis_to_json(run: Run, diagnosis: Diagnosis, *, now: float | None = Non
             # reading, live, stalled, finished or waiting (see run/state.py)
             "state": state.value,
             "data_age_s": _json_float(age),
+            # why the metrics cannot be read (permission denied, not a regular file), or null
+            "unreadable": run.unreadable,
+            # what else is wrong with the run's files (a malformed args.json, ...)
+            "notes": list(run.notes),
         },
     }

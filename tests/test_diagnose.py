@@ -30,6 +30,7 @@ from grpo_tui.run.live import Run
 from grpo_tui.run.loader import load_run
 from grpo_tui.sim import SCENARIOS, write_run
 from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats.trl import TRL
 from grpo_tui.sources.records import Batch, ColumnGroup, LineKind, Record, RowBlock
 
@@ -60,7 +61,7 @@ def make_run(
         records.append(
             Record(LineKind.TRAIN, float(steps[i]), values, dict(source_keys or {}))
         )
-    run = Run(Path("run"), context=context or RunContext())
+    run = Run(Path("run"), status=FeedStatus(context=context or RunContext()))
     run.ingest(Batch(records=records))
     run.samples = samples
     return run
@@ -691,7 +692,7 @@ def big_run(rows: int) -> Run:
         groups=[ColumnGroup(np.arange(rows), names, {}, values)],
     )
     run = Run(
-        Path("big"), context=RunContext(num_iterations=2, max_completion_length=2)
+        Path("big"), status=FeedStatus(context=RunContext(num_iterations=2, max_completion_length=2))
     )
     run.ingest(Batch(blocks=[block]))
     return run

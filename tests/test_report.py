@@ -14,16 +14,18 @@ import pytest
 from conftest import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir
 from rich.console import Console
 
-from grpo_tui.commands.check import EXIT_BAD_RULES, check_command
-from grpo_tui.health.diagnose import diagnose
-from grpo_tui.health.rules import RULES_ENV, Rules
-from grpo_tui.report import (
+from grpo_tui.commands.check import check_command, exit_code
+from grpo_tui.commands.output import (
+    EXIT_BAD_RULES,
     EXIT_CAUTION,
     EXIT_HEALTHY,
     EXIT_NOTHING,
     EXIT_PROBLEM,
+)
+from grpo_tui.health.diagnose import diagnose
+from grpo_tui.health.rules import RULES_ENV, Rules
+from grpo_tui.report import (
     diagnosis_to_json,
-    exit_code,
     render_check,
     sparkline,
 )
@@ -212,6 +214,8 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
         "max_steps": 300,
         "finished": True,
         "state": "finished",
+        "unreadable": None,
+        "notes": [],
     }
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_tui.commands.check import EXIT_BAD_RULES, rules_command
+from grpo_tui.commands.check import rules_command
+from grpo_tui.commands.output import EXIT_BAD_RULES
 from grpo_tui.health.rules import (
     RULES_ENV,
     Rules,

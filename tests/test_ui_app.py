@@ -284,7 +284,9 @@ async def test_filter_narrows_the_grid(finished_run: Path) -> None:
         assert grid.names[0] == "reward"
 
 
-async def test_pause_stops_drawing_but_keeps_reading(tmp_path: Path) -> None:
+async def test_pause_holds_one_moment_but_keeps_reading(tmp_path: Path) -> None:
+    """Paused, every pane shows the moment of the pause: lines go on being read (the header
+    counts them) and arrive on screen together when unpaused, a resize included."""
     output = make_run(tmp_path, fixture_lines()[:2])
     log = output / RUN_DIR_NAME / "logging.jsonl"
     app = app_for(output, now=time.time)
@@ -293,14 +295,16 @@ async def test_pause_stops_drawing_but_keeps_reading(tmp_path: Path) -> None:
         before = grid_row_text(app, "reward")
         await pilot.press("p")
         assert "PAUSED" in screen_text(app)
-        version = app.run_state.version
         append(log, train_line(4, 0.777))
         deadline = time.monotonic() + 10
-        while app.run_state.version == version and time.monotonic() < deadline:
+        while app.held_back_rows == 0 and time.monotonic() < deadline:
             await pilot.pause(0.05)
-        assert app.run_state.store.last("reward") == (4.0, 0.777)  # read while paused
+        assert app.held_back_rows == 1  # read while paused
+        assert app.run_state.store.last("reward") == (2.0, 1.48749995)  # the paused moment
+        await pilot.resize_terminal(100, 30)  # a resize redraws: from the paused moment
         await pilot.pause(0.3)
-        assert grid_row_text(app, "reward") == before  # but not drawn
+        assert grid_row_text(app, "reward") == before
+        assert "PAUSED · 1 new line" in screen_text(app)
         await pilot.press("p")
         await settle(pilot, app, lambda: grid_row_text(app, "reward") == "0.777")
         assert "PAUSED" not in screen_text(app)

@@ -24,9 +24,11 @@ from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.state import RunState, run_state, stall_threshold
 from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import LineKind, Record
 from grpo_tui.sources.watch import DirectoryWaker
-from grpo_tui.ui.inert import clean, inert
+from grpo_tui.ui.inert import inert
+from grpo_tui.untrusted import printable
 from grpo_tui.ui.metric_order import matches_filter, order_metrics
 from grpo_tui.ui.themes import (
     ThemeError,
@@ -121,12 +123,11 @@ def test_format_duration() -> None:
 
 
 def _run_with_elapsed(elapsed: list[float], *, data_time: float | None) -> Run:
-    run = Run(Path("/runs/output"))
+    status = FeedStatus(framework="ms-swift", followed=["/runs/output/v0-20250101-000000/logging.jsonl"])
+    run = Run(Path("/runs/output"), status=status)
     for step, seconds in enumerate(elapsed, 1):
         run.store.add(Record(LineKind.TRAIN, float(step), {"elapsed": seconds, "reward": 0.5}))
     run.last_data_time = data_time
-    run.followed = ["/runs/output/v0-20250101-000000/logging.jsonl"]
-    run.framework = "ms-swift"
     return run
 
 
@@ -143,7 +144,7 @@ def test_live_stalled_finished_waiting() -> None:
     assert run_state(run, 1000 + 151)[0] is RunState.STALLED  # > 5 × 30 s
     run.finished = True
     assert run_state(run, 1000 + 10_000)[0] is RunState.FINISHED
-    run.reading = (10, 100)  # a history still being read says so, whatever it holds
+    run.status.backlog = (10, 100)  # a history still being read says so, whatever it holds
     assert run_state(run, 1000 + 10_000)[0] is RunState.READING
     empty = Run(Path("/nowhere"))
     assert run_state(empty, 5.0) == (RunState.WAITING, None)
@@ -152,7 +153,7 @@ def test_live_stalled_finished_waiting() -> None:
 def test_a_run_whose_last_train_step_is_max_steps_is_finished() -> None:
     """TRL checkpoints never hold the end-of-train item: reaching max_steps ends the run."""
     run = _run_with_elapsed([0, 30, 60, 90, 120], data_time=1000.0)
-    run.context = RunContext(max_steps=6)
+    run.status.context = RunContext(max_steps=6)
     assert run_state(run, 1000 + 10_000)[0] is RunState.STALLED  # step 5 of 6
     run.store.add(Record(LineKind.EVAL, 5.0, {"eval_reward": 0.5}))
     run.store.add(Record(LineKind.TRAIN, 6.0, {"elapsed": 150.0, "reward": 0.5}))
@@ -175,11 +176,11 @@ def test_header_says_history_is_being_read() -> None:
     """While the log's history is read, the step shown is not where the run is: the badge
     says so, with how far the reading got."""
     run = _run_with_elapsed([0, 30, 60], data_time=1000.0)
-    run.reading = (25 << 20, 100 << 20)
+    run.status.backlog = (25 << 20, 100 << 20)
     view = header_view(run, 1000 + 5)
     assert view.state is RunState.READING
     assert view.state_label == "READING HISTORY 25%"
-    run.reading = None
+    run.status.backlog = None
     assert header_view(run, 1000 + 5).state is RunState.LIVE
 
 
@@ -295,8 +296,8 @@ def test_waker_wakes_on_writes_only_until_stopped(tmp_path: Path) -> None:
 
 
 def test_untrusted_text_is_inert() -> None:
-    assert clean("a\x1b[31mb\rc\x07") == "a\ufffd[31mb\ufffdc\ufffd"
-    assert clean("right\u202eleft") == "right\ufffdleft"
+    assert printable("a\x1b[31mb\rc\x07") == "a\u241b[31mb\u240dc\u2407"
+    assert printable("right\u202eleft") == "right\ufffdleft"
     text = inert("[bold]not markup[/bold]")
     assert text.plain == "[bold]not markup[/bold]" and not text.spans
 

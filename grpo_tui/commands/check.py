@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TextIO
 
-import orjson
-from rich.console import Console
-
-from grpo_tui.health.diagnose import diagnose
+from grpo_tui.commands.headless import read_run
+from grpo_tui.commands.output import (
+    EXIT_BAD_RULES,
+    EXIT_CAUTION,
+    EXIT_HEALTHY,
+    EXIT_NOTHING,
+    EXIT_PROBLEM,
+    EXIT_UNREADABLE,
+    print_renderable,
+    say,
+    write_json,
+    write_text,
+)
+from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules, RulesError, load_rules, rules_as_toml
-from grpo_tui.report import diagnosis_to_json, exit_code, render_check
-from grpo_tui.run.loader import load_run
-
-#: exit code when the rules file cannot be used (the verdict codes are 0-3)
-EXIT_BAD_RULES = 4
+from grpo_tui.report import diagnosis_to_json, render_check
+from grpo_tui.run.live import Run
 
 
 def effective_rules(rules_file: Path | None) -> Rules | None:
@@ -23,11 +31,19 @@ def effective_rules(rules_file: Path | None) -> Rules | None:
     try:
         rules, warnings = load_rules(rules_file)
     except RulesError as exc:
-        print(f"grpo-tui: {exc}", file=sys.stderr)
+        say(str(exc))
         return None
     for warning in warnings:
-        print(f"grpo-tui: warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}")
     return rules
+
+
+def exit_code(run: Run, diagnosis: Diagnosis) -> int:
+    """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable
+    yet, 5 PATH cannot be read."""
+    if len(run.store) == 0:
+        return EXIT_UNREADABLE if run.unreadable else EXIT_NOTHING
+    return {"healthy": EXIT_HEALTHY, "problem": EXIT_PROBLEM}.get(diagnosis.status, EXIT_CAUTION)
 
 
 def check_command(
@@ -37,28 +53,30 @@ def check_command(
     rules_file: Path | None,
     width: int | None = None,
     now: float | None = None,
+    out: TextIO | None = None,
 ) -> int:
-    """Diagnose the run at `path` once and print the verdict (human or JSON).
-    Exit code: 0 healthy, 1 caution (or warming up), 2 problem, 3 nothing readable,
-    4 unusable rules file."""
+    """Diagnose the run at `path` once and print the verdict (human or JSON); see
+    `exit_code` (and 4 for an unusable rules file)."""
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
-    run = load_run(path)
+    run = read_run(path)
     diagnosis = diagnose(run, rules)
+    out = out or sys.stdout
     if as_json:
-        data = diagnosis_to_json(run, diagnosis, now=now)
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(out, diagnosis_to_json(run, diagnosis, now=now))
     else:
-        console = Console(width=width, highlight=False, emoji=False)
-        console.print(render_check(run, diagnosis, rules, now=now))
+        print_renderable(render_check(run, diagnosis, rules, now=now), width=width, file=out)
+    out.flush()
     return exit_code(run, diagnosis)
 
 
-def rules_command(rules_file: Path | None) -> int:
+def rules_command(rules_file: Path | None, *, out: TextIO | None = None) -> int:
     """Print the effective rules table (defaults merged with overrides) as TOML."""
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
-    sys.stdout.write(rules_as_toml(rules))
+    out = out or sys.stdout
+    write_text(out, rules_as_toml(rules))
+    out.flush()
     return 0

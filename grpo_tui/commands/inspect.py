@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
+import queue
 import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
-import orjson
-
+from grpo_tui.commands.headless import read_run
+from grpo_tui.commands.output import EXIT_NOTHING, EXIT_UNREADABLE, write_json, write_text
 from grpo_tui.numbers import format_value
-from grpo_tui.run.follow import RunFollower, Update, load_run
+from grpo_tui.run.follow import FollowLoop, RunFollower, Update
 from grpo_tui.run.live import Run
+from grpo_tui.untrusted import json_dumps
 
 _BAD_LINES_SHOWN = 5
 
@@ -46,6 +47,8 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "files": run.files,
         "followed": run.followed,
         "waiting_for": run.waiting_for,
+        "unreadable": run.unreadable,
+        "notes": list(run.notes),
         "context": run.context.as_dict(),
         "lines": dict(run.line_counts),
         "bad_lines": run.bad_line_count,
@@ -67,11 +70,19 @@ def inspect_data(run: Run) -> dict[str, Any]:
 
 
 def render_text(data: dict[str, Any], out: TextIO) -> None:
-    """The human form of `inspect_data`, plain text that fits 80 columns."""
-    write = out.write
+    """The human form of `inspect_data`, plain text that fits 80 columns (written through
+    the sanitiser: names and paths come from files)."""
+
+    def write(text: str) -> None:
+        write_text(out, text)
+
     write(f"path       {data['path']}\n")
+    if data["unreadable"]:
+        write(f"unreadable {data['unreadable']}\n")
     if data["waiting_for"]:
         write(f"waiting    for {data['waiting_for']} (not there yet)\n")
+    for note in data["notes"]:
+        write(f"warning    {note}\n")
     write(f"framework  {data['framework'] or 'unknown'}")
     write(f"  ({'; '.join(data['version_hints'])})\n" if data["version_hints"] else "\n")
     for path in data["files"]:
@@ -111,34 +122,45 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
 def inspect_command(
     path: Path, *, as_json: bool, follow: bool, out: TextIO | None = None
 ) -> int:
-    """Run `inspect`. Exit code 0 when something was read, 3 when nothing was."""
+    """Run `inspect`. Exit code 0 when something was read, 3 when nothing was (yet), 5 when
+    PATH cannot be read."""
     out = out or sys.stdout
     follower = RunFollower(path)
-    run = load_run(path, follower=follower)
+    run = read_run(path, follower=follower)
     data = inspect_data(run)
     if as_json:
-        out.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(out, data)
     else:
         render_text(data, out)
     out.flush()
     if follow:
         _follow(follower, run, out, as_json=as_json)
-    return 0 if len(run.store) or run.finished else 3
+    if len(run.store) or run.finished:
+        return 0
+    return EXIT_UNREADABLE if run.unreadable else EXIT_NOTHING
 
 
 def _follow(follower: RunFollower, run: Run, out: TextIO, *, as_json: bool) -> None:
-    """Print one line per batch of new data until interrupted."""
+    """Print one line per batch of new data until interrupted (Ctrl-C). The reading is the
+    core follow loop's, in its own thread; this thread applies and prints."""
+    updates: queue.SimpleQueue[Update] = queue.SimpleQueue()
+    loop = FollowLoop(follower, updates.put, watch_files=True)
+    loop.start()
     try:
         while True:
-            update = follower.read(time_budget=0.5)
+            try:
+                update = updates.get(timeout=0.5)  # short waits: Ctrl-C is seen at once
+            except queue.Empty:
+                continue
             run.apply(update)
             if update:
-                out.write(_batch_line(run, update, as_json=as_json) + "\n")
+                # JSON lines are made inert by json_dumps; the text line by write_text
+                write_text(out, _batch_line(run, update, as_json=as_json) + "\n")
                 out.flush()
-            if not update.more:
-                time.sleep(0.5)
     except KeyboardInterrupt:
         pass
+    finally:
+        loop.stop()
 
 
 def _batch_line(run: Run, update: Update, *, as_json: bool) -> str:
@@ -154,7 +176,7 @@ def _batch_line(run: Run, update: Update, *, as_json: bool) -> str:
         "new_samples": update.new_samples,
     }
     if as_json:
-        return orjson.dumps(info).decode()
+        return json_dumps(info)
     text = f"+{info['rows']} rows (total {info['total_rows']}, last step {last:g})" if last else (
         f"+{info['rows']} rows"
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grpo_tui.commands.check import effective_rules
+from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
 
 if TYPE_CHECKING:
     from grpo_tui.ui.app import GrpoTuiApp
@@ -43,12 +44,12 @@ def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = Non
 
     rules = effective_rules(rules_file)
     if rules is None:
-        return 2
+        return EXIT_BAD_RULES
     try:
         app = GrpoTuiApp(Path(path), theme=theme, rules=rules)
     except ThemeError as error:
-        print(f"grpo-tui: {error}", file=sys.stderr)
-        return 2
+        say(str(error))
+        return EXIT_USAGE
     with _exit_on_signals(app):
         app.run()
     return app.return_code or 0
@@ -62,14 +63,14 @@ def demo_command(scenario: str, speed: float, theme: str | None, rules_file: Pat
     from grpo_tui.ui.themes import ThemeError
 
     if scenario not in SCENARIOS:
-        print(f"grpo-tui: unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
-        return 2
+        say(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+        return EXIT_USAGE
     if not speed > 0:
-        print("grpo-tui: --speed must be > 0", file=sys.stderr)
-        return 2
+        say("--speed must be > 0")
+        return EXIT_USAGE
     rules = effective_rules(rules_file)
     if rules is None:
-        return 2
+        return EXIT_BAD_RULES
     with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
         output_dir = Path(tmp) / "output"
         output_dir.mkdir()
@@ -77,8 +78,8 @@ def demo_command(scenario: str, speed: float, theme: str | None, rules_file: Pat
         try:
             app = GrpoTuiApp(output_dir, theme=theme, rules=rules)
         except ThemeError as error:
-            print(f"grpo-tui: {error}", file=sys.stderr)
-            return 2
+            say(str(error))
+            return EXIT_USAGE
         stop = threading.Event()
         writer = threading.Thread(target=simulator.run, args=(stop,), name="grpo-tui-demo-sim", daemon=True)
         writer.start()

@@ -23,6 +23,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from grpo_tui.files import describe_os_error, read_regular
+from grpo_tui.untrusted import toml_string
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -304,7 +307,7 @@ def default_rules_path() -> Path | None:
         return Path(explicit).expanduser()
     config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     candidate = Path(config_home).expanduser() / "grpo-tui" / "rules.toml"
-    return candidate if candidate.is_file() else None
+    return candidate if os.path.isfile(candidate) else None
 
 
 def load_rules(path: Path | None = None) -> tuple[Rules, list[str]]:
@@ -316,11 +319,9 @@ def load_rules(path: Path | None = None) -> tuple[Rules, list[str]]:
         if path is None:
             return Rules(), []
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_regular(path).decode("utf-8").removeprefix("\ufeff"))
     except OSError as exc:
-        raise RulesError(
-            f"cannot read rules file {path}: {exc.strerror or exc}"
-        ) from exc
+        raise RulesError(f"rules file: {describe_os_error(exc, path)}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RulesError(f"rules file {path} is not valid TOML: {exc}") from exc
     return rules_from_dict(data, source=str(path))
@@ -568,7 +569,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return toml_string(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     raise TypeError(f"cannot write {value!r} as TOML")

@@ -1,14 +1,17 @@
-"""Following a run: sources → Update (worker side) → Run (owner side).
+"""Following a run: sources → Update (reader side) → Run (owner side).
 
-The split matters for the TUI: `RunFollower.read()` does the IO and parsing and may run in
-a worker thread; `Run.apply(update)` only appends arrays and runs on the thread that owns
-the Run. Headless commands simply call both in a loop (`load_run`).
+`RunFollower.read()` does the IO and parsing; `Run.apply(update)` only appends arrays and
+runs on the thread that owns the Run. `FollowLoop` runs the reads in a daemon thread for as
+long as a run is watched (the TUI and `inspect --follow` both use it); `load_run` reads
+what a PATH holds now, once (`check`, `inspect`, tests).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_tui.run.completion_stats import CompletionsSummary
@@ -16,6 +19,7 @@ from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.live import Run
 from grpo_tui.sources.feed import FeedStatus, RunFeed
 from grpo_tui.sources.records import Batch
+from grpo_tui.sources.watch import DirectoryWaker
 
 #: bytes read per poll while following (and for the first poll of a backfill)
 LIVE_CHUNK = 1 << 20
@@ -35,11 +39,23 @@ class Update:
     more: bool = False
     #: completions lines newly indexed
     new_samples: int = 0
-    read_seconds: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.batch) or self.new_samples > 0
+
+    def merged(self, later: Update) -> Update:
+        """This update followed by a later one, as one (held back while the screen is paused
+        or the diagnosis reads the Run: the data adds up, the status is the later one's)."""
+        batch = Batch()
+        batch.extend(self.batch)
+        batch.extend(later.batch)
+        return Update(
+            batch=batch,
+            status=later.status,
+            samples=later.samples if later.samples is not None else self.samples,
+            more=later.more,
+            new_samples=self.new_samples + later.new_samples,
+        )
 
 
 class RunFollower:
@@ -86,7 +102,6 @@ class RunFollower:
             samples=samples,
             more=more,
             new_samples=new_samples,
-            read_seconds=time.perf_counter() - started,
         )
 
     def _completions_index(self) -> CompletionsIndex | None:
@@ -114,3 +129,92 @@ def load_run(
         if not update.more:
             break
     return run
+
+
+#: seconds between reads when nothing is pending (file events wake the loop earlier)
+POLL_INTERVAL_S = 1.0
+#: seconds one read may take before its update is handed on (keeps a backfill's first
+#: screen quick and its progress visible)
+READ_BUDGET_S = 0.05
+
+
+class FollowLoop:
+    """Reads a PATH's sources in a daemon thread until stopped, handing each Update on.
+
+    One loop for every live consumer (the TUI posts the updates as messages, `inspect
+    --follow` prints them). It reads for about `time_budget` seconds, hands the update to
+    `deliver` when it holds data or the status changed, then sleeps for `poll_interval`
+    unless more is ready or a file event wakes it (watchdog, when `watch_files`; polling
+    stays the truth). `stop()` never waits for the thread: a read stuck in the kernel (a
+    hung NFS mount) must not keep the process from exiting, and a daemon thread does not.
+    """
+
+    def __init__(
+        self,
+        follower: RunFollower,
+        deliver: Callable[[Update], None],
+        *,
+        on_error: Callable[[str], None] | None = None,
+        on_notice: Callable[[str], None] | None = None,
+        poll_interval: float = POLL_INTERVAL_S,
+        time_budget: float = READ_BUDGET_S,
+        watch_files: bool = True,
+    ) -> None:
+        self.follower = follower
+        self._deliver = deliver
+        self._on_error = on_error
+        self._on_notice = on_notice
+        self.poll_interval = poll_interval
+        self.time_budget = time_budget
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._waker: DirectoryWaker | None = DirectoryWaker(self._wake) if watch_files else None
+        self._thread = threading.Thread(target=self._loop, name="grpo-tui-reader", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop reading (the thread ends after its current read; nothing waits for it)."""
+        self._stop.set()
+        self._wake.set()
+        if self._waker is not None:
+            self._waker.stop()
+
+    def wake(self) -> None:
+        """Read now rather than at the end of the poll interval."""
+        self._wake.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def _loop(self) -> None:
+        last_status: tuple[object, ...] | None = None
+        told_no_events = False
+        while not self._stop.is_set():
+            try:
+                update = self.follower.read(time_budget=self.time_budget)
+            except Exception as error:  # noqa: BLE001 - a reader bug must not end a days-long watch
+                if self._on_error is not None:
+                    self._on_error(f"{type(error).__name__}: {error}")
+                self._sleep()
+                continue
+            if self._stop.is_set():
+                return
+            status = update.status.signature()
+            if update or status != last_status:
+                last_status = status
+                self._deliver(update)
+            if self._waker is not None:
+                self._waker.watch(self.follower.feed.watched_dirs)
+                if self._waker.failure is not None and not told_no_events:
+                    told_no_events = True
+                    if self._on_notice is not None:
+                        self._on_notice(self._waker.failure)
+            if not update.more:
+                self._sleep()
+
+    def _sleep(self) -> None:
+        self._wake.wait(self.poll_interval)
+        self._wake.clear()

@@ -15,6 +15,7 @@ import numpy as np
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import BadLine, Batch, LineKind
 
 if TYPE_CHECKING:
@@ -39,16 +40,12 @@ class Progress:
 
 @dataclass
 class Run:
-    """One run: its metric store, context, files and reading statistics."""
+    """One run: its metric store, what the sources say about it, reading statistics."""
 
     path: Path
     store: MetricStore = field(default_factory=MetricStore)
-    context: RunContext = field(default_factory=RunContext)
-    framework: str | None = None
-    #: every file read so far (metrics, context, completions), in discovery order
-    files: list[str] = field(default_factory=list)
-    #: the files being followed right now
-    followed: list[str] = field(default_factory=list)
+    #: the sources' latest word on the run: framework, context, files, waiting, problems
+    status: FeedStatus = field(default_factory=FeedStatus)
     line_counts: Counter[str] = field(default_factory=Counter)
     bad_line_count: int = 0
     bad_lines: list[BadLine] = field(default_factory=list)
@@ -59,25 +56,57 @@ class Run:
     events: list[str] = field(default_factory=list)
     #: what the logged completions show (None until a completions file has been read)
     samples: CompletionsSummary | None = None
-    version_hints: list[str] = field(default_factory=list)
-    #: what is being waited for (a file or directory that does not exist yet), or None
-    waiting_for: str | None = None
-    #: (bytes read, bytes in the file) while the metrics log's history is being read
-    reading: tuple[int, int] | None = None
     #: bumped on every ingest that changed something, so views can skip redraws
     version: int = 0
     _max_steps: int | None = None
 
+    # -- what the sources say (read-only views of `status`) ------------------------------
+    @property
+    def framework(self) -> str | None:
+        return self.status.framework
+
+    @property
+    def context(self) -> RunContext:
+        return self.status.context
+
+    @property
+    def files(self) -> list[str]:
+        """Every file read so far (metrics, context, completions), in discovery order."""
+        return self.status.files
+
+    @property
+    def followed(self) -> list[str]:
+        """The files being followed right now."""
+        return self.status.followed
+
+    @property
+    def version_hints(self) -> list[str]:
+        return self.status.version_hints
+
+    @property
+    def waiting_for(self) -> str | None:
+        """What is being waited for (a file or directory that does not exist yet), or None."""
+        return self.status.waiting_for
+
+    @property
+    def unreadable(self) -> str | None:
+        """Why the metrics cannot be read ("permission denied: PATH"), or None."""
+        return self.status.unreadable
+
+    @property
+    def notes(self) -> list[str]:
+        """What else is wrong with the run's files (a malformed args.json, a skipped file)."""
+        return self.status.notes
+
+    @property
+    def reading(self) -> tuple[int, int] | None:
+        """(bytes read, bytes in the file) while the metrics log's history is being read."""
+        return self.status.backlog
+
     def apply(self, update: Update) -> None:
         """Take one read of the sources (see run/follow.py)."""
         status = update.status
-        self.framework = status.framework
-        self.context = status.context
-        self.files = list(status.files)
-        self.followed = list(status.followed)
-        self.version_hints = list(status.version_hints)
-        self.waiting_for = status.waiting_for
-        self.reading = status.backlog
+        self.status = status
         if status.data_time is not None:
             self.last_data_time = status.data_time
         if update.samples is not None:

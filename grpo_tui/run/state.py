@@ -19,6 +19,8 @@ STALL_UNKNOWN_INTERVAL_S = 600.0
 
 
 class RunState(Enum):
+    #: something is there but cannot be read (permission denied, a FIFO, ...)
+    UNREADABLE = "unreadable"
     WAITING = "waiting"
     #: the log's history is still being read: the step shown is not the run's yet
     READING = "reading"
@@ -37,6 +39,8 @@ def stall_threshold(usual_interval: float | None) -> float:
 def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
     """The run's state and the seconds since its newest data (None before any)."""
     age = run.data_age(now)
+    if run.unreadable is not None:
+        return RunState.UNREADABLE, age
     if run.reading is not None:
         return RunState.READING, age
     if run.finished or run.reached_max_steps():

@@ -7,12 +7,16 @@ answer that the health engine reports instead of guessing.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from grpo_tui.sources.jsonline import describe_json_error
+from grpo_tui.files import UTF8_BOM, describe_os_error, read_regular
 
 
 @dataclass(slots=True)
@@ -69,14 +73,24 @@ class RunContext:
                 setattr(self, f.name, getattr(other, f.name))
 
 
+#: the largest count or length taken from args (anything above is not a real setting)
+_LARGEST_SETTING = 2**53
+
+
+class ArgsError(ValueError):
+    """An args file that cannot be used; the message says why, for the user."""
+
+
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return int(value)
+    if isinstance(value, int):
+        return value if abs(value) <= _LARGEST_SETTING else None
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and abs(value) <= _LARGEST_SETTING else None
     if isinstance(value, str):
         try:
-            return int(float(value))
+            return _as_int(float(value))
         except ValueError:
             return None
     return None
@@ -85,56 +99,97 @@ def _as_int(value: Any) -> int | None:
 def _as_float(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
+    try:
+        if isinstance(value, (int, float)):
+            number = float(value)
+        elif isinstance(value, str):
+            number = float(value)
+        else:
             return None
-    return None
+    except (ValueError, OverflowError):  # an int too big for a float, a word
+        return None
+    return number if math.isfinite(number) else None
+
+
+#: fields read as whole numbers and as floats (the rest are strings and lists)
+_INT_FIELDS = ("max_completion_length", "num_generations", "num_iterations", "logging_steps", "steps_per_generation")
+_FLOAT_FIELDS = ("beta", "epsilon", "epsilon_high", "learning_rate", "temperature")
 
 
 def context_from_args(args: dict[str, Any]) -> RunContext:
     """Build a context from an args dict (ms-swift args.json, TRL/verl-style configs)."""
+    context, _ = context_and_problems(args)
+    return context
+
+
+def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
+    """The context from an args dict, and one note per setting that is there but unusable
+    (a length of 10**400, a beta of "high"): such a setting is unknown, and the user hears why."""
+    problems: list[str] = []
+
+    def unusable(name: str, value: Any) -> None:
+        shown = repr(value)
+        problems.append(f"{name} = {shown[:40] + '…' if len(shown) > 40 else shown} is not a usable number")
+
+    numbers: dict[str, Any] = {}
+    for name in _INT_FIELDS:
+        value = args.get(name)
+        numbers[name] = _as_int(value)
+        if value is not None and numbers[name] is None:
+            unusable(name, value)
+    for name in _FLOAT_FIELDS:
+        value = args.get(name)
+        numbers[name] = _as_float(value)
+        if value is not None and numbers[name] is None:
+            unusable(name, value)
     reward_funcs = args.get("reward_funcs") or []
     if isinstance(reward_funcs, str):
         reward_funcs = [reward_funcs]
+    if not isinstance(reward_funcs, list):
+        reward_funcs = []
     max_steps = _as_int(args.get("max_steps"))
     model = args.get("model") or args.get("model_name_or_path")
-    return RunContext(
-        model=str(model) if model else None,
-        max_completion_length=_as_int(args.get("max_completion_length")),
-        num_generations=_as_int(args.get("num_generations")),
-        beta=_as_float(args.get("beta")),
-        num_iterations=_as_int(args.get("num_iterations")),
-        epsilon=_as_float(args.get("epsilon")),
-        epsilon_high=_as_float(args.get("epsilon_high")),
-        learning_rate=_as_float(args.get("learning_rate")),
-        logging_steps=_as_int(args.get("logging_steps")),
+    loss_type = args.get("loss_type")
+    context = RunContext(
+        model=str(model) if isinstance(model, (str, int, float)) and model else None,
         max_steps=max_steps if max_steps and max_steps > 0 else None,
-        reward_funcs=[str(name) for name in reward_funcs if name is not None],
-        loss_type=str(args["loss_type"]) if args.get("loss_type") else None,
-        temperature=_as_float(args.get("temperature")),
-        steps_per_generation=_as_int(args.get("steps_per_generation")),
+        reward_funcs=[str(name) for name in reward_funcs if isinstance(name, (str, int, float))],
+        loss_type=str(loss_type) if isinstance(loss_type, str) and loss_type else None,
+        **numbers,
     )
+    return context, problems
 
 
 def read_json_file(path: Path) -> Any:
-    """Parse a whole JSON file, accepting NaN/Infinity tokens. Raises OSError/ValueError."""
-    data = path.read_bytes()
+    """Parse a whole JSON file, accepting NaN/Infinity tokens and a byte order mark.
+    Only a regular file is opened (a FIFO would block). Raises OSError/ValueError."""
+    data = read_regular(path).removeprefix(UTF8_BOM)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        import json
+        try:
+            return json.loads(data.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError as error:
+            raise ValueError(describe_json_error(error, data)) from None
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
 
-        return json.loads(data.decode("utf-8", errors="replace"))
 
-
-def read_args_json(path: Path) -> RunContext | None:
-    """The context from an args.json, or None when it is missing or unreadable."""
+def read_args_json(path: Path) -> tuple[RunContext, list[str]]:
+    """The context from an args file and notes on what in it could not be used. Raises
+    ArgsError (with a message for the user) when the file cannot be used at all."""
     try:
         args = read_json_file(path)
-    except (OSError, ValueError):
-        return None
-    return context_from_args(args) if isinstance(args, dict) else None
+    except OSError as error:
+        raise ArgsError(describe_os_error(error, path)) from None
+    except ValueError as error:
+        raise ArgsError(f"{path.name} is {error}") from None
+    if not isinstance(args, dict):
+        raise ArgsError(f"{path.name} holds a JSON {_json_type(args)}, not an object")
+    return context_and_problems(args)
+
+
+def _json_type(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), "null"
+    )

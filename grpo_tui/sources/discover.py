@@ -4,16 +4,25 @@ Accepted: a `logging.jsonl` (or any metrics `.jsonl`); an ms-swift run directory
 (`vN-YYYYMMDD-HHMMSS/`) or the output directory above it (the newest `v*` wins, and a newer
 one appearing later is a resumed run to follow); a `trainer_state.json`, or a directory
 holding one at the top or in `checkpoint-*/` (the newest checkpoint wins, or the top one
-when it is at least as new). A path that does
-not exist yet is waited for. Only `stat`, `scandir` and reads: nothing is created.
+when it is at least as new). A path that does not exist yet is waited for. Only `stat`,
+`scandir` and reads: nothing is created.
+
+Every look at the disk goes through `_probe`, which answers what is there or why it cannot
+be looked at: a directory this process may not list, a symlink loop, a FIFO or device named
+like a log (only regular files are read: a FIFO blocks forever). Those come back as the
+layout's `problem` (nothing can be read) or `skipped` (this one file is left out), in
+words a user can act on, never as an exception.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from grpo_tui.files import describe_os_error, file_kind
 
 RUN_DIR_PATTERN = re.compile(r"^v(\d+)-(\d{8})-(\d{6})$")
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
@@ -27,8 +36,8 @@ TRAINER_STATE_FILE = "trainer_state.json"
 class RunLayout:
     """What a PATH resolves to right now."""
 
-    #: "jsonl" (a metrics log to tail), "trainer_state" (log_history to re-read), or
-    #: "waiting" (nothing readable yet)
+    #: "jsonl" (a metrics log to tail), "trainer_state" (log_history to re-read),
+    #: "waiting" (nothing there yet) or "unreadable" (something is there but cannot be read)
     mode: str
     #: the metrics file (may not exist yet in "jsonl" mode: then it is waited for)
     metrics_file: Path | None
@@ -40,23 +49,73 @@ class RunLayout:
     output_dir: Path | None
     #: what is being waited for, in words, when mode is "waiting"
     waiting_for: str = ""
+    #: why nothing can be read, in words, when mode is "unreadable"
+    problem: str = ""
+    #: files found but left out, each with the reason ("not a regular file (a FIFO), …")
+    skipped: tuple[str, ...] = ()
 
 
-def _scandir(path: Path) -> list[os.DirEntry[str]]:
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    """What `stat` says about a path: its mode, or why it could not be looked at."""
+
+    mode: int | None = None
+    #: the OSError other than "no such file" (permission, loop, I/O)
+    error: OSError | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.mode is not None or self.error is not None
+
+    @property
+    def is_dir(self) -> bool:
+        return self.mode is not None and stat.S_ISDIR(self.mode)
+
+    @property
+    def is_file(self) -> bool:
+        return self.mode is not None and stat.S_ISREG(self.mode)
+
+    def why_not_file(self, path: Path) -> str:
+        """Why this path is not a readable regular file, in words ("" when it is one or absent)."""
+        if self.error is not None:
+            return describe_os_error(self.error, path)
+        if self.mode is not None and not stat.S_ISREG(self.mode):
+            return f"not a regular file ({file_kind(self.mode)}), skipped: {path}"
+        return ""
+
+
+def _probe(path: Path) -> _Probe:
+    try:
+        return _Probe(mode=os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return _Probe()
+    except OSError as error:  # permission denied on a parent, a symlink loop, EIO
+        return _Probe(error=error)
+
+
+def _scandir(path: Path) -> tuple[list[os.DirEntry[str]], OSError | None]:
     try:
         with os.scandir(path) as entries:
-            return list(entries)
+            return list(entries), None
+    except OSError as error:
+        return [], error
+
+
+def _entry_is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
     except OSError:
-        return []
+        return False
 
 
 def newest_run_dir(output_dir: Path) -> Path | None:
     """The `vN-YYYYMMDD-HHMMSS` directory with the highest N (then the newest stamp)."""
     best: tuple[int, str] | None = None
     best_path: Path | None = None
-    for entry in _scandir(output_dir):
+    entries, _ = _scandir(output_dir)
+    for entry in entries:
         match = RUN_DIR_PATTERN.match(entry.name)
-        if match and entry.is_dir():
+        if match and _entry_is_dir(entry):
             key = (int(match.group(1)), match.group(2) + match.group(3))
             if best is None or key > best:
                 best, best_path = key, Path(entry.path)
@@ -78,61 +137,82 @@ def newest_trainer_state(directory: Path) -> Path | None:
     run's, left behind."""
     best_step = -1
     best_path: Path | None = None
-    for entry in _scandir(directory):
+    entries, _ = _scandir(directory)
+    for entry in entries:
         match = CHECKPOINT_PATTERN.match(entry.name)
         if match and int(match.group(1)) > best_step:
             candidate = Path(entry.path) / TRAINER_STATE_FILE
-            if candidate.is_file():
+            if _probe(candidate).is_file:
                 best_step, best_path = int(match.group(1)), candidate
     top = directory / TRAINER_STATE_FILE
-    top_time = _mtime(top) if top.is_file() else None
+    top_time = _mtime(top) if _probe(top).is_file else None
     if best_path is None or top_time is None:
         return best_path if top_time is None else top
     checkpoint_time = _mtime(best_path)
     return top if checkpoint_time is None or top_time >= checkpoint_time else best_path
 
 
-def _args_near(*candidates: Path) -> Path | None:
+def _args_near(*candidates: Path) -> tuple[Path | None, tuple[str, ...]]:
+    """The first args file that is a regular file, and why any other one was passed over."""
+    skipped: list[str] = []
     for directory in candidates:
         path = directory / ARGS_FILE
-        if path.is_file():
-            return path
-    return None
+        probe = _probe(path)
+        if probe.is_file:
+            return path, tuple(skipped)
+        if probe.exists:
+            skipped.append(f"{probe.why_not_file(path)}: run context unknown")
+    return None, tuple(skipped)
 
 
 def _jsonl_layout(metrics: Path, output_dir: Path | None = None) -> RunLayout:
     run_dir = metrics.parent
     completions = run_dir / COMPLETIONS_FILE
+    args_file, skipped = _args_near(run_dir)
     return RunLayout(
         mode="jsonl",
         metrics_file=metrics,
         completions_file=completions if metrics.name == LOGGING_FILE else None,
-        args_file=_args_near(run_dir),
+        args_file=args_file,
         run_dir=run_dir,
         output_dir=output_dir,
+        skipped=skipped,
     )
 
 
 def _state_layout(state: Path, output_dir: Path | None = None) -> RunLayout:
     holder = state.parent
     run_dir = holder.parent if CHECKPOINT_PATTERN.match(holder.name) else holder
+    args_file, skipped = _args_near(run_dir, holder)
     return RunLayout(
         mode="trainer_state",
         metrics_file=state,
         completions_file=None,
-        args_file=_args_near(run_dir, holder),
+        args_file=args_file,
         run_dir=run_dir,
         output_dir=output_dir,
+        skipped=skipped,
     )
+
+
+def _unreadable(problem: str, run_dir: Path | None = None, output_dir: Path | None = None) -> RunLayout:
+    return RunLayout("unreadable", None, None, None, run_dir, output_dir, problem=problem)
 
 
 def _run_dir_layout(run_dir: Path, output_dir: Path | None) -> RunLayout:
     logging_file = run_dir / LOGGING_FILE
-    if logging_file.is_file():
+    logging_probe = _probe(logging_file)
+    if logging_probe.is_file:
         return _jsonl_layout(logging_file, output_dir)
     state = newest_trainer_state(run_dir)
     if state is not None:
         return _state_layout(state, output_dir)
+    if logging_probe.exists:
+        # a FIFO, directory or unreadable thing named logging.jsonl, and nothing else to read
+        return _unreadable(logging_probe.why_not_file(logging_file), run_dir, output_dir)
+    _, listing_error = _scandir(run_dir)
+    if listing_error is not None:
+        return _unreadable(describe_os_error(listing_error, run_dir), run_dir, output_dir)
     if RUN_DIR_PATTERN.match(run_dir.name):
         # a fresh ms-swift run directory: logging.jsonl comes with the first log line
         return _jsonl_layout(logging_file, output_dir)
@@ -145,17 +225,22 @@ def _run_dir_layout(run_dir: Path, output_dir: Path | None) -> RunLayout:
 def discover(path: Path) -> RunLayout:
     """Resolve PATH to the files to follow now (call again to notice newer runs)."""
     path = Path(path)
-    if path.is_file():
+    probe = _probe(path)
+    if probe.error is not None:
+        return _unreadable(describe_os_error(probe.error, path))
+    if probe.is_dir:
+        newest = newest_run_dir(path)
+        if newest is not None and not _probe(path / LOGGING_FILE).is_file:
+            return _run_dir_layout(newest, output_dir=path)
+        return _run_dir_layout(path, output_dir=None)
+    if probe.mode is not None and not probe.is_file:
+        return _unreadable(probe.why_not_file(path), path.parent)
+    if probe.is_file:
         if path.name == COMPLETIONS_FILE:
             return _jsonl_layout(path.parent / LOGGING_FILE)
         if path.suffix == ".json":
             return _state_layout(path)
         return _jsonl_layout(path)
-    if path.is_dir():
-        newest = newest_run_dir(path)
-        if newest is not None and not (path / LOGGING_FILE).is_file():
-            return _run_dir_layout(newest, output_dir=path)
-        return _run_dir_layout(path, output_dir=None)
     if path.suffix == ".jsonl":
         return RunLayout(
             "jsonl", path, None, None, path.parent, None, waiting_for=str(path)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.context import (
+    ArgsError,
     RunContext,
     context_from_args,
     read_args_json,
@@ -24,6 +25,7 @@ from grpo_tui.sources.discover import RunLayout, discover
 from grpo_tui.sources.formats import FormatAdapter, choose_adapter
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.records import Batch
+from grpo_tui.files import describe_os_error
 from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
 
 
@@ -50,12 +52,33 @@ class FeedStatus:
     followed: list[str] = field(default_factory=list)
     version_hints: list[str] = field(default_factory=list)
     waiting_for: str | None = None
+    #: why the run's metrics cannot be read ("permission denied: PATH", a FIFO skipped), or
+    #: None when they can (or are simply not there yet)
+    unreadable: str | None = None
+    #: what else went wrong with the run's files, one sentence each (a malformed args.json,
+    #: a file skipped): shown beside the data, which is still read
+    notes: list[str] = field(default_factory=list)
     completions_file: Path | None = None
     #: mtime of the newest metrics data read
     data_time: float | None = None
     #: (bytes read, bytes in the file) while the metrics log holds more than one read
     #: takes (its history is being read); None once caught up
     backlog: tuple[int, int] | None = None
+
+    def signature(self) -> tuple[object, ...]:
+        """What a consumer shows of the status, as one comparable value (a new signature
+        is worth handing on even when no data came with it)."""
+        return (
+            self.framework,
+            tuple(self.files),
+            tuple(self.followed),
+            self.waiting_for,
+            self.unreadable,
+            tuple(self.notes),
+            self.data_time,
+            self.completions_file,
+            self.context,
+        )
 
     def snapshot(self) -> FeedStatus:
         """A copy another thread can keep while the feed goes on changing this one."""
@@ -64,6 +87,7 @@ class FeedStatus:
             files=list(self.files),
             followed=list(self.followed),
             version_hints=list(self.version_hints),
+            notes=list(self.notes),
             context=replace(self.context, reward_funcs=list(self.context.reward_funcs)),
         )
 
@@ -81,6 +105,8 @@ class RunFeed:
         self._state: _StateFile | None = None
         self._next_discovery = 0.0
         self._announced_wait = False
+        #: notes about the layout's files (skipped files, the args file), renewed per layout
+        self._layout_notes: list[str] = []
 
     # -- public ----------------------------------------------------------------------
     def poll(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
@@ -91,7 +117,7 @@ class RunFeed:
             self._next_discovery = now + self.rediscover_every
             self._rediscover(batch)
         layout = self._layout
-        if layout is None or layout.mode == "waiting":
+        if layout is None or layout.mode in ("waiting", "unreadable"):
             return batch, False
         if layout.mode == "trainer_state":
             self._poll_state(batch)
@@ -110,9 +136,10 @@ class RunFeed:
         for candidate in (
             layout.run_dir if layout else None,
             layout.output_dir if layout else None,
-            self.path if self.path.is_dir() else self.path.parent,
+            self.path if os.path.isdir(self.path) else self.path.parent,
         ):
-            if candidate is not None and candidate not in dirs and candidate.is_dir():
+            # os.path.isdir: False (not an exception) for a directory this process may not see
+            if candidate is not None and candidate not in dirs and os.path.isdir(candidate):
                 dirs.append(candidate)
         return dirs
 
@@ -120,8 +147,9 @@ class RunFeed:
     def _rediscover(self, batch: Batch) -> None:
         layout = discover(self.path)
         current = self._layout
-        if current is not None and layout.metrics_file == current.metrics_file:
-            if layout.args_file != current.args_file:
+        self.status.unreadable = layout.problem or None
+        if current is not None and layout.metrics_file == current.metrics_file and layout.mode == current.mode:
+            if (layout.args_file, layout.skipped) != (current.args_file, current.skipped):
                 self._layout = layout
                 self._read_context(layout)
             return
@@ -129,7 +157,10 @@ class RunFeed:
             # a newer run directory: drain the old file so nothing it wrote is lost
             while self._poll_tail(batch, DEFAULT_CHUNK):
                 pass
-        if layout.mode == "waiting" or (layout.metrics_file and not layout.metrics_file.exists()):
+        if layout.mode == "unreadable":
+            self.status.waiting_for = None
+            batch.events.append(layout.problem)
+        elif layout.mode == "waiting" or (layout.metrics_file and not os.path.exists(layout.metrics_file)):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
             if not self._announced_wait:
                 batch.events.append(f"waiting for {self.status.waiting_for}")
@@ -166,13 +197,22 @@ class RunFeed:
         return reader
 
     def _read_context(self, layout: RunLayout) -> None:
-        if layout.args_file is None:
-            return
-        context = read_args_json(layout.args_file)
-        if context is None:
-            return
-        self.status.context = context
-        self._note_file(layout.args_file)
+        """Read the args file (again): the context, or a note saying why it is unknown."""
+        notes = list(layout.skipped)
+        if layout.args_file is not None:
+            try:
+                context, problems = read_args_json(layout.args_file)
+            except ArgsError as error:
+                notes.append(f"{error}: run context unknown")
+            else:
+                self.status.context = context
+                notes.extend(f"{layout.args_file.name}: {problem}" for problem in problems)
+                self._note_file(layout.args_file)
+        self._layout_notes = notes
+        self._renew_notes()
+
+    def _renew_notes(self, *extra: str) -> None:
+        self.status.notes = [*self._layout_notes, *extra]
 
     def _note_file(self, path: Path) -> None:
         if str(path) not in self.status.files:
@@ -185,6 +225,7 @@ class RunFeed:
             return False
         chunk = tail.poll(max_bytes)
         self.status.backlog = (tail.offset, tail.size) if chunk.more else None
+        self.status.unreadable = tail.problem
         if not tail.exists:
             return False
         if self.status.waiting_for is not None:
@@ -206,19 +247,26 @@ class RunFeed:
             return
         try:
             stat = os.stat(state.path)
-        except OSError:
+        except FileNotFoundError:
+            return  # replaced right now, or a checkpoint deleted: discovery finds the newest
+        except OSError as error:
+            self.status.unreadable = describe_os_error(error, state.path)
             return
         signature = (stat.st_dev, stat.st_ino, stat.st_mtime, stat.st_size)
         if signature == state.signature:
             return
         try:
             document = read_json_file(state.path)
-        except (OSError, ValueError) as error:
+        except OSError as error:
+            self.status.unreadable = describe_os_error(error, state.path)
+            return
+        except ValueError as error:
             # probably being written right now: try again at the next poll
             if state.unreadable is None:
                 batch.events.append(f"{state.path.name} unreadable for now: {error}")
             state.unreadable = str(error)
             return
+        self.status.unreadable = None
         state.signature = signature
         state.unreadable = None
         self._note_file(state.path)

@@ -26,7 +26,7 @@ def parse_object(data: bytes) -> dict[str, Any]:
         try:
             obj = json.loads(data.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as error:
-            raise BadJson(_describe(error, data)) from fast_error
+            raise BadJson(describe_json_error(error, data)) from fast_error
         except RecursionError as error:
             raise BadJson("nested too deeply") from error
     if not isinstance(obj, dict):
@@ -34,7 +34,12 @@ def parse_object(data: bytes) -> dict[str, Any]:
     return obj
 
 
-def _describe(error: json.JSONDecodeError, data: bytes) -> str:
+def describe_json_error(error: json.JSONDecodeError, data: bytes) -> str:
+    """Why a line (or file) is not JSON, in words: "cut off: …" or "not JSON: …", with where.
+    (The standard library's messages end in " at" for some errors: "Invalid control
+    character at"; the position is added here once.)"""
+    message = error.msg.removesuffix(" at")
+    where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
     if error.pos >= len(data.rstrip()) - 1 or "Unterminated" in error.msg:
-        return f"cut off: {error.msg} at column {error.colno}"
-    return f"not JSON: {error.msg} at column {error.colno}"
+        return f"cut off: {message} at {where}"
+    return f"not JSON: {message} at {where}"

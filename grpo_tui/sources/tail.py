@@ -14,6 +14,11 @@ polls, and a re-created file that got the old inode number back).
 The file is opened for each poll and closed again: holding a descriptor would keep a
 deleted file's space on the trainer's disk and, on NFS, make the client create `.nfs*`
 files inside the run directory. Nothing is ever written, locked or created.
+
+Only regular files are read. A FIFO, a device or a socket named like a log would block on
+open or read forever (or never end), so it is opened without blocking, recognised and
+skipped with a reason (`problem`), like a file this process may not read. A UTF-8 byte
+order mark at the start of the file is skipped, not read as part of the first line.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
+
+from grpo_tui.files import UTF8_BOM, describe_os_error, open_regular
 
 #: bytes before the offset remembered to notice an in-place rewrite
 _FINGERPRINT_BYTES = 64
 #: default read size per poll; a poll reads more only to finish one very long line
 DEFAULT_CHUNK = 4 * 1024 * 1024
-
-
 @dataclass(slots=True, frozen=True)
 class TailLine:
     """One complete line: its bytes without the line ending, where it starts, its number."""
@@ -81,6 +87,9 @@ class TailReader:
         #: size and mtime at the last poll (for "last data" age)
         self.size = 0
         self.mtime: float | None = None
+        #: why the path cannot be read right now ("permission denied: PATH"), None when it
+        #: can or is simply not there yet
+        self.problem: str | None = None
         self._identity: tuple[int, int] | None = None
         self._fingerprint = b""
         self._head = b""
@@ -90,54 +99,68 @@ class TailReader:
         """Read the complete lines appended since the last poll (up to ~max_bytes)."""
         budget = self.chunk_size if max_bytes is None else max(1, max_bytes)
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - closed below, whatever happens
-        except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError):
+            handle = open_regular(self.path)
+        except OSError as error:
             if self.exists:
                 self._was_missing = True
             self.exists = False
+            missing = isinstance(error, (FileNotFoundError, NotADirectoryError))
+            self.problem = None if missing else describe_os_error(error, self.path)
             return TailChunk()
-        with handle:
-            stat = os.fstat(handle.fileno())
-            self.exists = True
-            restarted = self._check_restart(handle, stat)
-            self.size = stat.st_size
-            self.mtime = stat.st_mtime
-            if stat.st_size <= self.offset:
-                return TailChunk(restarted=restarted)
-            handle.seek(self.offset)
-            data = handle.read(budget)
-            end = data.rfind(b"\n")
-            # one line longer than the budget: keep reading until it ends (or the file does)
-            while end < 0 and len(data) >= budget:
-                more = handle.read(budget)
-                if not more:
-                    break
-                pos = more.find(b"\n")
-                if pos >= 0:
-                    data += more[: pos + 1]
-                    end = len(data) - 1
-                else:
-                    data += more
-            if end < 0:
-                return TailChunk(restarted=restarted)
-            chunk = self._take(data[: end + 1] if end + 1 < len(data) else data)
-            chunk.restarted = restarted
-            chunk.more = self.offset < stat.st_size and len(data) >= budget
-            return chunk
+        self.problem = None
+        try:
+            with handle:
+                return self._read(handle, budget)
+        except OSError as error:  # an I/O error mid-read (a failing disk, a dropped mount)
+            self.problem = describe_os_error(error, self.path)
+            return TailChunk()
 
-    def _check_restart(self, handle: object, stat: os.stat_result) -> str | None:
-        identity = (stat.st_dev, stat.st_ino)
+    def _read(self, handle: BinaryIO, budget: int) -> TailChunk:
+        info = os.fstat(handle.fileno())
+        self.exists = True
+        restarted = self._check_restart(handle, info)
+        self.size = info.st_size
+        self.mtime = info.st_mtime
+        if info.st_size <= self.offset:
+            return TailChunk(restarted=restarted)
+        handle.seek(self.offset)
+        data = handle.read(budget)
+        read = len(data)
+        skipped = b""
+        if self.offset == 0 and data.startswith(UTF8_BOM):
+            skipped, data = UTF8_BOM, data[len(UTF8_BOM) :]
+        end = data.rfind(b"\n")
+        # one line longer than the budget: keep reading until it ends (or the file does)
+        while end < 0 and read >= budget:
+            more = handle.read(budget)
+            if not more:
+                break
+            pos = more.find(b"\n")
+            if pos >= 0:
+                data += more[: pos + 1]
+                end = len(data) - 1
+            else:
+                data += more
+        if end < 0:
+            return TailChunk(restarted=restarted)
+        chunk = self._take(data[: end + 1] if end + 1 < len(data) else data, skipped)
+        chunk.restarted = restarted
+        chunk.more = self.offset < info.st_size and read >= budget
+        return chunk
+
+    def _check_restart(self, handle: BinaryIO, info: os.stat_result) -> str | None:
+        identity = (info.st_dev, info.st_ino)
         reason: str | None = None
         if self._identity is not None and identity != self._identity:
             reason = "re-created" if self._was_missing else "replaced"
-        elif stat.st_size < self.offset:
+        elif info.st_size < self.offset:
             reason = "truncated"
         elif self._fingerprint:
             fp_len = len(self._fingerprint)
-            handle.seek(self.offset - fp_len)  # type: ignore[attr-defined]
-            tail_ok = handle.read(fp_len) == self._fingerprint  # type: ignore[attr-defined]
-            handle.seek(0)  # type: ignore[attr-defined]
-            head_ok = handle.read(len(self._head)) == self._head  # type: ignore[attr-defined]
+            handle.seek(self.offset - fp_len)
+            tail_ok = handle.read(fp_len) == self._fingerprint
+            handle.seek(0)
+            head_ok = handle.read(len(self._head)) == self._head
             if not (tail_ok and head_ok):
                 reason = "rewritten"
         self._identity = identity
@@ -150,8 +173,12 @@ class TailReader:
             self._head = b""
         return reason
 
-    def _take(self, complete: bytes) -> TailChunk:
-        """Hand out complete lines: advance the offset, line count and fingerprints."""
+    def _take(self, complete: bytes, skipped: bytes = b"") -> TailChunk:
+        """Hand out complete lines: advance the offset, line count and fingerprints.
+        `skipped` is a byte order mark before them (part of the file, not of a line)."""
+        self.offset += len(skipped)
+        if len(self._head) < _FINGERPRINT_BYTES:
+            self._head = (self._head + skipped)[:_FINGERPRINT_BYTES]
         chunk = TailChunk(complete, self.offset, self.line_no + 1)
         self.offset += len(complete)
         self.line_no += complete.count(b"\n")

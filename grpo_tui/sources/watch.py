@@ -73,5 +73,6 @@ class DirectoryWaker:
         observer, self._observer = self._observer, None
         self._watches.clear()
         if observer is not None:
+            # not joined: its thread is a daemon, and a watch on a hung network mount must
+            # not hold the exit (the observer stops by itself once it wakes)
             observer.stop()
-            observer.join(timeout=2)

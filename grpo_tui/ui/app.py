@@ -1,9 +1,12 @@
 """The live `tail` app: header, metric grid, diagnosis and (later) completions.
 
 How data flows:
-- A thread worker reads the run (`RunFollower.read`, time-boxed) and posts each Update as
-  one `Ingested` message; between reads it sleeps ~1 s, woken early by watchdog events.
-- The app thread alone touches the Run: `run.apply(update)`.
+- Core's follow loop reads the run in a daemon thread (`FollowLoop`: time-boxed reads, ~1 s
+  apart, woken early by watchdog events) and each Update arrives as one `Ingested` message.
+  Quitting never waits for that thread: a read stuck on a hung mount cannot hold the exit.
+- The app thread alone touches the Run: `run.apply(update)`. While the screen is paused
+  (or the diagnosis reads the Run) updates are held back, merged, and applied afterwards,
+  so every pane shows one moment.
 - A 10 Hz timer redraws only when `run.version` (or the diagnosis, theme, clock second)
   changed; new data is drawn at once unless a frame was drawn less than a frame budget
   ago (0.1 s, longer when frames are slow), and each widget redraws only what changed.
@@ -15,7 +18,6 @@ How data flows:
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -32,17 +34,15 @@ from textual.events import Key, Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, Tab, Tabs
-from textual.worker import get_current_worker
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_step
-from grpo_tui.run.follow import RunFollower, Update
+from grpo_tui.run.follow import FollowLoop, RunFollower, Update
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import stall_threshold
-from grpo_tui.sources.feed import FeedStatus
-from grpo_tui.sources.watch import DirectoryWaker
-from grpo_tui.ui.inert import clean, inert
+from grpo_tui.ui.inert import inert
+from grpo_tui.untrusted import printable
 from grpo_tui.ui.themes import (
     ThemeSpec,
     load_themes,
@@ -58,8 +58,6 @@ from grpo_tui.ui.widgets.help import HelpScreen, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
 from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, RowLayout
 
-#: seconds between polls when nothing is pending (file events wake the poller earlier)
-POLL_INTERVAL_S = 1.0
 #: at most ~10 frames a second
 FRAME_INTERVAL_S = 0.1
 #: at most one diagnosis per this many seconds
@@ -97,11 +95,18 @@ class GrpoTuiApp(App[None]):
             self.update = update
 
     class IngestFailed(Message):
-        """The ingest worker hit an error; it retries after its poll interval."""
+        """The reader hit an error; it retries after its poll interval."""
 
         def __init__(self, error: str) -> None:
             super().__init__()
             self.error = error
+
+    class SourceNotice(Message):
+        """Something about how the files are watched (e.g. file events unavailable)."""
+
+        def __init__(self, notice: str) -> None:
+            super().__init__()
+            self.notice = notice
 
     class Diagnosed(Message):
         """A diagnosis of the run as it was at `version`, from the diagnosis worker."""
@@ -137,14 +142,17 @@ class GrpoTuiApp(App[None]):
         self.diagnosis_error: str | None = None
         self.diagnosis_seconds: float | None = None
         self.paused = False
-        self._follower = follower or RunFollower(self.path)
-        self._watch_files = watch_files
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._waker = DirectoryWaker(self._wake)
+        self._reader = FollowLoop(
+            follower or RunFollower(self.path),
+            lambda update: self.post_message(self.Ingested(update)),
+            on_error=lambda error: self.post_message(self.IngestFailed(error)),
+            on_notice=lambda notice: self.post_message(self.SourceNotice(notice)),
+            watch_files=watch_files,
+        )
         self._themes: dict[str, ThemeSpec] = load_themes()
         self._pane = "metrics"
-        self._pending: list[Update] = []
+        #: updates held back while paused or while the diagnosis reads the Run (merged)
+        self._pending: Update | None = None
         self._diagnosing = False
         self._diagnosed_version = -1
         self._diagnosed_rows = 0
@@ -194,7 +202,7 @@ class GrpoTuiApp(App[None]):
         self._show_pane(self._pane)
         self._grid.focus()
         self.set_interval(FRAME_INTERVAL_S, self._tick)
-        self._ingest()
+        self._reader.start()
         self._tick()
 
     def on_resize(self, event: Resize) -> None:
@@ -217,59 +225,48 @@ class GrpoTuiApp(App[None]):
         if pane != self._pane:
             self._show_pane(pane)
 
-    # -- the ingest worker (thread) -----------------------------------------------------
-    @work(thread=True, exclusive=True, group="ingest", name="ingest")
-    def _ingest(self) -> None:
-        worker = get_current_worker()
-        follower = self._follower
-        last_status: tuple[object, ...] | None = None
-        told_no_events = False
-        while not worker.is_cancelled and not self._stop.is_set():
-            try:
-                update = follower.read(time_budget=0.05)
-            except Exception as error:  # noqa: BLE001 - a reader bug must not end a days-long session
-                self.post_message(self.IngestFailed(f"{type(error).__name__}: {error}"))
-                self._sleep()
-                continue
-            status = _status_signature(update.status)
-            if update or status != last_status:
-                last_status = status
-                self.post_message(self.Ingested(update))
-            if self._watch_files:
-                self._waker.watch(follower.feed.watched_dirs)
-                if self._waker.failure is not None and not told_no_events:
-                    told_no_events = True
-                    self.call_from_thread(self.notify, self._waker.failure, title="file events", markup=False)
-            if not update.more:
-                self._sleep()
-
-    def _sleep(self) -> None:
-        self._wake.wait(POLL_INTERVAL_S)
-        self._wake.clear()
-
+    # -- reading (core's follow loop, in its thread) ---------------------------------------
     @on(Ingested)
     def _on_ingested(self, message: Ingested) -> None:
         if self._shutting_down:
             return
-        if self._diagnosing:
-            # the diagnosis thread is reading the Run: change it once that is done
-            self._pending.append(message.update)
+        if self._diagnosing or self.paused:
+            # the diagnosis thread is reading the Run, or the screen shows a paused moment:
+            # change the Run once that is over
+            pending = self._pending
+            self._pending = message.update if pending is None else pending.merged(message.update)
+            if self.paused:
+                self._show_paused_header()
             return
         self._apply(message.update)
+
+    @property
+    def held_back_rows(self) -> int:
+        """Lines read but not applied yet (while paused: what unpausing will show)."""
+        return 0 if self._pending is None else self._pending.batch.rows()
+
+    def _apply_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._apply(pending)
 
     def _apply(self, update: Update) -> None:
         events_before = len(self.run_state.events)
         self.run_state.apply(update)
         if update.batch.events and not self.paused:
             for event in self.run_state.events[max(events_before, len(self.run_state.events) - 3) :]:
-                self.notify(clean(event), title="source", timeout=8, markup=False)
+                self.notify(printable(event), title="source", timeout=8, markup=False)
         if (update.batch.rows() or update.new_samples) and time.monotonic() >= self._next_frame_at:
             # draw new data now rather than at the next tick
             self.call_later(self._tick)
 
     @on(IngestFailed)
     def _on_ingest_failed(self, message: IngestFailed) -> None:
-        self.notify(clean(message.error), title="reading failed; retrying", severity="error", markup=False)
+        self.notify(printable(message.error), title="reading failed; retrying", severity="error", markup=False)
+
+    @on(SourceNotice)
+    def _on_source_notice(self, message: SourceNotice) -> None:
+        self.notify(printable(message.notice), title="file events", markup=False)
 
     # -- the diagnosis worker (thread) --------------------------------------------------
     def _maybe_diagnose(self) -> None:
@@ -304,9 +301,8 @@ class GrpoTuiApp(App[None]):
             self.diagnosis = message.diagnosis
         if self._shutting_down:
             return
-        pending, self._pending = self._pending, []
-        for update in pending:
-            self._apply(update)
+        if not self.paused:
+            self._apply_pending()
         self._tick()
         if not self._charts_warm:
             # after the first diagnosis, not during it: both want the CPU at startup
@@ -330,7 +326,7 @@ class GrpoTuiApp(App[None]):
             drawn
             and caption_aligned
             and self._diagnosed_version == version
-            and not self._pending
+            and self._pending is None
             and not self._diagnosing
         )
 
@@ -398,9 +394,9 @@ class GrpoTuiApp(App[None]):
 
     def _diagnosis_pending_text(self) -> str:
         if self.diagnosis_error is not None:
-            return f"diagnosis failed: {clean(self.diagnosis_error)}"
+            return f"diagnosis failed: {printable(self.diagnosis_error)}"
         if self.run_state.waiting_for is not None:
-            return f"waiting for {clean(self.run_state.waiting_for)}"
+            return f"waiting for {printable(self.run_state.waiting_for)}"
         if len(self.run_state.store) == 0:
             return "no metrics read yet"
         return "diagnosing…"
@@ -466,14 +462,20 @@ class GrpoTuiApp(App[None]):
         self._grid.focus()
         self._draw_caption()
 
-    def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        # frames stop, but the header must say PAUSED
-        view = replace(self._header.view, paused=self.paused) if self._header.view else None
+    def _show_paused_header(self) -> None:
+        """Frames stop while paused, but the header must say PAUSED (and what waits)."""
+        view = self._header.view
         if view is not None:
+            view = replace(view, paused=self.paused, held_back=self.held_back_rows if self.paused else 0)
             self._header.show(view)
             self._header_drawn = (view, self.theme)
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self._show_paused_header()
         if not self.paused:
+            if not self._diagnosing:
+                self._apply_pending()
             self._force_redraw()
 
     def action_cycle_theme(self) -> None:
@@ -509,25 +511,10 @@ class GrpoTuiApp(App[None]):
 
     def on_unmount(self) -> None:
         self._stop_workers()
-        self._waker.stop()
 
     def _stop_workers(self) -> None:
         self._shutting_down = True
-        self._stop.set()
-        self._wake.set()
-
-
-def _status_signature(status: FeedStatus) -> tuple[object, ...]:
-    return (
-        status.framework,
-        tuple(status.files),
-        tuple(status.followed),
-        status.waiting_for,
-        status.data_time,
-        status.completions_file,
-        id(status.context),
-    )
-
+        self._reader.stop()
 
 
 def _action(app: App[None], action: str) -> Callable[[], object]:

@@ -19,7 +19,7 @@ from rich.text import Text
 from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import Buckets
-from grpo_tui.ui.inert import clean
+from grpo_tui.untrusted import printable
 from grpo_tui.ui.themes import ZonePalette
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def chart_legend(
         items.append(item)
     for marker in markers:
         style = palette.style(ZONE_CODES.get(marker.zone, ZONE_UNKNOWN))
-        items.append(Text(f"│ {clean(marker.label)} from step {format_step(marker.step)}", style=style))
+        items.append(Text(f"│ {printable(marker.label)} from step {format_step(marker.step)}", style=style))
     if not items:
         return Text("no zone bands for this metric", style="dim")
     legend = Text(no_wrap=True, overflow="ellipsis")

@@ -17,7 +17,7 @@ from grpo_tui.health.trends import ZONE_CODES, ZONE_UNKNOWN
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
-from grpo_tui.ui.inert import clean
+from grpo_tui.untrusted import printable
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
 from grpo_tui.ui.widgets.diagnosis import SEVERITY_ZONE
@@ -55,7 +55,7 @@ def detail_title(name: str, source: DetailSource) -> Text:
     zone = health.zone if health is not None else "unknown"
     style = source.palette.style(ZONE_CODES.get(zone, ZONE_UNKNOWN))
     text = Text(no_wrap=False)
-    text.append(clean(name), style="bold")
+    text.append(printable(name), style="bold")
     text.append(f"  {format_value(latest[1] if (latest := store.latest(name)) else None)} ", style=style)
     text.append(f"{GLYPHS.get(zone, '?')} {zone}", style=style)
     if health is not None and health.trend != "unknown":
@@ -67,7 +67,7 @@ def detail_title(name: str, source: DetailSource) -> Text:
         text.append(f", latest at step {format_step(last[0])}", style="dim")
     if health is not None and health.reason:
         text.append("\n")
-        text.append(f"{clean(name)} {clean(health.reason)}", style="dim")
+        text.append(f"{printable(name)} {printable(health.reason)}", style="dim")
     return text
 
 

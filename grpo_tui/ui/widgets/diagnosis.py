@@ -15,7 +15,7 @@ from textual.widgets import Static
 from grpo_tui.health.diagnose import GLYPHS, Diagnosis
 from grpo_tui.health.trends import ZONE_CODES
 from grpo_tui.numbers import format_step
-from grpo_tui.ui.inert import clean
+from grpo_tui.untrusted import printable
 from grpo_tui.ui.themes import ZonePalette
 
 #: how each severity and checklist answer is drawn: the zone whose glyph and style it borrows
@@ -54,30 +54,30 @@ def diagnosis_renderable(diagnosis: Diagnosis | None, palette: ZonePalette, *, p
         return Group(*parts)
     status_zone = STATUS_ZONE.get(diagnosis.status, "unknown")
     status_style = _zone_style(palette, status_zone) + Style(bold=True)
-    words = STATUS_WORDS.get(diagnosis.status, clean(diagnosis.status).upper())
+    words = STATUS_WORDS.get(diagnosis.status, printable(diagnosis.status).upper())
     parts.append(Text(f"{GLYPHS[status_zone]} {words}", style=status_style))
     if not diagnosis.scenarios:
         parts.append(Text("  no scenario holds", style="dim"))
     for scenario in diagnosis.scenarios:
         zone = SEVERITY_ZONE.get(scenario.severity, "unknown")
         style = _zone_style(palette, zone)
-        title = Text(clean(scenario.title), style=style + Style(bold=True))
+        title = Text(printable(scenario.title), style=style + Style(bold=True))
         if scenario.onset_step is not None:
             title.append(f"  since step {format_step(scenario.onset_step)}", style=Style(dim=True, bold=False))
         parts.append(Text(""))
         parts.append(_hanging(Text(GLYPHS[zone] + " ", style=style + Style(bold=True)), title))
         for evidence in scenario.evidence:
-            parts.append(_hanging(Text("  • "), Text(clean(evidence.text))))
+            parts.append(_hanging(Text("  • "), Text(printable(evidence.text))))
         for advice in scenario.advice:
-            parts.append(_hanging(Text("  → ", style="dim"), Text(clean(advice), style="italic")))
+            parts.append(_hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic")))
     parts.append(Text(""))
     parts.append(Text("Checklist", style="bold underline"))
     for item in diagnosis.checklist:
         zone = ANSWER_ZONE.get(item.answer, "unknown")
         style = _zone_style(palette, zone)
-        body = Text(clean(item.question))
+        body = Text(printable(item.question))
         body.append("\n")
-        body.append(clean(item.evidence), style="dim")
+        body.append(printable(item.evidence), style="dim")
         parts.append(_hanging(Text(f"{GLYPHS[zone]} {item.id}. ", style=style + Style(bold=True)), body))
     return Group(*parts)
 
@@ -88,7 +88,7 @@ def diagnosis_summary(diagnosis: Diagnosis | None) -> str:
         return f"{GLYPHS['unknown']} Diagnosis"
     zone = STATUS_ZONE.get(diagnosis.status, "unknown")
     worst = next((s for s in diagnosis.scenarios if s.severity in ("problem", "caution")), None)
-    suffix = f": {clean(worst.title)}" if worst is not None else ""
+    suffix = f": {printable(worst.title)}" if worst is not None else ""
     return f"{GLYPHS[zone]} Diagnosis{suffix}"
 
 

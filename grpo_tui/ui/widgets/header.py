@@ -19,7 +19,8 @@ from textual.widgets import Static
 from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import RunState, run_state, stall_words
-from grpo_tui.ui.inert import clean, inert
+from grpo_tui.ui.inert import inert
+from grpo_tui.untrusted import printable
 
 _SEP = " · "
 
@@ -34,6 +35,10 @@ class HeaderView:
     facts: tuple[str, ...]
     bad_lines: int
     paused: bool
+    #: what is wrong with the run's files besides (a malformed args.json, a skipped file)
+    notes: tuple[str, ...] = ()
+    #: lines read while paused, not shown yet
+    held_back: int = 0
 
 
 def _run_label(run: Run) -> str:
@@ -43,7 +48,7 @@ def _run_label(run: Run) -> str:
     parts = shown.parts[-2:] if len(shown.parts) >= 2 else shown.parts
     label = "/".join(parts) if parts else str(shown)
     framework = f" ({run.framework})" if run.framework else ""
-    return clean(label + framework)
+    return printable(label + framework)
 
 
 def _age_text(age: float) -> str:
@@ -53,7 +58,9 @@ def _age_text(age: float) -> str:
 def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
     state, age = run_state(run, now)
     progress = run.progress()
-    if state is RunState.READING and run.reading is not None:
+    if state is RunState.UNREADABLE and run.unreadable is not None:
+        state_label = printable("UNREADABLE " + run.unreadable)
+    elif state is RunState.READING and run.reading is not None:
         done, total = run.reading
         state_label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
     elif state is RunState.FINISHED:
@@ -62,7 +69,7 @@ def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
         state_label = f"STALLED: {stall_words(run, age)}"
     elif state is RunState.WAITING:
         waiting = f" for {run.waiting_for}" if run.waiting_for else " for data"
-        state_label = clean("WAITING" + waiting)
+        state_label = printable("WAITING" + waiting)
     else:
         state_label = "LIVE"
     facts: list[str] = []
@@ -92,6 +99,7 @@ def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
         facts=tuple(facts),
         bad_lines=run.bad_line_count,
         paused=paused,
+        notes=tuple(printable(note) for note in run.notes),
     )
 
 
@@ -114,6 +122,7 @@ class RunHeader(Vertical):
         self._paused_badge = Static("", id="run-paused")
         self._run_name = Static("", id="run-name")
         self._facts = Static("", id="run-facts")
+        self._notes = Static("", id="run-notes")
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header-top"):
@@ -121,6 +130,10 @@ class RunHeader(Vertical):
             yield self._paused_badge
             yield self._run_name
         yield self._facts
+        yield self._notes
+
+    def on_mount(self) -> None:
+        self._notes.display = False
 
     @property
     def view(self) -> HeaderView | None:
@@ -133,13 +146,17 @@ class RunHeader(Vertical):
         if before is None or (before.state, before.state_label) != (view.state, view.state_label):
             self._state_badge.update(inert(f" {view.state_label} "))
             self._state_badge.set_classes(f"-{view.state.value}")
-        if before is None or before.paused != view.paused:
-            self._paused_badge.update(inert(" PAUSED " if view.paused else ""))
+        if before is None or (before.paused, before.held_back) != (view.paused, view.held_back):
+            held = f"· {view.held_back} new line{'' if view.held_back == 1 else 's'} " if view.held_back else ""
+            self._paused_badge.update(inert(f" PAUSED {held}" if view.paused else ""))
             self._paused_badge.display = view.paused
         if before is None or before.run_label != view.run_label:
             self._run_name.update(inert(" " + view.run_label))
         if before is None or before.facts != view.facts:
             self._draw_facts(view)
+        if before is None or before.notes != view.notes:
+            self._notes.update(Text("\n".join(f"! {note}" for note in view.notes), no_wrap=True, overflow="ellipsis"))
+            self._notes.display = bool(view.notes)
 
     def on_resize(self) -> None:
         if self._view is not None and self.is_mounted:

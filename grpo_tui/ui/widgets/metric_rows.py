@@ -19,7 +19,7 @@ from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
 from grpo_tui.numbers import format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
-from grpo_tui.ui.inert import clean
+from grpo_tui.untrusted import printable
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 
@@ -110,7 +110,7 @@ def build_row(
 
 def _fit_name(name: str, width: int) -> str:
     """The name in `width` cells; long names keep their head and tail ("eval_rew…/mean")."""
-    name = clean(name)
+    name = printable(name)
     if len(name) <= width:
         return name.ljust(width)
     tail = min(len(name) // 2, (width - 1) // 2)

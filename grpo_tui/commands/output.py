@@ -1,0 +1,71 @@
+"""Where the text commands write, and how they end.
+
+Every byte `check`, `inspect` and `rules` write passes the one sanitiser
+(`grpo_tui.untrusted`) at the point of writing, whatever the text was built from: a
+metric name, a path or a bad-line excerpt cannot drive the terminal even if a formatter
+forgot about it. Rich output is rendered to segments first and the segments' text is
+sanitised (the styles are Rich's own). Messages to stderr go through `say`.
+
+The exit codes are documented in the README; a crash never returns a verdict code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from rich.console import Console, RenderableType
+from rich.segment import Segment, Segments
+
+from grpo_tui.untrusted import json_dumps, printable, printable_lines
+
+#: `check` verdicts
+EXIT_HEALTHY = 0
+EXIT_CAUTION = 1
+EXIT_PROBLEM = 2
+#: nothing readable yet (no metric lines: an empty file, a path still being waited for)
+EXIT_NOTHING = 3
+#: the rules file cannot be used
+EXIT_BAD_RULES = 4
+#: PATH cannot be read: permission denied, a symlink loop, not a regular file, I/O error
+EXIT_UNREADABLE = 5
+#: the command line is wrong (argparse's own 2 would read as "problem")
+EXIT_USAGE = 64
+#: grpo-tui itself failed (a bug: the message asks for a report)
+EXIT_INTERNAL = 70
+#: interrupted (Ctrl-C), as shells report it
+EXIT_INTERRUPTED = 130
+#: the reader of our output went away (`| head`): 128 + SIGPIPE, what a Unix tool killed
+#: by the signal reports
+EXIT_BROKEN_PIPE = 141
+
+
+def say(message: str, *, stream: TextIO | None = None) -> None:
+    """One line to stderr: "grpo-tui: message", sanitised."""
+    stream = stream or sys.stderr
+    stream.write(f"grpo-tui: {printable(message)}\n")
+    stream.flush()
+
+
+def write_text(out: TextIO, text: str) -> None:
+    """Plain report text, newlines kept, everything else made inert."""
+    out.write(printable_lines(text))
+
+
+def write_json(out: TextIO, data: Any, *, indent: bool = True) -> None:
+    out.write(json_dumps(data, indent=indent) + "\n")
+
+
+def _inert_segments(console: Console, renderable: RenderableType) -> list[Segment]:
+    segments = []
+    for segment in console.render(renderable, console.options):
+        if segment.control:
+            continue  # cursor movement: our reports have none, and untrusted text gets none
+        segments.append(Segment(printable_lines(segment.text), segment.style))
+    return segments
+
+
+def print_renderable(renderable: RenderableType, *, width: int | None = None, file: TextIO | None = None) -> None:
+    """Print a Rich renderable with every segment's text sanitised (styles kept)."""
+    console = Console(file=file, width=width, highlight=False, emoji=False)
+    console.print(Segments(_inert_segments(console, renderable)), end="")
