@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.run.metrics import BLOCK, Buckets, MetricStore
+from grpo_tui.run.metrics import BLOCK, FINE, Buckets, MetricStore
 from grpo_tui.sources.records import ColumnGroup, LineKind, RowBlock
 
 TRAIN, EVAL, END = LineKind.TRAIN, LineKind.EVAL, LineKind.END
@@ -519,3 +519,32 @@ def test_resume_after_a_late_eval_line_drops_the_stretch_from_the_step_on() -> N
     assert store.steps.tolist() == [0.0, 1.0]
     assert store.kinds.tolist() == [TRAIN, TRAIN]
     assert store.replaced_rows == 3
+
+
+@pytest.mark.parametrize("size", [FINE, BLOCK])
+@pytest.mark.parametrize("seed", range(3))
+def test_block_buckets_summarise_exactly_the_rows_they_span(size: int, seed: int) -> None:
+    """Medium runs bucket from the fine blocks, long ones from the coarse: either way a
+    bucket's count, mean, min, max and last are those of the rows it spans."""
+    rng = np.random.default_rng(seed)
+    width = 7
+    n = 2 * size * width + int(rng.integers(0, 2 * size * width if size == FINE else 3000))
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.1] = NAN  # not logged on some rows
+    values[rng.random(n) < 0.01] = INF  # logged infinity: not part of the statistics
+    store = MetricStore()
+    store.add_block(RowBlock(np.zeros(n, np.uint8), np.arange(1, n + 1, dtype=float), [ColumnGroup(np.arange(n), ("x",), {}, values[:, None])]))
+    buckets = store.buckets("x", width)
+    assert 1 < len(buckets) <= width
+    covered = 0
+    for i in range(len(buckets)):
+        lo, hi = int(buckets.step_lo[i]) - 1, int(buckets.step_hi[i])  # step k is row k - 1
+        assert lo == covered  # buckets tile the rows
+        covered = hi
+        span = values[lo:hi]
+        finite = span[np.isfinite(span)]
+        assert buckets.count[i] == finite.size
+        assert buckets.mean[i] == pytest.approx(finite.mean(), rel=1e-12)
+        assert (buckets.min[i], buckets.max[i]) == (finite.min(), finite.max())
+        assert buckets.last[i] == finite[-1]
+    assert covered == n

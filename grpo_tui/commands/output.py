@@ -65,7 +65,13 @@ def _inert_segments(console: Console, renderable: RenderableType) -> list[Segmen
     return segments
 
 
-def print_renderable(renderable: RenderableType, *, width: int | None = None, file: TextIO | None = None) -> None:
+def print_renderable(
+    renderable: RenderableType,
+    *,
+    width: int | None = None,
+    file: TextIO | None = None,
+    force_terminal: bool | None = None,
+) -> None:
     """Print a Rich renderable with every segment's text sanitised (styles kept)."""
-    console = Console(file=file, width=width, highlight=False, emoji=False)
+    console = Console(file=file, width=width, highlight=False, emoji=False, force_terminal=force_terminal)
     console.print(Segments(_inert_segments(console, renderable)), end="")

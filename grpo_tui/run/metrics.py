@@ -1,10 +1,12 @@
 """The metric store: one float64 numpy column per canonical metric, NaN = not logged.
 
 Rows are log lines (train, eval, end-of-train) in step order. Each column keeps small
-per-block summaries (min / max / sum / count / last of every `BLOCK` rows), brought up to
-date for the rows that changed when a view next reads them, so a screen-sized view
-(`buckets`) costs O(width + rows / BLOCK + rows changed) however long the run is, never
-loops over history in Python, and a backfill does not pay for columns nobody draws.
+per-block summaries (min / max / sum / count / last) at two block sizes, `FINE` and `BLOCK`
+rows, brought up to date for the rows that changed when a view next reads them. A
+screen-sized view (`buckets`) reads whichever level keeps its cost bounded: a short run's
+own points (fewer than 2 × FINE rows per bucket), the fine blocks (fewer than 2 × BLOCK),
+then the coarse ones, so a frame never loops over history in Python and costs about the
+same at 30 000 rows as at 1 000; a backfill does not pay for columns nobody draws.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import numpy as np
 
 from grpo_tui.sources.records import ColumnGroup, LineKind, Record, RowBlock
 
-#: rows summarised per block; 256 keeps the summaries at ~2% of the column's memory
+#: rows summarised per coarse block; 256 keeps the summaries at ~2% of the column's memory
 BLOCK = 256
+#: rows per fine block: medium runs (up to 2 × BLOCK rows per bucket) are bucketed from these
+FINE = 16
 _INITIAL_ROWS = 1024
 
 
@@ -53,38 +57,88 @@ class Points:
         return int(self.values.shape[0])
 
 
+class _Summaries:
+    """(count, sum, min, max, last row) of every `size` rows of a column, built when first
+    read and rebuilt for the blocks whose rows changed since (`stale`)."""
+
+    __slots__ = ("count", "last", "max", "min", "size", "stale_start", "stale_stop", "sum")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.min = np.empty(0)
+        self.max = np.empty(0)
+        self.sum = np.empty(0)
+        self.count = np.empty(0, dtype=np.int64)
+        self.last = np.empty(0, dtype=np.int64)  # row of the last finite value
+        #: rows [stale_start, stale_stop) changed since the summaries were built
+        self.stale_start = 0
+        self.stale_stop = 0
+
+    def mark_stale(self, start: int, stop: int) -> None:
+        if self.stale_stop <= self.stale_start:
+            self.stale_start, self.stale_stop = start, stop
+        else:
+            self.stale_start = min(self.stale_start, start)
+            self.stale_stop = max(self.stale_stop, stop)
+
+    def read(self, values: np.ndarray, n_rows: int) -> tuple[np.ndarray, ...]:
+        """(count, sum, min, max, last row) of every block of the first `n_rows` rows,
+        brought up to date first (the caller holds the store's lock)."""
+        size = self.size
+        nblocks = -(-max(n_rows, self.stale_stop) // size)
+        extra = nblocks - self.min.shape[0]
+        if extra > 0:
+            self.min = np.concatenate([self.min, np.full(extra, np.nan)])
+            self.max = np.concatenate([self.max, np.full(extra, np.nan)])
+            self.sum = np.concatenate([self.sum, np.zeros(extra)])
+            self.count = np.concatenate([self.count, np.zeros(extra, dtype=np.int64)])
+            self.last = np.concatenate([self.last, np.full(extra, -1, dtype=np.int64)])
+        if self.stale_stop > self.stale_start:
+            self._rebuild(values, self.stale_start, self.stale_stop)
+            self.stale_start = self.stale_stop = 0
+        used = -(-n_rows // size)
+        return self.count[:used], self.sum[:used], self.min[:used], self.max[:used], self.last[:used]
+
+    def _rebuild(self, values: np.ndarray, start: int, stop: int) -> None:
+        """Recompute the summaries of every block that rows [start, stop) touch."""
+        size = self.size
+        b0, b1 = start // size, -(-stop // size)
+        seg = values[b0 * size : b1 * size]
+        if seg.shape[0] < (b1 - b0) * size:
+            seg = np.concatenate([seg, np.full((b1 - b0) * size - seg.shape[0], np.nan)])
+        seg = seg.reshape(b1 - b0, size)
+        finite = np.isfinite(seg)
+        count = finite.sum(axis=1)
+        self.count[b0:b1] = count
+        # summaries are of finite values only (a logged ±inf is kept apart, as in `put`)
+        self.min[b0:b1] = np.where(count > 0, np.where(finite, seg, np.inf).min(axis=1), np.nan)
+        self.max[b0:b1] = np.where(count > 0, np.where(finite, seg, -np.inf).max(axis=1), np.nan)
+        self.sum[b0:b1] = np.where(finite, seg, 0.0).sum(axis=1)
+        last = size - 1 - np.argmax(finite[:, ::-1], axis=1)
+        self.last[b0:b1] = np.where(count > 0, b0 * size + np.arange(b1 - b0) * size + last, -1)
+
+
 class _Column:
-    """One metric: its values per row plus per-block summaries."""
+    """One metric: its values per row plus per-block summaries at two sizes."""
 
     __slots__ = (
-        "blk_count",
-        "blk_last",
-        "blk_max",
-        "blk_min",
-        "blk_sum",
+        "coarse",
+        "fine",
         "finite_count",
         "last_row",
         "lock",
         "logged_count",
         "nonfinite_rows",
         "source_key",
-        "stale_start",
-        "stale_stop",
         "values",
     )
 
     def __init__(self, capacity: int, source_key: str, lock: threading.Lock) -> None:
         self.values = np.full(capacity, np.nan)
-        # the per-block summaries are built when a view first needs them (`summaries`):
-        # most columns of a long backfill are never drawn bucketed, and a short run never
-        self.blk_min = np.empty(0)
-        self.blk_max = np.empty(0)
-        self.blk_sum = np.empty(0)
-        self.blk_count = np.empty(0, dtype=np.int64)
-        self.blk_last = np.empty(0, dtype=np.int64)  # row of the last finite value
-        #: rows [stale_start, stale_stop) changed since the summaries were built
-        self.stale_start = 0
-        self.stale_stop = 0
+        # the summaries are built when a view first needs them (`summaries`): most columns
+        # of a long backfill are never drawn bucketed, and a short run never
+        self.fine = _Summaries(FINE)
+        self.coarse = _Summaries(BLOCK)
         #: the store's: writers mark rows stale under it, `summaries` builds under it (the
         #: diagnosis worker and the screen may both ask while the reader appends)
         self.lock = lock
@@ -103,35 +157,15 @@ class _Column:
     def mark_stale(self, start: int, stop: int) -> None:
         """Rows [start, stop) changed: their blocks' summaries are rebuilt when next read."""
         with self.lock:
-            if self.stale_stop <= self.stale_start:
-                self.stale_start, self.stale_stop = start, stop
-            else:
-                self.stale_start = min(self.stale_start, start)
-                self.stale_stop = max(self.stale_stop, stop)
+            self.fine.mark_stale(start, stop)
+            self.coarse.mark_stale(start, stop)
 
-    def summaries(self, n_rows: int) -> tuple[np.ndarray, ...]:
-        """(count, sum, min, max, last row) of every block of the first `n_rows` rows,
-        brought up to date first."""
+    def summaries(self, n_rows: int, size: int = BLOCK) -> tuple[np.ndarray, ...]:
+        """(count, sum, min, max, last row) of every `size`-row block (FINE or BLOCK) of
+        the first `n_rows` rows, brought up to date first."""
+        level = self.fine if size == FINE else self.coarse
         with self.lock:
-            nblocks = -(-max(n_rows, self.stale_stop) // BLOCK)
-            extra = nblocks - self.blk_min.shape[0]
-            if extra > 0:
-                self.blk_min = np.concatenate([self.blk_min, np.full(extra, np.nan)])
-                self.blk_max = np.concatenate([self.blk_max, np.full(extra, np.nan)])
-                self.blk_sum = np.concatenate([self.blk_sum, np.zeros(extra)])
-                self.blk_count = np.concatenate([self.blk_count, np.zeros(extra, dtype=np.int64)])
-                self.blk_last = np.concatenate([self.blk_last, np.full(extra, -1, dtype=np.int64)])
-            if self.stale_stop > self.stale_start:
-                self._rebuild_blocks(self.stale_start, self.stale_stop)
-                self.stale_start = self.stale_stop = 0
-            used = -(-n_rows // BLOCK)
-            return (
-                self.blk_count[:used],
-                self.blk_sum[:used],
-                self.blk_min[:used],
-                self.blk_max[:used],
-                self.blk_last[:used],
-            )
+            return level.read(self.values, n_rows)
 
     def put(self, row: int, value: float) -> None:
         """Write a value into a row that holds nothing for this column yet."""
@@ -160,24 +194,6 @@ class _Column:
                 self.nonfinite_rows.sort()
         if n_finite:
             self.last_row = max(self.last_row, int(rows[finite].max()))
-
-    def _rebuild_blocks(self, start: int, stop: int) -> None:
-        """Recompute the summaries of every block that rows [start, stop) touch (the
-        arrays hold them all: `summaries` sized them)."""
-        b0, b1 = start // BLOCK, -(-stop // BLOCK)
-        seg = self.values[b0 * BLOCK : b1 * BLOCK]
-        if seg.shape[0] < (b1 - b0) * BLOCK:
-            seg = np.concatenate([seg, np.full((b1 - b0) * BLOCK - seg.shape[0], np.nan)])
-        seg = seg.reshape(b1 - b0, BLOCK)
-        finite = np.isfinite(seg)
-        count = finite.sum(axis=1)
-        self.blk_count[b0:b1] = count
-        # summaries are of finite values only (a logged ±inf is kept apart, as in `put`)
-        self.blk_min[b0:b1] = np.where(count > 0, np.where(finite, seg, np.inf).min(axis=1), np.nan)
-        self.blk_max[b0:b1] = np.where(count > 0, np.where(finite, seg, -np.inf).max(axis=1), np.nan)
-        self.blk_sum[b0:b1] = np.where(finite, seg, 0.0).sum(axis=1)
-        last = BLOCK - 1 - np.argmax(finite[:, ::-1], axis=1)
-        self.blk_last[b0:b1] = np.where(count > 0, b0 * BLOCK + np.arange(b1 - b0) * BLOCK + last, -1)
 
     def clear_rows(self, start: int, stop: int) -> None:
         """Forget rows [start, stop) and rebuild the summaries they touched."""
@@ -488,9 +504,11 @@ class MetricStore:
     def buckets(self, name: str, width: int) -> Buckets:
         """The metric over the whole run in at most `width` buckets, oldest first.
 
-        Long runs: buckets of equal row span summarised from the per-block statistics,
-        O(width + rows / BLOCK). Short runs (fewer than 2 × BLOCK rows per bucket): buckets
-        of the metric's own points, straight from the values.
+        Short runs (fewer than 2 × FINE rows per bucket): buckets of the metric's own
+        points, straight from the values (an eval metric between train lines leaves no
+        gaps). Longer runs: buckets of equal row span summarised from the per-block
+        statistics, fine blocks up to 2 × BLOCK rows per bucket, coarse ones beyond, so the
+        cost stays about O(width × 32) whatever the run's length (O(rows / BLOCK) past that).
         """
         column = self._columns.get(name)
         n = self._n
@@ -498,7 +516,9 @@ class MetricStore:
             empty = np.empty(0)
             return Buckets(empty, empty, empty, empty, empty, empty, np.empty(0, np.int64))
         if n >= 2 * BLOCK * width:
-            return self._buckets_from_blocks(column, width)
+            return self._buckets_from_blocks(column, width, BLOCK)
+        if n >= 2 * FINE * width:
+            return self._buckets_from_blocks(column, width, FINE)
         return self._buckets_from_rows(column, width)
 
     def _buckets_from_rows(self, column: _Column, width: int) -> Buckets:
@@ -523,18 +543,18 @@ class MetricStore:
         last_idx = np.maximum.reduceat(np.where(finite, rows, -1), starts)
         return self._finish(rows[starts], rows[edges[1:] - 1] + 1, count, total, vmin, vmax, last_idx, column)
 
-    def _buckets_from_blocks(self, column: _Column, width: int) -> Buckets:
-        nblocks = -(-self._n // BLOCK)
+    def _buckets_from_blocks(self, column: _Column, width: int, size: int) -> Buckets:
+        nblocks = -(-self._n // size)
         edges = np.unique(np.linspace(0, nblocks, width + 1).astype(np.int64))
         starts = edges[:-1]
-        blk_count, blk_sum, blk_min, blk_max, blk_last = column.summaries(self._n)
+        blk_count, blk_sum, blk_min, blk_max, blk_last = column.summaries(self._n, size)
         count = np.add.reduceat(blk_count, starts)
         total = np.add.reduceat(blk_sum, starts)
         vmin = np.fmin.reduceat(blk_min, starts)
         vmax = np.fmax.reduceat(blk_max, starts)
         last_idx = np.maximum.reduceat(blk_last, starts)
-        row_starts = starts * BLOCK
-        row_stops = np.minimum(edges[1:] * BLOCK, self._n)
+        row_starts = starts * size
+        row_stops = np.minimum(edges[1:] * size, self._n)
         return self._finish(row_starts, row_stops, count, total, vmin, vmax, last_idx, column)
 
     def _finish(

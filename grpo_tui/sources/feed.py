@@ -159,7 +159,6 @@ class RunFeed:
                 pass
         if layout.mode == "unreadable":
             self.status.waiting_for = None
-            batch.events.append(layout.problem)
         elif layout.mode == "waiting" or (layout.metrics_file and not os.path.exists(layout.metrics_file)):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
             if not self._announced_wait:

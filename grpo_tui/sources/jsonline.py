@@ -40,6 +40,9 @@ def describe_json_error(error: json.JSONDecodeError, data: bytes) -> str:
     character at"; the position is added here once.)"""
     message = error.msg.removesuffix(" at")
     where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
-    if error.pos >= len(data.rstrip()) - 1 or "Unterminated" in error.msg:
+    # the text stopped where more was expected: an unterminated string, or a value or
+    # delimiter expected at the very end (not "Extra data", which is more than expected)
+    at_end = error.pos >= len(error.doc.rstrip())
+    if "Unterminated" in error.msg or (error.msg.startswith("Expecting") and at_end):
         return f"cut off: {message} at {where}"
     return f"not JSON: {message} at {where}"
