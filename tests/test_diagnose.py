@@ -62,7 +62,7 @@ def make_run(
             Record(LineKind.TRAIN, float(steps[i]), values, dict(source_keys or {}))
         )
     run = Run(Path("run"), status=FeedStatus(context=context or RunContext()))
-    run.ingest(Batch(records=records))
+    run.ingest(Batch(blocks=[RowBlock.of(records)]))
     run.samples = samples
     return run
 
@@ -815,7 +815,7 @@ def test_trl_issue_3857_zero_std_paste_is_not_learning() -> None:
         line = ast.literal_eval(path.read_text(encoding="utf-8").strip())
         values = {TRL.canonical(key): float(value) for key, value in line.items()}
         run = Run(path)
-        run.ingest(Batch(records=[Record(LineKind.TRAIN, 1.0, values)]))
+        run.ingest(Batch(blocks=[RowBlock.of([Record(LineKind.TRAIN, 1.0, values)])]))
     d = diagnose(run, RULES)
     assert ids(d, "problem") == ["not_learning"]
     assert d.status == "problem"

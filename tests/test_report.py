@@ -32,7 +32,7 @@ from grpo_tui.report import (
 from grpo_tui.run.live import Run
 from grpo_tui.run.loader import load_run
 from grpo_tui.sim import write_run
-from grpo_tui.sources.records import Batch, LineKind, Record
+from grpo_tui.sources.records import Batch, LineKind, Record, RowBlock
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -64,12 +64,12 @@ def small_run(values: dict[str, list[float]]) -> Run:
     n = len(next(iter(values.values())))
     run.ingest(
         Batch(
-            records=[
+            blocks=[RowBlock.of([
                 Record(
                     LineKind.TRAIN, float(i + 1), {k: v[i] for k, v in values.items()}
                 )
                 for i in range(n)
-            ]
+            ])]
         )
     )
     return run

@@ -1,4 +1,4 @@
-"""The fast reader (shapes.py, helper.py) reads every line as if it were read alone.
+"""The fast reader (shapes.py) reads every line as if it were read alone.
 
 The reference below reads one line at a time with a plan made from that very line, the
 scalar progress parsers and the step rule, which is what a line means. The fast path
@@ -21,7 +21,7 @@ from conftest import MS_SWIFT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.sources import helper, shapes
+from grpo_tui.sources import shapes
 from grpo_tui.sources.formats import MSSWIFT, TRL
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.values import parse_fraction
@@ -85,8 +85,8 @@ def _as_float(value: object) -> float:
         return math.inf if value > 0 else -math.inf  # type: ignore[operator]
 
 
-def read_fast(adapter: FormatAdapter, data: bytes, *, use_helper: bool = False) -> Reading:
-    batch: Batch = LogReader(adapter, "test", use_helper=use_helper).read_chunk(data)
+def read_fast(adapter: FormatAdapter, data: bytes) -> Reading:
+    batch: Batch = LogReader(adapter, "test").read_chunk(data)
     rows = [
         (int(record.kind), record.step, record.values)
         for block in batch.blocks
@@ -218,7 +218,7 @@ def test_a_shape_first_seen_with_null_keeps_later_numbers() -> None:
     assert [values.get("kl") for _, _, values in rows] == [None, 0.5, None]
 
 
-# -- helper processes --------------------------------------------------------------------
+# -- a log in pieces ----------------------------------------------------------------------
 def _bench_like_log(lines: int) -> bytes:
     """Real 4.6.0 train and eval lines repeated with rising steps, a NaN line and a bad one."""
     source = (MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl").read_text().splitlines()
@@ -236,57 +236,25 @@ def _bench_like_log(lines: int) -> bytes:
     return "".join(line + "\n" for line in out).encode()
 
 
-@pytest.fixture
-def four_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make any chunk worth four parts (three forked helpers), whatever the machine."""
-    monkeypatch.setattr(helper, "PART_MIN_BYTES", 1)
-    monkeypatch.setattr(helper, "usable_cpus", lambda: 4)
+def read_in_chunks(adapter: FormatAdapter, data: bytes, cuts: list[int]) -> Reading:
+    """One reader fed the log in pieces cut after the given line indices (as the tail
+    hands out a growing file)."""
+    reader = LogReader(adapter, "test")
+    lines = data.splitlines(keepends=True)
+    batch = Batch()
+    start = 0
+    for stop in [*cuts, len(lines)]:
+        batch.extend(reader.read_chunk(b"".join(lines[start:stop]), start + 1))
+        start = stop
+    rows = [(int(r.kind), r.step, r.values) for block in batch.blocks for r in block.records()]
+    return Reading(rows, [bad.line_no for bad in batch.bad_lines], batch.finished)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_parts_read_by_helpers_equal_one_part(four_parts: None) -> None:
+def test_a_log_read_in_pieces_reads_as_one() -> None:
     data = _bench_like_log(2000)
-    assert helper.part_count(len(data)) == 4
-    one = read_fast(MSSWIFT, data, use_helper=False)
-    parts = read_fast(MSSWIFT, data, use_helper=True)
+    one = read_fast(MSSWIFT, data)
     assert len(one.rows) == 2040 and len(one.bad) == 6
-    assert same(parts, one)
-    _assert_no_children_left()
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-@pytest.mark.parametrize("failure", ["raises", "dies"])
-def test_a_failing_helper_costs_time_not_lines(four_parts: None, failure: str) -> None:
-    data = _bench_like_log(600)
-    parent = os.getpid()
-
-    def parse(chunk: bytes, first_line_no: int) -> object:
-        if os.getpid() != parent:
-            if failure == "dies":
-                os._exit(3)
-            raise RuntimeError("helper trouble")
-        return shapes.read_part(MSSWIFT, "test", chunk, first_line_no)
-
-    results = helper.parse_in_parts(parse, data, 1)
-    assert len(results) == 4
-    expected = shapes.read_part(MSSWIFT, "test", data, 1)
-    assert sum(len(part.kinds) for part in results) == len(expected.kinds)  # type: ignore[attr-defined]
-    assert [bad.line_no for part in results for bad in part.bad_lines] == [  # type: ignore[attr-defined]
-        bad.line_no for bad in expected.bad_lines
-    ]
-    _assert_no_children_left()
-
-
-def _assert_no_children_left() -> None:
-    """Every helper was waited for (no zombie, nothing still running)."""
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)
-
-
-def test_small_chunks_and_other_systems_use_one_part(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert helper.part_count(helper.PART_MIN_BYTES - 1) == 1
-    monkeypatch.setattr(helper.sys, "platform", "darwin")
-    assert helper.part_count(100 * helper.PART_MIN_BYTES) == 1
+    assert same(read_in_chunks(MSSWIFT, data, [1, 2, 333, 334, 1000, 2039]), one)
 
 
 def _line_numbers(call: Callable[[], Batch]) -> list[int]:
@@ -294,7 +262,7 @@ def _line_numbers(call: Callable[[], Batch]) -> list[int]:
 
 
 def test_bad_line_numbers_count_blank_lines_and_continue_across_chunks() -> None:
-    reader = LogReader(MSSWIFT, "test", use_helper=False)
+    reader = LogReader(MSSWIFT, "test")
     first = b'{"loss": 1.0}\n\nnope\n'
     second = b'{"loss": 2.0}\n[1]\n'
     assert _line_numbers(lambda: reader.read_chunk(first, 1)) == [3]

@@ -126,12 +126,6 @@ class Run:
             if block.max_steps:
                 self._max_steps = block.max_steps
             self._note_lifecycle(block.kinds)
-        for record in batch.records:
-            self.store.add(record)
-            self.line_counts[record.kind.name.lower()] += 1
-            if record.max_steps:
-                self._max_steps = record.max_steps
-            self._note_lifecycle(np.array([record.kind], dtype=np.uint8))
         for bad in batch.bad_lines:
             self.bad_line_count += 1
             if len(self.bad_lines) >= _BAD_LINES_KEPT:

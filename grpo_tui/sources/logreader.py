@@ -1,23 +1,20 @@
 """One metrics log → Batches: the reading order and the state lines need from each other.
 
-The per-line work (parse, classify, map keys, stack rows) is in shapes.py and may run in
-a helper process for a big chunk; what depends on earlier lines is settled here, in line
-order: a line that names no step takes the step of the line before (eval and end lines)
-or the next one (a train line of a log that counts no steps), and max_steps and the
-version hints carry over from chunk to chunk.
+The per-line work (parse, classify, map keys, stack rows) is in shapes.py; what depends on
+earlier lines is settled here, in line order: a line that names no step takes the step of
+the line before (eval and end lines) or the next one (a train line of a log that counts no
+steps), and max_steps and the version hints carry over from chunk to chunk.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from grpo_tui.sources.formats.base import FormatAdapter
-from grpo_tui.sources.helper import parse_in_parts
 from grpo_tui.sources.records import Batch, LineKind, RowBlock
 from grpo_tui.sources.shapes import Part, ShapeStacker, read_part
 
@@ -30,11 +27,9 @@ class LogReader:
     hints the key sets gave away.
     """
 
-    def __init__(self, adapter: FormatAdapter, origin: str, *, use_helper: bool = True) -> None:
+    def __init__(self, adapter: FormatAdapter, origin: str) -> None:
         self.adapter = adapter
         self.origin = origin
-        #: may a big chunk be parsed in parts by helper processes (see helper.py)
-        self.use_helper = use_helper
         self.last_step: int = 0
         self.max_steps: int | None = None
         self.version_hints: list[str] = []
@@ -42,9 +37,7 @@ class LogReader:
     def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
         """Complete lines (bytes, each line ending in a newline) → a Batch. Bad lines are
         counted with their line number and a reason, never fatal."""
-        parse = partial(read_part, self.adapter, self.origin)
-        parts = parse_in_parts(parse, data, first_line_no) if self.use_helper else [parse(data, first_line_no)]
-        return self._settle(parts)
+        return self._settle([read_part(self.adapter, self.origin, data, first_line_no)])
 
     def read_objects(self, items: Iterable[tuple[int, Mapping[str, Any]]]) -> Batch:
         """Already parsed log dicts (log_history items) → a Batch."""

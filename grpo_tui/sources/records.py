@@ -63,6 +63,19 @@ class RowBlock:
     def __len__(self) -> int:
         return int(self.steps.shape[0])
 
+    @classmethod
+    def of(cls, records: list[Record]) -> RowBlock:
+        """Records as a block (one column group per record): tests and small writers."""
+        groups = [
+            ColumnGroup(np.array([i]), tuple(r.values), r.source_keys, np.array([list(r.values.values())], dtype=float))
+            for i, r in enumerate(records)
+            if r.values
+        ]
+        kinds = np.array([int(r.kind) for r in records], dtype=np.uint8)
+        steps = np.array([float(r.step) for r in records], dtype=np.float64)
+        max_steps = next((r.max_steps for r in reversed(records) if r.max_steps), None)
+        return cls(kinds, steps, groups, max_steps)
+
     def record(self, index: int) -> Record:
         """Row `index` as a Record (the slow path, for a row that replaces an earlier one)."""
         values: dict[str, float] = {}
@@ -104,8 +117,7 @@ class BadLine:
 class Batch:
     """What one poll of the sources produced, handed to the run in one go."""
 
-    records: list[Record] = field(default_factory=list)
-    #: lines in matrix form (what the log readers produce); `records` are single lines
+    #: the lines read, in matrix form (the one way rows reach the store)
     blocks: list[RowBlock] = field(default_factory=list)
     bad_lines: list[BadLine] = field(default_factory=list)
     #: a source restarted (truncated, replaced, re-created, a newer run dir); human text
@@ -117,15 +129,12 @@ class Batch:
     restarted: bool = False
 
     def __bool__(self) -> bool:
-        return bool(
-            self.records or self.blocks or self.bad_lines or self.events or self.finished
-        )
+        return bool(self.blocks or self.bad_lines or self.events or self.finished)
 
     def rows(self) -> int:
-        return len(self.records) + sum(len(block) for block in self.blocks)
+        return sum(len(block) for block in self.blocks)
 
     def extend(self, other: Batch) -> None:
-        self.records.extend(other.records)
         self.blocks.extend(other.blocks)
         self.bad_lines.extend(other.bad_lines)
         self.events.extend(other.events)

@@ -12,11 +12,11 @@ as if it were read alone (tests/test_shapes.py holds the fast path to that). Pro
 strings are parsed a column at a time (formats/values.py).
 
 Steps a line does not name (an eval line without a step key, a generic log without any)
-are left NaN here: they depend on the lines before, which another process may be reading
-(see logreader.py, which settles them in order).
+are left NaN here: they depend on the lines before (logreader.py settles them in order).
 
-Everything here is a pure function of the bytes it is given, so it can run in a helper
-process.
+Everything here is a pure function of the bytes it is given. It earns its lines: a plain
+reader (orjson per line, a Python loop over each line's keys into column lists, one block
+into the store) takes about 4× as long on 100 000 real-shaped lines (bench/ingest.py).
 """
 
 from __future__ import annotations
