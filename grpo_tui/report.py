@@ -15,7 +15,6 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from grpo_tui.health.diagnose import (
-    GLYPHS,
     KEY_METRICS,
     OPTIMISER_METRICS,
     Diagnosis,
@@ -23,36 +22,22 @@ from grpo_tui.health.diagnose import (
     zone_of_values,
 )
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.trends import ZONE_NAMES
 from grpo_tui.numbers import format_duration, format_step, format_value
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import RunState, run_state, stall_words
-from grpo_tui.sources.records import LineKind
+from grpo_tui.run.state import run_state, stall_words
+from grpo_tui.vocabulary import RunState
+from grpo_tui.vocabulary import LineKind, Zone
 
 SPARK_BARS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24
 
-SEVERITY_GLYPHS = {"problem": "✗", "caution": "!", "info": "·", "ok": "✓"}
-SEVERITY_STYLES = {
-    "problem": "bold red",
-    "caution": "bold yellow",
-    "info": "cyan",
-    "ok": "bold green",
-}
-ANSWER_GLYPHS = {"yes": "✓", "no": "✗", "unknown": "?"}
-ANSWER_STYLES = {"yes": "green", "no": "red", "unknown": "dim"}
+#: the colour of each zone in `check` (the TUI's come from its theme)
 ZONE_STYLES = {
-    "healthy": "green",
-    "caution": "yellow",
-    "bad": "red",
-    "unknown": "dim",
-    "n/a": "dim",
-}
-STATUS_STYLES = {
-    "healthy": "bold green",
-    "caution": "bold yellow",
-    "problem": "bold red",
-    "unknown": "bold",
+    Zone.HEALTHY: "green",
+    Zone.CAUTION: "yellow",
+    Zone.BAD: "red",
+    Zone.UNKNOWN: "dim",
+    Zone.NA: "dim",
 }
 
 #: at most this many per-function reward rows in the metric table
@@ -87,7 +72,7 @@ def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) 
     text = Text()
     codes = zone_of_values(name, means, rules, run.context)
     for char, code in zip(sparkline(means), codes):
-        text.append(char, style=ZONE_STYLES[ZONE_NAMES[int(code)]])
+        text.append(char, style=ZONE_STYLES[Zone(int(code))])
     return text
 
 
@@ -152,20 +137,18 @@ def scenario_block(diagnosis: Diagnosis) -> list[RenderableType]:
     """Each scenario: severity and title, the evidence, and (for warnings) the advice."""
     lines: list[RenderableType] = []
     for scenario in diagnosis.scenarios:
-        style = SEVERITY_STYLES[scenario.severity]
+        style = "bold " + ZONE_STYLES[scenario.severity.zone]
         head = Text()
-        head.append(f"{scenario.severity.upper()}  ", style=style)
+        head.append(f"{scenario.severity.word.upper()}  ", style=style)
         head.append(scenario.title, style="bold")
         if scenario.onset_step is not None:
             head.append(f"  since step {format_step(scenario.onset_step)}", style="dim")
         lines.append(
-            Hanging(
-                Text(SEVERITY_GLYPHS[scenario.severity], style=style), head, indent=2
-            )
+            Hanging(Text(scenario.severity.glyph, style=style), head, indent=2)
         )
         for evidence in scenario.evidence:
             lines.append(Hanging(Text("•", style="dim"), evidence.text))
-        if scenario.severity in ("problem", "caution"):
+        if scenario.severity.warns:
             for advice in scenario.advice:
                 lines.append(Hanging(Text("→", style="dim"), advice))
     return lines
@@ -175,7 +158,7 @@ def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
     """The 8 questions, each answered ✓ ✗ ? with its evidence underneath."""
     lines: list[RenderableType] = [Text("Checklist", style="bold underline")]
     for item in diagnosis.checklist:
-        answer = Text(ANSWER_GLYPHS[item.answer], style=ANSWER_STYLES[item.answer])
+        answer = Text(item.answer.glyph, style=ZONE_STYLES[item.answer.zone])
         lines.append(Hanging(answer, f"{item.id}. {item.question}"))
         lines.append(Hanging("", Text(item.evidence, style="dim"), indent=7))
     return lines
@@ -222,8 +205,8 @@ def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[Renderab
         line = Text(
             f"{_cell(_metric_label(name), 22)} {_cell(format_value(health.last), 9, right=True)} "
         )
-        line.append(GLYPHS[health.zone], style=ZONE_STYLES[health.zone])
-        line.append(f" {_cell(health.trend, 9)} ")
+        line.append(health.zone.glyph, style=ZONE_STYLES[health.zone])
+        line.append(f" {_cell(health.trend.word, 9)} ")
         line.append_text(zone_sparkline(run, name, rules))
         line.rstrip()
         lines.append(line)
@@ -248,7 +231,7 @@ def render_check(
             parts.append(Text("Nothing readable: no metric lines found.", style="bold"))
         return Group(*parts)
     status = Text("Status: ", style="bold")
-    status.append(diagnosis.status.upper(), style=STATUS_STYLES[diagnosis.status])
+    status.append(diagnosis.status.word.upper(), style="bold " + ZONE_STYLES[diagnosis.status.zone])
     parts.extend([Text(""), status, Text("")])
     if diagnosis.scenarios:
         parts.extend(scenario_block(diagnosis))
@@ -301,12 +284,12 @@ def diagnosis_to_json(run: Run, diagnosis: Diagnosis, *, now: float | None = Non
     steps = store.steps
     train_rows = int(np.count_nonzero(store.kinds == LineKind.TRAIN))
     return {
-        "status": diagnosis.status,
+        "status": diagnosis.status.word,
         "scenarios": [
             {
-                "id": s.id,
+                "id": s.id.word,
                 "title": s.title,
-                "severity": s.severity,
+                "severity": s.severity.word,
                 "onset_step": _json_step(s.onset_step),
                 "evidence": [_evidence_json(e) for e in s.evidence],
                 "advice": list(s.advice),
@@ -317,13 +300,13 @@ def diagnosis_to_json(run: Run, diagnosis: Diagnosis, *, now: float | None = Non
             {
                 "id": c.id,
                 "question": c.question,
-                "answer": c.answer,
+                "answer": c.answer.word,
                 "evidence": c.evidence,
             }
             for c in diagnosis.checklist
         ],
         "metrics": {
-            name: {"zone": m.zone, "last": _json_float(m.last), "trend": m.trend}
+            name: {"zone": m.zone.word, "last": _json_float(m.last), "trend": m.trend.word}
             for name, m in diagnosis.metrics.items()
         },
         "run": {

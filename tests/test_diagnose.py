@@ -16,8 +16,6 @@ from conftest import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
 
 from grpo_tui.health import trends as tr
 from grpo_tui.health.diagnose import (
-    GLYPHS,
-    SCENARIO_IDS,
     Diagnosis,
     diagnose,
     reward_role,
@@ -32,7 +30,8 @@ from grpo_tui.sim import SCENARIOS, write_run
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats.trl import TRL
-from grpo_tui.sources.records import Batch, ColumnGroup, LineKind, Record, RowBlock
+from grpo_tui.sources.records import Batch, ColumnGroup, Record, RowBlock
+from grpo_tui.vocabulary import LineKind, ScenarioId, Zone
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = Rules()
@@ -94,18 +93,18 @@ ON_POLICY = RunContext(num_iterations=1, max_completion_length=1024, beta=0.04)
 
 def ids(diagnosis: Diagnosis, severity: str | None = None) -> list[str]:
     return [
-        s.id for s in diagnosis.scenarios if severity is None or s.severity == severity
+        s.id.word for s in diagnosis.scenarios if severity is None or s.severity.word == severity
     ]
 
 
 def evidence_text(diagnosis: Diagnosis, scenario_id: str) -> str:
-    scenario = diagnosis.scenario(scenario_id)
+    scenario = diagnosis.scenario(ScenarioId(scenario_id))
     assert scenario is not None, f"{scenario_id} not in {ids(diagnosis)}"
     return "\n".join(e.text for e in scenario.evidence)
 
 
 def answer(diagnosis: Diagnosis, number: int) -> str:
-    return diagnosis.checklist[number - 1].answer
+    return diagnosis.checklist[number - 1].answer.word
 
 
 # -- shape of the result --------------------------------------------------------------------
@@ -113,7 +112,7 @@ def answer(diagnosis: Diagnosis, number: int) -> str:
 
 def test_healthy_run() -> None:
     d = diagnose(make_run(healthy_columns(), context=ON_POLICY), RULES)
-    assert d.status == "healthy"
+    assert d.status.word == "healthy"
     assert ids(d) == ["healthy"]
     assert [c.id for c in d.checklist] == list(range(1, 9))
     assert [answer(d, i) for i in range(1, 9)] == [
@@ -126,12 +125,12 @@ def test_healthy_run() -> None:
         "unknown",
         "yes",
     ]
-    assert d.metrics["clip_ratio"].zone == "n/a"
-    assert d.metrics["reward"].trend == "rising"
-    healthy = d.scenario("healthy")
+    assert d.metrics["clip_ratio"].zone.word == "n/a"
+    assert d.metrics["reward"].trend.word == "rising"
+    healthy = d.scenario(ScenarioId.HEALTHY)
     assert (
         healthy is not None
-        and healthy.severity == "ok"
+        and healthy.severity.word == "ok"
         and healthy.onset_step is not None
     )
     assert all(e.window.points > 0 for e in healthy.evidence)
@@ -139,8 +138,8 @@ def test_healthy_run() -> None:
 
 def test_empty_run_is_unknown() -> None:
     d = diagnose(Run(Path("nothing")), RULES)
-    assert d.status == "unknown" and d.scenarios == [] and d.metrics == {}
-    assert [c.answer for c in d.checklist] == ["unknown"] * 8
+    assert d.status.word == "unknown" and d.scenarios == [] and d.metrics == {}
+    assert [c.answer.word for c in d.checklist] == ["unknown"] * 8
 
 
 def test_scenarios_are_sorted_worst_first_and_ids_are_known() -> None:
@@ -149,10 +148,10 @@ def test_scenarios_are_sorted_worst_first_and_ids_are_known() -> None:
     columns["reward"] = list(0.4 + noise(200, 0.03))  # flat: not learning, caution
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
     assert ids(d) == ["truncation", "not_learning"]
-    assert [s.severity for s in d.scenarios] == ["problem", "caution"]
-    assert d.status == "problem"
-    assert set(ids(d)) <= set(SCENARIO_IDS)
-    assert set(GLYPHS) == {"healthy", "caution", "bad", "unknown", "n/a"}
+    assert [s.severity.word for s in d.scenarios] == ["problem", "caution"]
+    assert d.status.word == "problem"
+    assert set(ids(d)) <= {scenario.word for scenario in ScenarioId}
+    assert {zone.word: zone.glyph for zone in Zone} == {"healthy": "✓", "caution": "!", "bad": "✗", "unknown": "?", "n/a": "·"}
 
 
 # -- warming up --------------------------------------------------------------------------------
@@ -164,8 +163,8 @@ def test_short_run_is_warming_up_not_a_verdict() -> None:
         RULES,
     )
     assert ids(d) == ["warming_up"]
-    assert d.status == "unknown"
-    assert d.metrics["reward"].trend == "unknown"
+    assert d.status.word == "unknown"
+    assert d.metrics["reward"].trend.word == "unknown"
     assert answer(d, 1) == "unknown"
 
 
@@ -182,7 +181,7 @@ def test_unmistakable_zero_spread_is_a_problem_even_while_warming_up() -> None:
     )
     assert ids(d, "problem") == ["not_learning"]
     assert "warming_up" in ids(d)
-    assert d.status == "problem"
+    assert d.status.word == "problem"
 
 
 # -- zero spread: all fail or all pass ----------------------------------------------------------
@@ -198,15 +197,15 @@ def test_zero_spread_all_fail_with_onset() -> None:
         list(columns["frac_reward_zero_std"][:60]) + [1.0] * 60
     )  # type: ignore[index]
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    scenario = d.scenario("not_learning")
-    assert scenario is not None and scenario.severity == "problem"
+    scenario = d.scenario(ScenarioId.NOT_LEARNING)
+    assert scenario is not None and scenario.severity.word == "problem"
     assert scenario.onset_step == 61
     assert any(
         "too hard" in advice for advice in scenario.advice
     )  # the all-fail advice
     assert answer(d, 2) == "no" and answer(d, 3) == "no"
-    assert d.metrics["reward_std"].zone == "bad"
-    assert d.metrics["frac_reward_zero_std"].zone == "bad"
+    assert d.metrics["reward_std"].zone.word == "bad"
+    assert d.metrics["frac_reward_zero_std"].zone.word == "bad"
 
 
 def test_zero_spread_all_pass_is_saturation_not_a_failure_to_learn() -> None:
@@ -229,9 +228,9 @@ def test_zero_spread_all_pass_is_saturation_not_a_failure_to_learn() -> None:
         RULES,
     )
     assert "not_learning" not in ids(d)
-    saturated = d.scenario("saturated")
+    saturated = d.scenario(ScenarioId.SATURATED)
     assert (
-        saturated is not None and saturated.severity == "caution"
+        saturated is not None and saturated.severity.word == "caution"
     )  # >0.8 all-pass: nothing left to learn
     assert "all pass" in evidence_text(d, "saturated")
 
@@ -250,8 +249,8 @@ def test_zero_spread_kind_from_the_logged_groups() -> None:
         samples=CompletionsSummary(30, stats),
     )
     d = diagnose(run, RULES)
-    scenario = d.scenario("not_learning")
-    assert scenario is not None and scenario.severity == "problem"
+    scenario = d.scenario(ScenarioId.NOT_LEARNING)
+    assert scenario is not None and scenario.severity.word == "problem"
     assert "100% all fail" in "\n".join(e.text for e in scenario.evidence)
 
 
@@ -291,14 +290,14 @@ def test_function_stuck_at_its_floor_is_named() -> None:
     columns["rewards/format_reward/mean"] = list(np.linspace(0.2, 0.9, 100))
     columns["rewards/format_reward/std"] = [0.3] * 100
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    scenario = d.scenario("not_learning")
+    scenario = d.scenario(ScenarioId.NOT_LEARNING)
     assert (
-        scenario is not None and scenario.severity == "problem"
+        scenario is not None and scenario.severity.word == "problem"
     )  # the only task reward is dead
     assert "correctness_reward: 0 on every completion" in evidence_text(
         d, "not_learning"
     )
-    assert d.metrics["rewards/correctness_reward/mean"].zone == "bad"
+    assert d.metrics["rewards/correctness_reward/mean"].zone.word == "bad"
     assert "healthy" not in ids(d)
 
 
@@ -332,7 +331,7 @@ def test_auxiliary_reward_saturating_while_the_task_stalls_is_reward_hacking() -
     d = diagnose(make_run(aux_only_columns(n, curve), context=ON_POLICY), RULES)
     assert ids(d, "problem") == ["reward_hacking"]
     assert "format_reward saturated" in evidence_text(d, "reward_hacking")
-    hacking = d.scenario("reward_hacking")
+    hacking = d.scenario(ScenarioId.REWARD_HACKING)
     assert (
         hacking is not None
         and hacking.onset_step is not None
@@ -345,22 +344,22 @@ def test_auxiliary_reward_saturating_while_the_task_stalls_is_reward_hacking() -
 
 def test_on_policy_zero_clip_is_not_applicable() -> None:
     d = diagnose(make_run(healthy_columns(), context=ON_POLICY), RULES)
-    assert d.metrics["clip_ratio"].zone == "n/a"
+    assert d.metrics["clip_ratio"].zone.word == "n/a"
     assert answer(d, 4) == "yes"
 
 
 def test_unknown_context_says_so_instead_of_warning() -> None:
     d = diagnose(make_run(healthy_columns(), context=RunContext()), RULES)
-    assert d.metrics["clip_ratio"].zone == "unknown"
+    assert d.metrics["clip_ratio"].zone.word == "unknown"
     assert "not known" in d.metrics["clip_ratio"].reason
     assert answer(d, 4) == "unknown"
-    assert d.status == "healthy"
+    assert d.status.word == "healthy"
 
 
 def test_off_policy_zero_clip_is_too_weak() -> None:
     context = RunContext(num_iterations=2, max_completion_length=1024)
     d = diagnose(make_run(healthy_columns(), context=context), RULES)
-    assert d.metrics["clip_ratio"].zone == "caution"
+    assert d.metrics["clip_ratio"].zone.word == "caution"
     assert answer(d, 4) == "no"
     assert "clip_ratio" in evidence_text(d, "not_learning")
 
@@ -383,11 +382,11 @@ def test_clip_is_judged_on_reuse_steps_only() -> None:
     context = RunContext(num_iterations=2, max_completion_length=1024)
     moderate = diagnose(make_run(reuse_columns(200, 0.1), context=context), RULES)
     assert (
-        moderate.metrics["clip_ratio"].zone == "healthy"
+        moderate.metrics["clip_ratio"].zone.word == "healthy"
     )  # the generation steps' zeros do not count
     assert "re-use steps only" in moderate.metrics["clip_ratio"].reason
     high = diagnose(make_run(reuse_columns(200, 0.45), context=context), RULES)
-    assert high.metrics["clip_ratio"].zone == "bad"
+    assert high.metrics["clip_ratio"].zone.word == "bad"
     assert ids(high, "problem") == ["too_aggressive"]
 
 
@@ -395,7 +394,7 @@ def test_nonzero_clip_proves_off_policy_whatever_the_args_say() -> None:
     columns = healthy_columns()
     columns["clip_ratio"] = list(0.05 + noise(200, 0.005))
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["clip_ratio"].zone == "healthy"
+    assert d.metrics["clip_ratio"].zone.word == "healthy"
     assert "prove" in d.metrics["clip_ratio"].reason
 
 
@@ -410,7 +409,7 @@ def test_clip_spike_is_a_caution() -> None:
         ),
         RULES,
     )
-    assert d.metrics["clip_ratio"].zone == "caution"
+    assert d.metrics["clip_ratio"].zone.word == "caution"
     assert "spike 0.6 at step 196" in d.metrics["clip_ratio"].reason
 
 
@@ -425,9 +424,9 @@ def test_kl_levels(level: float, zone: str, scenario: str) -> None:
     columns = healthy_columns()
     columns["kl"] = list(level + noise(200, 0.01))
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["kl"].zone == zone
-    too_aggressive = d.scenario("too_aggressive")
-    assert too_aggressive is not None and too_aggressive.severity == scenario
+    assert d.metrics["kl"].zone.word == zone
+    too_aggressive = d.scenario(ScenarioId.TOO_AGGRESSIVE)
+    assert too_aggressive is not None and too_aggressive.severity.word == scenario
     assert answer(d, 8) == "no"
 
 
@@ -438,8 +437,8 @@ def test_kl_exploding() -> None:
         np.concatenate([0.02 + noise(180, 0.001), np.linspace(0.05, 2.0, 20)])
     )
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["kl"].zone == "bad"
-    assert d.metrics["kl"].trend == "exploding"
+    assert d.metrics["kl"].zone.word == "bad"
+    assert d.metrics["kl"].trend.word == "exploding"
     assert "exploding" in d.metrics["kl"].reason
     assert ids(d, "problem") == ["too_aggressive"]
 
@@ -448,7 +447,7 @@ def test_kl_only_nan_is_unknown_not_bad() -> None:
     columns = healthy_columns(30)
     columns["kl"] = [math.nan] * 30
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["kl"].zone == "unknown"
+    assert d.metrics["kl"].zone.word == "unknown"
     assert answer(d, 8) == "unknown"
     assert "too_aggressive" not in ids(d)
 
@@ -459,7 +458,7 @@ def test_kl_on_another_scale_is_judged_on_its_own_history() -> None:
         25.0 + noise(200, 0.5)
     )  # a per-sequence sum: far above per-token levels
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["kl"].zone == "healthy"
+    assert d.metrics["kl"].zone.word == "healthy"
     assert "per-sequence" in d.metrics["kl"].reason
     columns["kl"] = list(0.004 + noise(200, 0.0005))
     drift = diagnose(
@@ -474,7 +473,7 @@ def test_beta_zero_makes_kl_not_applicable() -> None:
     d = diagnose(
         make_run(columns, context=RunContext(num_iterations=1, beta=0.0)), RULES
     )
-    assert d.metrics["kl"].zone == "n/a"
+    assert d.metrics["kl"].zone.word == "n/a"
 
 
 # -- optimiser -------------------------------------------------------------------------------------
@@ -484,7 +483,7 @@ def test_nan_loss_is_a_problem() -> None:
     columns = healthy_columns()
     columns["loss"] = list(columns["loss"][:-3]) + [math.nan] * 3  # type: ignore[index]
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["loss"].zone == "bad"
+    assert d.metrics["loss"].zone.word == "bad"
     assert ids(d, "problem") == ["too_aggressive"]
 
 
@@ -494,11 +493,11 @@ def test_grad_norm_spike_is_a_caution_and_zero_grad_norm_means_not_learning() ->
     grad[190] = 12.0
     columns["grad_norm"] = grad
     spiky = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert spiky.metrics["grad_norm"].zone == "caution"
+    assert spiky.metrics["grad_norm"].zone.word == "caution"
     assert "1 spike(s)" in spiky.metrics["grad_norm"].reason
     columns["grad_norm"] = [0.0] * 200
     dead = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert dead.metrics["grad_norm"].zone == "bad"
+    assert dead.metrics["grad_norm"].zone.word == "bad"
     assert ids(dead, "problem") == ["not_learning"]
     assert "no update reaches the weights" in evidence_text(dead, "not_learning")
 
@@ -521,11 +520,11 @@ def test_truncation_from_clipped_ratio_and_from_the_cap() -> None:
 def test_length_zone_without_max_comes_from_clipped_ratio() -> None:
     columns = healthy_columns()
     d = diagnose(make_run(columns, context=RunContext(num_iterations=1)), RULES)
-    assert d.metrics["completion_length"].zone == "healthy"
+    assert d.metrics["completion_length"].zone.word == "healthy"
     assert "max_completion_length unknown" in d.metrics["completion_length"].reason
     del columns["clipped_ratio"]
     d = diagnose(make_run(columns, context=RunContext(num_iterations=1)), RULES)
-    assert d.metrics["completion_length"].zone == "unknown"
+    assert d.metrics["completion_length"].zone.word == "unknown"
     assert answer(d, 5) == "unknown"
 
 
@@ -538,8 +537,8 @@ def test_length_collapse(end: float, severity: str) -> None:
         )
     )
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    collapse = d.scenario("length_collapse")
-    assert collapse is not None and collapse.severity == severity
+    collapse = d.scenario(ScenarioId.LENGTH_COLLAPSE)
+    assert collapse is not None and collapse.severity.word == severity
     assert collapse.onset_step is not None and 100 < collapse.onset_step < 150
     assert answer(d, 5) == "no"
 
@@ -562,8 +561,8 @@ def sample_stats(
 def test_identical_completions_are_low_diversity() -> None:
     samples = sample_stats(30, [0.9] * 30, [0.8] * 30)
     d = diagnose(make_run(healthy_columns(), context=ON_POLICY, samples=samples), RULES)
-    scenario = d.scenario("low_diversity")
-    assert scenario is not None and scenario.severity == "problem"
+    scenario = d.scenario(ScenarioId.LOW_DIVERSITY)
+    assert scenario is not None and scenario.severity.word == "problem"
     assert scenario.onset_step == 1
     assert answer(d, 6) == "no"
 
@@ -596,9 +595,9 @@ def test_entropy_collapse_is_low_diversity() -> None:
     columns = healthy_columns()
     columns["entropy"] = [0.001] * 200
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert d.metrics["entropy"].zone == "bad"
-    scenario = d.scenario("low_diversity")
-    assert scenario is not None and scenario.severity == "problem"
+    assert d.metrics["entropy"].zone.word == "bad"
+    scenario = d.scenario(ScenarioId.LOW_DIVERSITY)
+    assert scenario is not None and scenario.severity.word == "problem"
 
 
 def test_eval_answers_the_seventh_question() -> None:
@@ -610,7 +609,7 @@ def test_eval_answers_the_seventh_question() -> None:
         )
     d = diagnose(run, RULES)
     assert answer(d, 7) == "yes"
-    assert d.metrics["eval_reward"].trend == "rising"
+    assert d.metrics["eval_reward"].trend.word == "rising"
 
 
 # -- zones for the UI -----------------------------------------------------------------------------
@@ -619,11 +618,11 @@ def test_eval_answers_the_seventh_question() -> None:
 def test_zone_of_values_applies_context_rules() -> None:
     values = np.array([0.0, 0.05, 0.25, 0.4, np.nan])
     on = zone_of_values("clip_ratio", values, RULES, RunContext(num_iterations=1))
-    assert on.tolist() == [tr.ZONE_NA, 1, 2, 3, 0]
+    assert on.tolist() == [Zone.NA, 1, 2, 3, 0]
     unknown = zone_of_values("clip_ratio", values, RULES, RunContext())
-    assert unknown.tolist()[0] == tr.ZONE_UNKNOWN
+    assert unknown.tolist()[0] == Zone.UNKNOWN
     off = zone_of_values("clip_ratio", values, RULES, RunContext(num_iterations=4))
-    assert off.tolist()[0] == tr.ZONE_CAUTION
+    assert off.tolist()[0] == Zone.CAUTION
     assert zone_of_values(
         "kl", np.array([0.0, 2.0]), RULES, RunContext(beta=0.0)
     ).tolist() == [4, 4]
@@ -643,22 +642,22 @@ def test_zone_of_values_applies_context_rules() -> None:
 
 def test_zone_bands() -> None:
     assert zone_bands("kl", RULES, RunContext()) == [
-        (-math.inf, 0.1, "healthy"),
-        (0.1, 1.0, "caution"),
-        (1.0, math.inf, "bad"),
+        (-math.inf, 0.1, Zone.HEALTHY),
+        (0.1, 1.0, Zone.CAUTION),
+        (1.0, math.inf, Zone.BAD),
     ]
     length = zone_bands(
         "completion_length", RULES, RunContext(max_completion_length=1000)
     )
     assert length == [
-        (-math.inf, 50.0, "caution"),
-        (50.0, 900.0, "healthy"),
-        (900.0, 970.0, "caution"),
-        (970.0, math.inf, "bad"),
+        (-math.inf, 50.0, Zone.CAUTION),
+        (50.0, 900.0, Zone.HEALTHY),
+        (900.0, 970.0, Zone.CAUTION),
+        (970.0, math.inf, Zone.BAD),
     ]
     assert zone_bands("completion_length", RULES, RunContext()) == []
     assert zone_bands("reward", RULES, RunContext()) == []
-    assert zone_bands("clip_ratio", RULES, RunContext(num_iterations=1))[0][2] == "n/a"
+    assert zone_bands("clip_ratio", RULES, RunContext(num_iterations=1))[0][2] == Zone.NA
 
 
 # -- performance ------------------------------------------------------------------------------------
@@ -732,9 +731,9 @@ def test_simulated_scenario_is_named_and_nothing_else_is_a_problem(
     others = [s for s in ids(d, "problem") if s != scenario]
     assert others == [], f"{scenario}: unexpected problems {others}"
     if scenario == "healthy":
-        assert d.status == "healthy"
+        assert d.status.word == "healthy"
     else:
-        assert d.status in ("problem", "caution")
+        assert d.status.word in ("problem", "caution")
 
 
 # -- real fixtures ----------------------------------------------------------------------------------
@@ -745,8 +744,8 @@ def test_issue_4465_nan_kl_is_unknown_not_bad() -> None:
     # .source.txt: bare NaN tokens for kl and every clip_ratio key on one logging.jsonl line
     run = load_run(MS_SWIFT / "ms-swift-issue-4465_grpo-v3.5_nan.jsonl")
     d = diagnose(run, RULES)
-    assert d.metrics["kl"].zone == "unknown"
-    assert d.metrics["clip_ratio"].zone == "unknown"
+    assert d.metrics["kl"].zone.word == "unknown"
+    assert d.metrics["clip_ratio"].zone.word == "unknown"
     assert "NaN" in d.metrics["kl"].reason
     assert "too_aggressive" not in ids(d)
     assert "warming_up" in ids(d)
@@ -769,7 +768,7 @@ def test_on_policy_local_run_does_not_warn_about_clip_ratio(tmp_path: Path) -> N
     run = load_run(path)
     assert run.context.num_iterations == 1
     d = diagnose(run, RULES)
-    assert d.metrics["clip_ratio"].zone == "n/a"
+    assert d.metrics["clip_ratio"].zone.word == "n/a"
     assert answer(d, 4) == "yes"
     for scenario in d.scenarios:
         assert all(
@@ -802,7 +801,7 @@ def test_numiter2_overlong_filter_run(tmp_path: Path) -> None:
     assert "kl" not in d.metrics
     assert answer(d, 8) == "yes"  # beta 0: no KL penalty to control
     # off-policy, clip 0 on the re-use steps: updates too weak, said as a caution
-    assert d.metrics["clip_ratio"].zone == "caution"
+    assert d.metrics["clip_ratio"].zone.word == "caution"
 
 
 def test_trl_issue_3857_zero_std_paste_is_not_learning() -> None:
@@ -818,10 +817,10 @@ def test_trl_issue_3857_zero_std_paste_is_not_learning() -> None:
         run.ingest(Batch(blocks=[RowBlock.of([Record(LineKind.TRAIN, 1.0, values)])]))
     d = diagnose(run, RULES)
     assert ids(d, "problem") == ["not_learning"]
-    assert d.status == "problem"
-    assert d.metrics["reward_std"].zone == "bad"
-    assert d.metrics["frac_reward_zero_std"].zone == "bad"
-    assert d.metrics["grad_norm"].zone == "bad"
+    assert d.status.word == "problem"
+    assert d.metrics["reward_std"].zone.word == "bad"
+    assert d.metrics["frac_reward_zero_std"].zone.word == "bad"
+    assert d.metrics["grad_norm"].zone.word == "bad"
     assert answer(d, 2) == "no" and answer(d, 3) == "no"
 
 
@@ -832,6 +831,6 @@ def test_chaos_economy_late_truncation() -> None:
         load_run(FIXTURES / "unsloth" / "chaos-economy_trainer_state.json"), RULES
     )
     assert ids(d, "problem") == ["truncation"]
-    assert d.metrics["kl"].zone == "healthy"
-    assert d.metrics["reward"].trend in ("flat", "falling")
+    assert d.metrics["kl"].zone.word == "healthy"
+    assert d.metrics["reward"].trend.word in ("flat", "falling")
     assert "healthy" not in ids(d)

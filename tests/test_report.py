@@ -32,7 +32,8 @@ from grpo_tui.report import (
 from grpo_tui.run.live import Run
 from grpo_tui.run.loader import load_run
 from grpo_tui.sim import write_run
-from grpo_tui.sources.records import Batch, LineKind, Record, RowBlock
+from grpo_tui.sources.records import Batch, Record, RowBlock
+from grpo_tui.vocabulary import LineKind
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -87,7 +88,7 @@ def test_exit_codes() -> None:
     )
     assert exit_code(dead, diagnose(dead, RULES)) == EXIT_PROBLEM
     warming = small_run({"reward": [0.1, 0.2, 0.3], "reward_std": [0.3] * 3})
-    assert diagnose(warming, RULES).status == "unknown"
+    assert diagnose(warming, RULES).status.word == "unknown"
     assert exit_code(warming, diagnose(warming, RULES)) == EXIT_CAUTION
 
 

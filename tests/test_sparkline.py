@@ -10,15 +10,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from rich.console import Console
 
-from grpo_tui.health.trends import (
-    ZONE_BAD,
-    ZONE_CAUTION,
-    ZONE_HEALTHY,
-    ZONE_NA,
-    ZONE_UNKNOWN,
-)
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.records import LineKind, Record
+from grpo_tui.sources.records import Record
+from grpo_tui.vocabulary import LineKind, Zone
 from grpo_tui.ui.themes import load_themes
 from grpo_tui.ui.widgets.sparkline import (
     BARS,
@@ -32,7 +26,7 @@ PALETTE = load_themes()["colorblind"].palette
 
 
 def text_of(values: list[float], zones: list[int] | None = None) -> str:
-    zones_arr = np.array(zones if zones is not None else [ZONE_HEALTHY] * len(values), dtype=np.int8)
+    zones_arr = np.array(zones if zones is not None else [Zone.HEALTHY] * len(values), dtype=np.int8)
     return "".join(s.text for s in sparkline_segments(np.array(values, dtype=float), zones_arr, PALETTE))
 
 
@@ -64,10 +58,10 @@ def test_tiny_differences_still_draw() -> None:
 
 
 def test_each_bucket_takes_its_zone_style() -> None:
-    zones = [ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD, ZONE_UNKNOWN, ZONE_NA]
+    zones = [Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA]
     segments = sparkline_segments(np.arange(5, dtype=float), np.array(zones, dtype=np.int8), PALETTE)
     assert [s.style for s in segments] == [PALETTE.style(z) for z in zones]
-    healthy = PALETTE.style(ZONE_HEALTHY)
+    healthy = PALETTE.style(Zone.HEALTHY)
     assert healthy.color is not None and healthy.color.name.lower() == "#009e73"  # Okabe-Ito
 
 

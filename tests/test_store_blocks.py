@@ -32,7 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_tui.run.metrics import BLOCK, FINE, Buckets, MetricStore
-from grpo_tui.sources.records import ColumnGroup, LineKind, RowBlock
+from grpo_tui.sources.records import ColumnGroup, RowBlock
+from grpo_tui.vocabulary import LineKind
 
 TRAIN, EVAL, END = LineKind.TRAIN, LineKind.EVAL, LineKind.END
 NAN, INF = math.nan, math.inf

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import SpikeRules, TrendRules, ZoneBounds
+from grpo_tui.vocabulary import Direction, Zone
 
 TREND = TrendRules()
 SPIKE = SpikeRules()
@@ -81,7 +82,7 @@ def test_smooth_removes_single_spikes_and_reduces_long_series() -> None:
 
 @pytest.mark.parametrize(
     ("slope", "expected"),
-    [(0.01, tr.RISING), (-0.01, tr.FALLING), (0.0, tr.FLAT)],
+    [(0.01, Direction.RISING), (-0.01, Direction.FALLING), (0.0, Direction.FLAT)],
 )
 def test_trend_direction_of_noisy_lines(slope: float, expected: str) -> None:
     steps, values = noisy(100, slope, sigma=0.1, seed=4)
@@ -94,20 +95,20 @@ def test_trend_direction_of_noisy_lines(slope: float, expected: str) -> None:
 def test_a_change_within_the_noise_is_flat() -> None:
     # 0.02 total rise under noise of sigma 0.5: not a trend
     steps, values = noisy(40, 0.0005, sigma=0.5, seed=5)
-    assert tr.classify_trend(steps, values, TREND).direction == tr.FLAT
+    assert tr.classify_trend(steps, values, TREND).direction == Direction.FLAT
 
 
 def test_constant_series_is_flat_and_noiseless_line_is_rising() -> None:
     steps = np.arange(20, dtype=float)
-    assert tr.classify_trend(steps, np.full(20, 0.7), TREND).direction == tr.FLAT
-    assert tr.classify_trend(steps, 1e-6 * steps, TREND).direction == tr.RISING
+    assert tr.classify_trend(steps, np.full(20, 0.7), TREND).direction == Direction.FLAT
+    assert tr.classify_trend(steps, 1e-6 * steps, TREND).direction == Direction.RISING
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 7])
 def test_too_few_points_is_unknown(n: int) -> None:
     steps, values = noisy(n, 1.0, 0.0)
     trend = tr.classify_trend(steps, values, TREND)
-    assert trend.direction == tr.UNKNOWN and not trend.known
+    assert trend.direction == Direction.UNKNOWN and not trend.known
     assert trend.points == n
 
 
@@ -115,10 +116,10 @@ def test_nan_gaps_are_skipped() -> None:
     steps, values = noisy(90, 0.02, sigma=0.1, seed=6)
     values[::3] = np.nan  # a third not logged
     trend = tr.classify_trend(steps, values, TREND)
-    assert trend.direction == tr.RISING
+    assert trend.direction == Direction.RISING
     assert trend.points == 60
     only_nan = tr.classify_trend(steps, np.full(90, np.nan), TREND)
-    assert only_nan.direction == tr.UNKNOWN
+    assert only_nan.direction == Direction.UNKNOWN
 
 
 def test_step_change_counts_as_a_trend() -> None:
@@ -126,31 +127,31 @@ def test_step_change_counts_as_a_trend() -> None:
     values = np.where(steps < 20, 0.2, 0.6) + np.random.default_rng(7).normal(
         0, 0.02, 40
     )
-    assert tr.classify_trend(steps, values, TREND).direction == tr.RISING
+    assert tr.classify_trend(steps, values, TREND).direction == Direction.RISING
 
 
 def test_exploding_needs_a_reference_and_the_floor() -> None:
     steps = np.arange(40, dtype=float)
     values = 0.01 * np.exp(steps / 6.0)  # 0.01 → ~6.6
     assert (
-        tr.classify_trend(steps, values, TREND).direction == tr.RISING
+        tr.classify_trend(steps, values, TREND).direction == Direction.RISING
     )  # no reference: no check
     assert (
         tr.classify_trend(steps, values, TREND, exploding_reference=0.02).direction
-        == tr.EXPLODING
+        == Direction.EXPLODING
     )
     # far above its reference but still under the floor: only rising
     small = values / 1000
     trend = tr.classify_trend(
         steps, small, TREND, exploding_reference=2e-5, exploding_floor=0.1
     )
-    assert trend.direction == tr.RISING
+    assert trend.direction == Direction.RISING
 
 
 def test_trend_levels_and_relative_change() -> None:
     steps = np.arange(1, 21, dtype=float)
     trend = tr.classify_trend(steps, 10.0 - 0.25 * steps, TREND)
-    assert trend.direction == tr.FALLING
+    assert trend.direction == Direction.FALLING
     assert trend.level_start == pytest.approx(9.75)
     assert trend.level_end == pytest.approx(5.0)
     assert trend.relative_change == pytest.approx(-4.75 / 9.75)
@@ -176,7 +177,7 @@ def test_trend_is_invariant_to_units(
     steps, values = noisy(60, slope, sigma=0.2, seed=seed)
     base = tr.classify_trend(steps, values, TREND).direction
     assert tr.classify_trend(steps, values * scale + offset, TREND).direction == base
-    flipped = {tr.RISING: tr.FALLING, tr.FALLING: tr.RISING}.get(base, base)
+    flipped = {Direction.RISING: Direction.FALLING, Direction.FALLING: Direction.RISING}.get(base, base)
     assert tr.classify_trend(steps, -values * scale, TREND).direction == flipped
 
 
@@ -226,12 +227,12 @@ CLIP = ZoneBounds(
 def test_zone_codes_follow_the_bands() -> None:
     values = np.array([0.0, 0.05, 0.25, 0.35, np.nan, np.inf])
     assert tr.zone_codes(values, CLIP).tolist() == [
-        tr.ZONE_CAUTION,
-        tr.ZONE_HEALTHY,
-        tr.ZONE_CAUTION,
-        tr.ZONE_BAD,
-        tr.ZONE_UNKNOWN,
-        tr.ZONE_BAD,
+        Zone.CAUTION,
+        Zone.HEALTHY,
+        Zone.CAUTION,
+        Zone.BAD,
+        Zone.UNKNOWN,
+        Zone.BAD,
     ]
 
 
@@ -243,12 +244,12 @@ def test_relative_bands_need_their_scale() -> None:
         relative_to="max_completion_length",
     )
     values = np.array([10.0, 500.0, 950.0, 1000.0])
-    assert tr.zone_codes(values, length).tolist() == [tr.ZONE_UNKNOWN] * 4
+    assert tr.zone_codes(values, length).tolist() == [Zone.UNKNOWN] * 4
     assert tr.zone_codes(values, length, 1024.0).tolist() == [
-        tr.ZONE_CAUTION,
-        tr.ZONE_HEALTHY,
-        tr.ZONE_CAUTION,
-        tr.ZONE_BAD,
+        Zone.CAUTION,
+        Zone.HEALTHY,
+        Zone.CAUTION,
+        Zone.BAD,
     ]
 
 
@@ -257,11 +258,11 @@ def zone_of(codes: list[int], sustained: float = 0.7) -> int:
 
 
 H, C, B, U, N = (
-    tr.ZONE_HEALTHY,
-    tr.ZONE_CAUTION,
-    tr.ZONE_BAD,
-    tr.ZONE_UNKNOWN,
-    tr.ZONE_NA,
+    Zone.HEALTHY,
+    Zone.CAUTION,
+    Zone.BAD,
+    Zone.UNKNOWN,
+    Zone.NA,
 )
 
 

@@ -18,7 +18,7 @@ from textual.widgets import Input
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
-from grpo_tui.run.state import RunState
+from grpo_tui.vocabulary import RunState
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader
@@ -152,7 +152,7 @@ async def test_diagnosis_panel_is_the_check_engine(finished_run: Path) -> None:
         await settle(pilot, app)
         text = screen_text(app)
         assert app.diagnosis is not None
-        assert [s.id for s in app.diagnosis.scenarios] == [s.id for s in expected.scenarios]
+        assert [s.id.word for s in app.diagnosis.scenarios] == [s.id.word for s in expected.scenarios]
     for scenario in expected.scenarios:
         assert scenario.title in text
     assert "Checklist" in text

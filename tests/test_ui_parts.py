@@ -10,22 +10,17 @@ import numpy as np
 import pytest
 from rich.style import Style
 
-from grpo_tui.health.diagnose import GLYPHS, Diagnosis, MetricHealth
+from grpo_tui.health.diagnose import Diagnosis, MetricHealth
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.trends import (
-    ZONE_BAD,
-    ZONE_CAUTION,
-    ZONE_HEALTHY,
-    ZONE_NA,
-    ZONE_UNKNOWN,
-)
 from grpo_tui.numbers import format_duration, format_value
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.run.state import RunState, run_state, stall_threshold
+from grpo_tui.run.state import run_state, stall_threshold
+from grpo_tui.vocabulary import Direction, RunState, Status, Zone
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
-from grpo_tui.sources.records import LineKind, Record
+from grpo_tui.sources.records import Record
+from grpo_tui.vocabulary import LineKind
 from grpo_tui.sources.watch import DirectoryWaker
 from grpo_tui.ui.inert import inert
 from grpo_tui.untrusted import printable
@@ -53,23 +48,23 @@ def test_shipped_themes() -> None:
     assert list(themes)[:4] == ["default", "light", "colorblind", "mono"]
     for spec in themes.values():
         assert spec.textual_theme().name == spec.name
-        for code in (ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD, ZONE_UNKNOWN, ZONE_NA):
+        for code in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA):
             assert isinstance(spec.palette.style(code), Style)
     assert themes["light"].dark is False
 
 
 def test_colorblind_theme_uses_okabe_ito() -> None:
     palette = load_themes()["colorblind"].palette
-    colours = {code: palette.style(code).color.name.lower() for code in (ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD)}  # type: ignore[union-attr]
-    assert colours == {ZONE_HEALTHY: "#009e73", ZONE_CAUTION: "#e69f00", ZONE_BAD: "#d55e00"}
+    colours = {code: palette.style(code).color.name.lower() for code in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD)}  # type: ignore[union-attr]
+    assert colours == {Zone.HEALTHY: "#009e73", Zone.CAUTION: "#e69f00", Zone.BAD: "#d55e00"}
 
 
 def test_mono_theme_has_no_colour() -> None:
     spec = load_themes()["mono"]
-    for code in (ZONE_HEALTHY, ZONE_CAUTION, ZONE_BAD, ZONE_UNKNOWN, ZONE_NA):
+    for code in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA):
         style = spec.palette.style(code)
         assert style.color is None and style.bgcolor is None
-    assert spec.palette.style(ZONE_BAD).bold and spec.palette.style(ZONE_UNKNOWN).dim
+    assert spec.palette.style(Zone.BAD).bold and spec.palette.style(Zone.UNKNOWN).dim
     assert spec.ansi
 
 
@@ -240,16 +235,16 @@ def _store(values: dict[str, list[float]]) -> MetricStore:
 
 def test_row_uses_core_zones_and_the_latest_logged_value() -> None:
     store = _store({"kl": [0.01, 0.02, 5.0, math.nan], "epoch": [1.0, 2.0, 3.0, 4.0]})
-    diagnosis = Diagnosis("caution", [], [], {"kl": MetricHealth("bad", math.nan, "exploding", "kl > 1")})
+    diagnosis = Diagnosis(Status.CAUTION, [], [], {"kl": MetricHealth(Zone.BAD, math.nan, Direction.EXPLODING, "kl > 1")})
     row = build_row(store, "kl", 40, Rules(), RunContext(), diagnosis)
     assert row.value_text == "NaN"  # the last line logged NaN: that is news
-    assert (row.zone, row.glyph, row.trend) == ("bad", GLYPHS["bad"], "exploding")
+    assert (row.zone, row.zone.glyph, row.trend) == (Zone.BAD, "✗", Direction.EXPLODING)
     zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
-    assert zones.tolist()[:3] == [ZONE_HEALTHY, ZONE_HEALTHY, ZONE_BAD]
+    assert zones.tolist()[:3] == [Zone.HEALTHY, Zone.HEALTHY, Zone.BAD]
     # not judged by the diagnosis: the zone core gives its latest bucket (epoch has no bands)
-    assert build_row(store, "epoch", 40, Rules(), RunContext(), diagnosis).zone == "n/a"
+    assert build_row(store, "epoch", 40, Rules(), RunContext(), diagnosis).zone.word == "n/a"
     # before any diagnosis: unknown, never a guess
-    assert build_row(store, "kl", 40, Rules(), RunContext(), None).glyph == GLYPHS["unknown"]
+    assert build_row(store, "kl", 40, Rules(), RunContext(), None).zone.glyph == "?"
 
 
 def test_latest_value_sees_logged_infinity() -> None:
@@ -303,7 +298,7 @@ def test_untrusted_text_is_inert() -> None:
 
 
 def test_band_cuts_name_the_worse_side() -> None:
-    cuts = band_cuts([(-math.inf, 0.1, "healthy"), (0.1, 1.0, "caution"), (1.0, math.inf, "bad")])
-    assert [(c.value, c.label, c.zone) for c in cuts] == [(0.1, "caution > 0.1", "caution"), (1.0, "bad > 1", "bad")]
-    below = band_cuts([(-math.inf, 1e-6, "bad"), (1e-6, math.inf, "healthy")])
-    assert [(c.label, c.zone) for c in below] == [("bad < 1e-6", "bad")]
+    cuts = band_cuts([(-math.inf, 0.1, Zone.HEALTHY), (0.1, 1.0, Zone.CAUTION), (1.0, math.inf, Zone.BAD)])
+    assert [(c.value, c.label, c.zone) for c in cuts] == [(0.1, "caution > 0.1", Zone.CAUTION), (1.0, "bad > 1", Zone.BAD)]
+    below = band_cuts([(-math.inf, 1e-6, Zone.BAD), (1e-6, math.inf, Zone.HEALTHY)])
+    assert [(c.label, c.zone) for c in below] == [("bad < 1e-6", Zone.BAD)]

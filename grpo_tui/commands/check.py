@@ -23,6 +23,7 @@ from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules, RulesError, load_rules, rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
+from grpo_tui.vocabulary import Status
 
 
 def effective_rules(rules_file: Path | None) -> Rules | None:
@@ -43,7 +44,7 @@ def exit_code(run: Run, diagnosis: Diagnosis) -> int:
     yet, 5 PATH cannot be read."""
     if len(run.store) == 0:
         return EXIT_UNREADABLE if run.unreadable else EXIT_NOTHING
-    return {"healthy": EXIT_HEALTHY, "problem": EXIT_PROBLEM}.get(diagnosis.status, EXIT_CAUTION)
+    return {Status.HEALTHY: EXIT_HEALTHY, Status.PROBLEM: EXIT_PROBLEM}.get(diagnosis.status, EXIT_CAUTION)
 
 
 def check_command(

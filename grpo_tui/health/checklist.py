@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from grpo_tui.health import trends as tr
 from grpo_tui.health.facts import Facts, Series, format_rate, overlap
 from grpo_tui.health.scenarios import trend_text
 from grpo_tui.health.verdict import CheckItem, num, pct
+from grpo_tui.vocabulary import Answer, Direction, Zone
 
 # -- checklist --------------------------------------------------------------------------
 
@@ -23,45 +23,42 @@ QUESTIONS = (
 
 
 #: checklist answers from a zone; healthy and n/a (nothing wrong) answer "yes"
-_ZONE_ANSWERS = {"bad": "no", "caution": "no", "unknown": "unknown"}
+_ZONE_ANSWERS = {Zone.BAD: Answer.NO, Zone.CAUTION: Answer.NO, Zone.UNKNOWN: Answer.UNKNOWN}
 
 
 def _zone_answer(
-    label: str, series: Series | None, *, caution: str = "no"
-) -> tuple[str, str]:
+    label: str, series: Series | None, *, caution: Answer = Answer.NO
+) -> tuple[Answer, str]:
     if series is None:
-        return "unknown", f"{label} not logged"
-    answer = (
-        caution if series.zone == "caution" else _ZONE_ANSWERS.get(series.zone, "yes")
-    )
+        return Answer.UNKNOWN, f"{label} not logged"
+    answer = caution if series.zone is Zone.CAUTION else _ZONE_ANSWERS.get(series.zone, Answer.YES)
     return answer, f"{label} {series.reason}"
 
 
-def _rising_answer(label: str, series: Series | None, missing: str) -> tuple[str, str]:
+def _rising_answer(label: str, series: Series | None, missing: str) -> tuple[Answer, str]:
     if series is None:
-        return "unknown", missing
+        return Answer.UNKNOWN, missing
     if not series.trend.known:
-        return "unknown", trend_text(label, series)
-    rising = series.trend.direction in (tr.RISING, tr.EXPLODING)
-    return ("yes" if rising else "no"), trend_text(label, series)
+        return Answer.UNKNOWN, trend_text(label, series)
+    return (Answer.YES if series.trend.direction.up else Answer.NO), trend_text(label, series)
 
 
 def checklist(facts: Facts) -> list[CheckItem]:
     """The 8 questions of HEALTH.md, each answered from the facts with its evidence."""
     frac = facts.frac_zero_std
     # high but falling is the healthy early shape, not "persistently high"
-    frac_falling = frac is not None and frac.trend.direction == tr.FALLING
+    frac_falling = frac is not None and frac.trend.direction is Direction.FALLING
     length = facts.length if facts.length is not None else facts.clipped
-    kl: tuple[str, str] = (
-        ("yes", "beta 0: no KL penalty")
+    kl: tuple[Answer, str] = (
+        (Answer.YES, "beta 0: no KL penalty")
         if facts.kl is None and facts.context.beta == 0
         else _zone_answer("kl", facts.kl)
     )
     answers = [
         _rising_answer("reward", facts.reward, "reward not logged"),
-        _zone_answer("reward_std", facts.reward_std, caution="yes"),
+        _zone_answer("reward_std", facts.reward_std, caution=Answer.YES),
         _zone_answer(
-            "frac_reward_zero_std", frac, caution="yes" if frac_falling else "no"
+            "frac_reward_zero_std", frac, caution=Answer.YES if frac_falling else Answer.NO
         ),
         _zone_answer("clip_ratio", facts.clip),
         _zone_answer(
@@ -79,16 +76,16 @@ def checklist(facts: Facts) -> list[CheckItem]:
     ]
 
 
-def _samples_answer(facts: Facts) -> tuple[str, str]:
+def _samples_answer(facts: Facts) -> tuple[Answer, str]:
     """Samples get better: format compliance not falling (and known), diversity kept."""
     samples = facts.samples
     rules = facts.rules
     if samples is None:
-        return "unknown", "no completions logged: look at the samples yourself"
+        return Answer.UNKNOWN, "no completions logged: look at the samples yourself"
     recent_overlap = samples.recent_mean(overlap)
     if not samples.comparable:
         return (
-            "unknown",
+            Answer.UNKNOWN,
             f"one logged sample step (overlap {num(recent_overlap)}): too few to compare",
         )
     early_overlap = samples.early_mean(overlap)
@@ -111,10 +108,10 @@ def _samples_answer(facts: Facts) -> tuple[str, str]:
             problems.append("format compliance falling")
     text = ", ".join(found) + f" over {samples.window}"
     if problems:
-        return "no", "; ".join(problems) + ": " + text
+        return Answer.NO, "; ".join(problems) + ": " + text
     if early_format is None or recent_format is None:
         return (
-            "unknown",
+            Answer.UNKNOWN,
             f"diversity kept ({text}); no recognisable format to score: read the samples",
         )
-    return "yes", text
+    return Answer.YES, text

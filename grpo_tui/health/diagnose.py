@@ -33,22 +33,18 @@ from grpo_tui.health.scenarios import (
     healthy,
 )
 from grpo_tui.health.verdict import (
-    GLYPHS,
     KEY_METRICS,
     OPTIMISER_METRICS,
-    SCENARIO_IDS,
-    SEVERITIES,
-    TITLES,
     CheckItem,
     Diagnosis,
     Evidence,
     MetricHealth,
     Scenario,
     Window,
-    format_step,
 )
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.run.live import Run
+from grpo_tui.vocabulary import Answer, ScenarioId, Severity, Status
 
 __all__ = [
     "ADVICE_ALL_FAIL",
@@ -61,13 +57,9 @@ __all__ = [
     "ADVICE_TOO_AGGRESSIVE",
     "ADVICE_TRUNCATION",
     "ADVICE_WARMING_UP",
-    "GLYPHS",
     "KEY_METRICS",
     "OPTIMISER_METRICS",
     "QUESTIONS",
-    "SCENARIO_IDS",
-    "SEVERITIES",
-    "TITLES",
     "CheckItem",
     "Diagnosis",
     "Evidence",
@@ -75,7 +67,6 @@ __all__ = [
     "Scenario",
     "Window",
     "diagnose",
-    "format_step",
     "reward_role",
     "zone_bands",
     "zone_of_values",
@@ -102,26 +93,24 @@ def diagnose(run: Run, rules: Rules) -> Diagnosis:
     facts = ScenarioFacts(run, rules)
     if len(run.store) == 0:
         unanswered = [
-            CheckItem(i + 1, q, "unknown", "nothing readable yet")
+            CheckItem(i + 1, q, Answer.UNKNOWN, "nothing readable yet")
             for i, q in enumerate(QUESTIONS)
         ]
-        return Diagnosis("unknown", [], unanswered, {})
+        return Diagnosis(Status.UNKNOWN, [], unanswered, {})
     found = [builder(facts) for builder in BUILDERS]
     found.append(facts.saturated)
     scenarios = [s for s in found if s is not None]
     healthy_scenario = healthy(facts, scenarios)
     if healthy_scenario is not None:
         scenarios.append(healthy_scenario)
-    scenarios.sort(
-        key=lambda s: (SEVERITIES.index(s.severity), SCENARIO_IDS.index(s.id))
-    )
+    scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
     severities = {s.severity for s in scenarios}
-    if "problem" in severities:
-        status = "problem"
-    elif "caution" in severities:
-        status = "caution"
-    elif any(s.id in ("healthy", "saturated") for s in scenarios):
-        status = "healthy"
+    if Severity.PROBLEM in severities:
+        status = Status.PROBLEM
+    elif Severity.CAUTION in severities:
+        status = Status.CAUTION
+    elif any(s.id in (ScenarioId.HEALTHY, ScenarioId.SATURATED) for s in scenarios):
+        status = Status.HEALTHY
     else:
-        status = "unknown"
+        status = Status.UNKNOWN
     return Diagnosis(status, scenarios, checklist(facts), _metric_health(facts))

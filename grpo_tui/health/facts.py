@@ -19,19 +19,13 @@ import numpy as np
 from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.trends import Trend, WindowZone
-from grpo_tui.health.verdict import (
-    Evidence,
-    Window,
-    finite_or_none,
-    format_step,
-    num,
-    pct,
-)
+from grpo_tui.health.verdict import Evidence, Window, finite_or_none, num, pct
 from grpo_tui.health.zones import relative_scale
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.live import Run
+from grpo_tui.numbers import format_step
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.records import LineKind
+from grpo_tui.vocabulary import Direction, LineKind, Zone
 
 # -- per-metric facts ----------------------------------------------------------------
 
@@ -54,7 +48,7 @@ class Series:
     latest_nonfinite: bool
     """The most recent logged value is NaN or ±Inf."""
     trend: Trend
-    zone: str = "unknown"
+    zone: Zone = Zone.UNKNOWN
     reason: str = ""
     window_points: int | None = None
     """Points the window spans when `values` is a strided sample of it."""
@@ -168,13 +162,9 @@ def judge_bands(
     return tr.sustained_zone(codes, rules.window.sustained)
 
 
-def _zone_name(code: int) -> str:
-    return tr.ZONE_NAMES[code]
-
-
-def _worse(a: str, b: str) -> str:
-    rank = {"n/a": 0, "unknown": 0, "healthy": 1, "caution": 2, "bad": 3}
-    return a if rank[a] >= rank[b] else b
+def _worse(a: Zone, b: Zone) -> Zone:
+    """The worse of two zones (unknown and n/a say nothing, so count as least)."""
+    return a if a.badness >= b.badness else b
 
 
 def band_reason(
@@ -197,15 +187,15 @@ def band_reason(
             sides.append(f"> {num(above * factor)}")
         return " or ".join(sides)
 
-    if wz.zone == tr.ZONE_BAD:
+    if wz.zone == Zone.BAD:
         return f"{crossed(bounds.bad_below, bounds.bad_above)} on {series.window.share(wz.bad_share)}"
-    if wz.zone == tr.ZONE_CAUTION and wz.caution_or_worse_share < sustained:
+    if wz.zone == Zone.CAUTION and wz.caution_or_worse_share < sustained:
         bad = crossed(bounds.bad_below, bounds.bad_above)
         return f"{bad} on {series.window.share(wz.bad_share)}, not sustained yet"
-    if wz.zone == tr.ZONE_CAUTION:
+    if wz.zone == Zone.CAUTION:
         where = crossed(bounds.caution_below, bounds.caution_above)
         return f"{where} on {series.window.share(wz.caution_or_worse_share)}"
-    if wz.zone == tr.ZONE_HEALTHY:
+    if wz.zone == Zone.HEALTHY:
         return f"in the healthy band ({series.window})"
     return "no finite values"
 
@@ -260,11 +250,11 @@ class Facts:
             if bounds.caution_below is None or small > bounds.caution_below:
                 bounds = replace(bounds, caution_below=small)
         wz = judge_bands(series, bounds, self.rules)
-        series.zone = _zone_name(wz.zone)
+        series.zone = wz.zone
         zero = bounds.bad_below if bounds.bad_below is not None else 0.0
-        if wz.zone == tr.ZONE_BAD:
+        if wz.zone == Zone.BAD:
             series.reason = f"≈0 (< {num(zero)}) on {series.window.share(wz.bad_share)}"
-        elif wz.zone == tr.ZONE_CAUTION and bounds.caution_below is not None:
+        elif wz.zone == Zone.CAUTION and bounds.caution_below is not None:
             series.reason = (
                 f"small: < {num(bounds.caution_below)} ({pct(self.rules.rewards.small_std_fraction)} of the "
                 f"reward range) on {series.window.share(wz.caution_or_worse_share)}"
@@ -290,19 +280,19 @@ class Facts:
             return series
         scale = relative_scale(bounds, self.context)
         if bounds.relative_to is not None and scale is None:
-            series.zone, series.reason = "unknown", f"{bounds.relative_to} unknown"
+            series.zone, series.reason = Zone.UNKNOWN, f"{bounds.relative_to} unknown"
             return series
         wz = judge_bands(series, bounds, self.rules, scale)
-        series.zone = _zone_name(wz.zone)
+        series.zone = wz.zone
         series.reason = band_reason(
             series, wz, bounds, scale, self.rules.window.sustained
         )
-        if bounds.spike_above is not None and series.zone == "healthy":
+        if bounds.spike_above is not None and series.zone == Zone.HEALTHY:
             _mark_spike_above(
                 self.store, series, bounds.spike_above * (scale or 1.0), self.rules
             )
         if series.latest_nonfinite:
-            series.zone = "bad"
+            series.zone = Zone.BAD
             series.reason = f"latest value non-finite (step {format_step(series.nonfinite_steps[-1])})"
         return series
 
@@ -318,7 +308,7 @@ class Facts:
         if base is None:
             return None
         if base.values.size == 0:
-            base.zone = "unknown"
+            base.zone = Zone.UNKNOWN
             base.reason = (
                 f"only NaN/Inf logged ({base.nonfinite_steps.size} in the window)"
             )
@@ -327,11 +317,11 @@ class Facts:
         nonzero = self.clip_nonzero
         if not nonzero:
             if off_policy is False:
-                base.zone = "n/a"
+                base.zone = Zone.NA
                 base.reason = "on-policy (num_iterations 1): 0 by construction"
                 return base
             if off_policy is None:
-                base.zone = "unknown"
+                base.zone = Zone.UNKNOWN
                 base.reason = (
                     "all 0: expected on-policy, but num_iterations is not known"
                 )
@@ -339,11 +329,11 @@ class Facts:
         series = self._clip_reuse_window() or base
         bounds = self.rules.zone_bounds("clip_ratio") or ZoneBounds()
         wz = judge_bands(series, bounds, self.rules)
-        series.zone = _zone_name(wz.zone)
+        series.zone = wz.zone
         series.reason = band_reason(
             series, wz, bounds, None, self.rules.window.sustained
         )
-        if bounds.spike_above is not None and series.zone == "healthy":
+        if bounds.spike_above is not None and series.zone == Zone.HEALTHY:
             _mark_spike_above(self.store, series, bounds.spike_above, self.rules)
         if series is not base:
             series.reason += " (re-use steps only)"
@@ -411,13 +401,13 @@ class Facts:
             return None
         rules = self.rules
         if series.values.size == 0:
-            series.zone = "unknown"
+            series.zone = Zone.UNKNOWN
             series.reason = (
                 f"only NaN/Inf logged ({series.nonfinite_steps.size} in the window)"
             )
             return series
         if self.context.beta == 0 and not np.any(series.values != 0):
-            series.zone, series.reason = "n/a", "beta 0: no KL penalty"
+            series.zone, series.reason = Zone.NA, "beta 0: no KL penalty"
             return series
         reference = (
             tr.median(series.previous)
@@ -446,21 +436,21 @@ class Facts:
                     f"values above {num(rules.kl.per_token_max)}: a per-sequence sum, not per-token"
                 )
             )
-            series.zone = "bad" if series.trend.direction == tr.EXPLODING else "healthy"
+            series.zone = Zone.BAD if series.trend.direction == Direction.EXPLODING else Zone.HEALTHY
             series.reason = f"{why}; judged on its own history"
         else:
             wz = judge_bands(series, bounds, rules)
-            series.zone = _zone_name(wz.zone)
+            series.zone = wz.zone
             series.reason = band_reason(
                 series, wz, bounds, None, self.rules.window.sustained
             )
-            if series.zone == "healthy" and tr.accelerating(
+            if series.zone == Zone.HEALTHY and tr.accelerating(
                 series.trend_steps, series.trend_values, rules.trend
             ):
-                series.zone = "caution"
+                series.zone = Zone.CAUTION
                 series.reason = f"rising faster than linear over the latest {series.trend_values.size} points"
-        if series.trend.direction == tr.EXPLODING:
-            series.zone = "bad"
+        if series.trend.direction == Direction.EXPLODING:
+            series.zone = Zone.BAD
             series.reason = (
                 f"exploding: recent {num(series.recent_level)} > {num(rules.trend.exploding_factor)}× "
                 f"the previous median {num(reference)}"
@@ -470,7 +460,7 @@ class Facts:
                 series.nonfinite_steps.size + series.values.size
             )
             if series.latest_nonfinite and share >= rules.window.sustained:
-                series.zone = "bad"
+                series.zone = Zone.BAD
                 series.reason = (
                     f"non-finite on {pct(share)} of the recent logged values"
                 )
@@ -495,7 +485,7 @@ class Facts:
         bounds = self.rules.zone_bounds("completion_length") or ZoneBounds()
         if max_len:
             wz = judge_bands(series, bounds, self.rules, float(max_len))
-            series.zone = _zone_name(wz.zone)
+            series.zone = wz.zone
             series.reason = (
                 band_reason(
                     series, wz, bounds, float(max_len), self.rules.window.sustained
@@ -503,16 +493,16 @@ class Facts:
                 + f" (max {max_len})"
             )
         else:
-            series.zone, series.reason = "unknown", "max_completion_length unknown"
+            series.zone, series.reason = Zone.UNKNOWN, "max_completion_length unknown"
         if (
             clipped is not None
-            and clipped.zone in ("caution", "bad")
+            and clipped.zone in (Zone.CAUTION, Zone.BAD)
             and _worse(clipped.zone, series.zone) != series.zone
         ):
             series.zone = clipped.zone
             series.reason = f"from clipped_ratio: {clipped.reason}"
-        elif not max_len and clipped is not None and clipped.zone == "healthy":
-            series.zone = "healthy"
+        elif not max_len and clipped is not None and clipped.zone == Zone.HEALTHY:
+            series.zone = Zone.HEALTHY
             series.reason = (
                 f"max_completion_length unknown; from clipped_ratio: {clipped.reason}"
             )
@@ -530,7 +520,7 @@ class Facts:
         return _head(self.store, "completion_length", n, self.rules.window.max_samples)
 
     @cached_property
-    def length_collapse(self) -> tuple[str, str, float, float] | None:
+    def length_collapse(self) -> tuple[Zone, str, float, float] | None:
         """(zone, reason, early level, recent level) when length fell far below its early
         level; None when it did not or there are too few points to compare."""
         series = self.series("completion_length")
@@ -569,7 +559,7 @@ class Facts:
         )
         if drop > rules.length.collapse_bad_drop and short:
             return (
-                "bad",
+                Zone.BAD,
                 text
                 + (
                     f" (< {pct(rules.length.collapse_short_fraction)} of max {max_len})"
@@ -580,7 +570,7 @@ class Facts:
                 recent,
             )
         if drop > rules.length.collapse_caution_drop:
-            return "caution", text, early_level, recent
+            return Zone.CAUTION, text, early_level, recent
         return None
 
     # -- optimiser ----------------------------------------------------------------------
@@ -596,12 +586,12 @@ class Facts:
     @cached_property
     def grad_norm(self) -> Series | None:
         series = self._banded("grad_norm")
-        if series is None or series.zone == "bad":
+        if series is None or series.zone == Zone.BAD:
             return series
         rules = self.rules
         if self.grad_norm_zero:
             share = series.share(series.values < rules.optimiser.zero_grad_norm)
-            series.zone = "bad"
+            series.zone = Zone.BAD
             series.reason = (
                 f"≈0 (< {num(rules.optimiser.zero_grad_norm)}) on {series.window.share(share)}: "
                 "no update reaches the weights"
@@ -617,13 +607,13 @@ class Facts:
         )
         if spikes.any():
             i = int(np.flatnonzero(spikes)[-1])
-            series.zone = _worse(series.zone, "caution")
+            series.zone = _worse(series.zone, Zone.CAUTION)
             series.reason = (
                 f"{int(spikes.sum())} spike(s) > {num(rules.optimiser.grad_norm_spike_factor)}× the rolling median, "
                 f"latest {num(values[i])} at step {format_step(steps[i])}"
             )
-        elif series.nonfinite_steps.size and series.zone == "healthy":
-            series.zone = "caution"
+        elif series.nonfinite_steps.size and series.zone == Zone.HEALTHY:
+            series.zone = Zone.CAUTION
             series.reason = f"NaN/Inf at {series.nonfinite_steps.size} step(s) in the window, finite since"
         return series
 
@@ -632,24 +622,24 @@ class Facts:
         series = self._banded("loss")
         if (
             series is not None
-            and series.zone == "healthy"
+            and series.zone == Zone.HEALTHY
             and series.nonfinite_steps.size
         ):
-            series.zone = "caution"
+            series.zone = Zone.CAUTION
             series.reason = f"NaN/Inf at {series.nonfinite_steps.size} step(s) in the window, finite since"
-        elif series is not None and series.zone == "healthy":
+        elif series is not None and series.zone == Zone.HEALTHY:
             series.reason = "finite"
         return series
 
     @cached_property
     def entropy(self) -> Series | None:
         series = self._banded("entropy")
-        if series is None or series.zone != "healthy":
+        if series is None or series.zone != Zone.HEALTHY:
             return series
         trend = series.trend
-        fall = -trend.relative_change if trend.direction == tr.FALLING else math.nan
+        fall = -trend.relative_change if trend.direction == Direction.FALLING else math.nan
         if math.isfinite(fall) and fall > self.rules.optimiser.entropy_fast_fall:
-            series.zone = "caution"
+            series.zone = Zone.CAUTION
             series.reason = f"falling fast: {num(trend.level_start)} → {num(trend.level_end)} over {series.window}"
         return series
 
@@ -715,22 +705,22 @@ def _mark_spike_above(
     above = np.flatnonzero(values > limit)
     if above.size:
         i = int(above[-1])
-        series.zone = "caution"
+        series.zone = Zone.CAUTION
         series.reason = (
             f"spike {num(values[i])} at step {format_step(steps[i])} (> {num(limit)})"
         )
 
 
-def _no_band_zone(series: Series) -> tuple[str, str]:
+def _no_band_zone(series: Series) -> tuple[Zone, str]:
     """Metrics without value bands: n/a while finite, bad when the latest value is not."""
     if series.latest_nonfinite:
         return (
-            "bad",
+            Zone.BAD,
             f"latest value non-finite (step {format_step(series.nonfinite_steps[-1])})",
         )
     if series.values.size == 0:
-        return "unknown", "no finite values"
-    return "n/a", "no value bands: judged by its trend"
+        return Zone.UNKNOWN, "no finite values"
+    return Zone.NA, "no value bands: judged by its trend"
 
 
 def _run_range(store: MetricStore, name: str) -> tuple[float, float] | None:
@@ -841,12 +831,12 @@ class _RewardFunction:
         if self.state == "floor":
             return True
         return (
-            self.series.trend.direction in (tr.FLAT, tr.FALLING) and not self.improved
+            self.series.trend.direction in (Direction.FLAT, Direction.FALLING) and not self.improved
         )
 
     @property
     def trend_word(self) -> str:
-        return "at its floor" if self.state == "floor" else self.series.trend.direction
+        return "at its floor" if self.state == "floor" else self.series.trend.direction.word
 
 
 def _reward_functions(facts: Facts) -> list[_RewardFunction]:
@@ -924,10 +914,10 @@ def _reward_functions(facts: Facts) -> list[_RewardFunction]:
         )
         series.zone, series.reason = _no_band_zone(series)
         if state == "floor":
-            series.zone = "bad"
+            series.zone = Zone.BAD
             series.reason = f"{num(level)} on every completion ({spread_window}): no learning signal"
         elif state == "constant":
-            series.zone = "caution"
+            series.zone = Zone.CAUTION
             series.reason = f"{num(level)} on every completion ({spread_window}): no learning signal"
         elif saturated:
             series.reason = (

@@ -25,9 +25,8 @@ from grpo_tui.health.facts import (
     sample_window,
 )
 from grpo_tui.health.rules import ZoneBounds
+from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
 from grpo_tui.health.verdict import (
-    SEVERITIES,
-    TITLES,
     Evidence,
     Scenario,
     Window,
@@ -52,7 +51,7 @@ class ScenarioFacts(Facts):
 class _Finding:
     """One trigger of a scenario."""
 
-    severity: str
+    severity: Severity
     evidence: Evidence
     onset: float | None = None
 
@@ -61,12 +60,12 @@ class _Finding:
 class _Builder:
     """Collects the findings of one scenario."""
 
-    id: str
+    id: ScenarioId
     findings: list[_Finding] = field(default_factory=list)
     supporting: list[Evidence] = field(default_factory=list)
 
     def add(
-        self, severity: str, evidence: Evidence, onset: float | None = None
+        self, severity: Severity, evidence: Evidence, onset: float | None = None
     ) -> None:
         self.findings.append(_Finding(severity, evidence, onset))
 
@@ -77,7 +76,7 @@ class _Builder:
     def build(self, advice: list[str]) -> Scenario | None:
         if not self.findings:
             return None
-        severity = min((f.severity for f in self.findings), key=SEVERITIES.index)
+        severity = min((f.severity for f in self.findings), key=lambda severity: severity.rank)
         onsets = [f.onset for f in self.findings if f.onset is not None]
         if not onsets:
             onsets = [
@@ -85,11 +84,11 @@ class _Builder:
                 for f in self.findings
                 if f.evidence.window.first_step is not None
             ]
-        findings = sorted(self.findings, key=lambda f: SEVERITIES.index(f.severity))
+        findings = sorted(self.findings, key=lambda f: f.severity.rank)
         evidence = [f.evidence for f in findings] + self.supporting
         return Scenario(
             self.id,
-            TITLES[self.id],
+            self.id.title,
             severity,
             min(onsets) if onsets else None,
             evidence,
@@ -202,7 +201,7 @@ ADVICE_HEALTHY = [
 
 
 def _not_learning(facts: ScenarioFacts) -> Scenario | None:
-    b = _Builder("not_learning")
+    b = _Builder(ScenarioId.NOT_LEARNING)
     rules = facts.rules
     kind, kind_why = facts.zero_spread_kind
     all_pass = kind == "all_pass"
@@ -211,22 +210,22 @@ def _not_learning(facts: ScenarioFacts) -> Scenario | None:
     zero = (rules.zone_bounds("reward_std") or ZoneBounds()).bad_below or 0.0
     frac_bad = (rules.zone_bounds("frac_reward_zero_std") or ZoneBounds()).bad_above
     spread_dead = False
-    if std is not None and std.zone == "bad" and not all_pass:
+    if std is not None and std.zone is Zone.BAD and not all_pass:
         spread_dead = True
         b.add(
-            "problem",
+            Severity.PROBLEM,
             _zone_evidence(std),
             _onset(facts, "reward_std", lambda v: v < zero),
         )
     if (
         frac is not None
-        and frac.zone == "bad"
+        and frac.zone is Zone.BAD
         and not all_pass
         and frac_bad is not None
     ):
         spread_dead = True
         b.add(
-            "problem",
+            Severity.PROBLEM,
             _zone_evidence(frac),
             _onset(facts, "frac_reward_zero_std", lambda v: v > frac_bad),
         )
@@ -242,7 +241,7 @@ def _not_learning(facts: ScenarioFacts) -> Scenario | None:
     grad = facts.grad_norm
     if grad is not None and facts.grad_norm_zero:
         b.add(
-            "problem",
+            Severity.PROBLEM,
             _zone_evidence(grad),
             _onset(facts, "grad_norm", lambda v: v < rules.optimiser.zero_grad_norm),
         )
@@ -252,9 +251,9 @@ def _not_learning(facts: ScenarioFacts) -> Scenario | None:
         if f.state != "floor":
             continue
         severity = (
-            "problem"
+            Severity.PROBLEM
             if f.role == "task" and all(t.state == "floor" for t in task)
-            else "caution"
+            else Severity.CAUTION
         )
         b.add(
             severity,
@@ -270,31 +269,31 @@ def _not_learning(facts: ScenarioFacts) -> Scenario | None:
     if (
         reward is not None
         and not facts.warming_up
-        and reward.trend.direction in (tr.FLAT, tr.FALLING)
+        and reward.trend.direction in (Direction.FLAT, Direction.FALLING)
         and facts.saturated is None
     ):
-        b.add("caution", _trend_evidence("reward", reward))
+        b.add(Severity.CAUTION, _trend_evidence("reward", reward))
     for series in (std, frac):
-        if series is not None and series.zone == "caution" and not all_pass:
-            falling_frac = series is frac and series.trend.direction == tr.FALLING
+        if series is not None and series.zone is Zone.CAUTION and not all_pass:
+            falling_frac = series is frac and series.trend.direction == Direction.FALLING
             if not falling_frac:
-                b.add("caution", _zone_evidence(series))
+                b.add(Severity.CAUTION, _zone_evidence(series))
     aux_only = _aux_only_rise(facts)
     if aux_only is not None and not any(
         f.saturated and f.role == "aux" for f in functions
     ):
-        b.add("caution", aux_only)
+        b.add(Severity.CAUTION, aux_only)
     clip = facts.clip
     if (
         clip is not None
-        and clip.zone == "caution"
+        and clip.zone is Zone.CAUTION
         and clip.recent_level
         < ((rules.zone_bounds("clip_ratio") or ZoneBounds()).caution_below or 0)
     ):
-        b.add("caution", _zone_evidence(clip))
+        b.add(Severity.CAUTION, _zone_evidence(clip))
     if not b.findings:
         return None
-    if clip is not None and clip.zone == "n/a":
+    if clip is not None and clip.zone is Zone.NA:
         b.support(_zone_evidence(clip))
     samples = facts.samples
     if samples is not None and samples.comparable:
@@ -318,7 +317,7 @@ def _aux_only_rise(facts: Facts) -> Evidence | None:
     """Evidence that the reward rises only through auxiliary rewards while every task reward
     stalls; None otherwise or when no task reward is recognised."""
     reward = facts.reward
-    if reward is None or reward.trend.direction not in (tr.RISING, tr.EXPLODING):
+    if reward is None or reward.trend.direction not in (Direction.RISING, Direction.EXPLODING):
         return None
     functions = facts.reward_functions
     task = [f for f in functions if f.role == "task"]
@@ -328,7 +327,7 @@ def _aux_only_rise(facts: Facts) -> Evidence | None:
     rising = [
         f
         for f in aux
-        if f.series.trend.direction in (tr.RISING, tr.EXPLODING) or f.saturated
+        if f.series.trend.direction in (Direction.RISING, Direction.EXPLODING) or f.saturated
     ]
     if not rising:
         return None
@@ -346,11 +345,11 @@ def _aux_only_rise(facts: Facts) -> Evidence | None:
 
 
 def _too_aggressive(facts: Facts) -> Scenario | None:
-    b = _Builder("too_aggressive")
+    b = _Builder(ScenarioId.TOO_AGGRESSIVE)
     rules = facts.rules
     clip = facts.clip
     clip_bounds = rules.zone_bounds("clip_ratio") or ZoneBounds()
-    if clip is not None and clip.zone in ("caution", "bad"):
+    if clip is not None and clip.zone.warns:
         low = (
             clip_bounds.caution_below is not None
             and clip.recent_level < clip_bounds.caution_below
@@ -358,7 +357,7 @@ def _too_aggressive(facts: Facts) -> Scenario | None:
         if not low:
             high = (
                 clip_bounds.bad_above
-                if clip.zone == "bad"
+                if clip.zone is Zone.BAD
                 else clip_bounds.caution_above
             )
             onset = (
@@ -367,37 +366,37 @@ def _too_aggressive(facts: Facts) -> Scenario | None:
                 else None
             )
             b.add(
-                "problem" if clip.zone == "bad" else "caution",
+                Severity.PROBLEM if clip.zone is Zone.BAD else Severity.CAUTION,
                 _zone_evidence(clip),
                 onset,
             )
     kl = facts.kl
-    if kl is not None and kl.zone in ("caution", "bad"):
+    if kl is not None and kl.zone.warns:
         kl_bounds = rules.zone_bounds("kl") or ZoneBounds()
-        level = kl_bounds.bad_above if kl.zone == "bad" else kl_bounds.caution_above
+        level = kl_bounds.bad_above if kl.zone is Zone.BAD else kl_bounds.caution_above
         onset = _onset(facts, "kl", lambda v: v > level) if level is not None else None
-        b.add("problem" if kl.zone == "bad" else "caution", _zone_evidence(kl), onset)
+        b.add(Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION, _zone_evidence(kl), onset)
     for series in (facts.loss, facts.grad_norm):
         if series is None:
             continue
         if series.latest_nonfinite:
             b.add(
-                "problem",
+                Severity.PROBLEM,
                 _zone_evidence(series),
                 float(series.nonfinite_steps[0])
                 if series.nonfinite_steps.size
                 else None,
             )
-        elif series.zone == "caution":
-            b.add("caution", _zone_evidence(series))
+        elif series.zone is Zone.CAUTION:
+            b.add(Severity.CAUTION, _zone_evidence(series))
     reward, eval_reward = facts.reward, facts.eval_reward
     if (
         reward is not None
         and eval_reward is not None
-        and reward.trend.direction in (tr.RISING, tr.EXPLODING)
-        and eval_reward.trend.direction == tr.FALLING
+        and reward.trend.direction in (Direction.RISING, Direction.EXPLODING)
+        and eval_reward.trend.direction == Direction.FALLING
     ):
-        b.add("caution", _trend_evidence("eval_reward", eval_reward))
+        b.add(Severity.CAUTION, _trend_evidence("eval_reward", eval_reward))
     if not b.findings:
         return None
     if reward is not None and reward.trend.known:
@@ -406,15 +405,15 @@ def _too_aggressive(facts: Facts) -> Scenario | None:
 
 
 def _reward_hacking(facts: Facts) -> Scenario | None:
-    b = _Builder("reward_hacking")
+    b = _Builder(ScenarioId.REWARD_HACKING)
     rules = facts.rules
     functions = facts.reward_functions
     task = [f for f in functions if f.role == "task"]
     saturated_aux = [f for f in functions if f.role == "aux" and f.saturated]
     reward = facts.reward
     reward_up = reward is not None and reward.trend.direction in (
-        tr.RISING,
-        tr.EXPLODING,
+        Direction.RISING,
+        Direction.EXPLODING,
     )
     task_stalled = bool(task) and all(f.stalled for f in task)
     for f in saturated_aux:
@@ -425,7 +424,7 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
             )
             top = f.lo + rules.rewards.saturation_position * (f.hi - f.lo)
             b.add(
-                "problem",
+                Severity.PROBLEM,
                 Evidence(
                     f.key,
                     f.series.window,
@@ -436,7 +435,7 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
             )
         elif not task and reward_up:
             b.add(
-                "caution",
+                Severity.CAUTION,
                 Evidence(
                     f.key,
                     f.series.window,
@@ -454,7 +453,7 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
             and recent - early > rules.samples.diversity_drop
         ):
             b.add(
-                "caution",
+                Severity.CAUTION,
                 samples.evidence(
                     {"early_overlap": early, "recent_overlap": recent},
                     f"reward rising while completions grow alike: overlap {num(early)} → {num(recent)}",
@@ -468,16 +467,16 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
             and early_format - recent_format > rules.samples.format_drop
         ):
             b.add(
-                "caution",
+                Severity.CAUTION,
                 samples.evidence(
                     {"early_format": early_format, "recent_format": recent_format},
                     f"reward rising while format compliance falls: {pct(early_format)} → {pct(recent_format)}",
                 ),
             )
     eval_reward = facts.eval_reward
-    if reward_up and eval_reward is not None and eval_reward.trend.direction == tr.FLAT:
+    if reward_up and eval_reward is not None and eval_reward.trend.direction == Direction.FLAT:
         b.add(
-            "caution",
+            Severity.CAUTION,
             Evidence(
                 "eval_reward",
                 eval_reward.window,
@@ -493,19 +492,19 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
 
 
 def _truncation(facts: Facts) -> Scenario | None:
-    b = _Builder("truncation")
+    b = _Builder(ScenarioId.TRUNCATION)
     rules = facts.rules
     clipped = facts.clipped
-    if clipped is not None and clipped.zone in ("caution", "bad"):
+    if clipped is not None and clipped.zone.warns:
         bounds = rules.zone_bounds("clipped_ratio") or ZoneBounds()
-        level = bounds.bad_above if clipped.zone == "bad" else bounds.caution_above
+        level = bounds.bad_above if clipped.zone is Zone.BAD else bounds.caution_above
         onset = (
             _onset(facts, "clipped_ratio", lambda v: v > level)
             if level is not None
             else None
         )
         b.add(
-            "problem" if clipped.zone == "bad" else "caution",
+            Severity.PROBLEM if clipped.zone is Zone.BAD else Severity.CAUTION,
             _zone_evidence(clipped),
             onset,
         )
@@ -519,9 +518,9 @@ def _truncation(facts: Facts) -> Scenario | None:
             bad_below=None,
         )
         wz = judge_bands(length, bounds, rules, float(max_len))
-        if wz.zone in (tr.ZONE_CAUTION, tr.ZONE_BAD):
+        if wz.zone in (Zone.CAUTION, Zone.BAD):
             level = (
-                bounds.bad_above if wz.zone == tr.ZONE_BAD else bounds.caution_above
+                bounds.bad_above if wz.zone is Zone.BAD else bounds.caution_above
             ) or 1.0
             onset = _onset(facts, "completion_length", lambda v: v > level * max_len)
             reason = band_reason(
@@ -529,7 +528,7 @@ def _truncation(facts: Facts) -> Scenario | None:
             )
             text = f"completion_length {num(length.recent_level)} of max {max_len}: {reason}"
             b.add(
-                "problem" if wz.zone == tr.ZONE_BAD else "caution",
+                Severity.PROBLEM if wz.zone is Zone.BAD else Severity.CAUTION,
                 length.evidence({"recent": length.recent_level, "max": max_len}, text),
                 onset,
             )
@@ -542,10 +541,10 @@ def _length_collapse(facts: Facts) -> Scenario | None:
     if collapse is None or series is None:
         return None
     zone, text, early, recent = collapse
-    b = _Builder("length_collapse")
+    b = _Builder(ScenarioId.LENGTH_COLLAPSE)
     limit = early * (1 - facts.rules.length.collapse_caution_drop)
     b.add(
-        "problem" if zone == "bad" else "caution",
+        Severity.PROBLEM if zone is Zone.BAD else Severity.CAUTION,
         series.evidence(
             {"early": early, "recent": recent}, f"completion_length {text}"
         ),
@@ -558,7 +557,7 @@ def _length_collapse(facts: Facts) -> Scenario | None:
 
 
 def _low_diversity(facts: Facts) -> Scenario | None:
-    b = _Builder("low_diversity")
+    b = _Builder(ScenarioId.LOW_DIVERSITY)
     rules = facts.rules
     samples = facts.samples
     if samples is not None:
@@ -567,7 +566,7 @@ def _low_diversity(facts: Facts) -> Scenario | None:
         bad, caution = rules.samples.overlap_bad, rules.samples.overlap_caution
         if recent is not None and recent >= bad:
             b.add(
-                "problem",
+                Severity.PROBLEM,
                 samples.evidence(
                     {"recent_overlap": recent},
                     f"completions in a group nearly identical: mean pairwise overlap {num(recent)}",
@@ -576,7 +575,7 @@ def _low_diversity(facts: Facts) -> Scenario | None:
             )
         elif recent is not None and recent >= caution:
             b.add(
-                "caution",
+                Severity.CAUTION,
                 samples.evidence(
                     {"recent_overlap": recent},
                     f"completions in a group alike: mean pairwise overlap {num(recent)}",
@@ -591,7 +590,7 @@ def _low_diversity(facts: Facts) -> Scenario | None:
         ):
             limit = early + rules.samples.diversity_drop
             b.add(
-                "caution",
+                Severity.CAUTION,
                 samples.evidence(
                     {"early_overlap": early, "recent_overlap": recent},
                     f"diversity falling: overlap {num(early)} → {num(recent)}",
@@ -599,15 +598,15 @@ def _low_diversity(facts: Facts) -> Scenario | None:
                 samples.onset(lambda st: st.pairwise_overlap > limit),
             )
     entropy = facts.entropy
-    if entropy is not None and entropy.zone in ("caution", "bad"):
+    if entropy is not None and entropy.zone.warns:
         bad_below = (rules.zone_bounds("entropy") or ZoneBounds()).bad_below
         onset = (
             _onset(facts, "entropy", lambda v: v < bad_below)
-            if entropy.zone == "bad" and bad_below is not None
+            if entropy.zone is Zone.BAD and bad_below is not None
             else None
         )
         b.add(
-            "problem" if entropy.zone == "bad" else "caution",
+            Severity.PROBLEM if entropy.zone is Zone.BAD else Severity.CAUTION,
             _zone_evidence(entropy),
             onset,
         )
@@ -617,7 +616,7 @@ def _low_diversity(facts: Facts) -> Scenario | None:
     return b.build(ADVICE_LOW_DIVERSITY)
 
 
-def _identical_lengths(facts: Facts) -> tuple[str, Evidence] | None:
+def _identical_lengths(facts: Facts) -> tuple[Severity, Evidence] | None:
     """Every completion of the step has the same length (min == max), sustained, while not
     truncated: identical outputs. A problem when the groups also have no reward spread."""
     lo = facts.series("completion_length_min")
@@ -633,38 +632,38 @@ def _identical_lengths(facts: Facts) -> tuple[str, Evidence] | None:
     if max_len and pinned is not None:
         same &= hi.values[-n:] < pinned * max_len
     clipped = facts.clipped
-    if clipped is not None and clipped.zone == "bad":
+    if clipped is not None and clipped.zone is Zone.BAD:
         return None
     share = float(same.mean())
     if share < facts.rules.window.sustained:
         return None
     frac = facts.frac_zero_std
     severity = (
-        "problem" if frac is not None and frac.zone in ("caution", "bad") else "caution"
+        Severity.PROBLEM if frac is not None and frac.zone.warns else Severity.CAUTION
     )
     text = f"every completion has the same length ({num(lo.values[-1])} tokens) on {hi.window.share(share)}"
     return severity, hi.evidence({"min": lo.values[-1], "max": hi.values[-1]}, text)
 
 
 def _saturated(facts: Facts) -> Scenario | None:
-    b = _Builder("saturated")
+    b = _Builder(ScenarioId.SATURATED)
     rules = facts.rules
     kind, why = facts.zero_spread_kind
     frac, std, reward = facts.frac_zero_std, facts.reward_std, facts.reward
     eval_reward = facts.eval_reward
     eval_stalled = eval_reward is not None and eval_reward.trend.direction in (
-        tr.FLAT,
-        tr.FALLING,
+        Direction.FLAT,
+        Direction.FALLING,
     )
     if kind == "all_pass":
         dead = [
-            s for s in (frac, std) if s is not None and s.zone in ("caution", "bad")
+            s for s in (frac, std) if s is not None and s.zone.warns
         ]
         if dead:
             severity = (
-                "caution"
-                if any(s.zone == "bad" for s in dead) or eval_stalled
-                else "info"
+                Severity.CAUTION
+                if any(s.zone is Zone.BAD for s in dead) or eval_stalled
+                else Severity.INFO
             )
             high = (
                 rules.zone_bounds("frac_reward_zero_std") or ZoneBounds()
@@ -694,11 +693,11 @@ def _saturated(facts: Facts) -> Scenario | None:
             position = (reward.recent_level - rng[0]) / (rng[1] - rng[0])
             if (
                 position >= rules.rewards.top_position
-                and std.trend.direction == tr.FALLING
-                and frac.trend.direction in (tr.RISING, tr.EXPLODING)
+                and std.trend.direction == Direction.FALLING
+                and frac.trend.direction in (Direction.RISING, Direction.EXPLODING)
             ):
                 b.add(
-                    "caution" if eval_stalled else "info",
+                    Severity.CAUTION if eval_stalled else Severity.INFO,
                     reward.evidence(
                         {"position": position},
                         f"reward high ({pct(position)} of its range) while reward_std falls and frac_reward_zero_std rises",
@@ -723,9 +722,9 @@ def _warming_up(facts: Facts) -> Scenario | None:
         if reward is not None
         else Window(first, store.last_step(), len(store))
     )
-    b = _Builder("warming_up")
+    b = _Builder(ScenarioId.WARMING_UP)
     b.add(
-        "info",
+        Severity.INFO,
         Evidence(
             "reward",
             window,
@@ -738,27 +737,27 @@ def _warming_up(facts: Facts) -> Scenario | None:
 
 
 def healthy(facts: Facts, others: list[Scenario]) -> Scenario | None:
-    if facts.warming_up or any(s.severity in ("problem", "caution") for s in others):
+    if facts.warming_up or any(s.severity.warns for s in others):
         return None
     reward = facts.reward
-    if reward is None or reward.trend.direction != tr.RISING:
+    if reward is None or reward.trend.direction != Direction.RISING:
         return None
     std = facts.reward_std
-    if std is None or std.zone != "healthy":
+    if std is None or std.zone is not Zone.HEALTHY:
         return None
-    checks: list[tuple[Series | None, tuple[str, ...]]] = [
-        (facts.frac_zero_std, ("healthy", "caution")),
-        (facts.clip, ("healthy", "n/a", "unknown")),
-        (facts.length, ("healthy", "unknown")),
-        (facts.kl, ("healthy", "n/a", "unknown")),
+    checks: list[tuple[Series | None, tuple[Zone, ...]]] = [
+        (facts.frac_zero_std, (Zone.HEALTHY, Zone.CAUTION)),
+        (facts.clip, (Zone.HEALTHY, Zone.NA, Zone.UNKNOWN)),
+        (facts.length, (Zone.HEALTHY, Zone.UNKNOWN)),
+        (facts.kl, (Zone.HEALTHY, Zone.NA, Zone.UNKNOWN)),
     ]
     for series, allowed in checks:
         if series is not None and series.zone not in allowed:
             return None
     if _aux_only_rise(facts) is not None:
         return None
-    b = _Builder("healthy")
-    b.add("ok", _trend_evidence("reward", reward), reward.trend_window.first_step)
+    b = _Builder(ScenarioId.HEALTHY)
+    b.add(Severity.OK, _trend_evidence("reward", reward), reward.trend_window.first_step)
     for series in (std, facts.frac_zero_std, facts.clip, facts.length, facts.kl):
         if series is not None:
             b.support(_zone_evidence(series))

@@ -14,15 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_tui.health.rules import SpikeRules, TrendRules, ZoneBounds
+from grpo_tui.vocabulary import Direction, Zone
 
-# Zone codes (int8), shared with the UI's zone-coloured sparklines.
-ZONE_UNKNOWN = 0
-ZONE_HEALTHY = 1
-ZONE_CAUTION = 2
-ZONE_BAD = 3
-ZONE_NA = 4
-ZONE_NAMES: tuple[str, ...] = ("unknown", "healthy", "caution", "bad", "n/a")
-ZONE_CODES: dict[str, int] = {name: code for code, name in enumerate(ZONE_NAMES)}
 
 #: MAD -> standard deviation for normally distributed noise
 _MAD_TO_SIGMA = 1.4826
@@ -31,11 +24,6 @@ _EXACT_SPIKE_POINTS = 5000
 #: noise of longer series is estimated on a strided sample of this many points
 _NOISE_SAMPLE = 20000
 
-RISING = "rising"
-FLAT = "flat"
-FALLING = "falling"
-EXPLODING = "exploding"
-UNKNOWN = "unknown"
 
 
 # -- noise and levels ----------------------------------------------------------------
@@ -122,8 +110,7 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray, max_pairs: int) -> float:
 class Trend:
     """The direction of a metric over a window, with the numbers behind it."""
 
-    direction: str
-    """rising / flat / falling / exploding / unknown"""
+    direction: Direction
     slope: float
     """Robust (Theil-Sen) slope of the smoothed series, per step."""
     change: float
@@ -139,7 +126,7 @@ class Trend:
 
     @property
     def known(self) -> bool:
-        return self.direction != UNKNOWN
+        return self.direction is not Direction.UNKNOWN
 
     @property
     def relative_change(self) -> float:
@@ -150,7 +137,7 @@ class Trend:
 
 
 def unknown_trend(points: int = 0) -> Trend:
-    return Trend(UNKNOWN, math.nan, math.nan, math.nan, points, math.nan, math.nan)
+    return Trend(Direction.UNKNOWN, math.nan, math.nan, math.nan, points, math.nan, math.nan)
 
 
 def classify_trend(
@@ -199,18 +186,18 @@ def classify_trend(
         1e-9 * scale,
     )
     if abs(change) <= threshold:
-        direction = FLAT
+        direction = Direction.FLAT
     elif change > 0:
-        direction = RISING
+        direction = Direction.RISING
         if exploding_reference is not None and math.isfinite(exploding_reference):
             recent = median(values[-max(1, n // 4) :])
             above_floor = exploding_floor is None or recent > exploding_floor
             if above_floor and recent > rules.exploding_factor * abs(
                 exploding_reference
             ):
-                direction = EXPLODING
+                direction = Direction.EXPLODING
     else:
-        direction = FALLING
+        direction = Direction.FALLING
     return Trend(direction, slope, change, noise, n, level_start, level_end)
 
 
@@ -235,7 +222,7 @@ def accelerating(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> bo
     if not (math.isfinite(first) and math.isfinite(second)) or second <= 0:
         return False
     overall = classify_trend(steps, values, rules)
-    if overall.direction not in (RISING, EXPLODING):
+    if overall.direction not in (Direction.RISING, Direction.EXPLODING):
         return False
     # the extra rise the second half gained must itself stand out of the noise, by the
     # same test a trend passes
@@ -312,24 +299,24 @@ def zone_codes(
     """Zone code per value under `bounds` (multiplied by `scale` for relative bounds).
     NaN → unknown, ±Inf → bad. A relative bound without a scale → unknown."""
     values = np.asarray(values, dtype=float)
-    codes = np.full(values.shape, ZONE_UNKNOWN, dtype=np.int8)
+    codes = np.full(values.shape, Zone.UNKNOWN, dtype=np.int8)
     isfinite = np.isfinite(values)
-    codes[np.isinf(values)] = ZONE_BAD
+    codes[np.isinf(values)] = Zone.BAD
     if bounds.relative_to is not None and (
         scale is None or not math.isfinite(scale) or scale <= 0
     ):
         return codes
     factor = scale if bounds.relative_to is not None and scale is not None else 1.0
-    codes[isfinite] = ZONE_HEALTHY
+    codes[isfinite] = Zone.HEALTHY
     with np.errstate(invalid="ignore"):
         if bounds.caution_below is not None:
-            codes[isfinite & (values < bounds.caution_below * factor)] = ZONE_CAUTION
+            codes[isfinite & (values < bounds.caution_below * factor)] = Zone.CAUTION
         if bounds.caution_above is not None:
-            codes[isfinite & (values > bounds.caution_above * factor)] = ZONE_CAUTION
+            codes[isfinite & (values > bounds.caution_above * factor)] = Zone.CAUTION
         if bounds.bad_below is not None:
-            codes[isfinite & (values < bounds.bad_below * factor)] = ZONE_BAD
+            codes[isfinite & (values < bounds.bad_below * factor)] = Zone.BAD
         if bounds.bad_above is not None:
-            codes[isfinite & (values > bounds.bad_above * factor)] = ZONE_BAD
+            codes[isfinite & (values > bounds.bad_above * factor)] = Zone.BAD
     return codes
 
 
@@ -337,8 +324,8 @@ def zone_codes(
 class WindowZone:
     """The zone of a window under the "sustained" rule, with the shares behind it."""
 
-    zone: int
-    """Zone code of the window."""
+    zone: Zone
+    """The window's zone."""
     judged: int
     """Points with a healthy / caution / bad code."""
     bad_share: float
@@ -354,24 +341,24 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
     points are ignored; a window of only n/a points is n/a; nothing judged → unknown."""
     codes = np.asarray(codes)
     judged_mask = (
-        (codes == ZONE_HEALTHY) | (codes == ZONE_CAUTION) | (codes == ZONE_BAD)
+        (codes == Zone.HEALTHY) | (codes == Zone.CAUTION) | (codes == Zone.BAD)
     )
     judged = int(judged_mask.sum())
     if judged == 0:
         na = (
             bool(codes.size)
-            and bool(np.all((codes == ZONE_NA) | (codes == ZONE_UNKNOWN)))
-            and bool(np.any(codes == ZONE_NA))
+            and bool(np.all((codes == Zone.NA) | (codes == Zone.UNKNOWN)))
+            and bool(np.any(codes == Zone.NA))
         )
-        return WindowZone(ZONE_NA if na else ZONE_UNKNOWN, 0, math.nan, math.nan)
-    bad = float((codes == ZONE_BAD).sum()) / judged
-    worse = float(((codes == ZONE_CAUTION) | (codes == ZONE_BAD)).sum()) / judged
+        return WindowZone(Zone.NA if na else Zone.UNKNOWN, 0, math.nan, math.nan)
+    bad = float((codes == Zone.BAD).sum()) / judged
+    worse = float(((codes == Zone.CAUTION) | (codes == Zone.BAD)).sum()) / judged
     if bad >= sustained:
-        zone = ZONE_BAD
+        zone = Zone.BAD
     elif worse >= sustained or bad >= 1.0 - sustained:
-        zone = ZONE_CAUTION
+        zone = Zone.CAUTION
     else:
-        zone = ZONE_HEALTHY
+        zone = Zone.HEALTHY
     return WindowZone(zone, judged, bad, worse)
 
 

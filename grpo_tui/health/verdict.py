@@ -12,38 +12,7 @@ import math
 from dataclasses import dataclass
 
 from grpo_tui.numbers import format_step
-
-GLYPHS: dict[str, str] = {
-    "healthy": "✓",
-    "caution": "!",
-    "bad": "✗",
-    "unknown": "?",
-    "n/a": "·",
-}
-
-SEVERITIES = ("problem", "caution", "info", "ok")
-SCENARIO_IDS = (
-    "not_learning",
-    "too_aggressive",
-    "reward_hacking",
-    "truncation",
-    "length_collapse",
-    "low_diversity",
-    "saturated",
-    "warming_up",
-    "healthy",
-)
-TITLES = {
-    "healthy": "Healthy",
-    "not_learning": "Not learning",
-    "too_aggressive": "Too aggressive / unstable",
-    "reward_hacking": "Reward hacking",
-    "truncation": "Truncation",
-    "length_collapse": "Length collapse",
-    "low_diversity": "Low diversity",
-    "saturated": "Saturated (late stage)",
-    "warming_up": "Warming up",
-}
+from grpo_tui.vocabulary import Answer, Direction, ScenarioId, Severity, Status, Zone
 
 #: metrics shown first, in this order (GRPO signals, then optimiser state)
 KEY_METRICS = (
@@ -103,10 +72,9 @@ class Evidence:
 class Scenario:
     """A named situation of HEALTH.md that holds for the run."""
 
-    id: str
+    id: ScenarioId
     title: str
-    severity: str
-    """problem / caution / info / ok"""
+    severity: Severity
     onset_step: float | None
     """First step at which it held (the start of the latest stretch), None when unknown."""
     evidence: list[Evidence]
@@ -119,7 +87,7 @@ class CheckItem:
 
     id: int
     question: str
-    answer: str
+    answer: Answer
     evidence: str
 
 
@@ -127,11 +95,9 @@ class CheckItem:
 class MetricHealth:
     """A metric's zone on its recent window, latest value, trend and why."""
 
-    zone: str
-    """healthy / caution / bad / n/a / unknown"""
+    zone: Zone
     last: float | None
-    trend: str
-    """rising / flat / falling / exploding / unknown"""
+    trend: Direction
     reason: str
 
 
@@ -139,19 +105,19 @@ class MetricHealth:
 class Diagnosis:
     """Everything `diagnose` found: what `check` prints and the diagnosis panel shows."""
 
-    status: str
-    """healthy / caution / problem / unknown"""
+    status: Status
     scenarios: list[Scenario]
     """Worst first."""
     checklist: list[CheckItem]
     metrics: dict[str, MetricHealth]
 
-    def scenario(self, scenario_id: str) -> Scenario | None:
-        return next((s for s in self.scenarios if s.id == scenario_id), None)
+    def scenario(self, scenario_id: ScenarioId) -> Scenario | None:
+        return next((s for s in self.scenarios if s.id is scenario_id), None)
 
     @property
     def ids(self) -> list[str]:
-        return [s.id for s in self.scenarios]
+        """The scenario ids as words (what JSON and the labels use), worst first."""
+        return [s.id.word for s in self.scenarios]
 
 
 # -- number formatting (evidence text) -----------------------------------------------

@@ -14,6 +14,7 @@ import numpy as np
 from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.sources.context import RunContext
+from grpo_tui.vocabulary import Zone
 
 # -- zones for the UI ----------------------------------------------------------------
 
@@ -33,11 +34,11 @@ def _context_adjusted(
             else np.zeros(values.shape, bool)
         )
         if context.off_policy is False:
-            codes = np.where(low, tr.ZONE_NA, codes).astype(np.int8)
+            codes = np.where(low, Zone.NA, codes).astype(np.int8)
         elif context.off_policy is None:
-            codes = np.where(low, tr.ZONE_UNKNOWN, codes).astype(np.int8)
+            codes = np.where(low, Zone.UNKNOWN, codes).astype(np.int8)
     elif base == "kl" and context.beta == 0:
-        codes = np.where(np.isfinite(values), tr.ZONE_NA, codes).astype(np.int8)
+        codes = np.where(np.isfinite(values), Zone.NA, codes).astype(np.int8)
     return codes
 
 
@@ -51,8 +52,8 @@ def zone_of_values(
     values = np.asarray(values, dtype=float)
     bounds = rules.zone_bounds(name)
     if bounds is None:
-        codes = np.full(values.shape, tr.ZONE_UNKNOWN, dtype=np.int8)
-        codes[np.isfinite(values)] = tr.ZONE_NA
+        codes = np.full(values.shape, Zone.UNKNOWN, dtype=np.int8)
+        codes[np.isfinite(values)] = Zone.NA
         return codes
     scale = relative_scale(bounds, context)
     codes = tr.zone_codes(values, bounds, scale)
@@ -61,7 +62,7 @@ def zone_of_values(
 
 def zone_bands(
     name: str, rules: Rules, context: RunContext
-) -> list[tuple[float, float, str]]:
+) -> list[tuple[float, float, Zone]]:
     """The value bands of a metric as (lo, hi, zone) from -inf to +inf, for a chart.
     Empty when the metric has no bands (or they are relative to an unknown context value)."""
     bounds = rules.zone_bounds(name)
@@ -84,7 +85,7 @@ def zone_bands(
         }
     )
     edges = [-math.inf, *cuts, math.inf]
-    bands: list[tuple[float, float, str]] = []
+    bands: list[tuple[float, float, Zone]] = []
     for lo, hi in itertools.pairwise(edges):
         if math.isinf(lo) and math.isinf(hi):
             probe = 0.0
@@ -94,9 +95,7 @@ def zone_bands(
             probe = lo + max(1.0, abs(lo))
         else:
             probe = (lo + hi) / 2
-        zone = tr.ZONE_NAMES[
-            int(zone_of_values(name, np.array([probe]), rules, context)[0])
-        ]
+        zone = Zone(int(zone_of_values(name, np.array([probe]), rules, context)[0]))
         if bands and bands[-1][2] == zone:
             bands[-1] = (bands[-1][0], hi, zone)
         else:

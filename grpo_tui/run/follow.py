@@ -152,10 +152,10 @@ class FollowLoop:
     def __init__(
         self,
         follower: RunFollower,
-        deliver: Callable[[Update], None],
+        deliver: Callable[[Update], object],
         *,
-        on_error: Callable[[str], None] | None = None,
-        on_notice: Callable[[str], None] | None = None,
+        on_error: Callable[[str], object] | None = None,
+        on_notice: Callable[[str], object] | None = None,
         poll_interval: float = POLL_INTERVAL_S,
         time_budget: float = READ_BUDGET_S,
         watch_files: bool = True,

@@ -16,7 +16,8 @@ from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
-from grpo_tui.sources.records import BadLine, Batch, LineKind
+from grpo_tui.sources.records import BadLine, Batch
+from grpo_tui.vocabulary import LineKind
 
 if TYPE_CHECKING:
     from grpo_tui.run.follow import Update

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.sources.records import ColumnGroup, LineKind, Record, RowBlock
+from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
+from grpo_tui.vocabulary import LineKind
 
 #: rows summarised per coarse block; 256 keeps the summaries at ~2% of the column's memory
 BLOCK = 256

@@ -6,27 +6,15 @@ must hear "stalled" as clearly as the screen shows it).
 
 from __future__ import annotations
 
-from enum import Enum
-
 from grpo_tui.numbers import format_duration
 from grpo_tui.run.live import Run
+from grpo_tui.vocabulary import RunState
 
 #: "stalled" means no data for more than max(STALL_INTERVALS × the usual interval, STALL_FLOOR_S)
 STALL_INTERVALS = 5
 STALL_FLOOR_S = 120.0
 #: with no usual interval known yet (fewer than 3 timed lines), wait this long
 STALL_UNKNOWN_INTERVAL_S = 600.0
-
-
-class RunState(Enum):
-    #: something is there but cannot be read (permission denied, a FIFO, ...)
-    UNREADABLE = "unreadable"
-    WAITING = "waiting"
-    #: the log's history is still being read: the step shown is not the run's yet
-    READING = "reading"
-    LIVE = "live"
-    STALLED = "stalled"
-    FINISHED = "finished"
 
 
 def stall_threshold(usual_interval: float | None) -> float:

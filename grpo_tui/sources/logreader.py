@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from grpo_tui.sources.formats.base import FormatAdapter
-from grpo_tui.sources.records import Batch, LineKind, RowBlock
+from grpo_tui.sources.records import Batch, RowBlock
+from grpo_tui.vocabulary import LineKind
 from grpo_tui.sources.shapes import Part, ShapeStacker, read_part
 
 

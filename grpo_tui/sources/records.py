@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-
-class LineKind(enum.IntEnum):
-    """What a log line is. The value is stored per row in the metric store."""
-
-    TRAIN = 0
-    EVAL = 1
-    END = 2  # end-of-train line (`train_runtime`)
-    SUMMARY = 3  # final summary (`log_history`): marks the run finished, not a metric row
+from grpo_tui.vocabulary import LineKind
 
 
 @dataclass(slots=True)

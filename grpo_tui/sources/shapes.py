@@ -35,7 +35,8 @@ import orjson
 from grpo_tui.sources.formats.base import FormatAdapter, LinePlan
 from grpo_tui.sources.formats.values import fraction_column
 from grpo_tui.sources.jsonline import BadJson, parse_object
-from grpo_tui.sources.records import BadLine, ColumnGroup, LineKind
+from grpo_tui.sources.records import BadLine, ColumnGroup
+from grpo_tui.vocabulary import LineKind
 
 #: lines parsed per slice: enough to amortise the per-slice numpy calls, few enough that
 #: the slice's dicts are freed while their memory is still in cache

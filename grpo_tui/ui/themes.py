@@ -20,13 +20,7 @@ from rich.errors import StyleSyntaxError
 from rich.style import Style
 from textual.theme import Theme
 
-from grpo_tui.health.trends import (
-    ZONE_BAD,
-    ZONE_CAUTION,
-    ZONE_HEALTHY,
-    ZONE_NA,
-    ZONE_UNKNOWN,
-)
+from grpo_tui.vocabulary import Zone
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,12 +34,9 @@ NO_COLOR_THEME = "mono"
 #: order of `t` (theme cycle); themes found beyond these follow alphabetically
 PREFERRED_ORDER = ("default", "light", "colorblind", "mono")
 
-_ZONE_KEYS: dict[int, str] = {
-    ZONE_HEALTHY: "healthy",
-    ZONE_CAUTION: "caution",
-    ZONE_BAD: "bad",
-    ZONE_UNKNOWN: "unknown",
-    ZONE_NA: "na",
+#: the key of each zone's style in a theme file ("na": TOML keys cannot hold "/")
+_ZONE_KEYS: dict[Zone, str] = {
+    zone: zone.word.replace("/", "") for zone in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA)
 }
 _UI_KEYS = (
     "primary",
@@ -67,12 +58,12 @@ class ThemeError(ValueError):
 
 @dataclass(frozen=True)
 class ZonePalette:
-    """The Rich style of each zone code (see grpo_tui.health.trends ZONE_*)."""
+    """The Rich style of each zone (a `Zone`, or its code from a zone array)."""
 
     styles: Mapping[int, Style]
 
     def style(self, zone: int) -> Style:
-        return self.styles.get(int(zone), self.styles[ZONE_UNKNOWN])
+        return self.styles.get(int(zone), self.styles[Zone.UNKNOWN])
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from grpo_tui.sources.formats.values import ColumnParser
-from grpo_tui.sources.records import LineKind
+from grpo_tui.vocabulary import LineKind
 
 #: a getter that returns some of a line's values as a tuple (raises KeyError when missing)
 TupleGetter = Callable[[Mapping[str, Any]], tuple[Any, ...]]

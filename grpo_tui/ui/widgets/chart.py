@@ -16,10 +16,10 @@ import numpy as np
 from rich.color import Color
 from rich.text import Text
 
-from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import Buckets
 from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import Zone
 from grpo_tui.ui.themes import ZonePalette
 
 if TYPE_CHECKING:
@@ -33,16 +33,13 @@ def warm_up() -> None:
     import plotext  # noqa: F401
 
 
-_ZONE_RANK = {"bad": 3, "caution": 2, "healthy": 1, "n/a": 0, "unknown": 0}
-
-
 @dataclass(frozen=True)
 class Marker:
     """A vertical line at a step (e.g. the onset of a scenario)."""
 
     step: float
     label: str
-    zone: str
+    zone: Zone
 
 
 @dataclass(frozen=True)
@@ -51,29 +48,29 @@ class BandCut:
 
     value: float
     label: str
-    zone: str
+    zone: Zone
 
 
-def band_cuts(bands: list[tuple[float, float, str]]) -> list[BandCut]:
+def band_cuts(bands: list[tuple[float, float, Zone]]) -> list[BandCut]:
     """The finite edges between consecutive bands, each labelled by its worse side."""
     cuts: list[BandCut] = []
     for (_, edge, below), (_, _, above) in pairwise(bands):
-        if _ZONE_RANK[above] >= _ZONE_RANK[below]:
-            cuts.append(BandCut(edge, f"{above} > {format_value(edge)}", above))
+        if above.badness >= below.badness:
+            cuts.append(BandCut(edge, f"{above.word} > {format_value(edge)}", above))
         else:
-            cuts.append(BandCut(edge, f"{below} < {format_value(edge)}", below))
+            cuts.append(BandCut(edge, f"{below.word} < {format_value(edge)}", below))
     return cuts
 
 
-def _rgb(palette: ZonePalette, zone: str) -> RGB | None:
-    color: Color | None = palette.style(ZONE_CODES.get(zone, ZONE_UNKNOWN)).color
+def _rgb(palette: ZonePalette, zone: Zone) -> RGB | None:
+    color: Color | None = palette.style(zone).color
     if color is None or color.is_default:
         return None
     triplet = color.get_truecolor()
     return (triplet.red, triplet.green, triplet.blue)
 
 
-def _pixel(palette: ZonePalette, zone: str) -> plotext.pixel:
+def _pixel(palette: ZonePalette, zone: Zone) -> plotext.pixel:
     import plotext as plt
 
     rgb = _rgb(palette, zone)
@@ -128,7 +125,7 @@ def build_chart(
             fig.draw(onset.lines())
     # then the min / max envelope, then the mean on top of everything
     if bool(np.any(buckets.count[finite] > 1)):
-        grey = _pixel(palette, "unknown")
+        grey = _pixel(palette, Zone.UNKNOWN)
         for series in (buckets.min, buckets.max):
             envelope = fig.signal(
                 x_all[finite].tolist(), np.asarray(series)[finite].tolist(), marker=plt.marker("braille", grey)
@@ -145,7 +142,7 @@ def build_chart(
             # include the next point so consecutive runs join up
             stop = min(pos + 2, len(indices))
             run = indices[start:stop]
-            zone = ZONE_NAMES[int(zone_codes[index])]
+            zone = Zone(int(zone_codes[index]))
             line = fig.signal(
                 x_all[run].tolist(), means[run].tolist(), marker=plt.marker("braille", _pixel(palette, zone))
             )
@@ -165,12 +162,12 @@ def chart_legend(
     packed into lines of `width` cells without breaking an item."""
     items: list[Text] = []
     for cut in cuts:
-        item = Text("┈ " + cut.label, style=palette.style(ZONE_CODES.get(cut.zone, ZONE_UNKNOWN)))
+        item = Text("┈ " + cut.label, style=palette.style(cut.zone))
         if cut in hidden:
             item.append(" (off chart)", style="dim")
         items.append(item)
     for marker in markers:
-        style = palette.style(ZONE_CODES.get(marker.zone, ZONE_UNKNOWN))
+        style = palette.style(marker.zone)
         items.append(Text(f"│ {printable(marker.label)} from step {format_step(marker.step)}", style=style))
     if not items:
         return Text("no zone bands for this metric", style="dim")

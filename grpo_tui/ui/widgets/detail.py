@@ -11,16 +11,15 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from grpo_tui.health.diagnose import GLYPHS, Diagnosis, zone_bands, zone_of_values
+from grpo_tui.health.diagnose import Diagnosis, zone_bands, zone_of_values
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.trends import ZONE_CODES, ZONE_UNKNOWN
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import ScenarioId, Zone
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
-from grpo_tui.ui.widgets.diagnosis import SEVERITY_ZONE
 
 #: cells the y-axis labels and frame take beside the plotted area
 _AXIS_CELLS = 10
@@ -43,23 +42,23 @@ def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
     if diagnosis is None:
         return []
     return [
-        Marker(scenario.onset_step, scenario.title, SEVERITY_ZONE.get(scenario.severity, "unknown"))
+        Marker(scenario.onset_step, scenario.title, scenario.severity.zone)
         for scenario in diagnosis.scenarios
-        if scenario.onset_step is not None and scenario.id != "warming_up"
+        if scenario.onset_step is not None and scenario.id is not ScenarioId.WARMING_UP
     ]
 
 
 def detail_title(name: str, source: DetailSource) -> Text:
     store = source.store
     health = source.diagnosis.metrics.get(name) if source.diagnosis is not None else None
-    zone = health.zone if health is not None else "unknown"
-    style = source.palette.style(ZONE_CODES.get(zone, ZONE_UNKNOWN))
+    zone = health.zone if health is not None else Zone.UNKNOWN
+    style = source.palette.style(zone)
     text = Text(no_wrap=False)
     text.append(printable(name), style="bold")
     text.append(f"  {format_value(latest[1] if (latest := store.latest(name)) else None)} ", style=style)
-    text.append(f"{GLYPHS.get(zone, '?')} {zone}", style=style)
-    if health is not None and health.trend != "unknown":
-        text.append(f"  {health.trend}", style="dim")
+    text.append(f"{zone.glyph} {zone.word}", style=style)
+    if health is not None and health.trend.known:
+        text.append(f"  {health.trend.word}", style="dim")
     count = store.count(name)
     text.append(f"  {count} point{'' if count == 1 else 's'}", style="dim")
     last = store.last(name)

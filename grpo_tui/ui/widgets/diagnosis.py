@@ -12,26 +12,15 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from grpo_tui.health.diagnose import GLYPHS, Diagnosis
-from grpo_tui.health.trends import ZONE_CODES
+from grpo_tui.health.diagnose import Diagnosis
 from grpo_tui.numbers import format_step
-from grpo_tui.untrusted import printable
 from grpo_tui.ui.themes import ZonePalette
-
-#: how each severity and checklist answer is drawn: the zone whose glyph and style it borrows
-SEVERITY_ZONE = {"problem": "bad", "caution": "caution", "info": "unknown", "ok": "healthy"}
-ANSWER_ZONE = {"yes": "healthy", "no": "bad", "unknown": "unknown"}
-STATUS_ZONE = {"problem": "bad", "caution": "caution", "healthy": "healthy", "unknown": "unknown"}
-STATUS_WORDS = {
-    "problem": "PROBLEM",
-    "caution": "CAUTION",
-    "healthy": "HEALTHY",
-    "unknown": "NO VERDICT YET",
-}
+from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import Zone
 
 
-def _zone_style(palette: ZonePalette, zone: str) -> Style:
-    return palette.style(ZONE_CODES.get(zone, ZONE_CODES["unknown"]))
+def _zone_style(palette: ZonePalette, zone: Zone) -> Style:
+    return palette.style(zone)
 
 
 def _hanging(marker: Text, body: Text) -> Table:
@@ -47,25 +36,24 @@ def diagnosis_renderable(diagnosis: Diagnosis | None, palette: ZonePalette, *, p
     """The whole panel (core strings are used verbatim, never as markup)."""
     parts: list[RenderableType] = []
     if diagnosis is None:
-        unknown = _zone_style(palette, "unknown")
+        unknown = _zone_style(palette, Zone.UNKNOWN)
         parts.append(
-            _hanging(Text(GLYPHS["unknown"] + " ", style=unknown), Text(pending or "diagnosing…", style="dim"))
+            _hanging(Text(Zone.UNKNOWN.glyph + " ", style=unknown), Text(pending or "diagnosing…", style="dim"))
         )
         return Group(*parts)
-    status_zone = STATUS_ZONE.get(diagnosis.status, "unknown")
-    status_style = _zone_style(palette, status_zone) + Style(bold=True)
-    words = STATUS_WORDS.get(diagnosis.status, printable(diagnosis.status).upper())
-    parts.append(Text(f"{GLYPHS[status_zone]} {words}", style=status_style))
+    status = diagnosis.status
+    status_style = _zone_style(palette, status.zone) + Style(bold=True)
+    parts.append(Text(f"{status.glyph} {status.headline}", style=status_style))
     if not diagnosis.scenarios:
         parts.append(Text("  no scenario holds", style="dim"))
     for scenario in diagnosis.scenarios:
-        zone = SEVERITY_ZONE.get(scenario.severity, "unknown")
-        style = _zone_style(palette, zone)
+        severity = scenario.severity
+        style = _zone_style(palette, severity.zone)
         title = Text(printable(scenario.title), style=style + Style(bold=True))
         if scenario.onset_step is not None:
             title.append(f"  since step {format_step(scenario.onset_step)}", style=Style(dim=True, bold=False))
         parts.append(Text(""))
-        parts.append(_hanging(Text(GLYPHS[zone] + " ", style=style + Style(bold=True)), title))
+        parts.append(_hanging(Text(severity.glyph + " ", style=style + Style(bold=True)), title))
         for evidence in scenario.evidence:
             parts.append(_hanging(Text("  • "), Text(printable(evidence.text))))
         for advice in scenario.advice:
@@ -73,23 +61,21 @@ def diagnosis_renderable(diagnosis: Diagnosis | None, palette: ZonePalette, *, p
     parts.append(Text(""))
     parts.append(Text("Checklist", style="bold underline"))
     for item in diagnosis.checklist:
-        zone = ANSWER_ZONE.get(item.answer, "unknown")
-        style = _zone_style(palette, zone)
+        style = _zone_style(palette, item.answer.zone)
         body = Text(printable(item.question))
         body.append("\n")
         body.append(printable(item.evidence), style="dim")
-        parts.append(_hanging(Text(f"{GLYPHS[zone]} {item.id}. ", style=style + Style(bold=True)), body))
+        parts.append(_hanging(Text(f"{item.answer.glyph} {item.id}. ", style=style + Style(bold=True)), body))
     return Group(*parts)
 
 
 def diagnosis_summary(diagnosis: Diagnosis | None) -> str:
     """A few words for a tab label: the status glyph and the worst scenario."""
     if diagnosis is None:
-        return f"{GLYPHS['unknown']} Diagnosis"
-    zone = STATUS_ZONE.get(diagnosis.status, "unknown")
-    worst = next((s for s in diagnosis.scenarios if s.severity in ("problem", "caution")), None)
+        return f"{Zone.UNKNOWN.glyph} Diagnosis"
+    worst = next((s for s in diagnosis.scenarios if s.severity.warns), None)
     suffix = f": {printable(worst.title)}" if worst is not None else ""
-    return f"{GLYPHS[zone]} Diagnosis{suffix}"
+    return f"{diagnosis.status.glyph} Diagnosis{suffix}"
 
 
 class DiagnosisPanel(VerticalScroll):

@@ -18,7 +18,8 @@ from textual.widgets import Static
 
 from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import RunState, run_state, stall_words
+from grpo_tui.run.state import run_state, stall_words
+from grpo_tui.vocabulary import RunState
 from grpo_tui.ui.inert import inert
 from grpo_tui.untrusted import printable
 

@@ -13,24 +13,17 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 
-from grpo_tui.health.diagnose import GLYPHS, Diagnosis, zone_of_values
+from grpo_tui.health.diagnose import Diagnosis, zone_of_values
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.trends import ZONE_CODES, ZONE_NAMES, ZONE_UNKNOWN
 from grpo_tui.numbers import format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import Direction, Zone
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 
 VALUE_WIDTH = 9
-TREND_GLYPHS: dict[str, str] = {
-    "rising": "↗",
-    "flat": "→",
-    "falling": "↘",
-    "exploding": "⇈",
-    "unknown": " ",
-}
 MIN_SPARK_WIDTH = 4
 _NAME_MIN, _NAME_MAX = 10, 30
 
@@ -56,20 +49,12 @@ class MetricRow:
 
     name: str
     value_text: str
-    zone: str
-    trend: str
+    zone: Zone
+    trend: Direction
     levels_values: bytes
     bucket_zones: bytes
     first_step: float | None
     last_step: float | None
-
-    @property
-    def glyph(self) -> str:
-        return GLYPHS.get(self.zone, GLYPHS["unknown"])
-
-    @property
-    def zone_code(self) -> int:
-        return ZONE_CODES.get(self.zone, ZONE_UNKNOWN)
 
 
 def build_row(
@@ -90,12 +75,12 @@ def build_row(
     if health is not None:
         zone, trend = health.zone, health.trend
     elif diagnosis is None:
-        zone, trend = "unknown", "unknown"
+        zone, trend = Zone.UNKNOWN, Direction.UNKNOWN
     else:
         # not judged by the diagnosis: the zone core gives the latest bucket
         finite = np.flatnonzero(np.isfinite(means))
-        zone = ZONE_NAMES[int(zones[finite[-1]])] if finite.size else "unknown"
-        trend = "unknown"
+        zone = Zone(int(zones[finite[-1]])) if finite.size else Zone.UNKNOWN
+        trend = Direction.UNKNOWN
     return MetricRow(
         name=name,
         value_text=format_value(value),
@@ -119,16 +104,16 @@ def _fit_name(name: str, width: int) -> str:
 
 def row_segments(row: MetricRow, layout: RowLayout, palette: ZonePalette) -> list[Segment]:
     """The row as segments: name, value, zone glyph, trend, sparkline."""
-    zone_style = palette.style(row.zone_code)
+    zone_style = palette.style(row.zone)
     # a verdict colours the value; "no bands" or "unknown" leaves it in the plain text colour
-    value_style = zone_style if row.zone in ("healthy", "caution", "bad") else None
+    value_style = zone_style if row.zone.judged else None
     means = np.frombuffer(row.levels_values, dtype=float)
     zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
     segments = [
         Segment(_fit_name(row.name, layout.name) + " "),
         Segment(row.value_text.rjust(VALUE_WIDTH)[-VALUE_WIDTH:] + " ", value_style),
-        Segment(row.glyph, zone_style),
-        Segment(TREND_GLYPHS.get(row.trend, " ") + " ", Style(dim=True)),
+        Segment(row.zone.glyph, zone_style),
+        Segment(row.trend.glyph + " ", Style(dim=True)),
     ]
     segments.extend(sparkline_segments(means, zones, palette))
     return segments

@@ -1,0 +1,260 @@
+"""The words grpo-tui judges and reports with, each an enum with its word and its glyph.
+
+Zones, severities, checklist answers, statuses, trend directions, scenario ids, line kinds
+and run states. Core judges in these types, and every view shows them the same way:
+`word` is what JSON and `check` print (the strings they always printed), `glyph` what the
+TUI and `check` draw so nothing depends on colour. Nothing here imports another module
+of the package: every layer may use it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Zone(enum.IntEnum):
+    """A metric's health on a window, or of one value. The int is the code zone arrays hold
+    (one per sparkline bucket)."""
+
+    UNKNOWN = 0
+    HEALTHY = 1
+    CAUTION = 2
+    BAD = 3
+    #: not applicable: the metric has no bands, or the run's context makes them meaningless
+    NA = 4
+
+    @property
+    def word(self) -> str:
+        return _ZONE_WORDS[self]
+
+    @property
+    def glyph(self) -> str:
+        return _ZONE_GLYPHS[self]
+
+    @property
+    def badness(self) -> int:
+        """0 for zones that say nothing (unknown, n/a), then healthy 1, caution 2, bad 3."""
+        return 0 if self in (Zone.UNKNOWN, Zone.NA) else int(self)
+
+    @property
+    def judged(self) -> bool:
+        """Healthy, caution or bad: the metric's value said something."""
+        return self in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD)
+
+    @property
+    def warns(self) -> bool:
+        """Caution or bad."""
+        return self in (Zone.CAUTION, Zone.BAD)
+
+    @classmethod
+    def from_word(cls, word: str) -> Zone:
+        return _ZONE_BY_WORD[word]
+
+
+_ZONE_WORDS = {
+    Zone.UNKNOWN: "unknown",
+    Zone.HEALTHY: "healthy",
+    Zone.CAUTION: "caution",
+    Zone.BAD: "bad",
+    Zone.NA: "n/a",
+}
+_ZONE_GLYPHS = {Zone.UNKNOWN: "?", Zone.HEALTHY: "✓", Zone.CAUTION: "!", Zone.BAD: "✗", Zone.NA: "·"}
+_ZONE_BY_WORD = {word: zone for zone, word in _ZONE_WORDS.items()}
+
+
+class Severity(enum.Enum):
+    """How much a scenario matters, worst first."""
+
+    PROBLEM = "problem"
+    CAUTION = "caution"
+    INFO = "info"
+    OK = "ok"
+
+    @property
+    def word(self) -> str:
+        return self.value
+
+    @property
+    def rank(self) -> int:
+        """0 for the worst: sort by it to list the worst first."""
+        return _SEVERITY_ORDER.index(self)
+
+    @property
+    def zone(self) -> Zone:
+        """The zone whose colour it is drawn in."""
+        return _SEVERITY_ZONES[self]
+
+    @property
+    def glyph(self) -> str:
+        return self.zone.glyph
+
+    @property
+    def warns(self) -> bool:
+        return self in (Severity.PROBLEM, Severity.CAUTION)
+
+
+_SEVERITY_ORDER = (Severity.PROBLEM, Severity.CAUTION, Severity.INFO, Severity.OK)
+_SEVERITY_ZONES = {
+    Severity.PROBLEM: Zone.BAD,
+    Severity.CAUTION: Zone.CAUTION,
+    Severity.INFO: Zone.NA,
+    Severity.OK: Zone.HEALTHY,
+}
+
+
+class Answer(enum.Enum):
+    """A checklist answer."""
+
+    YES = "yes"
+    NO = "no"
+    UNKNOWN = "unknown"
+
+    @property
+    def word(self) -> str:
+        return self.value
+
+    @property
+    def zone(self) -> Zone:
+        return {Answer.YES: Zone.HEALTHY, Answer.NO: Zone.BAD, Answer.UNKNOWN: Zone.UNKNOWN}[self]
+
+    @property
+    def glyph(self) -> str:
+        return self.zone.glyph
+
+
+class Status(enum.Enum):
+    """The whole run's verdict."""
+
+    HEALTHY = "healthy"
+    CAUTION = "caution"
+    PROBLEM = "problem"
+    #: too little to judge (nothing read, or no scenario holds)
+    UNKNOWN = "unknown"
+
+    @property
+    def word(self) -> str:
+        return self.value
+
+    @property
+    def headline(self) -> str:
+        """The status in capitals, as the panel and `check` show it."""
+        return "NO VERDICT YET" if self is Status.UNKNOWN else self.value.upper()
+
+    @property
+    def zone(self) -> Zone:
+        return {
+            Status.HEALTHY: Zone.HEALTHY,
+            Status.CAUTION: Zone.CAUTION,
+            Status.PROBLEM: Zone.BAD,
+            Status.UNKNOWN: Zone.UNKNOWN,
+        }[self]
+
+    @property
+    def glyph(self) -> str:
+        return self.zone.glyph
+
+
+class Direction(enum.Enum):
+    """Where a metric is going over its trend window."""
+
+    RISING = "rising"
+    FLAT = "flat"
+    FALLING = "falling"
+    EXPLODING = "exploding"
+    UNKNOWN = "unknown"
+
+    @property
+    def word(self) -> str:
+        return self.value
+
+    @property
+    def glyph(self) -> str:
+        return _DIRECTION_GLYPHS[self]
+
+    @property
+    def up(self) -> bool:
+        """Rising or exploding."""
+        return self in (Direction.RISING, Direction.EXPLODING)
+
+    @property
+    def known(self) -> bool:
+        return self is not Direction.UNKNOWN
+
+
+_DIRECTION_GLYPHS = {
+    Direction.RISING: "↗",
+    Direction.FLAT: "→",
+    Direction.FALLING: "↘",
+    Direction.EXPLODING: "⇈",
+    Direction.UNKNOWN: " ",
+}
+
+
+class ScenarioId(enum.Enum):
+    """The situations of HEALTH.md the diagnosis names (the value is the id in JSON)."""
+
+    NOT_LEARNING = "not_learning"
+    TOO_AGGRESSIVE = "too_aggressive"
+    REWARD_HACKING = "reward_hacking"
+    TRUNCATION = "truncation"
+    LENGTH_COLLAPSE = "length_collapse"
+    LOW_DIVERSITY = "low_diversity"
+    SATURATED = "saturated"
+    WARMING_UP = "warming_up"
+    HEALTHY = "healthy"
+
+    @property
+    def word(self) -> str:
+        return self.value
+
+    @property
+    def title(self) -> str:
+        return _SCENARIO_TITLES[self]
+
+    @property
+    def rank(self) -> int:
+        """Order among scenarios of equal severity (the order above)."""
+        return list(ScenarioId).index(self)
+
+
+_SCENARIO_TITLES = {
+    ScenarioId.NOT_LEARNING: "Not learning",
+    ScenarioId.TOO_AGGRESSIVE: "Too aggressive / unstable",
+    ScenarioId.REWARD_HACKING: "Reward hacking",
+    ScenarioId.TRUNCATION: "Truncation",
+    ScenarioId.LENGTH_COLLAPSE: "Length collapse",
+    ScenarioId.LOW_DIVERSITY: "Low diversity",
+    ScenarioId.SATURATED: "Saturated (late stage)",
+    ScenarioId.WARMING_UP: "Warming up",
+    ScenarioId.HEALTHY: "Healthy",
+}
+
+
+class LineKind(enum.IntEnum):
+    """What a log line is. The value is stored per row in the metric store."""
+
+    TRAIN = 0
+    EVAL = 1
+    END = 2  # end-of-train line (`train_runtime`)
+    SUMMARY = 3  # final summary (`log_history`): marks the run finished, not a metric row
+
+    @property
+    def word(self) -> str:
+        return self.name.lower()
+
+
+class RunState(enum.Enum):
+    """Is the run reading its history, live, stalled, finished, or not there yet?"""
+
+    #: something is there but cannot be read (permission denied, a FIFO, ...)
+    UNREADABLE = "unreadable"
+    WAITING = "waiting"
+    #: the log's history is still being read: the step shown is not the run's yet
+    READING = "reading"
+    LIVE = "live"
+    STALLED = "stalled"
+    FINISHED = "finished"
+
+    @property
+    def word(self) -> str:
+        return self.value
