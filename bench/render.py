@@ -36,7 +36,7 @@ from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import ColumnGroup, RowBlock
 from grpo_tui.vocabulary import LineKind
-from grpo_tui.ui.metric_order import GRPO_SIGNALS, OPTIMISER, order_metrics
+from grpo_tui.presentation import GRPO_SIGNALS, OPTIMISER, order_metrics
 from grpo_tui.ui.themes import load_themes
 from grpo_tui.ui.widgets.metric_rows import RowLayout, build_row, row_segments
 

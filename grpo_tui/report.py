@@ -14,21 +14,22 @@ import numpy as np
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from grpo_tui.health.diagnose import (
-    KEY_METRICS,
-    OPTIMISER_METRICS,
-    Diagnosis,
-    Evidence,
-    zone_of_values,
-)
+from grpo_tui.health.diagnose import Diagnosis, Evidence, zone_of_values
 from grpo_tui.health.rules import Rules
-from grpo_tui.numbers import format_duration, format_step, format_value
+from grpo_tui.numbers import format_step, format_value
+from grpo_tui.presentation import (
+    FACT_SEPARATOR,
+    bars,
+    is_function_reward,
+    pack_facts,
+    progress_facts,
+    state_headline,
+    table_metrics,
+)
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import run_state, stall_words
-from grpo_tui.vocabulary import RunState
+from grpo_tui.run.state import run_state
 from grpo_tui.vocabulary import LineKind, Zone
 
-SPARK_BARS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24
 
 #: the colour of each zone in `check` (the TUI's come from its theme)
@@ -40,30 +41,9 @@ ZONE_STYLES = {
     Zone.NA: "dim",
 }
 
-#: at most this many per-function reward rows in the metric table
-_MAX_REWARD_ROWS = 6
 
 
 # -- small formatters ----------------------------------------------------------------
-
-
-def sparkline(values: np.ndarray) -> str:
-    """One bar per value scaled between the finite min and max; a space for NaN."""
-    values = np.asarray(values, dtype=float)
-    finite = np.isfinite(values)
-    if not finite.any():
-        return " " * values.size
-    lo, hi = float(values[finite].min()), float(values[finite].max())
-    chars = []
-    for value, ok in zip(values, finite):
-        if not ok:
-            chars.append(" ")
-        elif hi == lo:
-            chars.append(SPARK_BARS[len(SPARK_BARS) // 2 - 1])
-        else:
-            level = int((value - lo) / (hi - lo) * (len(SPARK_BARS) - 1) + 0.5)
-            chars.append(SPARK_BARS[level])
-    return "".join(chars)
 
 
 def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) -> Text:
@@ -71,7 +51,7 @@ def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) 
     means = run.store.buckets(name, width).mean
     text = Text()
     codes = zone_of_values(name, means, rules, run.context)
-    for char, code in zip(sparkline(means), codes):
+    for char, code in zip(bars(means), codes):
         text.append(char, style=ZONE_STYLES[Zone(int(code))])
     return text
 
@@ -79,32 +59,23 @@ def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) 
 # -- human report --------------------------------------------------------------------
 
 
-def run_line(run: Run, *, now: float | None = None) -> Text:
-    """framework · step / max (%) · state (the header's: live, stalled, finished, ...) ·
-    last data age · bad lines."""
+class FactLines:
+    """Facts packed into the console's width (`pack_facts`), never broken inside a fact."""
+
+    def __init__(self, facts: list[str]) -> None:
+        self.facts = facts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in pack_facts(self.facts, options.max_width):
+            yield Text(FACT_SEPARATOR.join(line))
+
+
+def run_line(run: Run, *, now: float | None = None) -> FactLines:
+    """framework · state (the header's words: LIVE, STALLED: no data for …, FINISHED, …) ·
+    the header's progress facts (step, ETA, speed, age of the newest data, bad lines)."""
     now = time.time() if now is None else now
-    progress = run.progress()
-    parts = [run.framework or "unknown format"]
-    step = f"step {format_step(progress.step) if progress.step is not None else '?'}"
-    if progress.max_steps:
-        step += f"/{progress.max_steps}"
-    if progress.fraction is not None:
-        step += f" ({100 * progress.fraction:.0f}%)"
-    parts.append(step)
-    state, age = run_state(run, now)
-    if state is RunState.STALLED and age is not None:
-        parts.append(f"stalled: {stall_words(run, age)}")
-    elif state is RunState.UNREADABLE and run.unreadable:
-        parts.append(run.unreadable)
-    else:
-        parts.append(state.value)
-    if run.waiting_for:
-        parts.append(f"waiting for {run.waiting_for}")
-    if age is not None and state is not RunState.STALLED:
-        parts.append(f"last data {format_duration(age)} ago")
-    if run.bad_line_count:
-        parts.append(f"{run.bad_line_count} bad line(s)")
-    return Text(" · ".join(parts))
+    _, headline = state_headline(run, now)
+    return FactLines([run.framework or "unknown format", headline, *progress_facts(run, now)])
 
 
 class Hanging:
@@ -164,25 +135,10 @@ def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
     return lines
 
 
-def _table_metrics(run: Run, diagnosis: Diagnosis) -> list[str]:
-    """Key metrics in display order, the per-function rewards right after `reward`."""
-    names = [
-        name for name in (*KEY_METRICS, *OPTIMISER_METRICS) if name in diagnosis.metrics
-    ]
-    rewards = [name for name in diagnosis.metrics if name.startswith("rewards/")][
-        :_MAX_REWARD_ROWS
-    ]
-    at = names.index("reward") + 1 if "reward" in names else 0
-    names[at:at] = rewards
-    return [name for name in names if name in run.store]
-
-
 def _metric_label(name: str) -> str:
-    """Per-function rewards are shown by their function name under `reward`."""
-    if name.startswith("rewards/"):
-        fn = name[len("rewards/") :]
-        fn = fn.removesuffix("/mean")
-        return f"  {fn}"
+    """Per-function rewards are shown by their function name, indented under the signals."""
+    if is_function_reward(name):
+        return "  " + name[len("rewards/") :].removesuffix("/mean")
     return name
 
 
@@ -200,7 +156,7 @@ def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[Renderab
         style="dim",
     )
     lines: list[RenderableType] = [Text("Metrics", style="bold underline"), header]
-    for name in _table_metrics(run, diagnosis):
+    for name in table_metrics(name for name in run.store.names() if name in diagnosis.metrics):
         health = diagnosis.metrics[name]
         line = Text(
             f"{_cell(_metric_label(name), 22)} {_cell(format_value(health.last), 9, right=True)} "

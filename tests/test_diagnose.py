@@ -25,7 +25,7 @@ from grpo_tui.health.diagnose import (
 from grpo_tui.health.rules import Rules, rules_from_dict
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.live import Run
-from grpo_tui.run.loader import load_run
+from grpo_tui.run.follow import load_run
 from grpo_tui.sim import SCENARIOS, write_run
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus

@@ -24,13 +24,10 @@ from grpo_tui.commands.output import (
 )
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import RULES_ENV, Rules
-from grpo_tui.report import (
-    diagnosis_to_json,
-    render_check,
-    sparkline,
-)
+from grpo_tui.presentation import bars
+from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
-from grpo_tui.run.loader import load_run
+from grpo_tui.run.follow import load_run
 from grpo_tui.sim import write_run
 from grpo_tui.sources.records import Batch, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
@@ -54,10 +51,10 @@ def _no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_sparkline() -> None:
-    assert sparkline(np.array([0.0, 1.0, np.nan, 0.5])) == "▁█ ▅"
-    assert sparkline(np.array([2.0, 2.0])) == "▄▄"
-    assert sparkline(np.array([np.nan, np.nan])) == "  "
-    assert sparkline(np.empty(0)) == ""
+    assert bars(np.array([0.0, 1.0, np.nan, 0.5])) == "▁█ ▅"
+    assert bars(np.array([2.0, 2.0])) == "▄▄"
+    assert bars(np.array([np.nan, np.nan])) == "  "
+    assert bars(np.empty(0)) == ""
 
 
 def small_run(values: dict[str, list[float]]) -> Run:
@@ -228,7 +225,7 @@ def test_check_says_a_run_with_no_new_data_for_long_is_stalled(tmp_path: Path) -
     out = io.StringIO()
     Console(file=out, width=80, no_color=True).print(render_check(run, diagnose(run, RULES), RULES, now=later))
     first_lines = out.getvalue().splitlines()[:3]
-    assert any("stalled: no data for 3h00m" in line for line in first_lines), first_lines
+    assert any("STALLED: no data for 3h00m" in line for line in first_lines), first_lines
     data = diagnosis_to_json(run, diagnose(run, RULES), now=later)
     assert data["run"]["state"] == "stalled"
     assert data["run"]["data_age_s"] == pytest.approx(3 * 3600)

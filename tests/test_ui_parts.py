@@ -24,7 +24,7 @@ from grpo_tui.vocabulary import LineKind
 from grpo_tui.sources.watch import DirectoryWaker
 from grpo_tui.ui.inert import inert
 from grpo_tui.untrusted import printable
-from grpo_tui.ui.metric_order import matches_filter, order_metrics
+from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.ui.themes import (
     ThemeError,
     load_themes,

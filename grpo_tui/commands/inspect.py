@@ -9,10 +9,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from grpo_tui.commands.headless import read_run
-from grpo_tui.commands.output import EXIT_NOTHING, EXIT_UNREADABLE, write_json, write_text
+from grpo_tui.commands.output import (
+    EXIT_NOTHING,
+    EXIT_UNREADABLE,
+    write_json,
+    write_text,
+)
 from grpo_tui.numbers import format_value
-from grpo_tui.run.follow import FollowLoop, RunFollower, Update
+from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
+from grpo_tui.run.update import Update
 from grpo_tui.untrusted import json_dumps
 
 _BAD_LINES_SHOWN = 5

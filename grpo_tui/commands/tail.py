@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator

@@ -33,8 +33,6 @@ from grpo_tui.health.scenarios import (
     healthy,
 )
 from grpo_tui.health.verdict import (
-    KEY_METRICS,
-    OPTIMISER_METRICS,
     CheckItem,
     Diagnosis,
     Evidence,
@@ -57,8 +55,6 @@ __all__ = [
     "ADVICE_TOO_AGGRESSIVE",
     "ADVICE_TRUNCATION",
     "ADVICE_WARMING_UP",
-    "KEY_METRICS",
-    "OPTIMISER_METRICS",
     "QUESTIONS",
     "CheckItem",
     "Diagnosis",

@@ -21,9 +21,9 @@ from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.trends import Trend, WindowZone
 from grpo_tui.health.verdict import Evidence, Window, finite_or_none, num, pct
 from grpo_tui.health.zones import relative_scale
+from grpo_tui.numbers import format_step
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.live import Run
-from grpo_tui.numbers import format_step
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.vocabulary import Direction, LineKind, Zone
 

@@ -25,7 +25,6 @@ from grpo_tui.health.facts import (
     sample_window,
 )
 from grpo_tui.health.rules import ZoneBounds
-from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
 from grpo_tui.health.verdict import (
     Evidence,
     Scenario,
@@ -34,6 +33,7 @@ from grpo_tui.health.verdict import (
     num,
     pct,
 )
+from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
 
 # -- scenario building ----------------------------------------------------------------
 

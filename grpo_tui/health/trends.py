@@ -16,7 +16,6 @@ import numpy as np
 from grpo_tui.health.rules import SpikeRules, TrendRules, ZoneBounds
 from grpo_tui.vocabulary import Direction, Zone
 
-
 #: MAD -> standard deviation for normally distributed noise
 _MAD_TO_SIGMA = 1.4826
 #: longer series use block statistics for spikes (see spike_mask)

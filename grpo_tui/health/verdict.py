@@ -14,20 +14,6 @@ from dataclasses import dataclass
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Answer, Direction, ScenarioId, Severity, Status, Zone
 
-#: metrics shown first, in this order (GRPO signals, then optimiser state)
-KEY_METRICS = (
-    "reward",
-    "reward_std",
-    "frac_reward_zero_std",
-    "clip_ratio",
-    "kl",
-    "entropy",
-    "completion_length",
-    "clipped_ratio",
-)
-OPTIMISER_METRICS = ("eval_reward", "loss", "grad_norm", "learning_rate")
-
-
 # -- public result types -------------------------------------------------------------
 
 

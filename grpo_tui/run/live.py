@@ -8,19 +8,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.metrics import MetricStore
+from grpo_tui.run.update import Update
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import BadLine, Batch
 from grpo_tui.vocabulary import LineKind
-
-if TYPE_CHECKING:
-    from grpo_tui.run.follow import Update
 
 #: bad lines kept verbatim (the first ones, then the most recent): enough to show, bounded
 _BAD_LINES_KEPT = 20

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from grpo_tui.sources.jsonline import describe_json_error
 from grpo_tui.files import UTF8_BOM, describe_os_error, read_regular
+from grpo_tui.sources.jsonline import describe_json_error
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from grpo_tui.files import describe_os_error
 from grpo_tui.sources.context import (
     ArgsError,
     RunContext,
@@ -25,7 +26,6 @@ from grpo_tui.sources.discover import RunLayout, discover
 from grpo_tui.sources.formats import FormatAdapter, choose_adapter
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.records import Batch
-from grpo_tui.files import describe_os_error
 from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
 
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.records import Batch, RowBlock
-from grpo_tui.vocabulary import LineKind
 from grpo_tui.sources.shapes import Part, ShapeStacker, read_part
+from grpo_tui.vocabulary import LineKind
 
 
 class LogReader:

@@ -29,20 +29,17 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.events import Key, Resize
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, Tab, Tabs
+from textual.widgets import Footer, Tab, Tabs
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
-from grpo_tui.numbers import format_step
-from grpo_tui.run.follow import FollowLoop, RunFollower, Update
+from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import stall_threshold
-from grpo_tui.ui.inert import inert
-from grpo_tui.untrusted import printable
+from grpo_tui.run.update import Update
 from grpo_tui.ui.themes import (
     ThemeSpec,
     load_themes,
@@ -54,9 +51,10 @@ from grpo_tui.ui.widgets.completions_placeholder import CompletionsPlaceholder
 from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
 from grpo_tui.ui.widgets.header import RunHeader, header_view
-from grpo_tui.ui.widgets.help import HelpScreen, help_text, key_rows
+from grpo_tui.ui.widgets.help import HelpScreen, help_notes, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
-from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, RowLayout
+from grpo_tui.ui.widgets.metrics_pane import MetricsPane
+from grpo_tui.untrusted import printable
 
 #: at most ~10 frames a second
 FRAME_INTERVAL_S = 0.1
@@ -173,10 +171,8 @@ class GrpoTuiApp(App[None]):
             Tab("Completions", id="tab-completions"),
             id="panel-tabs",
         )
-        self._filter = Input(placeholder="filter metrics by name (enter keeps it, esc clears it)", id="filter")
-        self._caption = Static("", id="grid-caption")
-        self._caption_layout: RowLayout | None = None
-        self._grid = MetricGrid(id="grid")
+        self._metrics = MetricsPane(id="metrics-pane")
+        self._grid = self._metrics.grid
         self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
         self._completions = CompletionsPlaceholder(id="completions-pane")
         # themes before the first stylesheet pass, so startup styles the screen once
@@ -189,17 +185,13 @@ class GrpoTuiApp(App[None]):
         yield self._header
         yield self._tabs
         with Horizontal(id="body"):
-            with Vertical(id="metrics-pane"):
-                yield self._filter
-                yield self._caption
-                yield self._grid
+            yield self._metrics
             yield self._diagnosis_panel
         yield self._completions
         yield Footer()
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, lambda _theme: self._force_redraw())
-        self._filter.display = False
         self._apply_layout(self.size.width)
         self._show_pane(self._pane)
         self._grid.focus()
@@ -321,12 +313,9 @@ class GrpoTuiApp(App[None]):
         """The newest data read has been diagnosed and drawn (tests and the bench wait on it)."""
         version = self.run_state.version
         drawn = self._drawn is not None and self._drawn[0] == version
-        # the caption follows the grid's column widths one message later (LayoutChanged);
-        # a grid that is not on screen (another tab) has nothing to align
-        caption_aligned = not self._grid.region or self._caption_layout == self._grid.layout
         return (
             drawn
-            and caption_aligned
+            and self._metrics.caption_aligned
             and self._diagnosed_version == version
             and self._pending is None
             and not self._diagnosing
@@ -360,8 +349,7 @@ class GrpoTuiApp(App[None]):
             return
         started = time.perf_counter()
         self._drawn = key
-        self._grid.show(GridSource(run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette))
-        self._draw_caption()
+        self._metrics.show(GridSource(run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette))
         self._diagnosis_panel.show(self.diagnosis, spec.palette, pending=self._diagnosis_pending_text())
         summary = diagnosis_summary(self.diagnosis)
         if self._diagnosis_tab.label.plain != summary:
@@ -379,21 +367,6 @@ class GrpoTuiApp(App[None]):
             self._header_drawn = key
             self._header.show(view)
 
-    def _draw_caption(self) -> None:
-        grid = self._grid
-        store = self.run_state.store
-        text = Text(no_wrap=True, overflow="ellipsis", style="dim")
-        text.append("metric".ljust(grid.layout.name) + " " + "last".rjust(VALUE_WIDTH) + "    ")
-        if len(store):
-            first, last = float(store.steps[0]), store.last_step()
-            text.append(f"history, steps {format_step(first)}–{format_step(last or first)}")
-        if grid.filter:
-            text.append("   filter: ", style="bold")
-            text.append_text(inert(grid.filter, "bold"))
-            text.append(f" ({len(grid.names)})", style="bold")
-        self._caption.update(text)
-        self._caption_layout = grid.layout
-
     def _diagnosis_pending_text(self) -> str:
         if self.diagnosis_error is not None:
             return f"diagnosis failed: {printable(self.diagnosis_error)}"
@@ -408,10 +381,6 @@ class GrpoTuiApp(App[None]):
         return DetailSource(run.store, run.version, self.rules, run.context, self.diagnosis, self.theme_spec.palette)
 
     # -- actions ------------------------------------------------------------------------
-    @on(MetricGrid.LayoutChanged)
-    def _grid_layout_changed(self) -> None:
-        self._draw_caption()
-
     @on(MetricGrid.MetricChosen)
     def _open_detail(self, message: MetricGrid.MetricChosen) -> None:
         self.push_screen(DetailScreen(message.name, self._detail_source()))
@@ -421,48 +390,20 @@ class GrpoTuiApp(App[None]):
             self.pop_screen()
             return
         rows = key_rows(self.get_key_display, self.BINDINGS, MetricGrid.BINDINGS, DetailScreen.BINDINGS)
-        threshold = stall_threshold(self.run_state.usual_interval())
-        notes = [
-            "Zones: ✓ healthy  ! caution  ✗ bad  ? unknown  · not applicable (no bands).",
-            "Trends: ↗ rising  → flat  ↘ falling  ⇈ exploding.",
-            (
-                f"STALLED: no new data for more than {threshold:.0f} s now (5 × the usual interval"
-                " between lines, at least 120 s; 600 s until the interval is known)."
-            ),
-            "The diagnosis is the engine of `grpo-tui check`, re-run at most once a second.",
-        ]
+        notes = help_notes(self.run_state.usual_interval(), DIAGNOSIS_INTERVAL_S)
         self.push_screen(HelpScreen(help_text(rows, notes)))
 
     def action_filter(self) -> None:
         if self._pane != "metrics":
             self._show_pane("metrics")
-        self._filter.display = True
-        # focus now (not after a refresh) so keys typed right after `/` land in the box
-        self.main_screen.set_focus(self._filter)
+        self._metrics.open_filter()
 
     def on_key(self, event: Key) -> None:
-        # Textual routes keys to the widget focused when they arrive: keys typed right after
-        # `/` were queued for the grid and come back unhandled; they belong in the box
-        if self.focused is self._filter and event.is_printable and event.character:
-            self._filter.insert_text_at_cursor(event.character)
-            event.stop()
-
-    @on(Input.Changed, "#filter")
-    def _filter_changed(self, event: Input.Changed) -> None:
-        self._grid.set_filter(event.value)
-        self._draw_caption()
-
-    @on(Input.Submitted, "#filter")
-    def _filter_submitted(self, event: Input.Submitted) -> None:
-        self._filter.display = False
-        self._grid.focus()
+        if self._metrics.filter_has_focus:
+            self._metrics.type_into_filter(event)
 
     def action_clear_filter(self) -> None:
-        self._filter.value = ""
-        self._filter.display = False
-        self._grid.set_filter("")
-        self._grid.focus()
-        self._draw_caption()
+        self._metrics.clear_filter()
 
     def _show_paused_header(self) -> None:
         """Frames stop while paused, but the header must say PAUSED (and what waits)."""

@@ -18,9 +18,9 @@ from rich.text import Text
 
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import Buckets
+from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
-from grpo_tui.ui.themes import ZonePalette
 
 if TYPE_CHECKING:
     import plotext

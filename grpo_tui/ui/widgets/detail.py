@@ -16,10 +16,10 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
-from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import ScenarioId, Zone
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
+from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import ScenarioId, Zone
 
 #: cells the y-axis labels and frame take beside the plotted area
 _AXIS_CELLS = 10

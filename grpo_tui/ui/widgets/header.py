@@ -7,7 +7,6 @@ changed.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,14 +15,16 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
-from grpo_tui.numbers import format_duration, format_step
+from grpo_tui.presentation import (
+    FACT_SEPARATOR,
+    pack_facts,
+    progress_facts,
+    state_headline,
+)
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import run_state, stall_words
-from grpo_tui.vocabulary import RunState
 from grpo_tui.ui.inert import inert
 from grpo_tui.untrusted import printable
-
-_SEP = " · "
+from grpo_tui.vocabulary import RunState
 
 
 @dataclass(frozen=True)
@@ -52,52 +53,13 @@ def _run_label(run: Run) -> str:
     return printable(label + framework)
 
 
-def _age_text(age: float) -> str:
-    return f"{format_duration(age)} ago"
-
-
 def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
-    state, age = run_state(run, now)
-    progress = run.progress()
-    if state is RunState.UNREADABLE and run.unreadable is not None:
-        state_label = printable("UNREADABLE " + run.unreadable)
-    elif state is RunState.READING and run.reading is not None:
-        done, total = run.reading
-        state_label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
-    elif state is RunState.FINISHED:
-        state_label = "FINISHED"
-    elif state is RunState.STALLED and age is not None:
-        state_label = f"STALLED: {stall_words(run, age)}"
-    elif state is RunState.WAITING:
-        waiting = f" for {run.waiting_for}" if run.waiting_for else " for data"
-        state_label = printable("WAITING" + waiting)
-    else:
-        state_label = "LIVE"
-    facts: list[str] = []
-    if progress.step is not None:
-        step = f"step {format_step(progress.step)}"
-        if progress.max_steps:
-            step += f"/{progress.max_steps}"
-        if progress.fraction is not None:
-            step += f" {100 * progress.fraction:.0f}%"
-        facts.append(step)
-    if progress.remaining_s is not None and state is not RunState.FINISHED:
-        facts.append(f"ETA {format_duration(progress.remaining_s)}")
-    if progress.seconds_per_step is not None and progress.seconds_per_step > 0:
-        spi = progress.seconds_per_step
-        facts.append(f"{spi:.3g} s/it" if spi >= 1 else f"{1 / spi:.3g} it/s")
-    if progress.memory_gib is not None and math.isfinite(progress.memory_gib):
-        facts.append(f"{progress.memory_gib:.1f} GiB")
-    if progress.elapsed_s is not None:
-        facts.append(f"elapsed {format_duration(progress.elapsed_s)}")
-    if age is not None:
-        facts.append(f"last data {_age_text(age)}")
-    facts.append(f"{run.bad_line_count} bad line{'' if run.bad_line_count == 1 else 's'}")
+    state, state_label = state_headline(run, now)
     return HeaderView(
         state=state,
         state_label=state_label,
         run_label=_run_label(run),
-        facts=tuple(facts),
+        facts=progress_facts(run, now),
         bad_lines=run.bad_line_count,
         paused=paused,
         notes=tuple(printable(note) for note in run.notes),
@@ -165,18 +127,13 @@ class RunHeader(Vertical):
 
     def _draw_facts(self, view: HeaderView) -> None:
         """Facts packed into lines of the header's width, never broken inside a fact."""
-        width = max(20, self.size.width or 80)
         text = Text(no_wrap=True, overflow="ellipsis")
-        used = 0
-        for index, fact in enumerate(view.facts):
-            if index:
-                if used + len(_SEP) + len(fact) > width:
-                    text.append("\n")
-                    used = 0
-                else:
-                    text.append(_SEP, style="dim")
-                    used += len(_SEP)
-            style = "bold" if fact.endswith(("bad line", "bad lines")) and view.bad_lines else ""
-            text.append(fact, style=style)
-            used += len(fact)
+        for number, line in enumerate(pack_facts(view.facts, max(20, self.size.width or 80))):
+            if number:
+                text.append("\n")
+            for index, fact in enumerate(line):
+                if index:
+                    text.append(FACT_SEPARATOR, style="dim")
+                bold = fact.endswith(("bad line", "bad lines")) and view.bad_lines
+                text.append(fact, style="bold" if bold else "")
         self._facts.update(text)

@@ -13,6 +13,14 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from grpo_tui.run.state import (
+    STALL_FLOOR_S,
+    STALL_INTERVALS,
+    STALL_UNKNOWN_INTERVAL_S,
+    stall_threshold,
+)
+from grpo_tui.vocabulary import Direction, Zone
+
 #: keys Textual itself provides, described the same way
 BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
     ("tab / shift+tab", "Move focus between panels"),
@@ -46,6 +54,24 @@ def key_rows(display: Callable[[Binding], str], *binding_groups: Iterable[Bindin
             rows.append((label, binding.description))
     rows.extend(BUILTIN_KEYS)
     return rows
+
+
+def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[str]:
+    """What the glyphs mean and when the header says STALLED, from core's own words and
+    thresholds (so the help never restates a number the code does not use)."""
+    zones = "  ".join(f"{zone.glyph} {zone.word}" for zone in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA))
+    trends = "  ".join(f"{d.glyph} {d.word}" for d in Direction if d is not Direction.UNKNOWN)
+    threshold = stall_threshold(usual_interval)
+    return [
+        f"Zones: {zones} (not applicable: no bands, or the context makes them meaningless).",
+        f"Trends: {trends}.",
+        (
+            f"STALLED: no new data for more than {threshold:.0f} s now ({STALL_INTERVALS} × the usual "
+            f"interval between lines, at least {STALL_FLOOR_S:.0f} s; {STALL_UNKNOWN_INTERVAL_S:.0f} s "
+            "until the interval is known)."
+        ),
+        f"The diagnosis is the engine of `grpo-tui check`, re-run at most once every {diagnosis_interval:g} s.",
+    ]
 
 
 def help_text(rows: list[tuple[str, str]], notes: Iterable[str]) -> Text:

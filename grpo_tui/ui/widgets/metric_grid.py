@@ -21,9 +21,9 @@ from textual.strip import Strip
 
 from grpo_tui.health.diagnose import Diagnosis
 from grpo_tui.health.rules import Rules
+from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
-from grpo_tui.ui.metric_order import matches_filter, order_metrics
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,

@@ -18,10 +18,10 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
-from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import Direction, Zone
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
+from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import Direction, Zone
 
 VALUE_WIDTH = 9
 MIN_SPARK_WIDTH = 4

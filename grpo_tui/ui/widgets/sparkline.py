@@ -16,34 +16,12 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.style import Style
 
+from grpo_tui.presentation import BARS, GAP, bar_levels
 from grpo_tui.run.metrics import Buckets
 from grpo_tui.ui.themes import ZonePalette
 
-BARS = "▁▂▃▄▅▆▇█"
-GAP = " "
-#: level drawn for every bucket of a constant series
-_FLAT_LEVEL = 3
 #: the cell for each level; index -1 (a gap) is the last entry
 _CELLS = np.array([*BARS, GAP])
-
-
-def bar_levels(values: np.ndarray) -> np.ndarray:
-    """Bar index 0..7 per value, scaled between the finite min and max; -1 for a gap."""
-    values = np.asarray(values, dtype=float)
-    levels = np.full(values.shape, -1, dtype=np.int8)
-    finite = np.isfinite(values)
-    if not finite.any():
-        return levels
-    shown = values[finite]
-    lo, hi = float(shown.min()), float(shown.max())
-    span = hi - lo
-    # a span that is zero, or lost in float rounding, draws as a flat line
-    if not np.isfinite(span) or span <= 1e-12 * max(abs(lo), abs(hi), 1e-300):
-        levels[finite] = _FLAT_LEVEL
-        return levels
-    scaled = (shown - lo) / span * (len(BARS) - 1)
-    levels[finite] = np.clip(np.rint(scaled), 0, len(BARS) - 1).astype(np.int8)
-    return levels
 
 
 def sparkline_segments(

@@ -1,0 +1,186 @@
+"""How a run is presented, said once for every view.
+
+The live monitor and `check` list metrics in the same order, draw the same sparkline bars
+and describe where the run is in the same words: its state ("LIVE", "STALLED: no data for
+3h52m, usually every 9s", "UNREADABLE permission denied: PATH") and its progress facts
+("step 170/300 57%", "ETA 19m26s", "8.97 s/it", ...). Glyphs and words of zones, severities
+and answers are the vocabulary's (grpo_tui.vocabulary).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from grpo_tui.numbers import format_duration, format_step
+from grpo_tui.run.live import Run
+from grpo_tui.run.state import run_state, stall_words
+from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import RunState
+
+# -- metric order ----------------------------------------------------------------------------
+
+#: the group-spread and policy signals, in the order a reader scans them
+GRPO_SIGNALS: tuple[str, ...] = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "clip_ratio",
+    "kl",
+    "completion_length",
+    "clipped_ratio",
+    "entropy",
+)
+OPTIMISER: tuple[str, ...] = ("loss", "grad_norm", "learning_rate")
+#: per-function rewards shown in `check`'s metric table at most
+TABLE_REWARD_ROWS = 6
+
+
+def is_function_reward(name: str) -> bool:
+    return name.startswith("rewards/") and name.endswith("/mean")
+
+
+def _group(name: str) -> tuple[int, int]:
+    """(group, rank inside the group); equal keys keep the store's first-appearance order."""
+    if name in GRPO_SIGNALS:
+        return 0, GRPO_SIGNALS.index(name)
+    if is_function_reward(name):
+        return 1, 0
+    if name.startswith("eval_"):
+        inner = name[len("eval_") :]
+        if inner in GRPO_SIGNALS:
+            return 2, GRPO_SIGNALS.index(inner)
+        if is_function_reward(inner):
+            return 2, len(GRPO_SIGNALS)
+        if inner in OPTIMISER:
+            return 2, len(GRPO_SIGNALS) + 1
+        # eval bookkeeping (runtime, samples/s) and eval spreads go with the rest
+        return 4, 0
+    if name in OPTIMISER:
+        return 3, OPTIMISER.index(name)
+    return 4, 0
+
+
+def order_metrics(names: Iterable[str]) -> list[str]:
+    """GRPO signals, per-function rewards, eval metrics (the eval_ mirrors of those and
+    eval_loss), optimiser metrics, then the rest (each in first-appearance order unless the
+    group has its own order)."""
+    return sorted(names, key=_group)  # sorted() is stable: ties keep first appearance
+
+
+def table_metrics(names: Iterable[str]) -> list[str]:
+    """The metrics `check` tabulates, in the grid's order: the GRPO signals, the first
+    per-function rewards, eval_reward and the optimiser's."""
+    wanted = {*GRPO_SIGNALS, "eval_reward", *OPTIMISER}
+    ordered = order_metrics(names)
+    rewards = [name for name in ordered if is_function_reward(name)][:TABLE_REWARD_ROWS]
+    return [name for name in ordered if name in wanted or name in rewards]
+
+
+def matches_filter(name: str, query: str) -> bool:
+    """Case-insensitive substring match; every space-separated word must match."""
+    lowered = name.lower()
+    return all(word in lowered for word in query.lower().split())
+
+
+# -- sparkline bars ----------------------------------------------------------------------------
+
+BARS = "▁▂▃▄▅▆▇█"
+GAP = " "
+#: level drawn for every value of a constant series
+FLAT_LEVEL = 3
+
+
+def bar_levels(values: np.ndarray) -> np.ndarray:
+    """Bar index 0..7 per value, scaled between the finite min and max; -1 for a gap (NaN,
+    ±inf). A constant series draws a flat middle bar."""
+    values = np.asarray(values, dtype=float)
+    levels = np.full(values.shape, -1, dtype=np.int8)
+    finite = np.isfinite(values)
+    if not finite.any():
+        return levels
+    shown = values[finite]
+    lo, hi = float(shown.min()), float(shown.max())
+    span = hi - lo
+    # a span that is zero, or lost in float rounding, draws as a flat line
+    if not np.isfinite(span) or span <= 1e-12 * max(abs(lo), abs(hi), 1e-300):
+        levels[finite] = FLAT_LEVEL
+        return levels
+    scaled = (shown - lo) / span * (len(BARS) - 1)
+    levels[finite] = np.clip(np.rint(scaled), 0, len(BARS) - 1).astype(np.int8)
+    return levels
+
+
+def bars(values: np.ndarray) -> str:
+    """The values as sparkline text, one cell per value."""
+    return "".join(BARS[level] if level >= 0 else GAP for level in bar_levels(values).tolist())
+
+
+# -- state and progress ------------------------------------------------------------------------
+
+
+def state_headline(run: Run, now: float) -> tuple[RunState, str]:
+    """The run's state and how the header badge says it ("LIVE", "READING HISTORY 25%",
+    "STALLED: no data for 6m40s, usually every 30s", "UNREADABLE permission denied: PATH")."""
+    state, age = run_state(run, now)
+    if state is RunState.UNREADABLE and run.unreadable is not None:
+        label = "UNREADABLE " + run.unreadable
+    elif state is RunState.READING and run.reading is not None:
+        done, total = run.reading
+        label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
+    elif state is RunState.STALLED and age is not None:
+        label = f"STALLED: {stall_words(run, age)}"
+    elif state is RunState.WAITING:
+        label = "WAITING for " + (run.waiting_for or "data")
+    else:
+        label = state.word.upper()
+    return state, printable(label)
+
+
+def progress_facts(run: Run, now: float) -> tuple[str, ...]:
+    """Where the run is, as short facts: step / max %, ETA, speed, memory, elapsed, the age
+    of the newest data, the bad-line count."""
+    state, age = run_state(run, now)
+    progress = run.progress()
+    facts: list[str] = []
+    if progress.step is not None:
+        step = f"step {format_step(progress.step)}"
+        if progress.max_steps:
+            step += f"/{progress.max_steps}"
+        if progress.fraction is not None:
+            step += f" {100 * progress.fraction:.0f}%"
+        facts.append(step)
+    if progress.remaining_s is not None and state is not RunState.FINISHED:
+        facts.append(f"ETA {format_duration(progress.remaining_s)}")
+    if progress.seconds_per_step is not None and progress.seconds_per_step > 0:
+        spi = progress.seconds_per_step
+        facts.append(f"{spi:.3g} s/it" if spi >= 1 else f"{1 / spi:.3g} it/s")
+    if progress.memory_gib is not None and math.isfinite(progress.memory_gib):
+        facts.append(f"{progress.memory_gib:.1f} GiB")
+    if progress.elapsed_s is not None:
+        facts.append(f"elapsed {format_duration(progress.elapsed_s)}")
+    if age is not None:
+        facts.append(f"last data {format_duration(age)} ago")
+    facts.append(f"{run.bad_line_count} bad line{'' if run.bad_line_count == 1 else 's'}")
+    return tuple(facts)
+
+
+#: what separates facts on one line
+FACT_SEPARATOR = " · "
+
+
+def pack_facts(facts: Iterable[str], width: int) -> list[list[str]]:
+    """Facts packed into lines of at most `width` cells (joined by FACT_SEPARATOR), a fact
+    never broken (one longer than the width has a line of its own)."""
+    lines: list[list[str]] = []
+    used = 0
+    for fact in facts:
+        if lines and used + len(FACT_SEPARATOR) + len(fact) <= width:
+            lines[-1].append(fact)
+            used += len(FACT_SEPARATOR) + len(fact)
+        else:
+            lines.append([fact])
+            used = len(fact)
+    return lines
