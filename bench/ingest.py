@@ -167,7 +167,12 @@ def main() -> None:
         _, ours_peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         rss_after_ours = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        runs = (("orjson", run_orjson), ("ours", run_ours), ("plain", run_plain), ("pandas", run_pandas))
+        runs = (
+            ("orjson", run_orjson),
+            ("ours", run_ours),
+            ("plain", run_plain),
+            ("pandas", run_pandas),
+        )
         best = {name: float("inf") for name, _ in runs}
         rows = {}
         for _ in range(args.repeat):
@@ -177,12 +182,20 @@ def main() -> None:
                 best[name] = min(best[name], time.perf_counter() - started)
     print(f"file: {args.lines} lines, {size_mb:.1f} MB; best of {args.repeat}; one process")
     for name in ("ours", "plain", "orjson", "pandas"):
-        print(f"  {name:<7} {best[name]:7.3f} s  {args.lines / best[name]:>10,.0f} lines/s  ({rows[name]} rows)")
-    print(f"ours / plain reader throughput: {best['plain'] / best['ours']:.2f}x (the fast reader's reason to exist)")
-    print(f"ours / bare orjson loop throughput: {best['orjson'] / best['ours']:.2f}x (parsing alone, no store)")
+        print(
+            f"  {name:<7} {best[name]:7.3f} s  {args.lines / best[name]:>10,.0f} lines/s  ({rows[name]} rows)"
+        )
+    print(
+        f"ours / plain reader throughput: {best['plain'] / best['ours']:.2f}x (the fast reader's reason to exist)"
+    )
+    print(
+        f"ours / bare orjson loop throughput: {best['orjson'] / best['ours']:.2f}x (parsing alone, no store)"
+    )
     print(f"ours / pandas.read_json throughput: {best['pandas'] / best['ours']:.2f}x")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"our backfill: peak traced allocation {ours_peak / 1e6:.0f} MB; process peak RSS after it {rss_after_ours:.0f} MB")
+    print(
+        f"our backfill: peak traced allocation {ours_peak / 1e6:.0f} MB; process peak RSS after it {rss_after_ours:.0f} MB"
+    )
     print(f"peak RSS of the whole benchmark process (pandas included): {peak_mb:.0f} MB")
 
 

@@ -31,14 +31,14 @@ from rich.segment import Segment
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_value
+from grpo_tui.presentation import GRPO_SIGNALS, OPTIMISER, order_metrics
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.records import ColumnGroup, RowBlock
-from grpo_tui.vocabulary import LineKind
-from grpo_tui.presentation import GRPO_SIGNALS, OPTIMISER, order_metrics
 from grpo_tui.ui.themes import load_themes
 from grpo_tui.ui.widgets.metric_rows import RowLayout, build_row, row_segments
+from grpo_tui.vocabulary import LineKind
 
 #: the grid's real rows: the GRPO signals, one per-function reward, the optimiser state
 METRICS = (*GRPO_SIGNALS, "rewards/accuracy/mean", *OPTIMISER)
@@ -68,7 +68,9 @@ def build_store(steps: int, chunk: int = 200_000) -> MetricStore:
             + [np.abs(rng.normal(0.3, 0.1, n)) for _ in range(len(METRICS) - 1)]
         )
         group = ColumnGroup(np.arange(n), METRICS, {m: m for m in METRICS}, values)
-        store.add_block(RowBlock(np.full(n, LineKind.TRAIN, np.uint8), step, [group], max_steps=steps))
+        store.add_block(
+            RowBlock(np.full(n, LineKind.TRAIN, np.uint8), step, [group], max_steps=steps)
+        )
     return store
 
 
@@ -91,7 +93,9 @@ class GridFrame:
 
 
 def frame_seconds(store: MetricStore, frames: int) -> float:
-    console = Console(file=io.StringIO(), width=WIDTH, color_system="truecolor", force_terminal=True)
+    console = Console(
+        file=io.StringIO(), width=WIDTH, color_system="truecolor", force_terminal=True
+    )
     frame = GridFrame(store, WIDTH)
     console.print(frame)  # warm up caches and imports
     started = time.perf_counter()
@@ -176,7 +180,7 @@ async def measure_latency(appends: int, watch_files: bool) -> list[float]:
                 await asyncio.sleep(rng.uniform(0.2, 1.6))
                 reward = 0.7 + (index + 1) / 1000
                 value = format_value(reward)  # what the grid will show
-                with open(log, "a", encoding="utf-8") as handle:  # noqa: ASYNC230 - timed on purpose
+                with open(log, "a", encoding="utf-8") as handle:
                     handle.write(train_line(501 + index, reward))
                     handle.flush()
                 written = time.perf_counter()

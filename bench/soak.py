@@ -31,13 +31,17 @@ from grpo_tui.ui.app import GrpoTuiApp
 def simulated_lines(total: int) -> list[str]:
     """`total` logging.jsonl lines of a simulated healthy run (train and eval lines)."""
     with tempfile.TemporaryDirectory() as tmp:
-        config = replace(SimConfig(scenario="healthy", seed=1), max_steps=total, logging_steps=1, eval_steps=50)
+        config = replace(
+            SimConfig(scenario="healthy", seed=1), max_steps=total, logging_steps=1, eval_steps=50
+        )
         run_dir = write_run(Path(tmp), config=config)
         lines = (run_dir / "logging.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     return [line for line in lines if '"log_history"' not in line and '"train_runtime"' not in line]
 
 
-async def soak(history: list[str], appended: list[str], rate: float, seconds: float, profile: bool) -> float:
+async def soak(
+    history: list[str], appended: list[str], rate: float, seconds: float, profile: bool
+) -> float:
     """CPU seconds per appended line while following a run with `history` lines."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "output" / "v0-20260101-000000"

@@ -40,12 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     tail = sub.add_parser("tail", help="open the live monitor on PATH (the default command)")
-    tail.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
+    tail.add_argument(
+        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+    )
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
-    check = sub.add_parser("check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)")
-    check.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
+    check = sub.add_parser(
+        "check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)"
+    )
+    check.add_argument(
+        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+    )
     check.add_argument("--json", action="store_true", help="one JSON object instead of text")
     check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
@@ -53,16 +59,24 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
     demo = sub.add_parser("demo", help="watch a simulated GRPO run live (no GPU needed)")
-    demo.add_argument("--scenario", default="healthy", help="healthy, not_learning, too_aggressive, "
-                      "reward_hacking, truncation, length_collapse, low_diversity, saturated")
+    demo.add_argument(
+        "--scenario",
+        default="healthy",
+        help="healthy, not_learning, too_aggressive, "
+        "reward_hacking, truncation, length_collapse, low_diversity, saturated",
+    )
     demo.add_argument("--speed", type=float, default=4.0, help="simulated steps per second")
     demo.add_argument("--theme", help="default, light, colorblind, mono")
     demo.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
-    inspect.add_argument("path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json")
+    inspect.add_argument(
+        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+    )
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
-    inspect.add_argument("--follow", action="store_true", help="keep reading; print a line per batch")
+    inspect.add_argument(
+        "--follow", action="store_true", help="keep reading; print a line per batch"
+    )
     return parser
 
 
@@ -80,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         if os.environ.get(DEBUG_ENV):
             raise
-        say(f"internal error: {type(error).__name__}: {error} (set {DEBUG_ENV}=1 for the traceback)")
+        say(
+            f"internal error: {type(error).__name__}: {error} (set {DEBUG_ENV}=1 for the traceback)"
+        )
         return EXIT_INTERNAL
 
 

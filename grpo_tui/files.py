@@ -30,12 +30,14 @@ _FILE_KINDS = (
 class NotRegularFile(OSError):
     """The path names something other than a regular file (reading it could block forever)."""
 
+
 def file_kind(mode: int) -> str:
     """What a stat mode names, in words ("a FIFO"); "a regular file" for one."""
     for test, words in _FILE_KINDS:
         if test(mode):
             return words
     return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
 
 def open_regular(path: Path) -> BinaryIO:
     """Open a regular file for reading without ever blocking. Raises NotRegularFile for a
@@ -50,6 +52,7 @@ def open_regular(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
 
 def describe_os_error(error: OSError, path: Path | str) -> str:
     """One line for a file that cannot be read: "permission denied: PATH", ..."""

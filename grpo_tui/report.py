@@ -42,7 +42,6 @@ ZONE_STYLES = {
 }
 
 
-
 # -- small formatters ----------------------------------------------------------------
 
 
@@ -87,15 +86,11 @@ class Hanging:
         self.body = body if isinstance(body, Text) else Text(body)
         self.indent = indent
 
-    def __rich_console__(
-        self, console: Console, options: ConsoleOptions
-    ) -> RenderResult:
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         lines = self.body.wrap(console, max(10, options.max_width - self.indent))
         if self.marker.plain:
             first = (
-                Text(" " * max(0, self.indent - self.marker.cell_len - 1))
-                + self.marker
-                + Text(" ")
+                Text(" " * max(0, self.indent - self.marker.cell_len - 1)) + self.marker + Text(" ")
             )
         else:
             first = Text(" " * self.indent)
@@ -114,9 +109,7 @@ def scenario_block(diagnosis: Diagnosis) -> list[RenderableType]:
         head.append(scenario.title, style="bold")
         if scenario.onset_step is not None:
             head.append(f"  since step {format_step(scenario.onset_step)}", style="dim")
-        lines.append(
-            Hanging(Text(scenario.severity.glyph, style=style), head, indent=2)
-        )
+        lines.append(Hanging(Text(scenario.severity.glyph, style=style), head, indent=2))
         for evidence in scenario.evidence:
             lines.append(Hanging(Text("•", style="dim"), evidence.text))
         if scenario.severity.warns:
@@ -233,7 +226,9 @@ def _evidence_json(evidence: Evidence) -> dict[str, Any]:
     }
 
 
-def diagnosis_to_json(run: Run, diagnosis: Diagnosis, *, now: float | None = None) -> dict[str, Any]:
+def diagnosis_to_json(
+    run: Run, diagnosis: Diagnosis, *, now: float | None = None
+) -> dict[str, Any]:
     """The diagnosis as plain JSON data (NaN and ±Inf become null)."""
     state, age = run_state(run, time.time() if now is None else now)
     store = run.store

@@ -150,16 +150,29 @@ class _Scenario:
 def _healthy(t: float) -> _Policy:
     # both rewards climb all run long; on-policy (clip 0); KL small, rising no faster
     # than linearly
-    return _Policy(acc=-3.4 + 5.2 * t, fmt=-3.5 + 5.9 * t, length=0.38 + 0.03 * t,
-                   kl=0.002 + 0.048 * t**0.9, entropy=0.78 - 0.2 * t,
-                   grad_norm=0.3 - 0.08 * t)
+    return _Policy(
+        acc=-3.4 + 5.2 * t,
+        fmt=-3.5 + 5.9 * t,
+        length=0.38 + 0.03 * t,
+        kl=0.002 + 0.048 * t**0.9,
+        entropy=0.78 - 0.2 * t,
+        grad_norm=0.3 - 0.08 * t,
+    )
 
 
 def _not_learning(t: float) -> _Policy:
     # tag-less rambling: every reward 0 almost always; lr so small nothing moves.
     # num_iterations 2 (see _SCENARIO_SPECS) makes clip_ratio applicable, and it stays ~1e-4
-    return _Policy(acc=-2.2, fmt=_logit(0.0015), length=0.3, untagged=1.0,
-                   kl=2e-5, entropy=0.92, grad_norm=0.004, clip=1.5e-4)
+    return _Policy(
+        acc=-2.2,
+        fmt=_logit(0.0015),
+        length=0.3,
+        untagged=1.0,
+        kl=2e-5,
+        entropy=0.92,
+        grad_norm=0.004,
+        clip=1.5e-4,
+    )
 
 
 def _too_aggressive(t: float) -> _Policy:
@@ -167,63 +180,111 @@ def _too_aggressive(t: float) -> _Policy:
     # num_iterations 2: with logging_steps 1 the re-use lines (no reward keys) show the
     # clip ratio itself, as in ms-swift; with 5 every line averages it with zeros
     rise = _ramp(t, 0.0, 0.2)
-    return _Policy(acc=-2.0 + 2.8 * rise, fmt=-0.5 + 3.0 * rise,
-                   length=0.45 - 0.21 * _ramp(t, 0.2, 1.0),
-                   jitter=1.0 * _ramp(t, 0.25, 0.45), repeat=0.3 * _ramp(t, 0.3, 1.0),
-                   kl=0.005 + 4.0 / (1.0 + math.exp(-(t - 0.45) * 12.0)),
-                   entropy=0.8 - 0.55 * t, grad_norm=0.4 + 2.2 * t,
-                   # re-use steps: region clip 0.2 -> 0.92; a 5-step window averages it
-                   # with the rollout steps' zeros (0.4-0.6 of it)
-                   clip=min(0.92, 0.2 + 1.1 * t))
+    return _Policy(
+        acc=-2.0 + 2.8 * rise,
+        fmt=-0.5 + 3.0 * rise,
+        length=0.45 - 0.21 * _ramp(t, 0.2, 1.0),
+        jitter=1.0 * _ramp(t, 0.25, 0.45),
+        repeat=0.3 * _ramp(t, 0.3, 1.0),
+        kl=0.005 + 4.0 / (1.0 + math.exp(-(t - 0.45) * 12.0)),
+        entropy=0.8 - 0.55 * t,
+        grad_norm=0.4 + 2.2 * t,
+        # re-use steps: region clip 0.2 -> 0.92; a 5-step window averages it
+        # with the rollout steps' zeros (0.4-0.6 of it)
+        clip=min(0.92, 0.2 + 1.1 * t),
+    )
 
 
 def _reward_hacking(t: float) -> _Policy:
     # the templated answer (always well tagged, answer a guess) takes over by t = 0.45;
     # correctness drifts down a little as the reasoning is replaced by boilerplate
-    return _Policy(acc=_logit(0.22 - 0.03 * t), fmt=_logit(0.1), untagged=0.0, length=0.23,
-                   template=_ramp(t, 0.0, 0.45), kl=0.002 + 0.075 * t, entropy=0.75 - 0.45 * t,
-                   grad_norm=0.25)
+    return _Policy(
+        acc=_logit(0.22 - 0.03 * t),
+        fmt=_logit(0.1),
+        untagged=0.0,
+        length=0.23,
+        template=_ramp(t, 0.0, 0.45),
+        kl=0.002 + 0.075 * t,
+        entropy=0.75 - 0.45 * t,
+        grad_norm=0.25,
+    )
 
 
 def _truncation(t: float) -> _Policy:
     # ~3/4 of completions run into the cap; the rest stop just below it
-    return _Policy(acc=0.2, fmt=_logit(0.9), length=0.955, length_sd=0.015,
-                   trunc=0.72 + 0.06 * t, kl=0.001 + 0.03 * t, entropy=0.85, grad_norm=0.2)
+    return _Policy(
+        acc=0.2,
+        fmt=_logit(0.9),
+        length=0.955,
+        length_sd=0.015,
+        trunc=0.72 + 0.06 * t,
+        kl=0.001 + 0.03 * t,
+        entropy=0.85,
+        grad_norm=0.2,
+    )
 
 
 def _length_collapse(t: float) -> _Policy:
     # ~400 tokens, then an exponential fall to ~20 from t = 0.12 (LengthBonus pays for it)
     length = 0.7 if t < 0.12 else 0.03 + 0.67 * math.exp(-(t - 0.12) / 0.18)
-    return _Policy(acc=-1.0 + 3.4 * t, fmt=2.5, length=length, length_sd=0.15,
-                   kl=0.002 + 0.075 * t, entropy=0.7 - 0.35 * t, grad_norm=0.3)
+    return _Policy(
+        acc=-1.0 + 3.4 * t,
+        fmt=2.5,
+        length=length,
+        length_sd=0.15,
+        kl=0.002 + 0.075 * t,
+        entropy=0.7 - 0.35 * t,
+        grad_norm=0.3,
+    )
 
 
 def _low_diversity(t: float) -> _Policy:
     # temperature 0.3: a group is one string repeated; sometimes one sample differs
-    return _Policy(acc=_logit(0.45), fmt=_logit(0.6), untagged=0.0, length=0.21, clone=0.7,
-                   kl=0.01 + 0.01 * t, entropy=0.12, grad_norm=0.08)
+    return _Policy(
+        acc=_logit(0.45),
+        fmt=_logit(0.6),
+        untagged=0.0,
+        length=0.21,
+        clone=0.7,
+        kl=0.01 + 0.01 * t,
+        entropy=0.12,
+        grad_norm=0.08,
+    )
 
 
 def _saturated(t: float) -> _Policy:
     # the data is easy: nearly every group all-correct, and more so over time
-    return _Policy(acc=2.5 + 5.5 * t, fmt=3.5 + 5.5 * t, length=0.33, kl=0.02 + 0.04 * t,
-                   entropy=0.45 - 0.15 * t, grad_norm=0.15 - 0.1 * t)
+    return _Policy(
+        acc=2.5 + 5.5 * t,
+        fmt=3.5 + 5.5 * t,
+        length=0.33,
+        kl=0.02 + 0.04 * t,
+        entropy=0.45 - 0.15 * t,
+        grad_norm=0.15 - 0.1 * t,
+    )
 
 
 _TASK_AND_FORMAT = ("MathAccuracy", "Format")
 _SCENARIO_SPECS: dict[str, _Scenario] = {
-    "healthy": _Scenario(_TASK_AND_FORMAT, 1e-6, 1, 1.0, _healthy, group_sd=1.3,
-                         eval_shift=lambda t: -0.2),
+    "healthy": _Scenario(
+        _TASK_AND_FORMAT, 1e-6, 1, 1.0, _healthy, group_sd=1.3, eval_shift=lambda t: -0.2
+    ),
     "not_learning": _Scenario(_TASK_AND_FORMAT, 5e-8, 2, 1.0, _not_learning, group_sd=0.3),
-    "too_aggressive": _Scenario(_TASK_AND_FORMAT, 5e-5, 2, 1.0, _too_aggressive,
-                                eval_shift=lambda t: -3.5 * _ramp(t, 0.5, 1.0)),
+    "too_aggressive": _Scenario(
+        _TASK_AND_FORMAT,
+        5e-5,
+        2,
+        1.0,
+        _too_aggressive,
+        eval_shift=lambda t: -3.5 * _ramp(t, 0.5, 1.0),
+    ),
     "reward_hacking": _Scenario(_TASK_AND_FORMAT, 2e-6, 1, 1.0, _reward_hacking, group_sd=0.5),
     "truncation": _Scenario(_TASK_AND_FORMAT, 1e-6, 1, 1.0, _truncation, group_sd=0.5),
-    "length_collapse": _Scenario(("MathAccuracy", "LengthBonus"), 3e-6, 1, 1.0,
-                                 _length_collapse),
+    "length_collapse": _Scenario(("MathAccuracy", "LengthBonus"), 3e-6, 1, 1.0, _length_collapse),
     "low_diversity": _Scenario(_TASK_AND_FORMAT, 1e-6, 1, 0.3, _low_diversity, group_sd=0.0),
-    "saturated": _Scenario(_TASK_AND_FORMAT, 1e-6, 1, 1.0, _saturated, group_sd=0.5,
-                           eval_shift=lambda t: -0.3),
+    "saturated": _Scenario(
+        _TASK_AND_FORMAT, 1e-6, 1, 1.0, _saturated, group_sd=0.5, eval_shift=lambda t: -0.3
+    ),
 }
 
 
@@ -241,8 +302,10 @@ class _Problem:
     @property
     def prompt(self) -> str:
         # the qwen chat template, as ms-swift logs it (special tokens kept)
-        return (f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
-                f"What is {self.a}{self.op}{self.b}?<|im_end|>\n<|im_start|>assistant\n")
+        return (
+            f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
+            f"What is {self.a}{self.op}{self.b}?<|im_end|>\n<|im_start|>assistant\n"
+        )
 
     def steps(self) -> list[str]:
         """The exact worked arithmetic, tens then ones."""
@@ -250,38 +313,72 @@ class _Problem:
         tens, ones = b - b % 10, b % 10
         if self.op == "+":
             return [f"{a} + {tens} = {a + tens}.", f"{a + tens} + {ones} = {a + b}."]
-        return [f"{a} × {tens} = {a * tens}.", f"{a} × {ones} = {a * ones}.",
-                f"{a * tens} + {a * ones} = {a * b}."]
+        return [
+            f"{a} × {tens} = {a * tens}.",
+            f"{a} × {ones} = {a * ones}.",
+            f"{a * tens} + {a * ones} = {a * b}.",
+        ]
 
 
 _OPENERS = (
-    "Let me work this out.", "Okay, we need {a} {w} {b}.", "The question asks for {a} {w} {b}.",
-    "First I read the problem again.", "Let's compute {a} {w} {b} step by step.",
-    "Alright, an arithmetic question.", "I need the value of {a} {w} {b}.",
+    "Let me work this out.",
+    "Okay, we need {a} {w} {b}.",
+    "The question asks for {a} {w} {b}.",
+    "First I read the problem again.",
+    "Let's compute {a} {w} {b} step by step.",
+    "Alright, an arithmetic question.",
+    "I need the value of {a} {w} {b}.",
     "Start with the two numbers, {a} and {b}.",
 )
 _FILLERS = (
-    "Let me double-check that.", "I should be careful with the carry.",
+    "Let me double-check that.",
+    "I should be careful with the carry.",
     "Writing it in columns helps.",
-    "Maybe I can split {b} into parts.", "Another way is to round {a} to the nearest ten.",
-    "That gives an estimate near {y}.", "So far so good.", "Wait, let me recount.",
-    "I keep the partial result {x} in mind.", "Estimating first keeps mistakes small.",
-    "Let me verify with a different order.", "Reversing the order: {b} {w} {a} is the same.",
-    "The estimate and the exact value should be close.", "Nothing tricky so far.",
-    "One more look at the last digit.", "{x} minus {y} would be something else entirely.",
-    "Hmm, is {x} right? No, that was a different sum.", "The units digit of {b} matters here.",
-    "I could also count up from {a}.", "Breaking numbers apart makes mental math easier.",
-    "Let me not rush this.", "A quick sanity check: the result must exceed {a}.",
-    "Suppose I had {x} instead; that would change everything.", "Good, the digits line up.",
-    "I think the method is sound.", "Let me write the intermediate values down.",
-    "Then I combine the pieces.", "Careful: {y} is only a rough guess.", "Fine, moving on.",
-    "Checking the tens place again.", "If I am off, it is probably by ten.",
-    "A number line picture might help: {a}, then a jump of {b}.", "That seems consistent.",
-    "Another check uses the last digits only.", "Honestly this is simple, but verify anyway.",
+    "Maybe I can split {b} into parts.",
+    "Another way is to round {a} to the nearest ten.",
+    "That gives an estimate near {y}.",
+    "So far so good.",
+    "Wait, let me recount.",
+    "I keep the partial result {x} in mind.",
+    "Estimating first keeps mistakes small.",
+    "Let me verify with a different order.",
+    "Reversing the order: {b} {w} {a} is the same.",
+    "The estimate and the exact value should be close.",
+    "Nothing tricky so far.",
+    "One more look at the last digit.",
+    "{x} minus {y} would be something else entirely.",
+    "Hmm, is {x} right? No, that was a different sum.",
+    "The units digit of {b} matters here.",
+    "I could also count up from {a}.",
+    "Breaking numbers apart makes mental math easier.",
+    "Let me not rush this.",
+    "A quick sanity check: the result must exceed {a}.",
+    "Suppose I had {x} instead; that would change everything.",
+    "Good, the digits line up.",
+    "I think the method is sound.",
+    "Let me write the intermediate values down.",
+    "Then I combine the pieces.",
+    "Careful: {y} is only a rough guess.",
+    "Fine, moving on.",
+    "Checking the tens place again.",
+    "If I am off, it is probably by ten.",
+    "A number line picture might help: {a}, then a jump of {b}.",
+    "That seems consistent.",
+    "Another check uses the last digits only.",
+    "Honestly this is simple, but verify anyway.",
 )
 _SHORT = (
-    "{a}{o}{b}={ans}", "{a} {o} {b} = {ans}", "sum {ans}", "so {ans}", "result: {ans}",
-    "{b}{o}{a}={ans}", "easy, {ans}", "it is {ans}", "gives {ans}", "= {ans}", "quick: {ans}",
+    "{a}{o}{b}={ans}",
+    "{a} {o} {b} = {ans}",
+    "sum {ans}",
+    "so {ans}",
+    "result: {ans}",
+    "{b}{o}{a}={ans}",
+    "easy, {ans}",
+    "it is {ans}",
+    "gives {ans}",
+    "= {ans}",
+    "quick: {ans}",
 )
 _STUTTERS = ("wait wait wait", "check check check check", "so so so", "again again again")
 _TEMPLATES = (  # two near-identical boilerplates: the "hack" the policy converges to
@@ -302,8 +399,9 @@ _TEMPLATES = (  # two near-identical boilerplates: the "hack" the policy converg
 
 #: a prompt with its difficulty offsets (logits) for correctness and for format
 _Prompt = tuple[_Problem, float, float]
-_PARAMETER_INFO = ("Qwen2ForCausalLM: 1543.7143M Params (1543.7143M Trainable [100.0000%]), "
-                   "0.0000M Buffers.")
+_PARAMETER_INFO = (
+    "Qwen2ForCausalLM: 1543.7143M Params (1543.7143M Trainable [100.0000%]), 0.0000M Buffers."
+)
 
 
 def _make_problem(rng: np.random.Generator) -> _Problem:
@@ -342,7 +440,7 @@ def _think(rng: np.random.Generator, p: _Problem, answer: str, n_chars: int, rep
         parts.append(sentence)
         size, i = size + len(sentence) + 1, i + 1
     # the worked steps land at random places among the fillers
-    slots = sorted(int(x * len(parts)) + 1 for x in u[4, 1:1 + len(steps)].tolist())
+    slots = sorted(int(x * len(parts)) + 1 for x in u[4, 1 : 1 + len(steps)].tolist())
     for offset, (slot, step) in enumerate(zip(slots, steps)):
         parts.insert(slot + offset, step)
     parts.append(final)
@@ -422,8 +520,15 @@ class _Batch:
         return line
 
 
-def _group(rng: np.random.Generator, pol: _Policy, p: _Problem, diff: float, fdiff: float,
-           size: int, max_len: int) -> list[str]:
+def _group(
+    rng: np.random.Generator,
+    pol: _Policy,
+    p: _Problem,
+    diff: float,
+    fdiff: float,
+    size: int,
+    max_len: int,
+) -> list[str]:
     """The completions of one prompt."""
     jitter = float(rng.normal(0.0, pol.jitter)) if pol.jitter else 0.0
     p_acc, p_fmt = _sigmoid(pol.acc + diff + jitter), _sigmoid(pol.fmt + fdiff + jitter)
@@ -448,13 +553,19 @@ def _group(rng: np.random.Generator, pol: _Policy, p: _Problem, diff: float, fdi
         if rng.random() >= pol.clone:  # one sample diverged at the answer
             other = _wrong_answer(rng, p.solution) if answer == p.solution else p.solution
             texts[int(rng.integers(size))] = base.replace(
-                f"<answer>{answer}</answer>", f"<answer>{other}</answer>")
+                f"<answer>{answer}</answer>", f"<answer>{other}</answer>"
+            )
         return texts
     return [one()[0] for _ in range(size)]
 
 
-def _rollout(rng: np.random.Generator, pol: _Policy, prompts: list[_Prompt], cfg: SimConfig,
-             funcs: tuple[str, ...]) -> _Batch:
+def _rollout(
+    rng: np.random.Generator,
+    pol: _Policy,
+    prompts: list[_Prompt],
+    cfg: SimConfig,
+    funcs: tuple[str, ...],
+) -> _Batch:
     size, max_len = cfg.num_generations, cfg.max_completion_length
     problems, completions = [], []
     for p, diff, fdiff in prompts:
@@ -561,24 +672,32 @@ class _Simulation:
         s: dict[str, float] = {
             "loss": cfg.beta * kl + float(rng.normal(0.0, 0.02 * pol.grad_norm)),
             "grad_norm": grad,
-            "entropy/mean": ent, "entropy/max": ent * (1.3 + 0.1 * float(rng.random())),
+            "entropy/mean": ent,
+            "entropy/max": ent * (1.3 + 0.1 * float(rng.random())),
             "entropy/min": ent * (0.7 - 0.1 * float(rng.random())),
         }
         if cfg.beta:
             s["kl"] = kl
         # off-policy steps clip both sides (ratio below 1-eps with A<0, above 1+eps with A>0)
-        s.update({"clip_ratio/low_mean": 0.45 * region, "clip_ratio/low_min": 0.38 * region,
-                  "clip_ratio/high_mean": 0.55 * region,
-                  "clip_ratio/high_max": min(1.0, 0.64 * region),
-                  "clip_ratio/region_mean": region})
+        s.update(
+            {
+                "clip_ratio/low_mean": 0.45 * region,
+                "clip_ratio/low_min": 0.38 * region,
+                "clip_ratio/high_mean": 0.55 * region,
+                "clip_ratio/high_max": min(1.0, 0.64 * region),
+                "clip_ratio/region_mean": region,
+            }
+        )
         s["step_time"] = (gen_seconds + 3.0) * float(rng.lognormal(0.0, 0.06))
         return s
 
     def _progress(self, step: int) -> dict[str, Any]:
         speed = self.clock / step
-        p: dict[str, Any] = {"global_step/max_steps": f"{step}/{self.cfg.max_steps}",
-                             "elapsed_time": format_time(self.clock),
-                             "remaining_time": format_time((self.cfg.max_steps - step) * speed)}
+        p: dict[str, Any] = {
+            "global_step/max_steps": f"{step}/{self.cfg.max_steps}",
+            "elapsed_time": format_time(self.clock),
+            "remaining_time": format_time((self.cfg.max_steps - step) * speed),
+        }
         if self.memory > 0:
             p["memory(GiB)"] = round(self.memory, 2)
         p["train_speed(s/it)"] = round(speed, 6)
@@ -589,8 +708,10 @@ class _Simulation:
         raw["epoch"] = step * self.cfg.prompts_per_step / self.cfg.dataset_size
         self.history.append({**raw, "step": step})
         batch, rows = self.deque if self.deque else (None, 0)
-        return _LogCall({**_rounded(raw), **self._progress(step)},
-                        batch.columns(step, rows) if batch is not None else None)
+        return _LogCall(
+            {**_rounded(raw), **self._progress(step)},
+            batch.columns(step, rows) if batch is not None else None,
+        )
 
     def _rollout_at(self, step: int, prompts: list[_Prompt], shift: float = 0.0) -> _Batch:
         pol = self.spec.policy(step / self.cfg.max_steps)
@@ -640,8 +761,9 @@ class _Simulation:
         self.evals.append((step, raw["eval_reward"]))
         return self._call(raw, step)
 
-    def _end_calls(self, step: int, window: list[dict[str, float]],
-                   last_log: int) -> list[_LogCall]:
+    def _end_calls(
+        self, step: int, window: list[dict[str, float]], last_log: int
+    ) -> list[_LogCall]:
         cfg, runtime = self.cfg, self.clock
         raw: dict[str, Any] = {
             "train_runtime": round(runtime, 4),
@@ -663,7 +785,7 @@ class _Simulation:
             "log_history": self.history,
             "memory": self.memory,
         }
-        return calls + [_LogCall(summary, None)]
+        return [*calls, _LogCall(summary, None)]
 
     def events(self) -> Iterator[tuple[int, list[_LogCall]]]:
         cfg = self.cfg
@@ -715,29 +837,55 @@ def _create_run_dir(out_dir: Path, cfg: SimConfig) -> Path:
 def _args(cfg: SimConfig, run_dir: Path) -> dict[str, Any]:
     spec = _SCENARIO_SPECS[cfg.scenario]
     return {
-        "model": cfg.model, "model_type": "qwen2_5", "template": "qwen2_5", "system": SYSTEM_PROMPT,
-        "rlhf_type": "grpo", "tuner_type": "full", "torch_dtype": "bfloat16",
+        "model": cfg.model,
+        "model_type": "qwen2_5",
+        "template": "qwen2_5",
+        "system": SYSTEM_PROMPT,
+        "rlhf_type": "grpo",
+        "tuner_type": "full",
+        "torch_dtype": "bfloat16",
         "dataset": [f"sim/arithmetic#{cfg.dataset_size}"],
         "val_dataset": [f"sim/arithmetic-eval#{cfg.eval_prompts}"],
-        "max_length": 2048, "max_completion_length": cfg.max_completion_length,
-        "num_generations": cfg.num_generations, "temperature": spec.temperature,
-        "top_p": 1.0, "top_k": 50, "beta": cfg.beta, "num_iterations": spec.num_iterations,
-        "epsilon": 0.2, "epsilon_high": None,
-        "loss_type": "grpo", "scale_rewards": "group",
-        "reward_funcs": [REWARD_CLI_NAMES[f] for f in spec.reward_funcs], "reward_weights": None,
-        "learning_rate": spec.learning_rate, "lr_scheduler_type": "cosine", "warmup_ratio": 0.0,
+        "max_length": 2048,
+        "max_completion_length": cfg.max_completion_length,
+        "num_generations": cfg.num_generations,
+        "temperature": spec.temperature,
+        "top_p": 1.0,
+        "top_k": 50,
+        "beta": cfg.beta,
+        "num_iterations": spec.num_iterations,
+        "epsilon": 0.2,
+        "epsilon_high": None,
+        "loss_type": "grpo",
+        "scale_rewards": "group",
+        "reward_funcs": [REWARD_CLI_NAMES[f] for f in spec.reward_funcs],
+        "reward_weights": None,
+        "learning_rate": spec.learning_rate,
+        "lr_scheduler_type": "cosine",
+        "warmup_ratio": 0.0,
         "per_device_train_batch_size": cfg.num_generations,
         "per_device_eval_batch_size": cfg.num_generations,
-        "gradient_accumulation_steps": cfg.prompts_per_step, "steps_per_generation": None,
-        "max_steps": cfg.max_steps, "num_train_epochs": 1.0, "logging_steps": cfg.logging_steps,
-        "logging_first_step": True, "eval_strategy": "steps" if cfg.eval_steps else "no",
-        "eval_steps": cfg.eval_steps or None, "save_steps": cfg.eval_steps or 500,
-        "metric_for_best_model": "reward", "greater_is_better": True,
-        "log_completions": True, "log_entropy": True, "report_to": ["tensorboard"],
-        "seed": cfg.seed, "add_version": True, "output_dir": str(run_dir),
+        "gradient_accumulation_steps": cfg.prompts_per_step,
+        "steps_per_generation": None,
+        "max_steps": cfg.max_steps,
+        "num_train_epochs": 1.0,
+        "logging_steps": cfg.logging_steps,
+        "logging_first_step": True,
+        "eval_strategy": "steps" if cfg.eval_steps else "no",
+        "eval_steps": cfg.eval_steps or None,
+        "save_steps": cfg.eval_steps or 500,
+        "metric_for_best_model": "reward",
+        "greater_is_better": True,
+        "log_completions": True,
+        "log_entropy": True,
+        "report_to": ["tensorboard"],
+        "seed": cfg.seed,
+        "add_version": True,
+        "output_dir": str(run_dir),
         "logging_dir": str(run_dir / "runs"),
         # honest marker: this run was simulated by grpo-tui
-        "sim_scenario": cfg.scenario, "sim_seed": cfg.seed,
+        "sim_scenario": cfg.scenario,
+        "sim_seed": cfg.seed,
     }
 
 
@@ -749,8 +897,14 @@ def _start_run(out_dir: Path, cfg: SimConfig) -> tuple[Path, _Simulation]:
     return run_dir, _Simulation(cfg, run_dir)
 
 
-def write_run(out_dir: Path, scenario: str = "healthy", *, seed: int = 0,
-              max_steps: int | None = None, config: SimConfig | None = None) -> Path:
+def write_run(
+    out_dir: Path,
+    scenario: str = "healthy",
+    *,
+    seed: int = 0,
+    max_steps: int | None = None,
+    config: SimConfig | None = None,
+) -> Path:
     """Write a whole simulated run at once; returns the `v0-...` run directory.
 
     `config` wins over `scenario` and `seed` (used only when config is None);
@@ -760,8 +914,10 @@ def write_run(out_dir: Path, scenario: str = "healthy", *, seed: int = 0,
     if max_steps is not None:
         cfg = replace(cfg, max_steps=max_steps)
     run_dir, sim = _start_run(out_dir, cfg)
-    with open(run_dir / "logging.jsonl", "w", encoding="utf-8") as log, \
-            open(run_dir / "completions.jsonl", "w", encoding="utf-8") as comp:
+    with (
+        open(run_dir / "logging.jsonl", "w", encoding="utf-8") as log,
+        open(run_dir / "completions.jsonl", "w", encoding="utf-8") as comp,
+    ):
         for _, calls in sim.events():
             for call in calls:
                 if call.completions is not None:

@@ -58,7 +58,13 @@ _ZONE_WORDS = {
     Zone.BAD: "bad",
     Zone.NA: "n/a",
 }
-_ZONE_GLYPHS = {Zone.UNKNOWN: "?", Zone.HEALTHY: "✓", Zone.CAUTION: "!", Zone.BAD: "✗", Zone.NA: "·"}
+_ZONE_GLYPHS = {
+    Zone.UNKNOWN: "?",
+    Zone.HEALTHY: "✓",
+    Zone.CAUTION: "!",
+    Zone.BAD: "✗",
+    Zone.NA: "·",
+}
 _ZONE_BY_WORD = {word: zone for zone, word in _ZONE_WORDS.items()}
 
 

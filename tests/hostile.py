@@ -35,10 +35,14 @@ HOSTILE: dict[str, str] = {
     "textual_markup": "$accent [@click=app.quit]quit[/]",
 }
 #: where a leak would show: any C0/C1 control, DEL, or the bidi / zero-width / tag characters
-LEAK = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+LEAK = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 #: what Rich and Textual write themselves: colours (SGR) and cursor moves (CUP); the hostile
 #: strings hold none of these forms, so stripping them cannot hide a leak
-OWN_SEQUENCES = re.compile(r"\x1b\[[0-9;?]*[mHhlJK]|\x1b[=>78]|\x1b\][0-9]+;[^\x07\x1b]*(?:\x07|\x1b\\)")
+OWN_SEQUENCES = re.compile(
+    r"\x1b\[[0-9;?]*[mHhlJK]|\x1b[=>78]|\x1b\][0-9]+;[^\x07\x1b]*(?:\x07|\x1b\\)"
+)
 
 FIXTURE_LOG = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 

@@ -44,7 +44,9 @@ def _index(path: Path, **kwargs: object) -> CompletionsIndex:
 
 def _write_lines(path: Path, records: list[object], mode: str = "w") -> None:
     with open(path, mode, encoding="utf-8") as handle:
-        handle.writelines((record if isinstance(record, str) else json.dumps(record)) + "\n" for record in records)
+        handle.writelines(
+            (record if isinstance(record, str) else json.dumps(record)) + "\n" for record in records
+        )
 
 
 def _columns(

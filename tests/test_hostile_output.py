@@ -86,7 +86,9 @@ def test_check_on_a_terminal_writes_only_its_own_colours(hostile: Path) -> None:
     assert terminal_leaks(out.getvalue()) == []
 
 
-def test_check_json_holds_every_string_whole_and_inert(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_json_holds_every_string_whole_and_inert(
+    hostile: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     check_command(hostile, as_json=True, rules_file=None, now=FIXED_NOW)
     text = capsys.readouterr().out
     assert leaks(text) == []
@@ -147,7 +149,9 @@ def test_inspect_follow_lines_are_inert(hostile: Path) -> None:
 # -- rules and messages -----------------------------------------------------------------
 
 
-def test_rules_output_and_warnings_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rules_output_and_warnings_are_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rules_file = tmp_path / "rules.toml"
     # TOML escapes: the parsed strings hold ESC and BEL
     rules_file.write_text(
@@ -170,8 +174,16 @@ def test_rules_output_and_warnings_are_inert(tmp_path: Path, capsys: pytest.Capt
 
 def _terminal_output(app: GrpoTuiApp) -> str:
     """The bytes the compositor would write for the whole screen (as a screenshot does)."""
-    console = Console(width=app.size.width, height=app.size.height, file=io.StringIO(), force_terminal=True, color_system="truecolor")
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    console = Console(
+        width=app.size.width,
+        height=app.size.height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
     file = console.file
     assert isinstance(file, io.StringIO)
     return file.getvalue()
@@ -186,7 +198,12 @@ async def test_every_pane_of_the_live_monitor_is_inert(hostile: Path) -> None:
                 break
         assert app.settled
         seen = []
-        for keys, screen in (((), None), (("2",), None), (("1", "enter"), DetailScreen), (("escape", "question_mark"), HelpScreen)):
+        for keys, screen in (
+            ((), None),
+            (("2",), None),
+            (("1", "enter"), DetailScreen),
+            (("escape", "question_mark"), HelpScreen),
+        ):
             await pilot.press(*keys)
             await pilot.pause(0.3)
             if screen is not None:
@@ -201,7 +218,9 @@ async def test_every_pane_of_the_live_monitor_is_inert(hostile: Path) -> None:
         assert terminal_leaks(_terminal_output(app)) == []
 
 
-def test_nothing_leaks_through_stderr_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nothing_leaks_through_stderr_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A missing rules file named with escapes: the message quotes the name, inert."""
     name = tmp_path / file_safe("rules" + HOSTILE["csi_clear"] + ".toml")
     assert check_command(tmp_path, as_json=False, rules_file=name) == 4

@@ -39,7 +39,13 @@ def make_run_dir(root: Path, name: str, logging: Path, args: dict | None = None)
 # -- value parsing --------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("0s", 0), ("45m 20s", 2720), ("1d 21h 10m 47s", 162647), ("1m 60s", 120), ("10d 9h 50m 13s", 899413)],
+    [
+        ("0s", 0),
+        ("45m 20s", 2720),
+        ("1d 21h 10m 47s", 162647),
+        ("1m 60s", 120),
+        ("10d 9h 50m 13s", 899413),
+    ],
 )
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
@@ -154,7 +160,13 @@ def test_bad_lines_are_counted_and_neighbours_kept(tmp_path: Path) -> None:
     lines = RUN1.read_bytes().splitlines(keepends=True)
     path = tmp_path / "logging.jsonl"
     path.write_bytes(
-        lines[0] + lines[1][:200] + b"\n" + b"[1, 2, 3]\n" + b"not json at all\n" + lines[2] + lines[3]
+        lines[0]
+        + lines[1][:200]
+        + b"\n"
+        + b"[1, 2, 3]\n"
+        + b"not json at all\n"
+        + lines[2]
+        + lines[3]
     )
     run = load_run(path)
     assert run.bad_line_count == 3
@@ -231,7 +243,10 @@ def test_trainer_state_in_checkpoints_msswift(tmp_path: Path) -> None:
 
 def test_trl_trainer_state_directory(tmp_path: Path) -> None:
     (tmp_path / "checkpoint-9").mkdir()
-    shutil.copy(TRL / "local-run-trl1.16.0-tf5.20.0_trainer_state.json", tmp_path / "checkpoint-9" / "trainer_state.json")
+    shutil.copy(
+        TRL / "local-run-trl1.16.0-tf5.20.0_trainer_state.json",
+        tmp_path / "checkpoint-9" / "trainer_state.json",
+    )
     run = load_run(tmp_path)
     assert run.framework == "trl"
     assert run.store.count("reward") >= 1
@@ -262,7 +277,9 @@ def test_trl_top_trainer_state_written_after_the_last_checkpoint_is_read(tmp_pat
     assert run.finished, "the train_runtime item says training ended"
 
 
-def test_trl_top_trainer_state_older_than_the_checkpoints_is_a_previous_runs(tmp_path: Path) -> None:
+def test_trl_top_trainer_state_older_than_the_checkpoints_is_a_previous_runs(
+    tmp_path: Path,
+) -> None:
     _trl_checkpoint_and_top(tmp_path)
     checkpoint_time = (tmp_path / "checkpoint-6" / "trainer_state.json").stat().st_mtime
     os.utime(tmp_path / "trainer_state.json", (checkpoint_time - 600, checkpoint_time - 600))
@@ -272,7 +289,9 @@ def test_trl_top_trainer_state_older_than_the_checkpoints_is_a_previous_runs(tmp
     assert not run.finished
 
 
-def test_end_line_finishes_and_a_train_line_after_it_makes_the_run_live_again(tmp_path: Path) -> None:
+def test_end_line_finishes_and_a_train_line_after_it_makes_the_run_live_again(
+    tmp_path: Path,
+) -> None:
     lines = RUN1.read_bytes().splitlines(keepends=True)
     end_line = next(i for i, line in enumerate(lines) if b'"train_runtime"' in line)
     path = tmp_path / "logging.jsonl"
@@ -340,11 +359,25 @@ def test_backlog_is_reported_until_the_history_is_read(tmp_path: Path) -> None:
 def test_inspect_json_document(tmp_path: Path) -> None:
     make_run_dir(tmp_path, "v0-20261202-132949", RUN1, {"num_iterations": 1, "beta": 0.04})
     data = inspect_data(load_run(tmp_path))
-    for key in ("framework", "files", "context", "lines", "bad_lines", "steps", "metrics", "finished"):
+    for key in (
+        "framework",
+        "files",
+        "context",
+        "lines",
+        "bad_lines",
+        "steps",
+        "metrics",
+        "finished",
+    ):
         assert key in data
     assert data["framework"] == "ms-swift"
     assert data["steps"] == {"first": 1.0, "last": 6.0, "count": 5, "max_steps": 6}
-    assert data["metrics"]["reward"] == {"source_key": "reward", "count": 4, "last": 1.50625002, "nonfinite": 0}
+    assert data["metrics"]["reward"] == {
+        "source_key": "reward",
+        "count": 4,
+        "last": 1.50625002,
+        "nonfinite": 0,
+    }
     assert data["context"]["beta"] == 0.04
     assert data["finished"] is True
     nan_data = inspect_data(load_run(NAN_LINE))
@@ -356,7 +389,12 @@ def test_inspect_text_table_stays_aligned_with_long_reward_names() -> None:
     """ms-swift issue 6295 logs reward names of 37 characters: the count column stays put,
     and the key a metric came from is shown only where it differs from the name."""
     out = io.StringIO()
-    render_text(inspect_data(load_run(MS_SWIFT / "ms-swift-issue-6295_grpo-v3.10dev_log_history-items.jsonl")), out)
+    render_text(
+        inspect_data(
+            load_run(MS_SWIFT / "ms-swift-issue-6295_grpo-v3.10dev_log_history-items.jsonl")
+        ),
+        out,
+    )
     lines = out.getvalue().splitlines()
     table = lines[lines.index(next(line for line in lines if line.startswith("metric "))) :]
     header, rows = table[0], table[1:]

@@ -36,10 +36,10 @@ from grpo_tui.commands.output import (
 from grpo_tui.health.rules import RULES_ENV
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.state import run_state
-from grpo_tui.vocabulary import RunState
 from grpo_tui.sources.jsonline import BadJson, parse_object
 from grpo_tui.sources.tail import TailReader
 from grpo_tui.ui.app import GrpoTuiApp
+from grpo_tui.vocabulary import RunState
 
 LOG = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 STATE = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_checkpoint-6_trainer_state.json"
@@ -64,9 +64,12 @@ def run_dir(tmp_path: Path, *, log: bool = True) -> Path:
     return directory
 
 
-def cli(*args: str, stdout: int | None = subprocess.PIPE, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, stdout: int | None = subprocess.PIPE, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "grpo_tui.cli", *args],
+        check=False,
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
@@ -112,7 +115,14 @@ def in_pty(script: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "XDG_CONFIG_HOME": "/nonexistent", RULES_ENV: ""}
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
     os.close(slave)
 
     def drain() -> None:
@@ -166,7 +176,9 @@ def test_the_monitor_ends_while_a_read_is_stuck(tmp_path: Path, how: str) -> Non
 
 
 @pytest.mark.parametrize("command", ["check", "inspect"])
-def test_headless_commands_end_on_ctrl_c_while_a_read_is_stuck(tmp_path: Path, command: str) -> None:
+def test_headless_commands_end_on_ctrl_c_while_a_read_is_stuck(
+    tmp_path: Path, command: str
+) -> None:
     directory = run_dir(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-c", STUCK_READS.format(argv=[command, str(directory.parent)])],
@@ -192,7 +204,9 @@ def test_a_symlink_loop_is_unreadable_not_waiting(tmp_path: Path) -> None:
 
 def test_an_args_integer_too_big_for_a_float_is_a_note_not_a_crash(tmp_path: Path) -> None:
     directory = run_dir(tmp_path)
-    (directory / "args.json").write_text('{"max_completion_length": 1' + "0" * 400 + ', "num_iterations": 1}')
+    (directory / "args.json").write_text(
+        '{"max_completion_length": 1' + "0" * 400 + ', "num_iterations": 1}'
+    )
     done = cli("check", str(directory.parent))
     assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr
     assert "max_completion_length" in done.stdout and "not a usable number" in done.stdout
@@ -212,7 +226,9 @@ def test_a_bug_is_one_line_and_its_own_code(tmp_path: Path) -> None:
         "from grpo_tui.cli import main\n"
         f"sys.exit(main(['check', {str(LOG)!r}]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == EXIT_INTERNAL
     assert done.stderr.strip().splitlines() == [
         "grpo-tui: internal error: RuntimeError: boom (set GRPO_TUI_DEBUG=1 for the traceback)"
@@ -256,14 +272,19 @@ def denied(monkeypatch: pytest.MonkeyPatch) -> set[Path]:
     return paths
 
 
-def test_an_unreadable_log_says_permission_denied(tmp_path: Path, denied: set[Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreadable_log_says_permission_denied(
+    tmp_path: Path, denied: set[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     directory = run_dir(tmp_path)
     log = directory / "logging.jsonl"
     denied.add(log)
     run = load_run(directory.parent)
     assert run.unreadable == f"permission denied: {log}"
     assert run_state(run, time.time())[0] is RunState.UNREADABLE
-    assert check_command(directory.parent, as_json=False, rules_file=None, width=200) == EXIT_UNREADABLE
+    assert (
+        check_command(directory.parent, as_json=False, rules_file=None, width=200)
+        == EXIT_UNREADABLE
+    )
     assert f"permission denied: {log}" in capsys.readouterr().out
     assert inspect_command(directory.parent, as_json=False, follow=False) == EXIT_UNREADABLE
     assert f"unreadable permission denied: {log}" in capsys.readouterr().out

@@ -26,8 +26,8 @@ from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import RULES_ENV, Rules
 from grpo_tui.presentation import bars
 from grpo_tui.report import diagnosis_to_json, render_check
-from grpo_tui.run.live import Run
 from grpo_tui.run.follow import load_run
+from grpo_tui.run.live import Run
 from grpo_tui.sim import write_run
 from grpo_tui.sources.records import Batch, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
@@ -62,12 +62,14 @@ def small_run(values: dict[str, list[float]]) -> Run:
     n = len(next(iter(values.values())))
     run.ingest(
         Batch(
-            blocks=[RowBlock.of([
-                Record(
-                    LineKind.TRAIN, float(i + 1), {k: v[i] for k, v in values.items()}
+            blocks=[
+                RowBlock.of(
+                    [
+                        Record(LineKind.TRAIN, float(i + 1), {k: v[i] for k, v in values.items()})
+                        for i in range(n)
+                    ]
                 )
-                for i in range(n)
-            ])]
+            ]
         )
     )
     return run
@@ -137,30 +139,19 @@ def test_check_command_exit_codes(
     sim_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert (
-        check_command(
-            sim_dirs["healthy"], as_json=False, rules_file=None, width=80, now=NOW
-        )
+        check_command(sim_dirs["healthy"], as_json=False, rules_file=None, width=80, now=NOW)
         == EXIT_HEALTHY
     )
     assert "Status: HEALTHY" in capsys.readouterr().out
-    assert (
-        check_command(sim_dirs["truncation"], as_json=True, rules_file=None)
-        == EXIT_PROBLEM
-    )
+    assert check_command(sim_dirs["truncation"], as_json=True, rules_file=None) == EXIT_PROBLEM
     assert json.loads(capsys.readouterr().out)["status"] == "problem"
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    assert (
-        check_command(empty, as_json=False, rules_file=None, width=80, now=NOW)
-        == EXIT_NOTHING
-    )
+    assert check_command(empty, as_json=False, rules_file=None, width=80, now=NOW) == EXIT_NOTHING
     assert "Nothing readable" in capsys.readouterr().out
     bad_rules = tmp_path / "rules.toml"
     bad_rules.write_text("[window\n", encoding="utf-8")
-    assert (
-        check_command(sim_dirs["healthy"], as_json=False, rules_file=bad_rules)
-        == EXIT_BAD_RULES
-    )
+    assert check_command(sim_dirs["healthy"], as_json=False, rules_file=bad_rules) == EXIT_BAD_RULES
     assert "not valid TOML" in capsys.readouterr().err
 
 
@@ -223,7 +214,9 @@ def test_check_says_a_run_with_no_new_data_for_long_is_stalled(tmp_path: Path) -
     assert run.last_data_time is not None
     later = run.last_data_time + 3 * 3600
     out = io.StringIO()
-    Console(file=out, width=80, no_color=True).print(render_check(run, diagnose(run, RULES), RULES, now=later))
+    Console(file=out, width=80, no_color=True).print(
+        render_check(run, diagnose(run, RULES), RULES, now=later)
+    )
     first_lines = out.getvalue().splitlines()[:3]
     assert any("STALLED: no data for 3h00m" in line for line in first_lines), first_lines
     data = diagnosis_to_json(run, diagnose(run, RULES), now=later)
@@ -288,9 +281,7 @@ def test_check_snapshot_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code = check_command(
-        snapshot_run_dir(tmp_path), as_json=True, rules_file=None, now=NOW
-    )
+    code = check_command(snapshot_run_dir(tmp_path), as_json=True, rules_file=None, now=NOW)
     out = capsys.readouterr().out
     assert code == EXIT_PROBLEM
     compare_snapshot("check_msswift_3rewards.json", out)

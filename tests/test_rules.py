@@ -87,9 +87,7 @@ def _dataclasses(cls: type) -> list[type]:
     return found
 
 
-@pytest.mark.parametrize(
-    "cls", [*_dataclasses(Rules), ZoneBounds], ids=lambda c: c.__name__
-)
+@pytest.mark.parametrize("cls", [*_dataclasses(Rules), ZoneBounds], ids=lambda c: c.__name__)
 def test_every_field_has_a_docstring(cls: type) -> None:
     docs = field_docs(cls)
     missing = [f.name for f in fields(cls) if not docs.get(f.name)]
@@ -224,8 +222,7 @@ def test_printed_table_documents_every_key_and_marks_overrides() -> None:
     text = rules_as_toml(rules)
     assert "points = 30  # default: 20" in text
     assert (
-        '# A zone condition is "sustained" when it holds on at least this fraction of the'
-        in text
+        '# A zone condition is "sustained" when it holds on at least this fraction of the' in text
     )
     assert "[zones.clip_ratio]" in text and "[zones.completion_length]" in text
     lines = text.splitlines()

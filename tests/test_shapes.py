@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,7 +118,10 @@ OTHER_VALUES = st.one_of(st.none(), st.booleans(), st.text(max_size=5), st.just(
 DURATIONS = st.one_of(
     st.builds(
         lambda d, h, m, s: (f"{d}d " if d else "") + (f"{h}h " if d or h else "") + f"{m}m {s}s",
-        st.integers(0, 30), st.integers(0, 23), st.integers(0, 59), st.integers(0, 60),
+        st.integers(0, 30),
+        st.integers(0, 23),
+        st.integers(0, 59),
+        st.integers(0, 60),
     ),
     st.sampled_from(["0s", "", "5", "1m  2s", "x", "1h\t2m 3s", "٥s"]),
 )
@@ -155,10 +157,44 @@ KEYS: dict[str, st.SearchStrategy[object]] = {
     "percentage": PERCENTAGES,
 }
 SHAPES = [
-    ["loss", "reward", "reward_std", "kl", "rewards/Acc", "global_step/max_steps", "elapsed_time", "remaining_time"],
-    ["loss", "reward", "reward_std", "kl", "rewards/Fmt/mean", "global_step/max_steps", "elapsed_time", "percentage"],
-    ["eval_loss", "eval_reward", "global_step/max_steps", "elapsed_time", "remaining_time", "my/custom", "kl", "reward"],
-    ["loss", "clip_ratio/region_mean", "clip_ratio", "train_speed(iter/s)", "memory(GiB)", "iteration"],
+    [
+        "loss",
+        "reward",
+        "reward_std",
+        "kl",
+        "rewards/Acc",
+        "global_step/max_steps",
+        "elapsed_time",
+        "remaining_time",
+    ],
+    [
+        "loss",
+        "reward",
+        "reward_std",
+        "kl",
+        "rewards/Fmt/mean",
+        "global_step/max_steps",
+        "elapsed_time",
+        "percentage",
+    ],
+    [
+        "eval_loss",
+        "eval_reward",
+        "global_step/max_steps",
+        "elapsed_time",
+        "remaining_time",
+        "my/custom",
+        "kl",
+        "reward",
+    ],
+    [
+        "loss",
+        "clip_ratio/region_mean",
+        "clip_ratio",
+        "train_speed(iter/s)",
+        "memory(GiB)",
+        "iteration",
+    ],
     ["loss", "reward", "my/custom", "step"],
     ["reward", "kl"],
     ["train_runtime", "global_step/max_steps"],
@@ -172,7 +208,13 @@ def log_lines(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(0, 40))):
         pick = draw(st.integers(0, 99))
         if pick < 3:
-            lines.append(draw(st.sampled_from([b"", b"  ", b"not json", b"[1, 2]", b"7", b'{"loss": 0.1', b"\r"])))
+            lines.append(
+                draw(
+                    st.sampled_from(
+                        [b"", b"  ", b"not json", b"[1, 2]", b"7", b'{"loss": 0.1', b"\r"]
+                    )
+                )
+            )
             continue
         if pick < 5:
             lines.append(json.dumps({"log_history": [{"loss": 1.0}], "step": 3}).encode())
@@ -187,7 +229,9 @@ def log_lines(draw: st.DrawFn) -> bytes:
 
 
 @pytest.mark.parametrize("slice_lines", [3, shapes.SLICE_LINES])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=log_lines())
 def test_every_line_reads_as_if_alone(
     monkeypatch: pytest.MonkeyPatch, slice_lines: int, data: bytes
@@ -222,7 +266,11 @@ def test_a_shape_first_seen_with_null_keeps_later_numbers() -> None:
 # -- a log in pieces ----------------------------------------------------------------------
 def _bench_like_log(lines: int) -> bytes:
     """Real 4.6.0 train and eval lines repeated with rising steps, a NaN line and a bad one."""
-    source = (MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl").read_text().splitlines()
+    source = (
+        (MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl")
+        .read_text()
+        .splitlines()
+    )
     train, evaluation = json.loads(source[0]), json.loads(source[2])
     out: list[str] = []
     for step in range(1, lines + 1):

@@ -26,20 +26,34 @@ TRAIN_STEPS = [1, *range(5, 301, 5)]
 EVAL_STEPS = list(range(50, 301, 50))
 
 GRPO_KEYS = [
-    "completions/mean_length", "completions/min_length", "completions/max_length",
-    "completions/clipped_ratio", "reward", "reward_std", "frac_reward_zero_std",
+    "completions/mean_length",
+    "completions/min_length",
+    "completions/max_length",
+    "completions/clipped_ratio",
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
 ]
 LOSS_SIDE_KEYS = [
-    "entropy/mean", "entropy/max", "entropy/min", "kl",
-    "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean",
-    "clip_ratio/high_max", "clip_ratio/region_mean",
+    "entropy/mean",
+    "entropy/max",
+    "entropy/min",
+    "kl",
+    "clip_ratio/low_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_mean",
+    "clip_ratio/high_max",
+    "clip_ratio/region_mean",
 ]
 PROGRESS_KEYS = [
-    "global_step/max_steps", "elapsed_time", "remaining_time", "memory(GiB)", "train_speed(s/it)",
+    "global_step/max_steps",
+    "elapsed_time",
+    "remaining_time",
+    "memory(GiB)",
+    "train_speed(s/it)",
 ]
 _SEXA = r"(?:\d|[1-5]\d)"  # 0-59, no padding
-TIME_RE = re.compile(
-    rf"^(?:[1-9]\d*d {_SEXA}h {_SEXA}m |[1-9]\d*h {_SEXA}m |[1-9]\d*m )?{_SEXA}s$")
+TIME_RE = re.compile(rf"^(?:[1-9]\d*d {_SEXA}h {_SEXA}m |[1-9]\d*h {_SEXA}m |[1-9]\d*m )?{_SEXA}s$")
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -116,13 +130,13 @@ def _totals(comp: dict[str, list[Any]], funcs: list[str]) -> np.ndarray:
 def _overlap(texts: list[str]) -> float:
     """Mean pairwise Jaccard overlap of whitespace-word 3-gram sets."""
     words = [t.split() for t in texts]
-    sets = [{tuple(w[i:i + 3]) for i in range(max(1, len(w) - 2))} for w in words]
+    sets = [{tuple(w[i : i + 3]) for i in range(max(1, len(w) - 2))} for w in words]
     return float(np.mean([len(a & b) / len(a | b) for a, b in itertools.combinations(sets, 2)]))
 
 
 def _group_overlaps(comp: dict[str, list[Any]]) -> float:
     texts = comp["completion"]
-    return float(np.mean([_overlap(texts[i:i + GROUP]) for i in range(0, len(texts), GROUP)]))
+    return float(np.mean([_overlap(texts[i : i + GROUP]) for i in range(0, len(texts), GROUP)]))
 
 
 def _share(mask: np.ndarray) -> float:
@@ -141,8 +155,16 @@ def test_run_dir_layout_and_args(runs: dict[str, RunFiles]) -> None:
         assert args["output_dir"] == str(run.run_dir)
         assert isinstance(args["reward_funcs"], list)
         assert len(args["reward_funcs"]) == len(run.funcs)
-        for key in ("model", "beta", "num_iterations", "epsilon", "epsilon_high", "learning_rate",
-                    "loss_type", "temperature"):
+        for key in (
+            "model",
+            "beta",
+            "num_iterations",
+            "epsilon",
+            "epsilon_high",
+            "learning_rate",
+            "loss_type",
+            "temperature",
+        ):
             assert key in args, (name, key)
 
 
@@ -151,8 +173,8 @@ def test_line_kinds_counts_and_steps(runs: dict[str, RunFiles], name: str) -> No
     run = runs[name]
     kinds = [_kind(line) for line in run.lines]
     assert kinds[-2:] == ["end", "summary"]
-    assert [_step(l) for l in run.lines if _kind(l) == "train"] == TRAIN_STEPS
-    assert [_step(l) for l in run.lines if _kind(l) == "eval"] == EVAL_STEPS
+    assert [_step(line) for line in run.lines if _kind(line) == "train"] == TRAIN_STEPS
+    assert [_step(line) for line in run.lines if _kind(line) == "eval"] == EVAL_STEPS
     assert kinds.count("end") == 1 and kinds.count("summary") == 1
     # at the last step: train line, then eval, then end of train
     assert kinds[-4:-1] == ["train", "eval", "end"]
@@ -167,14 +189,43 @@ def test_key_order_per_line_kind(runs: dict[str, RunFiles], name: str) -> None:
     run = runs[name]
     per_func = [f"rewards/{f}/{s}" for f in run.funcs for s in ("mean", "std")]
     rollout = GRPO_KEYS + per_func
-    train = ["loss", "grad_norm", "learning_rate", *rollout, *LOSS_SIDE_KEYS, "step_time",
-             "epoch", *PROGRESS_KEYS]
-    evals = ["eval_loss", "eval_runtime", "eval_samples_per_second", "eval_steps_per_second",
-             *("eval_" + k for k in rollout + LOSS_SIDE_KEYS), "epoch", *PROGRESS_KEYS]
-    end = ["train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
-           "train_loss", "epoch", *PROGRESS_KEYS]
-    summary = ["model_parameter_info", "last_model_checkpoint", "best_model_checkpoint",
-               "best_metric", "global_step", "log_history", "memory"]
+    train = [
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        *rollout,
+        *LOSS_SIDE_KEYS,
+        "step_time",
+        "epoch",
+        *PROGRESS_KEYS,
+    ]
+    evals = [
+        "eval_loss",
+        "eval_runtime",
+        "eval_samples_per_second",
+        "eval_steps_per_second",
+        *("eval_" + k for k in rollout + LOSS_SIDE_KEYS),
+        "epoch",
+        *PROGRESS_KEYS,
+    ]
+    end = [
+        "train_runtime",
+        "train_samples_per_second",
+        "train_steps_per_second",
+        "total_flos",
+        "train_loss",
+        "epoch",
+        *PROGRESS_KEYS,
+    ]
+    summary = [
+        "model_parameter_info",
+        "last_model_checkpoint",
+        "best_model_checkpoint",
+        "best_metric",
+        "global_step",
+        "log_history",
+        "memory",
+    ]
     expected = {"train": train, "eval": evals, "end": end, "summary": summary}
     for line in run.lines:
         assert list(line) == expected[_kind(line)]
@@ -210,19 +261,29 @@ def test_values_progress_and_log_history(runs: dict[str, RunFiles], name: str) -
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_completions_columns(runs: dict[str, RunFiles], name: str) -> None:
     run = runs[name]
-    expected_keys = ["step", "prompt", "completion", *run.funcs, "advantages", "entropy",
-                     "solution"]
+    expected_keys = [
+        "step",
+        "prompt",
+        "completion",
+        *run.funcs,
+        "advantages",
+        "entropy",
+        "solution",
+    ]
     for comp in run.completions:
         assert list(comp) == expected_keys
         assert {len(v) for v in comp.values()} == {ROWS}
         prompts = comp["prompt"]
         for start in range(0, ROWS, GROUP):  # groups: same prompt consecutive
-            assert len(set(prompts[start:start + GROUP])) == 1
+            assert len(set(prompts[start : start + GROUP])) == 1
         for prompt, solution in zip(prompts, comp["solution"]):
             match = re.fullmatch(
                 r"<\|im_start\|>system\n.+<\|im_end\|>\n"
                 r"<\|im_start\|>user\nWhat is (\d+)([+*])(\d+)\?"
-                r"<\|im_end\|>\n<\|im_start\|>assistant\n", prompt, re.DOTALL)
+                r"<\|im_end\|>\n<\|im_start\|>assistant\n",
+                prompt,
+                re.DOTALL,
+            )
             assert match is not None
             a, op, b = int(match.group(1)), match.group(2), int(match.group(3))
             assert solution == str(a + b if op == "+" else a * b)
@@ -265,8 +326,9 @@ def test_logged_rollout_metrics_are_computed_from_the_completions(
         assert line["frac_reward_zero_std"] == pytest.approx(np.mean(stds < 1e-9), abs=1e-7)
         assert line["completions/mean_length"] == pytest.approx(tokens.mean(), abs=1e-6)
         assert line["completions/max_length"] == tokens.max()
-        clipped = np.mean([len(t) == MAX_LEN * 4 and "</answer>" not in t
-                           for t in comp["completion"]])
+        clipped = np.mean(
+            [len(t) == MAX_LEN * 4 and "</answer>" not in t for t in comp["completion"]]
+        )
         assert line["completions/clipped_ratio"] == pytest.approx(clipped, abs=1e-7)
         for f in run.funcs:
             assert line[f"rewards/{f}/mean"] == pytest.approx(np.mean(comp[f]), abs=1e-7)
@@ -276,8 +338,10 @@ def test_logged_rollout_metrics_are_computed_from_the_completions(
 
 # --------------------------------------------------------------------------- determinism and modes
 def _normalised(run_dir: Path) -> dict[str, str]:
-    return {name: (run_dir / name).read_text(encoding="utf-8").replace(str(run_dir), "<RUN>")
-            for name in ("args.json", "logging.jsonl", "completions.jsonl")}
+    return {
+        name: (run_dir / name).read_text(encoding="utf-8").replace(str(run_dir), "<RUN>")
+        for name in ("args.json", "logging.jsonl", "completions.jsonl")
+    }
 
 
 def test_same_seed_same_bytes_other_seed_other_run(tmp_path: Path) -> None:
@@ -334,8 +398,14 @@ def test_live_run_loop_stops_when_asked_and_finishes_otherwise(tmp_path: Path) -
 
 def test_reuse_steps_log_without_rollout_keys(tmp_path: Path) -> None:
     """num_iterations 2 with logging_steps 1: like the real numiter2 fixture."""
-    run = _load(write_run(tmp_path, config=SimConfig(scenario="too_aggressive", max_steps=30,
-                                                       logging_steps=1, eval_steps=0)))
+    run = _load(
+        write_run(
+            tmp_path,
+            config=SimConfig(
+                scenario="too_aggressive", max_steps=30, logging_steps=1, eval_steps=0
+            ),
+        )
+    )
     train = run.pairs("train")
     assert [_step(line) for line, _ in train] == list(range(1, 31))
     for line, comp in train:
@@ -349,7 +419,7 @@ def test_reuse_steps_log_without_rollout_keys(tmp_path: Path) -> None:
 
 def test_leftover_window_merges_into_end_line_and_beta_zero_drops_kl(tmp_path: Path) -> None:
     run = _load(write_run(tmp_path, config=SimConfig(max_steps=23, eval_steps=0, beta=0.0)))
-    assert [_step(l) for l in run.lines if _kind(l) == "train"] == [1, 5, 10, 15, 20]
+    assert [_step(line) for line in run.lines if _kind(line) == "train"] == [1, 5, 10, 15, 20]
     end = run.lines[-2]
     assert _kind(end) == "end" and "reward" in end and _step(end) == 23
     assert end["reward"] == pytest.approx(_totals(run.completions[-1], run.funcs).mean(), abs=1e-7)
@@ -359,7 +429,12 @@ def test_leftover_window_merges_into_end_line_and_beta_zero_drops_kl(tmp_path: P
 
 def test_format_time_and_config_validation() -> None:
     assert [format_time(s) for s in (0, 59.6, 61, 3600, 90061)] == [
-        "0s", "1m 0s", "1m 1s", "1h 0m 0s", "1d 1h 1m 1s"]
+        "0s",
+        "1m 0s",
+        "1m 1s",
+        "1h 0m 0s",
+        "1d 1h 1m 1s",
+    ]
     with pytest.raises(ValueError):
         write_run(Path("unused"), "no_such_scenario")
 

@@ -12,7 +12,6 @@ from rich.console import Console
 
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.records import Record
-from grpo_tui.vocabulary import LineKind, Zone
 from grpo_tui.ui.themes import load_themes
 from grpo_tui.ui.widgets.sparkline import (
     BARS,
@@ -21,13 +20,18 @@ from grpo_tui.ui.widgets.sparkline import (
     bar_levels,
     sparkline_segments,
 )
+from grpo_tui.vocabulary import LineKind, Zone
 
 PALETTE = load_themes()["colorblind"].palette
 
 
 def text_of(values: list[float], zones: list[int] | None = None) -> str:
-    zones_arr = np.array(zones if zones is not None else [Zone.HEALTHY] * len(values), dtype=np.int8)
-    return "".join(s.text for s in sparkline_segments(np.array(values, dtype=float), zones_arr, PALETTE))
+    zones_arr = np.array(
+        zones if zones is not None else [Zone.HEALTHY] * len(values), dtype=np.int8
+    )
+    return "".join(
+        s.text for s in sparkline_segments(np.array(values, dtype=float), zones_arr, PALETTE)
+    )
 
 
 def test_rising_series_uses_the_full_range() -> None:
@@ -59,19 +63,25 @@ def test_tiny_differences_still_draw() -> None:
 
 def test_each_bucket_takes_its_zone_style() -> None:
     zones = [Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA]
-    segments = sparkline_segments(np.arange(5, dtype=float), np.array(zones, dtype=np.int8), PALETTE)
+    segments = sparkline_segments(
+        np.arange(5, dtype=float), np.array(zones, dtype=np.int8), PALETTE
+    )
     assert [s.style for s in segments] == [PALETTE.style(z) for z in zones]
     healthy = PALETTE.style(Zone.HEALTHY)
     assert healthy.color is not None and healthy.color.name.lower() == "#009e73"  # Okabe-Ito
 
 
 def test_runs_of_one_zone_share_a_segment() -> None:
-    segments = sparkline_segments(np.arange(6, dtype=float), np.array([1, 1, 1, 3, 3, 1], np.int8), PALETTE)
+    segments = sparkline_segments(
+        np.arange(6, dtype=float), np.array([1, 1, 1, 3, 3, 1], np.int8), PALETTE
+    )
     assert [len(s.text) for s in segments] == [3, 2, 1]
 
 
 def test_gaps_are_unstyled() -> None:
-    segments = sparkline_segments(np.array([0.0, math.nan, 1.0]), np.array([3, 3, 3], np.int8), PALETTE)
+    segments = sparkline_segments(
+        np.array([0.0, math.nan, 1.0]), np.array([3, 3, 3], np.int8), PALETTE
+    )
     assert segments[1].text == GAP and segments[1].style is None
 
 

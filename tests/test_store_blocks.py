@@ -140,7 +140,9 @@ def _same_arrays(got: np.ndarray, want: np.ndarray, what: str, *, rtol: float = 
         np.testing.assert_array_equal(got, want, err_msg=what, strict=True)
 
 
-def _same_pair(got: tuple[float, float] | None, want: tuple[float, float] | None, what: str) -> None:
+def _same_pair(
+    got: tuple[float, float] | None, want: tuple[float, float] | None, what: str
+) -> None:
     if want is None or got is None:
         assert got == want, what
         return
@@ -172,7 +174,9 @@ def assert_same_state(
         assert got.source_key(name) == want.source_key(name), f"{what} source_key"
         _same_pair(got.last(name), want.last(name), f"{what} last")
         _same_pair(got.latest(name), want.latest(name), f"{what} latest")
-        _same_arrays(got.nonfinite_steps(name), want.nonfinite_steps(name), f"{what} nonfinite_steps")
+        _same_arrays(
+            got.nonfinite_steps(name), want.nonfinite_steps(name), f"{what} nonfinite_steps"
+        )
         got_points, want_points = got.points(name), want.points(name)
         _same_arrays(got_points.steps, want_points.steps, f"{what} points.steps")
         _same_arrays(got_points.values, want_points.values, f"{what} points.values")
@@ -181,7 +185,9 @@ def assert_same_state(
         _same_arrays(got_window.values, want_window.values, f"{what} window.values")
         for width in WIDTHS:
             got_buckets, want_buckets = got.buckets(name, width), want.buckets(name, width)
-            _same_buckets(got_buckets, want_buckets, f"{what} buckets({width})", mean_rtol=mean_rtol)
+            _same_buckets(
+                got_buckets, want_buckets, f"{what} buckets({width})", mean_rtol=mean_rtol
+            )
 
 
 # -- the scenario: rows, and where blocks are cut ----------------------------------------------
@@ -414,11 +420,16 @@ def test_a_resume_that_drops_a_metrics_rows_updates_its_read_block_summaries() -
     """`kl` is logged only near the end; its summaries are read; a resume drops those rows
     and logs no `kl` again: its buckets must not keep the dropped values."""
     n = 2 * BLOCK + 100
-    rows = [Row(TRAIN, float(step), {"loss": 1.0, **({"kl": 5.0} if step > n - 50 else {})}) for step in range(1, n + 1)]
+    rows = [
+        Row(TRAIN, float(step), {"loss": 1.0, **({"kl": 5.0} if step > n - 50 else {})})
+        for step in range(1, n + 1)
+    ]
     store = MetricStore()
     store.add_block(make_block(rows))
     assert store.buckets("kl", 1).count.tolist() == [50]
-    store.add_block(make_block([Row(TRAIN, float(step), {"loss": 2.0}) for step in range(n - 60, n + 10)]))
+    store.add_block(
+        make_block([Row(TRAIN, float(step), {"loss": 2.0}) for step in range(n - 60, n + 10)])
+    )
     assert store.replaced_rows == 61
     kl = store.buckets("kl", 1)
     assert kl.count.tolist() == [0] and np.isnan(kl.max).all()
@@ -429,10 +440,15 @@ def test_block_summaries_read_from_another_thread_while_rows_arrive() -> None:
     """The diagnosis worker reads buckets while the reader appends: no change is lost."""
     rng = np.random.default_rng(7)
     n = 2 * BLOCK * 8
-    rows = [Row(TRAIN, float(step), {"loss": float(rng.normal()), "kl": float(rng.random())}) for step in range(1, n + 1)]
-    rows[n // 2 :] = [Row(TRAIN, float(step), row.values) for step, row in enumerate(rows[n // 2 :], n // 4)]  # a resume
+    rows = [
+        Row(TRAIN, float(step), {"loss": float(rng.normal()), "kl": float(rng.random())})
+        for step in range(1, n + 1)
+    ]
+    rows[n // 2 :] = [
+        Row(TRAIN, float(step), row.values) for step, row in enumerate(rows[n // 2 :], n // 4)
+    ]  # a resume
     block = make_block(rows)
-    cuts = list(range(0, n, 97)) + [n]
+    cuts = [*list(range(0, n, 97)), n]
     quiet, busy = MetricStore(), MetricStore()
     stop = threading.Event()
 
@@ -515,7 +531,11 @@ def test_resume_after_a_late_eval_line_drops_the_stretch_from_the_step_on() -> N
     re-logging train step 1 drops the first row at or past step 1 and everything after it,
     through `add` and `add_block` alike (found by the property test: bisecting unsorted
     steps cut in different places)."""
-    held = [*train_rows(0, 1), Row(EVAL, 0.0, {"eval_loss": 0.5}), Row(EVAL, 1.0, {"eval_loss": 0.4})]
+    held = [
+        *train_rows(0, 1),
+        Row(EVAL, 0.0, {"eval_loss": 0.5}),
+        Row(EVAL, 1.0, {"eval_loss": 0.4}),
+    ]
     store = added_like_add(held, block_of(*train_rows(1)), "resume after a late eval line")
     assert store.steps.tolist() == [0.0, 1.0]
     assert store.kinds.tolist() == [TRAIN, TRAIN]
@@ -534,7 +554,13 @@ def test_block_buckets_summarise_exactly_the_rows_they_span(size: int, seed: int
     values[rng.random(n) < 0.1] = NAN  # not logged on some rows
     values[rng.random(n) < 0.01] = INF  # logged infinity: not part of the statistics
     store = MetricStore()
-    store.add_block(RowBlock(np.zeros(n, np.uint8), np.arange(1, n + 1, dtype=float), [ColumnGroup(np.arange(n), ("x",), {}, values[:, None])]))
+    store.add_block(
+        RowBlock(
+            np.zeros(n, np.uint8),
+            np.arange(1, n + 1, dtype=float),
+            [ColumnGroup(np.arange(n), ("x",), {}, values[:, None])],
+        )
+    )
     buckets = store.buckets("x", width)
     assert 1 < len(buckets) <= width
     covered = 0

@@ -15,7 +15,9 @@ from grpo_tui.sources.jsonline import parse_object
 from grpo_tui.sources.tail import TailReader
 
 REAL_LINES = [
-    *(MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl").read_bytes().splitlines(),
+    *(MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl")
+    .read_bytes()
+    .splitlines(),
     *(MS_SWIFT / "ms-swift-issue-4465_grpo-v3.5_nan.jsonl").read_bytes().splitlines(),
     # multi-byte UTF-8 (3- and 4-byte characters) so chunk edges cut characters
     '{"loss": 0.1, "note": "训练 ✓ émoji 🚀🚀", "global_step/max_steps": "3/9"}'.encode(),

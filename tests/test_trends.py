@@ -124,9 +124,7 @@ def test_nan_gaps_are_skipped() -> None:
 
 def test_step_change_counts_as_a_trend() -> None:
     steps = np.arange(40, dtype=float)
-    values = np.where(steps < 20, 0.2, 0.6) + np.random.default_rng(7).normal(
-        0, 0.02, 40
-    )
+    values = np.where(steps < 20, 0.2, 0.6) + np.random.default_rng(7).normal(0, 0.02, 40)
     assert tr.classify_trend(steps, values, TREND).direction == Direction.RISING
 
 
@@ -142,9 +140,7 @@ def test_exploding_needs_a_reference_and_the_floor() -> None:
     )
     # far above its reference but still under the floor: only rising
     small = values / 1000
-    trend = tr.classify_trend(
-        steps, small, TREND, exploding_reference=2e-5, exploding_floor=0.1
-    )
+    trend = tr.classify_trend(steps, small, TREND, exploding_reference=2e-5, exploding_floor=0.1)
     assert trend.direction == Direction.RISING
 
 
@@ -171,13 +167,13 @@ def test_accelerating_tells_convex_growth_from_linear() -> None:
     offset=st.floats(-100.0, 100.0),
     seed=st.integers(0, 1000),
 )
-def test_trend_is_invariant_to_units(
-    slope: float, scale: float, offset: float, seed: int
-) -> None:
+def test_trend_is_invariant_to_units(slope: float, scale: float, offset: float, seed: int) -> None:
     steps, values = noisy(60, slope, sigma=0.2, seed=seed)
     base = tr.classify_trend(steps, values, TREND).direction
     assert tr.classify_trend(steps, values * scale + offset, TREND).direction == base
-    flipped = {Direction.RISING: Direction.FALLING, Direction.FALLING: Direction.RISING}.get(base, base)
+    flipped = {Direction.RISING: Direction.FALLING, Direction.FALLING: Direction.RISING}.get(
+        base, base
+    )
     assert tr.classify_trend(steps, -values * scale, TREND).direction == flipped
 
 
@@ -189,9 +185,7 @@ def test_a_single_spike_is_found() -> None:
     values[120] = 15.0
     assert np.flatnonzero(tr.spike_mask(values, SPIKE)).tolist() == [120]
     assert np.flatnonzero(tr.spike_mask(values, SPIKE, ratio=10.0)).tolist() == [120]
-    assert not tr.spike_mask(
-        values, SPIKE, ratio=20.0
-    ).any()  # 15 is not 20× the median
+    assert not tr.spike_mask(values, SPIKE, ratio=20.0).any()  # 15 is not 20× the median
 
 
 def test_plain_noise_has_no_spikes() -> None:
@@ -219,9 +213,7 @@ def test_spikes_on_long_series_use_blocks() -> None:
 
 # -- zones -------------------------------------------------------------------------------
 
-CLIP = ZoneBounds(
-    caution_below=0.001, caution_above=0.2, bad_above=0.3, spike_above=0.5
-)
+CLIP = ZoneBounds(caution_below=0.001, caution_above=0.2, bad_above=0.3, spike_above=0.5)
 
 
 def test_zone_codes_follow_the_bands() -> None:
@@ -268,9 +260,7 @@ H, C, B, U, N = (
 
 def test_sustained_zone_shares() -> None:
     assert zone_of([B] * 15 + [H] * 5) == B  # 75% bad: sustained
-    assert (
-        zone_of([B] * 10 + [H] * 10) == C
-    )  # 50% bad: a notable excursion, not sustained
+    assert zone_of([B] * 10 + [H] * 10) == C  # 50% bad: a notable excursion, not sustained
     assert zone_of([B] * 5 + [C] * 10 + [H] * 5) == C  # 75% caution or worse
     assert zone_of([B] * 4 + [C] * 4 + [H] * 12) == H  # 20% bad, 40% caution-or-worse
     assert zone_of([H] * 20) == H

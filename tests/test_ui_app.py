@@ -18,14 +18,19 @@ from textual.widgets import Input
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
-from grpo_tui.vocabulary import RunState
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.ui.widgets.help import HelpScreen
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
+from grpo_tui.vocabulary import RunState
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ms-swift" / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+FIXTURE = (
+    Path(__file__).parent
+    / "fixtures"
+    / "ms-swift"
+    / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+)
 COMPLETIONS_FIXTURE = Path(
     "/work/shared/fixtures/ms-swift/local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl"
 )
@@ -63,7 +68,10 @@ def append(path: Path, text: str) -> None:
 
 
 async def settle(
-    pilot: Pilot[None], app: GrpoTuiApp, until: Callable[[], bool] = lambda: True, timeout: float = 15
+    pilot: Pilot[None],
+    app: GrpoTuiApp,
+    until: Callable[[], bool] = lambda: True,
+    timeout: float = 15,
 ) -> None:
     """Wait until the run was read, diagnosed and drawn, and `until()` holds."""
     deadline = time.monotonic() + timeout
@@ -124,9 +132,18 @@ async def test_grid_lists_grpo_signals_first(finished_run: Path) -> None:
         "clipped_ratio",
         "entropy",
     ]
-    assert names[8:11] == ["rewards/Format/mean", "rewards/LengthBonus/mean", "rewards/CoinFlip/mean"]
+    assert names[8:11] == [
+        "rewards/Format/mean",
+        "rewards/LengthBonus/mean",
+        "rewards/CoinFlip/mean",
+    ]
     assert names[11] == "eval_reward"
-    assert names.index("loss") < names.index("grad_norm") < names.index("learning_rate") < names.index("epoch")
+    assert (
+        names.index("loss")
+        < names.index("grad_norm")
+        < names.index("learning_rate")
+        < names.index("epoch")
+    )
     # never-logged metrics are not listed
     assert "memory" not in names
 
@@ -152,7 +169,9 @@ async def test_diagnosis_panel_is_the_check_engine(finished_run: Path) -> None:
         await settle(pilot, app)
         text = screen_text(app)
         assert app.diagnosis is not None
-        assert [s.id.word for s in app.diagnosis.scenarios] == [s.id.word for s in expected.scenarios]
+        assert [s.id.word for s in app.diagnosis.scenarios] == [
+            s.id.word for s in expected.scenarios
+        ]
     for scenario in expected.scenarios:
         assert scenario.title in text
     assert "Checklist" in text
@@ -206,7 +225,10 @@ async def test_help_lists_every_key_and_closes(finished_run: Path) -> None:
             ("↓ / j", "Down"),
             ("ctrl+p", "Command palette"),
         ]:
-            assert re.search(rf"{re.escape(keys)}\s+.*{description}", text, re.IGNORECASE), (keys, description)
+            assert re.search(rf"{re.escape(keys)}\s+.*{description}", text, re.IGNORECASE), (
+                keys,
+                description,
+            )
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
@@ -329,7 +351,10 @@ async def test_t_cycles_themes(finished_run: Path) -> None:
 
 async def test_no_color_selects_mono_and_theme_flag_wins(finished_run: Path) -> None:
     assert GrpoTuiApp(finished_run, environ={"NO_COLOR": "1"})._start_theme == "mono"
-    assert GrpoTuiApp(finished_run, theme="colorblind", environ={"NO_COLOR": "1"})._start_theme == "colorblind"
+    assert (
+        GrpoTuiApp(finished_run, theme="colorblind", environ={"NO_COLOR": "1"})._start_theme
+        == "colorblind"
+    )
     assert GrpoTuiApp(finished_run, environ={})._start_theme == "default"
 
 
@@ -338,7 +363,17 @@ async def test_command_palette_lists_every_action(finished_run: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         titles = [command.title for command in app.get_system_commands(app.screen)]
-    for title in ("Quit", "Help", "Filter", "Pause", "Theme", "Detail", "Metrics", "Diagnosis", "Completions"):
+    for title in (
+        "Quit",
+        "Help",
+        "Filter",
+        "Pause",
+        "Theme",
+        "Detail",
+        "Metrics",
+        "Diagnosis",
+        "Completions",
+    ):
         assert title in titles
 
 

@@ -18,7 +18,12 @@ from textual.pilot import Pilot
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ms-swift" / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+FIXTURE = (
+    Path(__file__).parent
+    / "fixtures"
+    / "ms-swift"
+    / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+)
 RUN_DIR_NAME = "v0-20261202-132949"
 FIXED_MTIME = 1_700_000_000.0
 FIXED_NOW = FIXED_MTIME + 42
@@ -78,8 +83,12 @@ def test_diagnosis_tab_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None
 def test_detail_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
     # clipped_ratio: zone bands and the truncation onset on the chart
     keys = ("j",) * 6 + ("enter",)
-    assert snap_compare(make_app(fixed_run), terminal_size=(80, 24), run_before=then(*keys, screen=DetailScreen))
+    assert snap_compare(
+        make_app(fixed_run), terminal_size=(80, 24), run_before=then(*keys, screen=DetailScreen)
+    )
 
 
 def test_mono_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
-    assert snap_compare(make_app(fixed_run, theme="mono"), terminal_size=(80, 24), run_before=settled)
+    assert snap_compare(
+        make_app(fixed_run, theme="mono"), terminal_size=(80, 24), run_before=settled
+    )

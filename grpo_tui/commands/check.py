@@ -44,7 +44,9 @@ def exit_code(run: Run, diagnosis: Diagnosis) -> int:
     yet, 5 PATH cannot be read."""
     if len(run.store) == 0:
         return EXIT_UNREADABLE if run.unreadable else EXIT_NOTHING
-    return {Status.HEALTHY: EXIT_HEALTHY, Status.PROBLEM: EXIT_PROBLEM}.get(diagnosis.status, EXIT_CAUTION)
+    return {Status.HEALTHY: EXIT_HEALTHY, Status.PROBLEM: EXIT_PROBLEM}.get(
+        diagnosis.status, EXIT_CAUTION
+    )
 
 
 def check_command(

@@ -22,7 +22,7 @@ def read_run(path: Path, *, follower: RunFollower | None = None) -> Run:
     def work() -> None:
         try:
             result.append(load_run(path, follower=follower))
-        except BaseException as error:  # noqa: BLE001 - handed to the main thread as it is
+        except BaseException as error:
             failure.append(error)
 
     thread = threading.Thread(target=work, name="grpo-tui-read", daemon=True)

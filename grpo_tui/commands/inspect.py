@@ -105,7 +105,9 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
     steps = data["steps"]
     if steps["count"]:
         total = f" of {steps['max_steps']}" if steps["max_steps"] else ""
-        write(f"steps      {steps['first']:g} .. {steps['last']:g}{total} ({steps['count']} logged)\n")
+        write(
+            f"steps      {steps['first']:g} .. {steps['last']:g}{total} ({steps['count']} logged)\n"
+        )
     if data["replaced_rows"]:
         write(f"replaced   {data['replaced_rows']} rows re-logged by a restarted/resumed run\n")
     write(f"finished   {'yes' if data['finished'] else 'no (live or interrupted)'}\n")
@@ -125,9 +127,7 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             write(f"{name:<{width}}  {info['count']:>6}  {shown:<9}  {tail}".rstrip() + "\n")
 
 
-def inspect_command(
-    path: Path, *, as_json: bool, follow: bool, out: TextIO | None = None
-) -> int:
+def inspect_command(path: Path, *, as_json: bool, follow: bool, out: TextIO | None = None) -> int:
     """Run `inspect`. Exit code 0 when something was read, 3 when nothing was (yet), 5 when
     PATH cannot be read."""
     out = out or sys.stdout
@@ -183,8 +183,10 @@ def _batch_line(run: Run, update: Update, *, as_json: bool) -> str:
     }
     if as_json:
         return json_dumps(info)
-    text = f"+{info['rows']} rows (total {info['total_rows']}, last step {last:g})" if last else (
-        f"+{info['rows']} rows"
+    text = (
+        f"+{info['rows']} rows (total {info['total_rows']}, last step {last:g})"
+        if last
+        else (f"+{info['rows']} rows")
     )
     if info["bad_lines"]:
         text += f", {info['bad_lines']} bad"

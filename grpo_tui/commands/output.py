@@ -73,5 +73,7 @@ def print_renderable(
     force_terminal: bool | None = None,
 ) -> None:
     """Print a Rich renderable with every segment's text sanitised (styles kept)."""
-    console = Console(file=file, width=width, highlight=False, emoji=False, force_terminal=force_terminal)
+    console = Console(
+        file=file, width=width, highlight=False, emoji=False, force_terminal=force_terminal
+    )
     console.print(Segments(_inert_segments(console, renderable)), end="")

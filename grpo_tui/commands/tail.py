@@ -35,7 +35,6 @@ def _exit_on_signals(app: GrpoTuiApp) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-
 def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = None) -> int:
     """Open the live monitor on PATH until the user quits. Returns the exit status."""
     from grpo_tui.ui.app import GrpoTuiApp
@@ -54,7 +53,9 @@ def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = Non
     return app.return_code or 0
 
 
-def demo_command(scenario: str, speed: float, theme: str | None, rules_file: Path | None = None) -> int:
+def demo_command(
+    scenario: str, speed: float, theme: str | None, rules_file: Path | None = None
+) -> int:
     """Simulate a GRPO run live (`speed` simulated steps per second) in a temporary
     directory and monitor it; the directory is removed on exit."""
     from grpo_tui.sim import SCENARIOS, LiveSimulator, SimConfig
@@ -73,14 +74,18 @@ def demo_command(scenario: str, speed: float, theme: str | None, rules_file: Pat
     with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
         output_dir = Path(tmp) / "output"
         output_dir.mkdir()
-        simulator = LiveSimulator(output_dir, SimConfig(scenario=scenario, use_wall_clock=True), steps_per_second=speed)
+        simulator = LiveSimulator(
+            output_dir, SimConfig(scenario=scenario, use_wall_clock=True), steps_per_second=speed
+        )
         try:
             app = GrpoTuiApp(output_dir, theme=theme, rules=rules)
         except ThemeError as error:
             say(str(error))
             return EXIT_USAGE
         stop = threading.Event()
-        writer = threading.Thread(target=simulator.run, args=(stop,), name="grpo-tui-demo-sim", daemon=True)
+        writer = threading.Thread(
+            target=simulator.run, args=(stop,), name="grpo-tui-demo-sim", daemon=True
+        )
         writer.start()
         try:
             with _exit_on_signals(app):

@@ -61,18 +61,14 @@ def checklist(facts: Facts) -> list[CheckItem]:
             "frac_reward_zero_std", frac, caution=Answer.YES if frac_falling else Answer.NO
         ),
         _zone_answer("clip_ratio", facts.clip),
-        _zone_answer(
-            "completion_length" if facts.length is not None else "clipped_ratio", length
-        ),
+        _zone_answer("completion_length" if facts.length is not None else "clipped_ratio", length),
         _samples_answer(facts),
         _rising_answer("eval_reward", facts.eval_reward, "no eval logged"),
         kl,
     ]
     return [
         CheckItem(number, question, answer, evidence)
-        for number, (question, (answer, evidence)) in enumerate(
-            zip(QUESTIONS, answers), start=1
-        )
+        for number, (question, (answer, evidence)) in enumerate(zip(QUESTIONS, answers), start=1)
     ]
 
 

@@ -78,9 +78,7 @@ def _metric_health(facts: Facts) -> dict[str, MetricHealth]:
         if series is None:
             continue
         last = series.last
-        metrics[name] = MetricHealth(
-            series.zone, last, series.trend.direction, series.reason
-        )
+        metrics[name] = MetricHealth(series.zone, last, series.trend.direction, series.reason)
     return metrics
 
 

@@ -66,22 +66,14 @@ class Series:
             if steps.size:
                 return Window(float(steps[0]), float(steps[-1]), 0)
             return Window(None, None, 0)
-        points = (
-            self.window_points
-            if self.window_points is not None
-            else int(self.values.size)
-        )
+        points = self.window_points if self.window_points is not None else int(self.values.size)
         return Window(float(self.steps[0]), float(self.steps[-1]), points)
 
     @property
     def trend_window(self) -> Window:
         if self.trend_values.size == 0:
             return Window(None, None, 0)
-        points = (
-            self.trend_points
-            if self.trend_points is not None
-            else int(self.trend_values.size)
-        )
+        points = self.trend_points if self.trend_points is not None else int(self.trend_values.size)
         return Window(float(self.trend_steps[0]), float(self.trend_steps[-1]), points)
 
     @property
@@ -126,9 +118,7 @@ def _load_series(store: MetricStore, name: str, rules: Rules) -> Series | None:
     previous = recent_values[-2 * k : -k] if recent_values.size > k else np.empty(0)
     trend_steps, trend_values = recent_steps[-k_trend:], recent_values[-k_trend:]
     last = store.last(name)
-    latest_nonfinite = bool(bad_steps.size) and (
-        last is None or float(bad_steps.max()) > last[0]
-    )
+    latest_nonfinite = bool(bad_steps.size) and (last is None or float(bad_steps.max()) > last[0])
     if bad_steps.size and steps.size:
         bad_steps = bad_steps[bad_steps >= steps[0]]
     trend_rules = rules.trend
@@ -188,7 +178,9 @@ def band_reason(
         return " or ".join(sides)
 
     if wz.zone == Zone.BAD:
-        return f"{crossed(bounds.bad_below, bounds.bad_above)} on {series.window.share(wz.bad_share)}"
+        return (
+            f"{crossed(bounds.bad_below, bounds.bad_above)} on {series.window.share(wz.bad_share)}"
+        )
     if wz.zone == Zone.CAUTION and wz.caution_or_worse_share < sustained:
         bad = crossed(bounds.bad_below, bounds.bad_above)
         return f"{bad} on {series.window.share(wz.bad_share)}, not sustained yet"
@@ -260,9 +252,7 @@ class Facts:
                 f"reward range) on {series.window.share(wz.caution_or_worse_share)}"
             )
         else:
-            series.reason = band_reason(
-                series, wz, bounds, None, self.rules.window.sustained
-            )
+            series.reason = band_reason(series, wz, bounds, None, self.rules.window.sustained)
         return series
 
     @cached_property
@@ -284,16 +274,14 @@ class Facts:
             return series
         wz = judge_bands(series, bounds, self.rules, scale)
         series.zone = wz.zone
-        series.reason = band_reason(
-            series, wz, bounds, scale, self.rules.window.sustained
-        )
+        series.reason = band_reason(series, wz, bounds, scale, self.rules.window.sustained)
         if bounds.spike_above is not None and series.zone == Zone.HEALTHY:
-            _mark_spike_above(
-                self.store, series, bounds.spike_above * (scale or 1.0), self.rules
-            )
+            _mark_spike_above(self.store, series, bounds.spike_above * (scale or 1.0), self.rules)
         if series.latest_nonfinite:
             series.zone = Zone.BAD
-            series.reason = f"latest value non-finite (step {format_step(series.nonfinite_steps[-1])})"
+            series.reason = (
+                f"latest value non-finite (step {format_step(series.nonfinite_steps[-1])})"
+            )
         return series
 
     # -- clip ratio (context rule) ---------------------------------------------------
@@ -309,9 +297,7 @@ class Facts:
             return None
         if base.values.size == 0:
             base.zone = Zone.UNKNOWN
-            base.reason = (
-                f"only NaN/Inf logged ({base.nonfinite_steps.size} in the window)"
-            )
+            base.reason = f"only NaN/Inf logged ({base.nonfinite_steps.size} in the window)"
             return base
         off_policy = self.context.off_policy
         nonzero = self.clip_nonzero
@@ -322,17 +308,13 @@ class Facts:
                 return base
             if off_policy is None:
                 base.zone = Zone.UNKNOWN
-                base.reason = (
-                    "all 0: expected on-policy, but num_iterations is not known"
-                )
+                base.reason = "all 0: expected on-policy, but num_iterations is not known"
                 return base
         series = self._clip_reuse_window() or base
         bounds = self.rules.zone_bounds("clip_ratio") or ZoneBounds()
         wz = judge_bands(series, bounds, self.rules)
         series.zone = wz.zone
-        series.reason = band_reason(
-            series, wz, bounds, None, self.rules.window.sustained
-        )
+        series.reason = band_reason(series, wz, bounds, None, self.rules.window.sustained)
         if bounds.spike_above is not None and series.zone == Zone.HEALTHY:
             _mark_spike_above(self.store, series, bounds.spike_above, self.rules)
         if series is not base:
@@ -402,9 +384,7 @@ class Facts:
         rules = self.rules
         if series.values.size == 0:
             series.zone = Zone.UNKNOWN
-            series.reason = (
-                f"only NaN/Inf logged ({series.nonfinite_steps.size} in the window)"
-            )
+            series.reason = f"only NaN/Inf logged ({series.nonfinite_steps.size} in the window)"
             return series
         if self.context.beta == 0 and not np.any(series.values != 0):
             series.zone, series.reason = Zone.NA, "beta 0: no KL penalty"
@@ -436,19 +416,21 @@ class Facts:
                     f"values above {num(rules.kl.per_token_max)}: a per-sequence sum, not per-token"
                 )
             )
-            series.zone = Zone.BAD if series.trend.direction == Direction.EXPLODING else Zone.HEALTHY
+            series.zone = (
+                Zone.BAD if series.trend.direction == Direction.EXPLODING else Zone.HEALTHY
+            )
             series.reason = f"{why}; judged on its own history"
         else:
             wz = judge_bands(series, bounds, rules)
             series.zone = wz.zone
-            series.reason = band_reason(
-                series, wz, bounds, None, self.rules.window.sustained
-            )
+            series.reason = band_reason(series, wz, bounds, None, self.rules.window.sustained)
             if series.zone == Zone.HEALTHY and tr.accelerating(
                 series.trend_steps, series.trend_values, rules.trend
             ):
                 series.zone = Zone.CAUTION
-                series.reason = f"rising faster than linear over the latest {series.trend_values.size} points"
+                series.reason = (
+                    f"rising faster than linear over the latest {series.trend_values.size} points"
+                )
         if series.trend.direction == Direction.EXPLODING:
             series.zone = Zone.BAD
             series.reason = (
@@ -456,16 +438,14 @@ class Facts:
                 f"the previous median {num(reference)}"
             )
         if series.nonfinite_steps.size:
-            share = series.nonfinite_steps.size / (
-                series.nonfinite_steps.size + series.values.size
-            )
+            share = series.nonfinite_steps.size / (series.nonfinite_steps.size + series.values.size)
             if series.latest_nonfinite and share >= rules.window.sustained:
                 series.zone = Zone.BAD
-                series.reason = (
-                    f"non-finite on {pct(share)} of the recent logged values"
-                )
+                series.reason = f"non-finite on {pct(share)} of the recent logged values"
             else:
-                series.reason += f"; NaN/Inf logged at {series.nonfinite_steps.size} step(s), ignored"
+                series.reason += (
+                    f"; NaN/Inf logged at {series.nonfinite_steps.size} step(s), ignored"
+                )
         return series
 
     # -- length -------------------------------------------------------------------------
@@ -487,9 +467,7 @@ class Facts:
             wz = judge_bands(series, bounds, self.rules, float(max_len))
             series.zone = wz.zone
             series.reason = (
-                band_reason(
-                    series, wz, bounds, float(max_len), self.rules.window.sustained
-                )
+                band_reason(series, wz, bounds, float(max_len), self.rules.window.sustained)
                 + f" (max {max_len})"
             )
         else:
@@ -503,9 +481,7 @@ class Facts:
             series.reason = f"from clipped_ratio: {clipped.reason}"
         elif not max_len and clipped is not None and clipped.zone == Zone.HEALTHY:
             series.zone = Zone.HEALTHY
-            series.reason = (
-                f"max_completion_length unknown; from clipped_ratio: {clipped.reason}"
-            )
+            series.reason = f"max_completion_length unknown; from clipped_ratio: {clipped.reason}"
         collapse = self.length_collapse
         if collapse is not None and _worse(collapse[0], series.zone) != series.zone:
             series.zone, series.reason = collapse[0], collapse[1]
@@ -540,9 +516,7 @@ class Facts:
             early_values = early[1][: max(1, min(early[1].size, half))]
         early_level = tr.median(early_values)
         recent = series.recent_level
-        if not (
-            math.isfinite(early_level) and early_level > 0 and math.isfinite(recent)
-        ):
+        if not (math.isfinite(early_level) and early_level > 0 and math.isfinite(recent)):
             return None
         drop = 1.0 - recent / early_level
         noise = tr.robust_sigma(series.values)
@@ -551,12 +525,8 @@ class Facts:
         ):
             return None
         max_len = self.context.max_completion_length
-        short = (
-            recent < rules.length.collapse_short_fraction * max_len if max_len else True
-        )
-        text = (
-            f"down {pct(drop)} from its early level {num(early_level)} to {num(recent)}"
-        )
+        short = recent < rules.length.collapse_short_fraction * max_len if max_len else True
+        text = f"down {pct(drop)} from its early level {num(early_level)} to {num(recent)}"
         if drop > rules.length.collapse_bad_drop and short:
             return (
                 Zone.BAD,
@@ -602,9 +572,7 @@ class Facts:
             steps, values = exact.steps, exact.values
         else:
             steps, values = series.steps, series.values
-        spikes = tr.spike_mask(
-            values, rules.spike, ratio=rules.optimiser.grad_norm_spike_factor
-        )
+        spikes = tr.spike_mask(values, rules.spike, ratio=rules.optimiser.grad_norm_spike_factor)
         if spikes.any():
             i = int(np.flatnonzero(spikes)[-1])
             series.zone = _worse(series.zone, Zone.CAUTION)
@@ -614,19 +582,19 @@ class Facts:
             )
         elif series.nonfinite_steps.size and series.zone == Zone.HEALTHY:
             series.zone = Zone.CAUTION
-            series.reason = f"NaN/Inf at {series.nonfinite_steps.size} step(s) in the window, finite since"
+            series.reason = (
+                f"NaN/Inf at {series.nonfinite_steps.size} step(s) in the window, finite since"
+            )
         return series
 
     @cached_property
     def loss(self) -> Series | None:
         series = self._banded("loss")
-        if (
-            series is not None
-            and series.zone == Zone.HEALTHY
-            and series.nonfinite_steps.size
-        ):
+        if series is not None and series.zone == Zone.HEALTHY and series.nonfinite_steps.size:
             series.zone = Zone.CAUTION
-            series.reason = f"NaN/Inf at {series.nonfinite_steps.size} step(s) in the window, finite since"
+            series.reason = (
+                f"NaN/Inf at {series.nonfinite_steps.size} step(s) in the window, finite since"
+            )
         elif series is not None and series.zone == Zone.HEALTHY:
             series.reason = "finite"
         return series
@@ -693,9 +661,7 @@ class Facts:
         return judged
 
 
-def _mark_spike_above(
-    store: MetricStore, series: Series, limit: float, rules: Rules
-) -> None:
+def _mark_spike_above(store: MetricStore, series: Series, limit: float, rules: Rules) -> None:
     """Any single point above `limit` in the window makes a healthy zone caution (a spike)."""
     if series.sampled:
         points = store.window(series.name, rules.window_size(series.logged))
@@ -706,9 +672,7 @@ def _mark_spike_above(
     if above.size:
         i = int(above[-1])
         series.zone = Zone.CAUTION
-        series.reason = (
-            f"spike {num(values[i])} at step {format_step(steps[i])} (> {num(limit)})"
-        )
+        series.reason = f"spike {num(values[i])} at step {format_step(steps[i])} (> {num(limit)})"
 
 
 def _no_band_zone(series: Series) -> tuple[Zone, str]:
@@ -730,9 +694,7 @@ def _run_range(store: MetricStore, name: str) -> tuple[float, float] | None:
     return float(np.nanmin(buckets.min)), float(np.nanmax(buckets.max))
 
 
-def _head(
-    store: MetricStore, name: str, n: int, limit: int
-) -> tuple[np.ndarray, np.ndarray]:
+def _head(store: MetricStore, name: str, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """The first `n` finite points of a metric (strided down to about `limit` points)."""
     return sample_window(store, name, n, limit, from_start=True)
 
@@ -774,10 +736,7 @@ _REWARD_FN = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
 
 def _words(name: str) -> list[str]:
     """Lower-case words of a name: split at _ - / . and camelCase humps."""
-    return [
-        w.lower()
-        for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)
-    ]
+    return [w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)]
 
 
 def reward_role(name: str, rules: Rules) -> str:
@@ -858,42 +817,26 @@ def _reward_functions(facts: Facts) -> list[_RewardFunction]:
             spread_window = std.window
         else:
             # no std logged: an unchanging mean is the best sign every completion scored alike
-            zero_spread = (
-                series.values.size >= 2 and float(np.ptp(series.values)) <= 1e-12
-            )
+            zero_spread = series.values.size >= 2 and float(np.ptp(series.values)) <= 1e-12
             spread_window = series.window
         lo, hi = _run_range(store, key) or (math.nan, math.nan)
         level = series.recent_level
         span = hi - lo
         position = (level - lo) / span if span > 1e-12 else None
-        early = _head(
-            store, key, rules.window_size(series.logged), rules.window.max_samples
-        )[1]
+        early = _head(store, key, rules.window_size(series.logged), rules.window.max_samples)[1]
         early_level = tr.median(early)
-        early_position = (
-            (early_level - lo) / span if span > 1e-12 and early.size else None
-        )
+        early_position = (early_level - lo) / span if span > 1e-12 and early.size else None
         noise = tr.robust_sigma(series.values)
-        improved = (
-            series.logged >= 2 * rules.trend.min_points
-            and level - early_level
-            > max(
-                rules.trend.noise_multiple * (noise if math.isfinite(noise) else 0.0),
-                1e-12,
-            )
+        improved = series.logged >= 2 * rules.trend.min_points and level - early_level > max(
+            rules.trend.noise_multiple * (noise if math.isfinite(noise) else 0.0),
+            1e-12,
         )
         if zero_spread and (
-            position is not None
-            and position <= rules.rewards.floor_position
-            or position is None
-            and level <= 1e-12
+            (position is not None and position <= rules.rewards.floor_position)
+            or (position is None and level <= 1e-12)
         ):
             state = "floor"
-        elif (
-            zero_spread
-            and position is not None
-            and position >= rules.rewards.top_position
-        ):
+        elif zero_spread and position is not None and position >= rules.rewards.top_position:
             state = "ceiling"
         elif zero_spread:
             state = "constant"
@@ -915,14 +858,16 @@ def _reward_functions(facts: Facts) -> list[_RewardFunction]:
         series.zone, series.reason = _no_band_zone(series)
         if state == "floor":
             series.zone = Zone.BAD
-            series.reason = f"{num(level)} on every completion ({spread_window}): no learning signal"
+            series.reason = (
+                f"{num(level)} on every completion ({spread_window}): no learning signal"
+            )
         elif state == "constant":
             series.zone = Zone.CAUTION
-            series.reason = f"{num(level)} on every completion ({spread_window}): no learning signal"
-        elif saturated:
             series.reason = (
-                f"saturated at {num(level)} (top of its range, little spread)"
+                f"{num(level)} on every completion ({spread_window}): no learning signal"
             )
+        elif saturated:
+            series.reason = f"saturated at {num(level)} (top of its range, little spread)"
         found.append(
             _RewardFunction(
                 fn,
@@ -984,23 +929,17 @@ class _Samples:
     def _mean(
         stats: Iterable[StepSampleStats], get: Callable[[StepSampleStats], float | None]
     ) -> float | None:
-        values = [
-            v for v in (get(s) for s in stats) if v is not None and math.isfinite(v)
-        ]
+        values = [v for v in (get(s) for s in stats) if v is not None and math.isfinite(v)]
         return float(np.mean(values)) if values else None
 
     @property
     def comparable(self) -> bool:
         return self.steps >= 2
 
-    def recent_mean(
-        self, get: Callable[[StepSampleStats], float | None]
-    ) -> float | None:
+    def recent_mean(self, get: Callable[[StepSampleStats], float | None]) -> float | None:
         return self._mean(self.recent, get)
 
-    def early_mean(
-        self, get: Callable[[StepSampleStats], float | None]
-    ) -> float | None:
+    def early_mean(self, get: Callable[[StepSampleStats], float | None]) -> float | None:
         return self._mean(self.early, get)
 
     def evidence(self, numbers: dict[str, float | None], text: str) -> Evidence:

@@ -212,9 +212,7 @@ class LengthRules:
 class KlRules:
     """KL scale: the zones hold for the per-token estimator of KL to the reference only."""
 
-    own_scale_keys: list[str] = field(
-        default_factory=lambda: ["actor/ppo_kl", "ppo_kl"]
-    )
+    own_scale_keys: list[str] = field(default_factory=lambda: ["actor/ppo_kl", "ppo_kl"])
     """Source keys mapped onto `kl` that measure something else (drift from the rollout policy):
     judged only against their own history (exploding), never against the absolute zones."""
     per_token_max: float = 10.0
@@ -285,15 +283,11 @@ class Rules:
 
     def window_size(self, logged_points: int) -> int:
         """How many latest points a metric with this many logged points is judged on."""
-        return max(
-            self.window.points, math.ceil(self.window.run_fraction * logged_points)
-        )
+        return max(self.window.points, math.ceil(self.window.run_fraction * logged_points))
 
     def trend_window_size(self, logged_points: int) -> int:
         """How many latest points a metric's trend is judged on."""
-        return max(
-            self.window.points, math.ceil(self.trend.run_fraction * logged_points)
-        )
+        return max(self.window.points, math.ceil(self.trend.run_fraction * logged_points))
 
 
 # -- loading -------------------------------------------------------------------------
@@ -327,26 +321,20 @@ def load_rules(path: Path | None = None) -> tuple[Rules, list[str]]:
     return rules_from_dict(data, source=str(path))
 
 
-def rules_from_dict(
-    data: Mapping[str, Any], source: str = "rules"
-) -> tuple[Rules, list[str]]:
+def rules_from_dict(data: Mapping[str, Any], source: str = "rules") -> tuple[Rules, list[str]]:
     """Apply overrides (a parsed TOML document) to the defaults."""
     warnings: list[str] = []
     rules = Rules()
     updates: dict[str, Any] = {}
     for key, value in data.items():
         if key == "zones":
-            updates["zones"] = _merge_zones(
-                rules.zones, value, f"{source}: zones", warnings
-            )
+            updates["zones"] = _merge_zones(rules.zones, value, f"{source}: zones", warnings)
             continue
         current = getattr(rules, key, None) if key in _field_names(Rules) else None
         if current is None:
             warnings.append(f"{source}: unknown section [{key}] ignored")
         elif not isinstance(value, dict):
-            warnings.append(
-                f"{source}: [{key}] must be a table, got {_type_name(value)}; ignored"
-            )
+            warnings.append(f"{source}: [{key}] must be a table, got {_type_name(value)}; ignored")
         else:
             updates[key] = _merge_section(current, value, f"{source}: {key}", warnings)
     return replace(rules, **updates), warnings
@@ -361,9 +349,7 @@ def _merge_zones(
         return zones
     for metric, table in data.items():
         if not isinstance(table, dict):
-            warnings.append(
-                f"{where}.{metric} must be a table, got {_type_name(table)}; ignored"
-            )
+            warnings.append(f"{where}.{metric} must be a table, got {_type_name(table)}; ignored")
             continue
         zones[metric] = _merge_section(
             zones.get(metric, ZoneBounds()), table, f"{where}.{metric}", warnings
@@ -371,9 +357,7 @@ def _merge_zones(
     return zones
 
 
-def _merge_section(
-    current: Any, table: Mapping[str, Any], where: str, warnings: list[str]
-) -> Any:
+def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings: list[str]) -> Any:
     hints = _type_hints(type(current))
     changes: dict[str, Any] = {}
     for key, value in table.items():
@@ -423,11 +407,7 @@ def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
 def _out_of_range(section: Any, value: Any) -> str:
     """Counts must be at least 1 and thresholds not negative; zone bounds may be anything
     (a user can band a metric that goes negative)."""
-    if (
-        isinstance(section, ZoneBounds)
-        or isinstance(value, (bool, str, list))
-        or value is None
-    ):
+    if isinstance(section, ZoneBounds) or isinstance(value, (bool, str, list)) or value is None:
         return ""
     if isinstance(value, int) and value < 1:
         return "must be at least 1"
@@ -455,9 +435,15 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-@cache
+#: per dataclass: its field types, and its field docs (read once; the classes are few)
+_HINTS: dict[type, dict[str, Any]] = {}
+_DOCS: dict[type, dict[str, str]] = {}
+
+
 def _type_hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, vars(sys.modules[__name__]))
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[__name__]))
+    return _HINTS[cls]
 
 
 @cache
@@ -468,19 +454,20 @@ def _field_names(cls: type) -> frozenset[str]:
 # -- printing ------------------------------------------------------------------------
 
 
-@cache
 def field_docs(cls: type) -> dict[str, str]:
     """The attribute docstrings of a dataclass (the string literal under each field), read
     from the source so the docs live in one place; empty when the source is unavailable."""
+    if cls not in _DOCS:
+        _DOCS[cls] = _read_field_docs(cls)
+    return _DOCS[cls]
+
+
+def _read_field_docs(cls: type) -> dict[str, str]:
     try:
         tree = ast.parse(inspect.getsource(cls))
     except (OSError, TypeError, SyntaxError):
         return {}
-    body = (
-        tree.body[0].body
-        if tree.body and isinstance(tree.body[0], ast.ClassDef)
-        else []
-    )
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs: dict[str, str] = {}
     for node, following in itertools.pairwise(body):
         if (
@@ -509,9 +496,7 @@ def rules_as_toml(rules: Rules) -> str:
             section = getattr(rules, f.name)
             lines.extend(_comment(type(section).__doc__ or ""))
             lines.extend(
-                _section_lines(
-                    f.name, section, getattr(defaults, f.name), documented=True
-                )
+                _section_lines(f.name, section, getattr(defaults, f.name), documented=True)
             )
     lines.extend(_comment(ZoneBounds.__doc__ or ""))
     docs = field_docs(ZoneBounds)
@@ -521,9 +506,7 @@ def rules_as_toml(rules: Rules) -> str:
     for metric, bounds in rules.zones.items():
         default = defaults.zones.get(metric)
         lines.extend(
-            _section_lines(
-                f"zones.{_toml_key(metric)}", bounds, default, documented=False
-            )
+            _section_lines(f"zones.{_toml_key(metric)}", bounds, default, documented=False)
         )
     return "\n".join(lines).rstrip() + "\n"
 
@@ -532,9 +515,7 @@ def _comment(text: str) -> list[str]:
     return [f"# {part}" for part in textwrap.wrap(" ".join(text.split()), 86)]
 
 
-def _section_lines(
-    name: str, section: Any, default: Any | None, *, documented: bool
-) -> list[str]:
+def _section_lines(name: str, section: Any, default: Any | None, *, documented: bool) -> list[str]:
     lines = [f"[{name}]"]
     docs = field_docs(type(section)) if documented else {}
     for f in fields(section):

@@ -64,9 +64,7 @@ class _Builder:
     findings: list[_Finding] = field(default_factory=list)
     supporting: list[Evidence] = field(default_factory=list)
 
-    def add(
-        self, severity: Severity, evidence: Evidence, onset: float | None = None
-    ) -> None:
+    def add(self, severity: Severity, evidence: Evidence, onset: float | None = None) -> None:
         self.findings.append(_Finding(severity, evidence, onset))
 
     def support(self, evidence: Evidence | None) -> None:
@@ -96,9 +94,7 @@ class _Builder:
         )
 
 
-def _onset(
-    facts: Facts, name: str, flag: Callable[[np.ndarray], np.ndarray]
-) -> float | None:
+def _onset(facts: Facts, name: str, flag: Callable[[np.ndarray], np.ndarray]) -> float | None:
     """First step of the latest stretch in which `flag` held on a sustained share of a
     rolling zone window. Searched within the metric's trend window plus one zone window
     (vectorised): a condition that held all along reports the start of that stretch."""
@@ -114,6 +110,15 @@ def _onset(
         width = max(1, round(width * values.size / fetch))
     index = tr.condition_onset(flag(values), width, rules.window.sustained)
     return None if index is None else float(steps[index])
+
+
+def _at_least(level: float) -> Callable[[np.ndarray], np.ndarray]:
+    """A flag for `_onset`: values at or above `level`."""
+
+    def flag(values: np.ndarray) -> np.ndarray:
+        return values >= level
+
+    return flag
 
 
 def trend_text(name: str, series: Series) -> str:
@@ -217,12 +222,7 @@ def _not_learning(facts: ScenarioFacts) -> Scenario | None:
             _zone_evidence(std),
             _onset(facts, "reward_std", lambda v: v < zero),
         )
-    if (
-        frac is not None
-        and frac.zone is Zone.BAD
-        and not all_pass
-        and frac_bad is not None
-    ):
+    if frac is not None and frac.zone is Zone.BAD and not all_pass and frac_bad is not None:
         spread_dead = True
         b.add(
             Severity.PROBLEM,
@@ -279,9 +279,7 @@ def _not_learning(facts: ScenarioFacts) -> Scenario | None:
             if not falling_frac:
                 b.add(Severity.CAUTION, _zone_evidence(series))
     aux_only = _aux_only_rise(facts)
-    if aux_only is not None and not any(
-        f.saturated and f.role == "aux" for f in functions
-    ):
+    if aux_only is not None and not any(f.saturated and f.role == "aux" for f in functions):
         b.add(Severity.CAUTION, aux_only)
     clip = facts.clip
     if (
@@ -333,8 +331,7 @@ def _aux_only_rise(facts: Facts) -> Evidence | None:
         return None
     task_text = ", ".join(f"{f.fn} {f.trend_word}" for f in task)
     aux_text = ", ".join(
-        f"{f.fn} {'saturated' if f.saturated else f.series.trend.direction}"
-        for f in rising
+        f"{f.fn} {'saturated' if f.saturated else f.series.trend.direction}" for f in rising
     )
     return Evidence(
         "rewards",
@@ -351,20 +348,11 @@ def _too_aggressive(facts: Facts) -> Scenario | None:
     clip_bounds = rules.zone_bounds("clip_ratio") or ZoneBounds()
     if clip is not None and clip.zone.warns:
         low = (
-            clip_bounds.caution_below is not None
-            and clip.recent_level < clip_bounds.caution_below
+            clip_bounds.caution_below is not None and clip.recent_level < clip_bounds.caution_below
         )
         if not low:
-            high = (
-                clip_bounds.bad_above
-                if clip.zone is Zone.BAD
-                else clip_bounds.caution_above
-            )
-            onset = (
-                _onset(facts, "clip_ratio", lambda v: v > high)
-                if high is not None
-                else None
-            )
+            high = clip_bounds.bad_above if clip.zone is Zone.BAD else clip_bounds.caution_above
+            onset = _onset(facts, "clip_ratio", lambda v: v > high) if high is not None else None
             b.add(
                 Severity.PROBLEM if clip.zone is Zone.BAD else Severity.CAUTION,
                 _zone_evidence(clip),
@@ -375,7 +363,9 @@ def _too_aggressive(facts: Facts) -> Scenario | None:
         kl_bounds = rules.zone_bounds("kl") or ZoneBounds()
         level = kl_bounds.bad_above if kl.zone is Zone.BAD else kl_bounds.caution_above
         onset = _onset(facts, "kl", lambda v: v > level) if level is not None else None
-        b.add(Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION, _zone_evidence(kl), onset)
+        b.add(
+            Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION, _zone_evidence(kl), onset
+        )
     for series in (facts.loss, facts.grad_norm):
         if series is None:
             continue
@@ -383,9 +373,7 @@ def _too_aggressive(facts: Facts) -> Scenario | None:
             b.add(
                 Severity.PROBLEM,
                 _zone_evidence(series),
-                float(series.nonfinite_steps[0])
-                if series.nonfinite_steps.size
-                else None,
+                float(series.nonfinite_steps[0]) if series.nonfinite_steps.size else None,
             )
         elif series.zone is Zone.CAUTION:
             b.add(Severity.CAUTION, _zone_evidence(series))
@@ -419,9 +407,7 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
     for f in saturated_aux:
         text = f"{f.fn} saturated at {num(f.level)} (top of its range {num(f.lo)}–{num(f.hi)})"
         if task_stalled:
-            flat = ", ".join(
-                f"{t.fn} {t.trend_word}, never clearly improved" for t in task
-            )
+            flat = ", ".join(f"{t.fn} {t.trend_word}, never clearly improved" for t in task)
             top = f.lo + rules.rewards.saturation_position * (f.hi - f.lo)
             b.add(
                 Severity.PROBLEM,
@@ -431,7 +417,7 @@ def _reward_hacking(facts: Facts) -> Scenario | None:
                     {"level": finite_or_none(f.level)},
                     f"{text} while task rewards stall ({flat})",
                 ),
-                _onset(facts, f.key, lambda v, top=top: v >= top),
+                _onset(facts, f.key, _at_least(top)),
             )
         elif not task and reward_up:
             b.add(
@@ -498,11 +484,7 @@ def _truncation(facts: Facts) -> Scenario | None:
     if clipped is not None and clipped.zone.warns:
         bounds = rules.zone_bounds("clipped_ratio") or ZoneBounds()
         level = bounds.bad_above if clipped.zone is Zone.BAD else bounds.caution_above
-        onset = (
-            _onset(facts, "clipped_ratio", lambda v: v > level)
-            if level is not None
-            else None
-        )
+        onset = _onset(facts, "clipped_ratio", lambda v: v > level) if level is not None else None
         b.add(
             Severity.PROBLEM if clipped.zone is Zone.BAD else Severity.CAUTION,
             _zone_evidence(clipped),
@@ -519,13 +501,9 @@ def _truncation(facts: Facts) -> Scenario | None:
         )
         wz = judge_bands(length, bounds, rules, float(max_len))
         if wz.zone in (Zone.CAUTION, Zone.BAD):
-            level = (
-                bounds.bad_above if wz.zone is Zone.BAD else bounds.caution_above
-            ) or 1.0
+            level = (bounds.bad_above if wz.zone is Zone.BAD else bounds.caution_above) or 1.0
             onset = _onset(facts, "completion_length", lambda v: v > level * max_len)
-            reason = band_reason(
-                length, wz, bounds, float(max_len), rules.window.sustained
-            )
+            reason = band_reason(length, wz, bounds, float(max_len), rules.window.sustained)
             text = f"completion_length {num(length.recent_level)} of max {max_len}: {reason}"
             b.add(
                 Severity.PROBLEM if wz.zone is Zone.BAD else Severity.CAUTION,
@@ -545,9 +523,7 @@ def _length_collapse(facts: Facts) -> Scenario | None:
     limit = early * (1 - facts.rules.length.collapse_caution_drop)
     b.add(
         Severity.PROBLEM if zone is Zone.BAD else Severity.CAUTION,
-        series.evidence(
-            {"early": early, "recent": recent}, f"completion_length {text}"
-        ),
+        series.evidence({"early": early, "recent": recent}, f"completion_length {text}"),
         _onset(facts, "completion_length", lambda v: v < limit),
     )
     reward = facts.reward
@@ -638,9 +614,7 @@ def _identical_lengths(facts: Facts) -> tuple[Severity, Evidence] | None:
     if share < facts.rules.window.sustained:
         return None
     frac = facts.frac_zero_std
-    severity = (
-        Severity.PROBLEM if frac is not None and frac.zone.warns else Severity.CAUTION
-    )
+    severity = Severity.PROBLEM if frac is not None and frac.zone.warns else Severity.CAUTION
     text = f"every completion has the same length ({num(lo.values[-1])} tokens) on {hi.window.share(share)}"
     return severity, hi.evidence({"min": lo.values[-1], "max": hi.values[-1]}, text)
 
@@ -656,18 +630,14 @@ def _saturated(facts: Facts) -> Scenario | None:
         Direction.FALLING,
     )
     if kind == "all_pass":
-        dead = [
-            s for s in (frac, std) if s is not None and s.zone.warns
-        ]
+        dead = [s for s in (frac, std) if s is not None and s.zone.warns]
         if dead:
             severity = (
                 Severity.CAUTION
                 if any(s.zone is Zone.BAD for s in dead) or eval_stalled
                 else Severity.INFO
             )
-            high = (
-                rules.zone_bounds("frac_reward_zero_std") or ZoneBounds()
-            ).caution_above
+            high = (rules.zone_bounds("frac_reward_zero_std") or ZoneBounds()).caution_above
             for s in dead:
                 onset = (
                     _onset(facts, s.name, lambda v: v > high)
@@ -685,11 +655,7 @@ def _saturated(facts: Facts) -> Scenario | None:
             )
     if not b.findings and reward is not None and std is not None and frac is not None:
         rng = facts.reward_range
-        if (
-            rng is not None
-            and rng[1] > rng[0]
-            and reward.logged >= rules.trend.min_points
-        ):
+        if rng is not None and rng[1] > rng[0] and reward.logged >= rules.trend.min_points:
             position = (reward.recent_level - rng[0]) / (rng[1] - rng[0])
             if (
                 position >= rules.rewards.top_position
@@ -717,11 +683,7 @@ def _warming_up(facts: Facts) -> Scenario | None:
     reward = facts.reward
     logged = store.count("reward")
     first = float(store.steps[0]) if len(store) else None
-    window = (
-        reward.window
-        if reward is not None
-        else Window(first, store.last_step(), len(store))
-    )
+    window = reward.window if reward is not None else Window(first, store.last_step(), len(store))
     b = _Builder(ScenarioId.WARMING_UP)
     b.add(
         Severity.INFO,

@@ -24,14 +24,14 @@ _EXACT_SPIKE_POINTS = 5000
 _NOISE_SAMPLE = 20000
 
 
-
 # -- noise and levels ----------------------------------------------------------------
 
 
 def finite(values: np.ndarray) -> np.ndarray:
     """The finite values of an array (NaN and ±Inf dropped)."""
     values = np.asarray(values, dtype=float)
-    return values[np.isfinite(values)]
+    kept: np.ndarray = values[np.isfinite(values)]
+    return kept
 
 
 def robust_sigma(values: np.ndarray) -> float:
@@ -191,9 +191,7 @@ def classify_trend(
         if exploding_reference is not None and math.isfinite(exploding_reference):
             recent = median(values[-max(1, n // 4) :])
             above_floor = exploding_floor is None or recent > exploding_floor
-            if above_floor and recent > rules.exploding_factor * abs(
-                exploding_reference
-            ):
+            if above_floor and recent > rules.exploding_factor * abs(exploding_reference):
                 direction = Direction.EXPLODING
     else:
         direction = Direction.FALLING
@@ -227,18 +225,14 @@ def accelerating(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> bo
     # same test a trend passes
     extra = (second - first) * float(steps[-1] - steps[half])
     noise = overall.noise
-    threshold = max(
-        rules.noise_multiple * noise * math.sqrt(12.0 / half), rules.min_change * noise
-    )
+    threshold = max(rules.noise_multiple * noise * math.sqrt(12.0 / half), rules.min_change * noise)
     return second > rules.accelerating_ratio * max(first, 0.0) and extra > threshold
 
 
 # -- spikes --------------------------------------------------------------------------
 
 
-def spike_mask(
-    values: np.ndarray, rules: SpikeRules, *, ratio: float | None = None
-) -> np.ndarray:
+def spike_mask(values: np.ndarray, rules: SpikeRules, *, ratio: float | None = None) -> np.ndarray:
     """Which points are spikes: more than `rules.z` robust sigmas from the median of the
     `rules.history` points before them (and, with `ratio`, also above ratio × that median).
     The sigma is the MAD of those points, floored by the whole series' point-to-point noise.
@@ -265,9 +259,7 @@ def spike_mask(
         med[has] = block_med[reference[has]]
         mad[has] = block_mad[reference[has]]
     elif n > h:
-        windows = np.lib.stride_tricks.sliding_window_view(
-            vals[:-1], h
-        )  # row k = vals[k:k+h]
+        windows = np.lib.stride_tricks.sliding_window_view(vals[:-1], h)  # row k = vals[k:k+h]
         m = np.median(windows, axis=1)
         med[h:] = m
         mad[h:] = np.median(np.abs(windows - m[:, None]), axis=1)
@@ -292,18 +284,14 @@ def spike_mask(
 # -- zones ---------------------------------------------------------------------------
 
 
-def zone_codes(
-    values: np.ndarray, bounds: ZoneBounds, scale: float | None = None
-) -> np.ndarray:
+def zone_codes(values: np.ndarray, bounds: ZoneBounds, scale: float | None = None) -> np.ndarray:
     """Zone code per value under `bounds` (multiplied by `scale` for relative bounds).
     NaN → unknown, ±Inf → bad. A relative bound without a scale → unknown."""
     values = np.asarray(values, dtype=float)
     codes = np.full(values.shape, Zone.UNKNOWN, dtype=np.int8)
     isfinite = np.isfinite(values)
     codes[np.isinf(values)] = Zone.BAD
-    if bounds.relative_to is not None and (
-        scale is None or not math.isfinite(scale) or scale <= 0
-    ):
+    if bounds.relative_to is not None and (scale is None or not math.isfinite(scale) or scale <= 0):
         return codes
     factor = scale if bounds.relative_to is not None and scale is not None else 1.0
     codes[isfinite] = Zone.HEALTHY
@@ -339,9 +327,7 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
     1 - sustained: an excursion that is not sustained yet); healthy otherwise. Unknown
     points are ignored; a window of only n/a points is n/a; nothing judged → unknown."""
     codes = np.asarray(codes)
-    judged_mask = (
-        (codes == Zone.HEALTHY) | (codes == Zone.CAUTION) | (codes == Zone.BAD)
-    )
+    judged_mask = (codes == Zone.HEALTHY) | (codes == Zone.CAUTION) | (codes == Zone.BAD)
     judged = int(judged_mask.sum())
     if judged == 0:
         na = (
@@ -370,7 +356,8 @@ def rolling_share(flags: np.ndarray, width: int) -> np.ndarray:
     csum = np.concatenate([[0], np.cumsum(flags)])
     idx = np.arange(1, n + 1)
     lo = np.maximum(idx - width, 0)
-    return (csum[idx] - csum[lo]) / (idx - lo)
+    shares: np.ndarray = (csum[idx] - csum[lo]) / (idx - lo)
+    return shares
 
 
 def onset_index(held: np.ndarray) -> int | None:

@@ -42,9 +42,7 @@ def _context_adjusted(
     return codes
 
 
-def zone_of_values(
-    name: str, values: np.ndarray, rules: Rules, context: RunContext
-) -> np.ndarray:
+def zone_of_values(name: str, values: np.ndarray, rules: Rules, context: RunContext) -> np.ndarray:
     """Zone code per value (e.g. per sparkline bucket): 0 unknown, 1 healthy, 2 caution,
     3 bad, 4 n/a. Value bands and context rules only; verdicts that need other metrics
     (the reward range for reward_std, re-use rows for clip_ratio) live in `diagnose`.
@@ -60,9 +58,7 @@ def zone_of_values(
     return _context_adjusted(name, codes, values, rules, context)
 
 
-def zone_bands(
-    name: str, rules: Rules, context: RunContext
-) -> list[tuple[float, float, Zone]]:
+def zone_bands(name: str, rules: Rules, context: RunContext) -> list[tuple[float, float, Zone]]:
     """The value bands of a metric as (lo, hi, zone) from -inf to +inf, for a chart.
     Empty when the metric has no bands (or they are relative to an unknown context value)."""
     bounds = rules.zone_bounds(name)

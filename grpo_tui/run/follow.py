@@ -83,9 +83,7 @@ class RunFollower:
         return self.completions
 
 
-def load_run(
-    path: Path, *, follower: RunFollower | None = None, time_budget: float = 5.0
-) -> Run:
+def load_run(path: Path, *, follower: RunFollower | None = None, time_budget: float = 5.0) -> Run:
     """Read everything a PATH holds now into a Run (no waiting for more). Pass the
     follower to keep following the same sources afterwards."""
     follower = follower or RunFollower(path)
@@ -163,7 +161,7 @@ class FollowLoop:
         while not self._stop.is_set():
             try:
                 update = self.follower.read(time_budget=self.time_budget)
-            except Exception as error:  # noqa: BLE001 - a reader bug must not end a days-long watch
+            except Exception as error:
                 if self._on_error is not None:
                     self._on_error(f"{type(error).__name__}: {error}")
                 self._sleep()

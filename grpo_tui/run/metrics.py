@@ -98,7 +98,13 @@ class _Summaries:
             self._rebuild(values, self.stale_start, self.stale_stop)
             self.stale_start = self.stale_stop = 0
         used = -(-n_rows // size)
-        return self.count[:used], self.sum[:used], self.min[:used], self.max[:used], self.last[:used]
+        return (
+            self.count[:used],
+            self.sum[:used],
+            self.min[:used],
+            self.max[:used],
+            self.last[:used],
+        )
 
     def _rebuild(self, values: np.ndarray, start: int, stop: int) -> None:
         """Recompute the summaries of every block that rows [start, stop) touch."""
@@ -288,7 +294,7 @@ class MetricStore:
         """How many rows from the start are all new: steps in order after what is stored,
         train steps strictly rising, no (kind, step) twice or already stored. The first row
         breaking any of these ends the run (checked for all rows at once)."""
-        n = steps.shape[0]
+        n = int(steps.shape[0])
         last_step = self._steps[self._n - 1] if self._n else -np.inf
         ends = [n]
         out_of_order = np.flatnonzero(steps < np.concatenate(([last_step], steps[:-1])))
@@ -499,7 +505,9 @@ class MetricStore:
             if int(mask.sum()) >= want or start == 0:
                 steps = self._steps[start:stop][mask]
                 vals = vals[mask]
-                return Points(steps[-want:] if want else steps[:0], vals[-want:] if want else vals[:0])
+                return Points(
+                    steps[-want:] if want else steps[:0], vals[-want:] if want else vals[:0]
+                )
             span *= 4
 
     def buckets(self, name: str, width: int) -> Buckets:
@@ -542,7 +550,9 @@ class MetricStore:
         vmin = np.fmin.reduceat(np.where(finite, point_vals, np.nan), starts)
         vmax = np.fmax.reduceat(np.where(finite, point_vals, np.nan), starts)
         last_idx = np.maximum.reduceat(np.where(finite, rows, -1), starts)
-        return self._finish(rows[starts], rows[edges[1:] - 1] + 1, count, total, vmin, vmax, last_idx, column)
+        return self._finish(
+            rows[starts], rows[edges[1:] - 1] + 1, count, total, vmin, vmax, last_idx, column
+        )
 
     def _buckets_from_blocks(self, column: _Column, width: int, size: int) -> Buckets:
         nblocks = -(-self._n // size)

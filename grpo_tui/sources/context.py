@@ -100,9 +100,7 @@ def _as_float(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     try:
-        if isinstance(value, (int, float)):
-            number = float(value)
-        elif isinstance(value, str):
+        if isinstance(value, (int, float, str)):
             number = float(value)
         else:
             return None
@@ -112,7 +110,13 @@ def _as_float(value: Any) -> float | None:
 
 
 #: fields read as whole numbers and as floats (the rest are strings and lists)
-_INT_FIELDS = ("max_completion_length", "num_generations", "num_iterations", "logging_steps", "steps_per_generation")
+_INT_FIELDS = (
+    "max_completion_length",
+    "num_generations",
+    "num_iterations",
+    "logging_steps",
+    "steps_per_generation",
+)
 _FLOAT_FIELDS = ("beta", "epsilon", "epsilon_high", "learning_rate", "temperature")
 
 
@@ -129,7 +133,9 @@ def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
 
     def unusable(name: str, value: Any) -> None:
         shown = repr(value)
-        problems.append(f"{name} = {shown[:40] + '…' if len(shown) > 40 else shown} is not a usable number")
+        problems.append(
+            f"{name} = {shown[:40] + '…' if len(shown) > 40 else shown} is not a usable number"
+        )
 
     numbers: dict[str, Any] = {}
     for name in _INT_FIELDS:

@@ -195,7 +195,9 @@ def _state_layout(state: Path, output_dir: Path | None = None) -> RunLayout:
     )
 
 
-def _unreadable(problem: str, run_dir: Path | None = None, output_dir: Path | None = None) -> RunLayout:
+def _unreadable(
+    problem: str, run_dir: Path | None = None, output_dir: Path | None = None
+) -> RunLayout:
     return RunLayout("unreadable", None, None, None, run_dir, output_dir, problem=problem)
 
 
@@ -217,7 +219,12 @@ def _run_dir_layout(run_dir: Path, output_dir: Path | None) -> RunLayout:
         # a fresh ms-swift run directory: logging.jsonl comes with the first log line
         return _jsonl_layout(logging_file, output_dir)
     return RunLayout(
-        "waiting", None, None, None, run_dir, output_dir,
+        "waiting",
+        None,
+        None,
+        None,
+        run_dir,
+        output_dir,
         waiting_for=f"{LOGGING_FILE} or {TRAINER_STATE_FILE} in {run_dir}",
     )
 
@@ -242,7 +249,5 @@ def discover(path: Path) -> RunLayout:
             return _state_layout(path)
         return _jsonl_layout(path)
     if path.suffix == ".jsonl":
-        return RunLayout(
-            "jsonl", path, None, None, path.parent, None, waiting_for=str(path)
-        )
+        return RunLayout("jsonl", path, None, None, path.parent, None, waiting_for=str(path))
     return RunLayout("waiting", None, None, None, None, None, waiting_for=str(path))

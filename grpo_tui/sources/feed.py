@@ -148,7 +148,11 @@ class RunFeed:
         layout = discover(self.path)
         current = self._layout
         self.status.unreadable = layout.problem or None
-        if current is not None and layout.metrics_file == current.metrics_file and layout.mode == current.mode:
+        if (
+            current is not None
+            and layout.metrics_file == current.metrics_file
+            and layout.mode == current.mode
+        ):
             if (layout.args_file, layout.skipped) != (current.args_file, current.skipped):
                 self._layout = layout
                 self._read_context(layout)
@@ -159,7 +163,9 @@ class RunFeed:
                 pass
         if layout.mode == "unreadable":
             self.status.waiting_for = None
-        elif layout.mode == "waiting" or (layout.metrics_file and not os.path.exists(layout.metrics_file)):
+        elif layout.mode == "waiting" or (
+            layout.metrics_file and not os.path.exists(layout.metrics_file)
+        ):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
             if not self._announced_wait:
                 batch.events.append(f"waiting for {self.status.waiting_for}")
@@ -231,7 +237,9 @@ class RunFeed:
             self.status.waiting_for = None
         self._note_file(tail.path)
         if chunk.restarted:
-            batch.events.append(f"{tail.path.name} was {chunk.restarted}: reading it from the start")
+            batch.events.append(
+                f"{tail.path.name} was {chunk.restarted}: reading it from the start"
+            )
             batch.restarted = True
             reader.last_step = 0
         if chunk.data:

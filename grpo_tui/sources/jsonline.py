@@ -39,7 +39,9 @@ def describe_json_error(error: json.JSONDecodeError, data: bytes) -> str:
     (The standard library's messages end in " at" for some errors: "Invalid control
     character at"; the position is added here once.)"""
     message = error.msg.removesuffix(" at")
-    where = f"line {error.lineno} column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
+    where = (
+        f"line {error.lineno} column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
+    )
     # the text stopped where more was expected: an unterminated string, or a value or
     # delimiter expected at the very end (not "Extra data", which is more than expected)
     at_end = error.pos >= len(error.doc.rstrip())

@@ -59,7 +59,12 @@ class RowBlock:
     def of(cls, records: list[Record]) -> RowBlock:
         """Records as a block (one column group per record): tests and small writers."""
         groups = [
-            ColumnGroup(np.array([i]), tuple(r.values), r.source_keys, np.array([list(r.values.values())], dtype=float))
+            ColumnGroup(
+                np.array([i]),
+                tuple(r.values),
+                r.source_keys,
+                np.array([list(r.values.values())], dtype=float),
+            )
             for i, r in enumerate(records)
             if r.values
         ]

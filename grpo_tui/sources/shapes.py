@@ -272,7 +272,9 @@ class ShapeStacker:
                 if key in slab.objs[0] and hint not in self._hints:
                     self._hints.append(hint)
         stack.rows.append(rows)
-        stack.numbers.append(np.frombuffer(numbers, dtype=np.float64).reshape(rows.shape[0], len(plan.columns)))
+        stack.numbers.append(
+            np.frombuffer(numbers, dtype=np.float64).reshape(rows.shape[0], len(plan.columns))
+        )
         for held, column in zip(stack.strings, slab.strings):
             held.extend(column)
         for held, column in zip(stack.steps, slab.steps):
@@ -355,7 +357,9 @@ def _float(value: Any) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def _without_summaries(objs: Sequence[Mapping[str, Any]], slabs: list[_Slab]) -> list[Mapping[str, Any]]:
+def _without_summaries(
+    objs: Sequence[Mapping[str, Any]], slabs: list[_Slab]
+) -> list[Mapping[str, Any]]:
     drop: set[int] = set()
     for slab in slabs:
         if slab.plan.kind == LineKind.SUMMARY:

@@ -34,6 +34,8 @@ from grpo_tui.files import UTF8_BOM, describe_os_error, open_regular
 _FINGERPRINT_BYTES = 64
 #: default read size per poll; a poll reads more only to finish one very long line
 DEFAULT_CHUNK = 4 * 1024 * 1024
+
+
 @dataclass(slots=True, frozen=True)
 class TailLine:
     """One complete line: its bytes without the line ending, where it starts, its number."""

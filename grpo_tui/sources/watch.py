@@ -57,7 +57,9 @@ class DirectoryWaker:
             for gone in set(self._watches) - wanted:
                 self._observer.unschedule(self._watches.pop(gone))
             for new in wanted - set(self._watches):
-                self._watches[new] = self._observer.schedule(self._handler, str(new), recursive=False)
+                self._watches[new] = self._observer.schedule(
+                    self._handler, str(new), recursive=False
+                )
         except OSError as error:
             # e.g. inotify watch limit reached: fall back to plain polling
             self.failure = f"file events unavailable ({error}); polling every second"

@@ -111,7 +111,9 @@ class GrpoTuiApp(App[None]):
     class Diagnosed(Message):
         """A diagnosis of the run as it was at `version`, from the diagnosis worker."""
 
-        def __init__(self, diagnosis: Diagnosis | None, version: int, seconds: float, error: str | None) -> None:
+        def __init__(
+            self, diagnosis: Diagnosis | None, version: int, seconds: float, error: str | None
+        ) -> None:
             super().__init__()
             self.diagnosis = diagnosis
             self.version = version
@@ -209,7 +211,9 @@ class GrpoTuiApp(App[None]):
 
     def _show_pane(self, pane: str) -> None:
         self._pane = pane
-        self.main_screen.update_classes({f"-pane-{name}": name == pane for name in PANES}, animate=False)
+        self.main_screen.update_classes(
+            {f"-pane-{name}": name == pane for name in PANES}, animate=False
+        )
         if self._tabs.active != f"tab-{pane}":
             self._tabs.active = f"tab-{pane}"
 
@@ -248,7 +252,9 @@ class GrpoTuiApp(App[None]):
         events_before = len(self.run_state.events)
         self.run_state.apply(update)
         if update.batch.events and not self.paused:
-            for event in self.run_state.events[max(events_before, len(self.run_state.events) - 3) :]:
+            for event in self.run_state.events[
+                max(events_before, len(self.run_state.events) - 3) :
+            ]:
                 self.notify(printable(event), title="source", timeout=8, markup=False)
         if (update.batch.rows() or update.new_samples) and time.monotonic() >= self._next_frame_at:
             # draw new data now rather than at the next tick
@@ -256,7 +262,12 @@ class GrpoTuiApp(App[None]):
 
     @on(IngestFailed)
     def _on_ingest_failed(self, message: IngestFailed) -> None:
-        self.notify(printable(message.error), title="reading failed; retrying", severity="error", markup=False)
+        self.notify(
+            printable(message.error),
+            title="reading failed; retrying",
+            severity="error",
+            markup=False,
+        )
 
     @on(SourceNotice)
     def _on_source_notice(self, message: SourceNotice) -> None:
@@ -280,7 +291,7 @@ class GrpoTuiApp(App[None]):
         try:
             result: Diagnosis | None = diagnose(self.run_state, self.rules)
             error = None
-        except Exception as exc:  # noqa: BLE001 - show the failure in the panel instead of crashing
+        except Exception as exc:
             result, error = None, f"{type(exc).__name__}: {exc}"
         self.post_message(self.Diagnosed(result, version, time.perf_counter() - started, error))
 
@@ -288,7 +299,9 @@ class GrpoTuiApp(App[None]):
     def _on_diagnosed(self, message: Diagnosed) -> None:
         self._diagnosing = False
         self._diagnosed_version = message.version
-        self._next_diagnosis_at = time.monotonic() + max(DIAGNOSIS_INTERVAL_S, BUDGET_SHARE * message.seconds)
+        self._next_diagnosis_at = time.monotonic() + max(
+            DIAGNOSIS_INTERVAL_S, BUDGET_SHARE * message.seconds
+        )
         self.diagnosis_seconds = message.seconds
         self.diagnosis_error = message.error
         if message.diagnosis is not None or message.error is not None:
@@ -349,8 +362,14 @@ class GrpoTuiApp(App[None]):
             return
         started = time.perf_counter()
         self._drawn = key
-        self._metrics.show(GridSource(run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette))
-        self._diagnosis_panel.show(self.diagnosis, spec.palette, pending=self._diagnosis_pending_text())
+        self._metrics.show(
+            GridSource(
+                run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette
+            )
+        )
+        self._diagnosis_panel.show(
+            self.diagnosis, spec.palette, pending=self._diagnosis_pending_text()
+        )
         summary = diagnosis_summary(self.diagnosis)
         if self._diagnosis_tab.label.plain != summary:
             self._diagnosis_tab.label = Text(summary)
@@ -378,7 +397,9 @@ class GrpoTuiApp(App[None]):
 
     def _detail_source(self) -> DetailSource:
         run = self.run_state
-        return DetailSource(run.store, run.version, self.rules, run.context, self.diagnosis, self.theme_spec.palette)
+        return DetailSource(
+            run.store, run.version, self.rules, run.context, self.diagnosis, self.theme_spec.palette
+        )
 
     # -- actions ------------------------------------------------------------------------
     @on(MetricGrid.MetricChosen)
@@ -389,7 +410,9 @@ class GrpoTuiApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        rows = key_rows(self.get_key_display, self.BINDINGS, MetricGrid.BINDINGS, DetailScreen.BINDINGS)
+        rows = key_rows(
+            self.get_key_display, self.BINDINGS, MetricGrid.BINDINGS, DetailScreen.BINDINGS
+        )
         notes = help_notes(self.run_state.usual_interval(), DIAGNOSIS_INTERVAL_S)
         self.push_screen(HelpScreen(help_text(rows, notes)))
 
@@ -409,7 +432,9 @@ class GrpoTuiApp(App[None]):
         """Frames stop while paused, but the header must say PAUSED (and what waits)."""
         view = self._header.view
         if view is not None:
-            view = replace(view, paused=self.paused, held_back=self.held_back_rows if self.paused else 0)
+            view = replace(
+                view, paused=self.paused, held_back=self.held_back_rows if self.paused else 0
+            )
             self._header.show(view)
             self._header_drawn = (view, self.theme)
 
@@ -439,15 +464,23 @@ class GrpoTuiApp(App[None]):
         for binding in self.BINDINGS:
             if isinstance(binding, Binding) and binding.description:
                 key = self.get_key_display(binding)
-                yield SystemCommand(binding.description, f"key: {key}", _action(self, binding.action))
-        yield SystemCommand("Detail", "Open the chart of the selected metric (enter)", self._grid.action_open_detail)
+                yield SystemCommand(
+                    binding.description, f"key: {key}", _action(self, binding.action)
+                )
+        yield SystemCommand(
+            "Detail", "Open the chart of the selected metric (enter)", self._grid.action_open_detail
+        )
         for name, spec in self._themes.items():
-            yield SystemCommand(f"Theme: {name}", spec.description, _set_theme(self, name), discover=False)
+            yield SystemCommand(
+                f"Theme: {name}", spec.description, _set_theme(self, name), discover=False
+            )
         for command in super().get_system_commands(screen):
             if command.title not in ("Theme", "Quit"):
                 yield command
 
-    def exit(self, result: None = None, return_code: int = 0, message: RenderableType | None = None) -> None:
+    def exit(
+        self, result: None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
         """Stop reading and drawing, then leave (the workers see the stop at once)."""
         self._stop_workers()
         super().exit(result, return_code, message)

@@ -36,7 +36,8 @@ PREFERRED_ORDER = ("default", "light", "colorblind", "mono")
 
 #: the key of each zone's style in a theme file ("na": TOML keys cannot hold "/")
 _ZONE_KEYS: dict[Zone, str] = {
-    zone: zone.word.replace("/", "") for zone in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA)
+    zone: zone.word.replace("/", "")
+    for zone in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA)
 }
 _UI_KEYS = (
     "primary",
@@ -86,7 +87,16 @@ class ThemeSpec:
             dark=self.dark,
             ansi=self.ansi,
             variables=dict(self.variables),
-            **{key: self.ui[key] for key in _UI_KEYS},
+            primary=self.ui["primary"],
+            secondary=self.ui["secondary"],
+            accent=self.ui["accent"],
+            foreground=self.ui["foreground"],
+            background=self.ui["background"],
+            surface=self.ui["surface"],
+            panel=self.ui["panel"],
+            success=self.ui["success"],
+            warning=self.ui["warning"],
+            error=self.ui["error"],
         )
 
 

@@ -11,7 +11,6 @@ from grpo_tui.sources.formats.trl import TRL
 ADAPTERS: dict[str, FormatAdapter] = {adapter.name: adapter for adapter in (MSSWIFT, TRL)}
 
 
-
 def choose_adapter(metrics_file: Path, args_file: Path | None) -> FormatAdapter:
     """Whose file this is: the framework that writes a log by that name, else the one that
     writes the context file found beside it, else the first that reads that kind of file."""

@@ -26,6 +26,7 @@ from grpo_tui.vocabulary import LineKind
 #: a getter that returns some of a line's values as a tuple (raises KeyError when missing)
 TupleGetter = Callable[[Mapping[str, Any]], tuple[Any, ...]]
 
+
 @dataclass(frozen=True, slots=True)
 class LinePlan:
     """How to read every line that has one particular key set."""
@@ -161,9 +162,7 @@ class FormatAdapter:
 
     def _make_plan(self, obj: Mapping[str, Any]) -> LinePlan:
         kind = self.classify(obj)
-        step_keys = tuple(
-            k for k in (*self.fraction_step_keys, *self.int_step_keys) if k in obj
-        )
+        step_keys = tuple(k for k in (*self.fraction_step_keys, *self.int_step_keys) if k in obj)
         chosen: dict[str, str] = {}  # canonical → key
         parsed: list[tuple[str, str, ColumnParser]] = []
         for key, value in obj.items():
@@ -189,7 +188,9 @@ class FormatAdapter:
         source_keys = {c: k for c, k in chosen.items()}
         source_keys.update({c: k for k, c, _ in parsed})
         inverted = tuple(
-            i for i, key in enumerate(number_keys) if self.number_transforms.get(key, ("", False))[1]
+            i
+            for i, key in enumerate(number_keys)
+            if self.number_transforms.get(key, ("", False))[1]
         )
         return LinePlan(
             kind=kind,

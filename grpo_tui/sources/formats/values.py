@@ -28,7 +28,7 @@ _CACHE_LIMIT = 100_000
 
 
 def _part_seconds(part: str) -> float:
-    """"51s" → 51.0; NaN for a word that is not a number and a unit."""
+    """ "51s" → 51.0; NaN for a word that is not a number and a unit."""
     try:
         return float(int(part[:-1]) * _DURATION_UNITS[part[-1]])
     except (KeyError, ValueError, IndexError, OverflowError):
@@ -44,7 +44,7 @@ def parse_duration(text: str) -> float | None:
 
 
 def parse_percentage(text: str) -> float | None:
-    """"2.40%" → 2.4."""
+    """ "2.40%" → 2.4."""
     if text.__class__ is not str:
         return None
     try:
@@ -54,7 +54,7 @@ def parse_percentage(text: str) -> float | None:
 
 
 def parse_fraction(value: Any) -> tuple[int, int | None] | None:
-    """"12/500" → (12, 500); an int → (int, None). None for anything else, and for a
+    """ "12/500" → (12, 500); an int → (int, None). None for anything else, and for a
     number no float can hold (steps are stored as floats)."""
     if value.__class__ is str:
         head, sep, tail = value.partition("/")
@@ -68,7 +68,9 @@ def parse_fraction(value: Any) -> tuple[int, int | None] | None:
         parsed = int(value), None
     else:
         return None
-    if abs(parsed[0]) > _LARGEST_FLOAT or (parsed[1] is not None and abs(parsed[1]) > _LARGEST_FLOAT):
+    if abs(parsed[0]) > _LARGEST_FLOAT or (
+        parsed[1] is not None and abs(parsed[1]) > _LARGEST_FLOAT
+    ):
         return None
     return parsed
 
@@ -178,7 +180,12 @@ def duration_column(values: Sequence[Any]) -> np.ndarray:
     starts, ends, numbers = found
     # the bytes that are not digits, spaces or separators are units (only() said so): as
     # many units as digit runs, each right after a run, each ending its word
-    n_units = size - int(np.count_nonzero(column.digit)) - int(np.count_nonzero(buf == _SPACE)) - (column.n - 1)
+    n_units = (
+        size
+        - int(np.count_nonzero(column.digit))
+        - int(np.count_nonzero(buf == _SPACE))
+        - (column.n - 1)
+    )
     if n_units != ends.shape[0] or (ends.size and ends[-1] >= size):
         return _each(parse_duration, values)
     units = ends
@@ -192,7 +199,9 @@ def duration_column(values: Sequence[Any]) -> np.ndarray:
         # sums this big round differently part by part than fsum does (never in a real log)
         return _each(parse_duration, values)
     # (bincount of no weights at all is int: all-empty values)
-    return np.bincount(column.value_of(starts), weights=seconds, minlength=column.n).astype(np.float64)
+    return np.bincount(column.value_of(starts), weights=seconds, minlength=column.n).astype(
+        np.float64
+    )
 
 
 def percentage_column(values: Sequence[Any]) -> np.ndarray:

@@ -113,14 +113,20 @@ def build_chart(
     hidden: list[BandCut] = []
     for cut in cuts:
         if y_lo <= cut.value <= y_hi:
-            edge = fig.signal([x_lo, x_hi], [cut.value, cut.value], marker=plt.marker("┈", _pixel(palette, cut.zone)))
+            edge = fig.signal(
+                [x_lo, x_hi],
+                [cut.value, cut.value],
+                marker=plt.marker("┈", _pixel(palette, cut.zone)),
+            )
             fig.draw(edge.lines())
         else:
             hidden.append(cut)
     for marker in markers:
         if x_lo <= marker.step <= x_hi:
             onset = fig.signal(
-                [marker.step, marker.step], [y_lo, y_hi], marker=plt.marker("│", _pixel(palette, marker.zone))
+                [marker.step, marker.step],
+                [y_lo, y_hi],
+                marker=plt.marker("│", _pixel(palette, marker.zone)),
             )
             fig.draw(onset.lines())
     # then the min / max envelope, then the mean on top of everything
@@ -128,7 +134,9 @@ def build_chart(
         grey = _pixel(palette, Zone.UNKNOWN)
         for series in (buckets.min, buckets.max):
             envelope = fig.signal(
-                x_all[finite].tolist(), np.asarray(series)[finite].tolist(), marker=plt.marker("braille", grey)
+                x_all[finite].tolist(),
+                np.asarray(series)[finite].tolist(),
+                marker=plt.marker("braille", grey),
             )
             fig.draw(envelope.lines())
     # the mean, one signal per run of equal zone so the line carries the zone colours
@@ -144,7 +152,9 @@ def build_chart(
             run = indices[start:stop]
             zone = Zone(int(zone_codes[index]))
             line = fig.signal(
-                x_all[run].tolist(), means[run].tolist(), marker=plt.marker("braille", _pixel(palette, zone))
+                x_all[run].tolist(),
+                means[run].tolist(),
+                marker=plt.marker("braille", _pixel(palette, zone)),
             )
             fig.draw(line.lines())
             start = None
@@ -156,7 +166,11 @@ def build_chart(
 
 
 def chart_legend(
-    cuts: list[BandCut], hidden: list[BandCut], markers: list[Marker], palette: ZonePalette, width: int
+    cuts: list[BandCut],
+    hidden: list[BandCut],
+    markers: list[Marker],
+    palette: ZonePalette,
+    width: int,
 ) -> Text:
     """What the lines mean: ┈ band edges (those off the chart said so), │ scenario onsets;
     packed into lines of `width` cells without breaking an item."""
@@ -168,7 +182,9 @@ def chart_legend(
         items.append(item)
     for marker in markers:
         style = palette.style(marker.zone)
-        items.append(Text(f"│ {printable(marker.label)} from step {format_step(marker.step)}", style=style))
+        items.append(
+            Text(f"│ {printable(marker.label)} from step {format_step(marker.step)}", style=style)
+        )
     if not items:
         return Text("no zone bands for this metric", style="dim")
     legend = Text(no_wrap=True, overflow="ellipsis")

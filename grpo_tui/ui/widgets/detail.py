@@ -55,7 +55,9 @@ def detail_title(name: str, source: DetailSource) -> Text:
     style = source.palette.style(zone)
     text = Text(no_wrap=False)
     text.append(printable(name), style="bold")
-    text.append(f"  {format_value(latest[1] if (latest := store.latest(name)) else None)} ", style=style)
+    text.append(
+        f"  {format_value(latest[1] if (latest := store.latest(name)) else None)} ", style=style
+    )
     text.append(f"{zone.glyph} {zone.word}", style=style)
     if health is not None and health.trend.known:
         text.append(f"  {health.trend.word}", style="dim")

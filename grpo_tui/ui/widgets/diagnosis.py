@@ -32,13 +32,18 @@ def _hanging(marker: Text, body: Text) -> Table:
     return grid
 
 
-def diagnosis_renderable(diagnosis: Diagnosis | None, palette: ZonePalette, *, pending: str = "") -> Group:
+def diagnosis_renderable(
+    diagnosis: Diagnosis | None, palette: ZonePalette, *, pending: str = ""
+) -> Group:
     """The whole panel (core strings are used verbatim, never as markup)."""
     parts: list[RenderableType] = []
     if diagnosis is None:
         unknown = _zone_style(palette, Zone.UNKNOWN)
         parts.append(
-            _hanging(Text(Zone.UNKNOWN.glyph + " ", style=unknown), Text(pending or "diagnosing…", style="dim"))
+            _hanging(
+                Text(Zone.UNKNOWN.glyph + " ", style=unknown),
+                Text(pending or "diagnosing…", style="dim"),
+            )
         )
         return Group(*parts)
     status = diagnosis.status
@@ -51,13 +56,18 @@ def diagnosis_renderable(diagnosis: Diagnosis | None, palette: ZonePalette, *, p
         style = _zone_style(palette, severity.zone)
         title = Text(printable(scenario.title), style=style + Style(bold=True))
         if scenario.onset_step is not None:
-            title.append(f"  since step {format_step(scenario.onset_step)}", style=Style(dim=True, bold=False))
+            title.append(
+                f"  since step {format_step(scenario.onset_step)}",
+                style=Style(dim=True, bold=False),
+            )
         parts.append(Text(""))
         parts.append(_hanging(Text(severity.glyph + " ", style=style + Style(bold=True)), title))
         for evidence in scenario.evidence:
             parts.append(_hanging(Text("  • "), Text(printable(evidence.text))))
         for advice in scenario.advice:
-            parts.append(_hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic")))
+            parts.append(
+                _hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic"))
+            )
     parts.append(Text(""))
     parts.append(Text("Checklist", style="bold underline"))
     for item in diagnosis.checklist:
@@ -65,7 +75,9 @@ def diagnosis_renderable(diagnosis: Diagnosis | None, palette: ZonePalette, *, p
         body = Text(printable(item.question))
         body.append("\n")
         body.append(printable(item.evidence), style="dim")
-        parts.append(_hanging(Text(f"{item.answer.glyph} {item.id}. ", style=style + Style(bold=True)), body))
+        parts.append(
+            _hanging(Text(f"{item.answer.glyph} {item.id}. ", style=style + Style(bold=True)), body)
+        )
     return Group(*parts)
 
 
@@ -92,7 +104,12 @@ class DiagnosisPanel(VerticalScroll):
     def show(self, diagnosis: Diagnosis | None, palette: ZonePalette, *, pending: str = "") -> None:
         shown = self._shown
         # equal diagnoses (dataclass equality) draw the same: skip the redraw
-        if shown is not None and shown[0] == diagnosis and shown[1] is palette and shown[2] == pending:
+        if (
+            shown is not None
+            and shown[0] == diagnosis
+            and shown[1] is palette
+            and shown[2] == pending
+        ):
             return
         self._shown = (diagnosis, palette, pending)
         self._body.update(diagnosis_renderable(diagnosis, palette, pending=pending))

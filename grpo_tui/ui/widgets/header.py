@@ -110,7 +110,11 @@ class RunHeader(Vertical):
             self._state_badge.update(inert(f" {view.state_label} "))
             self._state_badge.set_classes(f"-{view.state.value}")
         if before is None or (before.paused, before.held_back) != (view.paused, view.held_back):
-            held = f"· {view.held_back} new line{'' if view.held_back == 1 else 's'} " if view.held_back else ""
+            held = (
+                f"· {view.held_back} new line{'' if view.held_back == 1 else 's'} "
+                if view.held_back
+                else ""
+            )
             self._paused_badge.update(inert(f" PAUSED {held}" if view.paused else ""))
             self._paused_badge.display = view.paused
         if before is None or before.run_label != view.run_label:
@@ -118,7 +122,11 @@ class RunHeader(Vertical):
         if before is None or before.facts != view.facts:
             self._draw_facts(view)
         if before is None or before.notes != view.notes:
-            self._notes.update(Text("\n".join(f"! {note}" for note in view.notes), no_wrap=True, overflow="ellipsis"))
+            self._notes.update(
+                Text(
+                    "\n".join(f"! {note}" for note in view.notes), no_wrap=True, overflow="ellipsis"
+                )
+            )
             self._notes.display = bool(view.notes)
 
     def on_resize(self) -> None:

@@ -38,7 +38,9 @@ def _key_label(binding: Binding, display: Callable[[Binding], str]) -> str:
     return " / ".join(_SPELLED.get(key, key) for key in shown)
 
 
-def key_rows(display: Callable[[Binding], str], *binding_groups: Iterable[BindingType]) -> list[tuple[str, str]]:
+def key_rows(
+    display: Callable[[Binding], str], *binding_groups: Iterable[BindingType]
+) -> list[tuple[str, str]]:
     """(keys, description) for every described binding, in the order given; `display`
     writes a key the way the footer does (App.get_key_display)."""
     rows: list[tuple[str, str]] = []
@@ -59,7 +61,10 @@ def key_rows(display: Callable[[Binding], str], *binding_groups: Iterable[Bindin
 def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[str]:
     """What the glyphs mean and when the header says STALLED, from core's own words and
     thresholds (so the help never restates a number the code does not use)."""
-    zones = "  ".join(f"{zone.glyph} {zone.word}" for zone in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA))
+    zones = "  ".join(
+        f"{zone.glyph} {zone.word}"
+        for zone in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD, Zone.UNKNOWN, Zone.NA)
+    )
     trends = "  ".join(f"{d.glyph} {d.word}" for d in Direction if d is not Direction.UNKNOWN)
     threshold = stall_threshold(usual_interval)
     return [

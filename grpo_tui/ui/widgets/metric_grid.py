@@ -78,7 +78,9 @@ class MetricGrid(ScrollView, can_focus=True):
             super().__init__()
             self.name = name
 
-    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._source: GridSource | None = None
         self._names: list[str] = []
@@ -126,7 +128,7 @@ class MetricGrid(ScrollView, can_focus=True):
         return self._filter
 
     @property
-    def layout(self) -> RowLayout:
+    def row_layout(self) -> RowLayout:
         """Column widths at the current size (the caption above the grid aligns to them)."""
         return self._row_layout
 
@@ -180,7 +182,12 @@ class MetricGrid(ScrollView, can_focus=True):
         key = self._row_key()
         if self._row_version.get(name) != key:
             self._rows[name] = build_row(
-                source.store, name, self._row_layout.spark, source.rules, source.context, source.diagnosis
+                source.store,
+                name,
+                self._row_layout.spark,
+                source.rules,
+                source.context,
+                source.diagnosis,
             )
             self._row_version[name] = key
         return self._rows[name]

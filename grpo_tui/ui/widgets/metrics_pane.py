@@ -25,7 +25,9 @@ class MetricsPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.grid = MetricGrid(id="grid")
-        self._filter = Input(placeholder="filter metrics by name (enter keeps it, esc clears it)", id="filter")
+        self._filter = Input(
+            placeholder="filter metrics by name (enter keeps it, esc clears it)", id="filter"
+        )
         self._caption = Static("", id="grid-caption")
         self._caption_layout: RowLayout | None = None
         self._source: GridSource | None = None
@@ -42,7 +44,7 @@ class MetricsPane(Vertical):
     def caption_aligned(self) -> bool:
         """The caption follows the grid's column widths (one message later); a grid that
         is not on screen has nothing to align."""
-        return not self.grid.region or self._caption_layout == self.grid.layout
+        return not self.grid.region or self._caption_layout == self.grid.row_layout
 
     def show(self, source: GridSource) -> None:
         self._source = source
@@ -91,7 +93,7 @@ class MetricsPane(Vertical):
     def _draw_caption(self) -> None:
         grid = self.grid
         text = Text(no_wrap=True, overflow="ellipsis", style="dim")
-        text.append("metric".ljust(grid.layout.name) + " " + "last".rjust(VALUE_WIDTH) + "    ")
+        text.append("metric".ljust(grid.row_layout.name) + " " + "last".rjust(VALUE_WIDTH) + "    ")
         store = self._source.store if self._source is not None else None
         if store is not None and len(store):
             first, last = float(store.steps[0]), store.last_step()
@@ -101,4 +103,4 @@ class MetricsPane(Vertical):
             text.append_text(inert(grid.filter, "bold"))
             text.append(f" ({len(grid.names)})", style="bold")
         self._caption.update(text)
-        self._caption_layout = grid.layout
+        self._caption_layout = grid.row_layout

@@ -61,7 +61,9 @@ class ZoneSparkline:
         self.palette = palette
 
     @classmethod
-    def from_buckets(cls, buckets: Buckets, zones: np.ndarray, palette: ZonePalette) -> ZoneSparkline:
+    def from_buckets(
+        cls, buckets: Buckets, zones: np.ndarray, palette: ZonePalette
+    ) -> ZoneSparkline:
         return cls(buckets.mean, zones, palette)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
