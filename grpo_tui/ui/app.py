@@ -40,6 +40,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
+from grpo_tui.ui.pacing import Pacer
 from grpo_tui.ui.themes import (
     ThemeSpec,
     load_themes,
@@ -56,12 +57,10 @@ from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.untrusted import printable
 
-#: at most ~10 frames a second
+#: at most ~10 frames a second (slow frames are spaced further: ui/pacing.py)
 FRAME_INTERVAL_S = 0.1
 #: at most one diagnosis per this many seconds
 DIAGNOSIS_INTERVAL_S = 1.0
-#: slow frames and diagnoses are spaced so that each takes at most 1/BUDGET_SHARE of the time
-BUDGET_SHARE = 5
 #: wide layout (grid and diagnosis side by side) from this many columns
 WIDE_COLUMNS = 140
 PANES = ("metrics", "diagnosis", "completions")
@@ -158,9 +157,9 @@ class GrpoTuiApp(App[None]):
         self._diagnosing = False
         self._diagnosed_version = -1
         self._diagnosed_rows = 0
-        self._next_diagnosis_at = 0.0
+        self._diagnoses = Pacer(DIAGNOSIS_INTERVAL_S)
         self._drawn: tuple[object, ...] | None = None
-        self._next_frame_at = 0.0
+        self._frames = Pacer(FRAME_INTERVAL_S)
         self._header_drawn: tuple[object, ...] | None = None
         self._charts_warm = False
         self._shutting_down = False
@@ -256,7 +255,7 @@ class GrpoTuiApp(App[None]):
                 max(events_before, len(self.run_state.events) - 3) :
             ]:
                 self.notify(printable(event), title="source", timeout=8, markup=False)
-        if (update.batch.rows() or update.new_samples) and time.monotonic() >= self._next_frame_at:
+        if (update.batch.rows() or update.new_samples) and self._frames.ready():
             # draw new data now rather than at the next tick
             self.call_later(self._tick)
 
@@ -279,7 +278,7 @@ class GrpoTuiApp(App[None]):
         if self._diagnosing or self.paused or run.version == self._diagnosed_version:
             return
         # the first diagnosis with data comes at once; then at most one a second
-        if time.monotonic() < self._next_diagnosis_at and self._diagnosed_rows > 0:
+        if not self._diagnoses.ready() and self._diagnosed_rows > 0:
             return
         self._diagnosing = True
         self._diagnosed_rows = len(run.store)
@@ -299,9 +298,7 @@ class GrpoTuiApp(App[None]):
     def _on_diagnosed(self, message: Diagnosed) -> None:
         self._diagnosing = False
         self._diagnosed_version = message.version
-        self._next_diagnosis_at = time.monotonic() + max(
-            DIAGNOSIS_INTERVAL_S, BUDGET_SHARE * message.seconds
-        )
+        self._diagnoses.done(message.seconds)
         self.diagnosis_seconds = message.seconds
         self.diagnosis_error = message.error
         if message.diagnosis is not None or message.error is not None:
@@ -346,7 +343,7 @@ class GrpoTuiApp(App[None]):
     def _force_redraw(self) -> None:
         self._drawn = None
         self._header_drawn = None
-        self._next_frame_at = 0.0
+        self._frames.now()
         self._tick()
 
     def _tick(self) -> None:
@@ -358,7 +355,7 @@ class GrpoTuiApp(App[None]):
         run = self.run_state
         spec = self.theme_spec
         key = (run.version, self.diagnosis, self.diagnosis_error, spec.name)
-        if key == self._drawn or time.monotonic() < self._next_frame_at:
+        if key == self._drawn or not self._frames.ready():
             return
         started = time.perf_counter()
         self._drawn = key
@@ -376,8 +373,7 @@ class GrpoTuiApp(App[None]):
         self._completions.show(run.samples)
         if isinstance(self.screen, DetailScreen):
             self.screen.show(self._detail_source())
-        cost = time.perf_counter() - started
-        self._next_frame_at = time.monotonic() + max(FRAME_INTERVAL_S, BUDGET_SHARE * cost)
+        self._frames.done(time.perf_counter() - started)
 
     def _draw_header(self) -> None:
         view = header_view(self.run_state, self.now(), paused=self.paused)
