@@ -12,6 +12,14 @@ from __future__ import annotations
 import enum
 
 
+class _Worded(enum.Enum):
+    """An enum whose value is its word (what JSON and `check` print)."""
+
+    @property
+    def word(self) -> str:
+        return str(self.value)
+
+
 class Zone(enum.IntEnum):
     """A metric's health on a window, or of one value. The int is the code zone arrays hold
     (one per sparkline bucket)."""
@@ -68,17 +76,13 @@ _ZONE_GLYPHS = {
 _ZONE_BY_WORD = {word: zone for zone, word in _ZONE_WORDS.items()}
 
 
-class Severity(enum.Enum):
+class Severity(_Worded):
     """How much a scenario matters, worst first."""
 
     PROBLEM = "problem"
     CAUTION = "caution"
     INFO = "info"
     OK = "ok"
-
-    @property
-    def word(self) -> str:
-        return self.value
 
     @property
     def rank(self) -> int:
@@ -108,16 +112,12 @@ _SEVERITY_ZONES = {
 }
 
 
-class Answer(enum.Enum):
+class Answer(_Worded):
     """A checklist answer."""
 
     YES = "yes"
     NO = "no"
     UNKNOWN = "unknown"
-
-    @property
-    def word(self) -> str:
-        return self.value
 
     @property
     def zone(self) -> Zone:
@@ -128,7 +128,7 @@ class Answer(enum.Enum):
         return self.zone.glyph
 
 
-class Status(enum.Enum):
+class Status(_Worded):
     """The whole run's verdict."""
 
     HEALTHY = "healthy"
@@ -136,10 +136,6 @@ class Status(enum.Enum):
     PROBLEM = "problem"
     #: too little to judge (nothing read, or no scenario holds)
     UNKNOWN = "unknown"
-
-    @property
-    def word(self) -> str:
-        return self.value
 
     @property
     def headline(self) -> str:
@@ -160,7 +156,7 @@ class Status(enum.Enum):
         return self.zone.glyph
 
 
-class Direction(enum.Enum):
+class Direction(_Worded):
     """Where a metric is going over its trend window."""
 
     RISING = "rising"
@@ -168,10 +164,6 @@ class Direction(enum.Enum):
     FALLING = "falling"
     EXPLODING = "exploding"
     UNKNOWN = "unknown"
-
-    @property
-    def word(self) -> str:
-        return self.value
 
     @property
     def glyph(self) -> str:
@@ -196,7 +188,7 @@ _DIRECTION_GLYPHS = {
 }
 
 
-class ScenarioId(enum.Enum):
+class ScenarioId(_Worded):
     """The situations of HEALTH.md the diagnosis names (the value is the id in JSON)."""
 
     NOT_LEARNING = "not_learning"
@@ -208,10 +200,6 @@ class ScenarioId(enum.Enum):
     SATURATED = "saturated"
     WARMING_UP = "warming_up"
     HEALTHY = "healthy"
-
-    @property
-    def word(self) -> str:
-        return self.value
 
     @property
     def title(self) -> str:
@@ -249,7 +237,7 @@ class LineKind(enum.IntEnum):
         return self.name.lower()
 
 
-class RunState(enum.Enum):
+class RunState(_Worded):
     """Is the run reading its history, live, stalled, finished, or not there yet?"""
 
     #: something is there but cannot be read (permission denied, a FIFO, ...)
@@ -260,7 +248,3 @@ class RunState(enum.Enum):
     LIVE = "live"
     STALLED = "stalled"
     FINISHED = "finished"
-
-    @property
-    def word(self) -> str:
-        return self.value
