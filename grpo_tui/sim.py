@@ -12,6 +12,9 @@ Simplification: when a logging window holds several rollouts (num_iterations > 1
 rollout metrics are those of the window's *last* rollout, the batch that the matching
 completions.jsonl line shows. Nothing here reads the wall clock unless asked to
 (`SimConfig.use_wall_clock`); the elapsed/remaining times are those of the simulated run.
+
+Ground truth for evaluating a diagnosis: SCENARIO_REGIMES (and regime_at) give, for every
+scenario, what an expert names over training progress, read off the scenario's curves.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ SCENARIOS: tuple[str, ...] = (
     "length_collapse",
     "low_diversity",
     "saturated",
+    "plateau",
+    "blow_up",
+    "early_collapse",
 )
+"""Every scenario the simulator writes. The first eight are named after the ScenarioId an
+expert gives them at the end of the run; the later ones are shapes that real runs showed
+(see SCENARIO_REGIMES for what an expert names in each stretch of every scenario)."""
 
 CHARS_PER_TOKEN = 4
 """Token counts are modelled as characters / 4 (a usual BPE ratio for English text)."""
@@ -74,7 +83,9 @@ class SimConfig:
     num_generations: int = 8
     """Completions per prompt (the GRPO group size)."""
     prompts_per_step: int = 4
-    """Prompts per rollout batch; rows per completions line = this x num_generations."""
+    """Prompts per rollout batch; rows per completions line = this x num_generations.
+    Small batches (1-2 prompts x 4 generations) make the per-step reward very noisy, as in
+    small real runs: every logged rollout metric comes from that one batch."""
     max_completion_length: int = 512
     """Generation cap in tokens; longer completions are cut and count as clipped."""
     eval_prompts: int = 16
@@ -88,6 +99,11 @@ class SimConfig:
     """Model id written to args.json."""
     use_wall_clock: bool = False
     """Name the run dir after the current time (live demo) instead of a seed-derived one."""
+    spikes: tuple[tuple[str, float, float], ...] = ()
+    """Isolated spikes: (metric as logged, t, factor). The first train line logged at or
+    after training progress t (or the last train line, when none is) shows that metric
+    multiplied by factor; the lines before and after are untouched, and nothing else in the
+    run changes (no random draw depends on a spike). Metric: one of SPIKE_METRICS."""
 
     def validate(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -98,6 +114,32 @@ class SimConfig:
             raise ValueError("max_steps, logging_steps, num_generations, prompts_per_step: >= 1")
         if self.max_completion_length < 32 or self.eval_prompts < 1 or self.eval_steps < 0:
             raise ValueError("max_completion_length >= 32, eval_prompts >= 1, eval_steps >= 0")
+        for metric, t, factor in self.spikes:
+            if metric not in SPIKE_METRICS:
+                raise ValueError(f"spike metric {metric!r}: one of {', '.join(SPIKE_METRICS)}")
+            if metric == "kl" and not self.beta:
+                raise ValueError("a kl spike needs beta > 0 (beta 0 logs no kl)")
+            if not 0.0 < t <= 1.0 or not math.isfinite(factor) or factor <= 0.0:
+                raise ValueError(f"spike {metric!r}: t in (0, 1], factor finite and > 0")
+
+
+SPIKE_METRICS: tuple[str, ...] = (
+    "loss",
+    "grad_norm",
+    "kl",
+    "entropy/mean",
+    "entropy/max",
+    "entropy/min",
+    "clip_ratio/low_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_mean",
+    "clip_ratio/high_max",
+    "clip_ratio/region_mean",
+    "step_time",
+)
+"""Train-line keys a SimConfig spike may multiply: the loss-side ones. Rollout metrics
+(reward, lengths...) are computed from the completions.jsonl line, which a spike on them
+would contradict."""
 
 
 # --------------------------------------------------------------------------- curves
@@ -132,6 +174,8 @@ class _Policy:
     clone: float = 0.0  # P(a group is 8 copies of one string); else one member differs
     repeat: float = 0.0  # P(a sentence is followed by a stutter)
     jitter: float = 0.0  # sd of a per-batch logit shake (erratic learning)
+    garble: float = 0.0  # P(token soup that runs past the cap: a collapsed policy)
+    stub: float = 0.0  # P(a stub of 2-3 tokens, no tags: early EOS)
 
 
 @dataclass(frozen=True)
@@ -145,6 +189,9 @@ class _Scenario:
     policy: Callable[[float], _Policy]
     group_sd: float = 1.0  # spread of per-prompt difficulty (logit), shared by a group
     eval_shift: Callable[[float], float] = lambda t: 0.0  # eval prompts' logit offset
+    # the policy of step 1 when it is not policy(1 / max_steps): the model before any
+    # update, for a collapse that lands within the first logging interval
+    first_step: _Policy | None = None
 
 
 def _healthy(t: float) -> _Policy:
@@ -264,6 +311,72 @@ def _saturated(t: float) -> _Policy:
     )
 
 
+def _plateau(t: float) -> _Policy:
+    # P(correct) 0.2 -> 0.85 and P(format) 0.35 -> 0.85 for an average prompt over the
+    # first 40%, then level: the batch means plateau near 0.75 and 0.8, below the top of
+    # their range (reward ~1.55 of 2), and groups keep their spread
+    rise = _ramp(t, 0.0, 0.4)
+    return _Policy(
+        acc=_logit(0.2) + (_logit(0.85) - _logit(0.2)) * rise,
+        fmt=_logit(0.35) + (_logit(0.85) - _logit(0.35)) * rise,
+        length=0.36 + 0.02 * rise,
+        kl=0.002 + 0.03 * rise + 0.005 * t,
+        entropy=0.75 - 0.15 * rise,
+        grad_norm=0.3 - 0.06 * rise,
+    )
+
+
+_BLOW_UP_ONSET = (0.55, 0.65)  # the collapse starts, and is complete
+
+
+def _blow_up(t: float) -> _Policy:
+    # healthy learning, then within 10% of the run: token soup running to the cap (reward
+    # 0, nothing reaches an </answer>), entropy x15, KL and grad_norm climbing
+    s = _ramp(t, *_BLOW_UP_ONSET)
+    acc, fmt = -2.6 + 4.5 * t, -2.0 + 6.0 * t
+    kl = 0.002 + 0.05 * t
+    entropy, grad_norm = 0.45 - 0.25 * t, 0.3 - 0.05 * t
+    return _Policy(
+        acc=acc + (-9.0 - acc) * s,
+        fmt=fmt + (-9.0 - fmt) * s,
+        length=0.35 + 0.6 * s,
+        untagged=0.5 + 0.5 * s,
+        garble=s,
+        trunc=s,
+        # the onset multiplies entropy and grad_norm geometrically: an explosion, not a drift
+        entropy=entropy * (5.0 / entropy) ** s,
+        grad_norm=grad_norm * (8.0 / grad_norm) ** s,
+        kl=kl + s * (2.0 + 4.0 * (t - _BLOW_UP_ONSET[0])),
+    )
+
+
+# early_collapse before its first update: a normal model (~50 tokens at the default cap of
+# 512, entropy 0.9)
+_EARLY_FIRST_STEP = _Policy(
+    acc=_logit(0.15),
+    fmt=_logit(0.4),
+    length=50 / 512,
+    kl=0.0005,
+    entropy=0.9,
+    grad_norm=0.35,
+)
+
+
+def _early_collapse(t: float) -> _Policy:
+    # from the first update on: every group one stub ("= 579"), entropy ~0.04; no answer
+    # tag means every reward is 0, so advantages and grad_norm are ~0 (beta's term only)
+    return _Policy(
+        acc=_logit(0.15),
+        fmt=_logit(0.4),
+        length=0.01,
+        stub=1.0,
+        clone=0.9,
+        kl=0.03 + 0.02 * t,
+        entropy=0.04,
+        grad_norm=0.02,
+    )
+
+
 _TASK_AND_FORMAT = ("MathAccuracy", "Format")
 _SCENARIO_SPECS: dict[str, _Scenario] = {
     "healthy": _Scenario(
@@ -285,7 +398,80 @@ _SCENARIO_SPECS: dict[str, _Scenario] = {
     "saturated": _Scenario(
         _TASK_AND_FORMAT, 1e-6, 1, 1.0, _saturated, group_sd=0.5, eval_shift=lambda t: -0.3
     ),
+    "plateau": _Scenario(
+        _TASK_AND_FORMAT, 1e-6, 1, 1.0, _plateau, group_sd=0.8, eval_shift=lambda t: -0.2
+    ),
+    "blow_up": _Scenario(_TASK_AND_FORMAT, 2e-5, 1, 1.0, _blow_up),
+    "early_collapse": _Scenario(
+        _TASK_AND_FORMAT, 1e-5, 1, 1.0, _early_collapse, group_sd=0.5, first_step=_EARLY_FIRST_STEP
+    ),
 }
+
+
+# --------------------------------------------------------------------------- ground truth
+@dataclass(frozen=True)
+class Regime:
+    """A stretch of a simulated run and what an expert names there.
+
+    It runs from `start` to the next regime's start (or the end of the run). `start` is
+    where the scenario's curves enter the regime, not where a judge looking at a window of
+    logged points can first see it: an evaluation should allow a detection lag after each
+    boundary (about one judging window) and treat the first few logged points of any run
+    as warming up (HEALTH.md), whatever the regime says there."""
+
+    start: float
+    """Training progress t (0..1, step / max_steps) where the stretch begins."""
+    headline: str
+    """The ScenarioId word the headline should name: "healthy", "not_learning",
+    "too_aggressive", "reward_hacking", "truncation", "length_collapse", "low_diversity"
+    or "saturated" (the late stage, plateau included)."""
+    also: frozenset[str] = frozenset()
+    """Other ScenarioId words that are also right in this stretch."""
+
+
+SCENARIO_REGIMES: dict[str, tuple[Regime, ...]] = {
+    "healthy": (Regime(0.0, "healthy"),),
+    # tag-less rambling, rewards 0 with zero spread from the first step, nothing moves
+    "not_learning": (Regime(0.0, "not_learning"),),
+    # the rise is healthy while KL is low; from t=0.15 KL passes 0.1 and accelerates and the
+    # re-use steps clip > 0.3 while reward still climbs (either word is defensible); from
+    # t=0.3 the reward is erratic and KL heads past 1
+    "too_aggressive": (
+        Regime(0.0, "healthy"),
+        Regime(0.15, "too_aggressive", frozenset({"healthy"})),
+        Regime(0.3, "too_aggressive"),
+    ),
+    # the template spreads from the start while the task reward stays flat: until Format
+    # saturates (t=0.45) HEALTH.md's rule "auxiliary rises, task flat" also says not_learning
+    "reward_hacking": (
+        Regime(0.0, "reward_hacking", frozenset({"not_learning"})),
+        Regime(0.45, "reward_hacking"),
+    ),
+    "truncation": (Regime(0.0, "truncation"),),  # ~3/4 of completions cut from step 1
+    "length_collapse": (Regime(0.0, "healthy"), Regime(0.12, "length_collapse")),
+    "low_diversity": (Regime(0.0, "low_diversity"),),  # temperature 0.3 from the start
+    "saturated": (Regime(0.0, "saturated"),),  # starts already near the top
+    # a plateau after a clear rise is the late stage, never not_learning
+    "plateau": (Regime(0.0, "healthy"), Regime(0.4, "saturated")),
+    # policy collapse from the onset; once every completion sits at the cap (end of the
+    # onset) truncation is right too
+    "blow_up": (
+        Regime(0.0, "healthy"),
+        Regime(_BLOW_UP_ONSET[0], "too_aggressive"),
+        Regime(_BLOW_UP_ONSET[1], "too_aggressive", frozenset({"truncation"})),
+    ),
+    # collapsed from the first update on: only the step-1 line (before any update) looks
+    # normal, and one point is warming up, not a verdict
+    "early_collapse": (Regime(0.0, "length_collapse", frozenset({"low_diversity"})),),
+}
+"""For every scenario, its regimes in order of start (the first starts at 0)."""
+
+
+def regime_at(scenario: str, t: float) -> Regime:
+    """The regime of `scenario` at training progress t (the last one started at or before t;
+    t before 0 counts as 0). Raises KeyError for an unknown scenario."""
+    regimes = SCENARIO_REGIMES[scenario]
+    return next((r for r in reversed(regimes) if r.start <= t), regimes[0])
 
 
 # --------------------------------------------------------------------------- text
@@ -380,6 +566,39 @@ _SHORT = (
     "= {ans}",
     "quick: {ans}",
 )
+_STUBS = ("= {ans}", "so {ans}", "ans {ans}", "it is {ans}")  # 2-3 tokens each (chars / 4)
+# pieces of what a collapsed, high-entropy policy emits: sub-word fragments, stray
+# punctuation, code and other scripts, in no order
+_SOUP = (
+    "ĠThe",
+    "ilk",
+    ")/",
+    "ysql",
+    "_REF",
+    "Ġ{}",
+    "刻",
+    "ubb",
+    "ĊĊ",
+    " tensor",
+    "ーム",
+    "];",
+    " Verm",
+    "ächst",
+    " __",
+    "ocado",
+    "><",
+    " 一",
+    "ĉĉ",
+    " nullable",
+    "erte",
+    "$$",
+    " Ř",
+    "ynom",
+    "::",
+    " [...]",
+    "ieder",
+    " 0x",
+)
 _STUTTERS = ("wait wait wait", "check check check check", "so so so", "again again again")
 _TEMPLATES = (  # two near-identical boilerplates: the "hack" the policy converges to
     (
@@ -445,6 +664,14 @@ def _think(rng: np.random.Generator, p: _Problem, answer: str, n_chars: int, rep
         parts.insert(slot + offset, step)
     parts.append(final)
     return " ".join(parts)
+
+
+def _soup(rng: np.random.Generator, p: _Problem, n_chars: int) -> str:
+    """A start that reads the problem, then token soup to n_chars characters."""
+    w = "plus" if p.op == "+" else "times"
+    start = _OPENERS[int(rng.integers(len(_OPENERS)))].format(a=p.a, b=p.b, w=w)
+    picks = rng.integers(len(_SOUP), size=n_chars // 2 + 1).tolist()  # pieces are >= 2 chars
+    return f"<think>\n{start}" + "".join(_SOUP[i] for i in picks)[:n_chars]
 
 
 def _render(think: str, answer: str, formatted: bool, tagged: bool) -> str:
@@ -535,6 +762,11 @@ def _group(
 
     def one() -> tuple[str, str]:
         answer = p.solution if rng.random() < p_acc else _wrong_answer(rng, p.solution)
+        # stub and garble draw only when set: the older scenarios keep their draws, and bytes
+        if pol.stub and rng.random() < pol.stub:  # early EOS: a bare answer, no tags
+            return _STUBS[int(rng.integers(len(_STUBS)))].format(ans=answer), answer
+        if pol.garble and rng.random() < pol.garble:  # collapsed: soup until the cap
+            return _soup(rng, p, int(1.08 * max_len) * CHARS_PER_TOKEN), answer
         if rng.random() < pol.template:  # boilerplate, always in perfect tags
             template = _TEMPLATES[int(rng.integers(len(_TEMPLATES)))]
             return _render(template.format(g=answer), answer, True, True), answer
@@ -648,6 +880,24 @@ class _Simulation:
         self.history: list[dict[str, Any]] = []
         self.evals: list[tuple[int, float]] = []
         self.deque: tuple[_Batch, int] | None = None  # latest rollout rows and their count
+        self.spikes = self._spike_steps()
+
+    def _spike_steps(self) -> dict[int, list[tuple[str, float]]]:
+        """SimConfig.spikes by the step of the train line each one lands on."""
+        cfg = self.cfg
+        logged = [1, *range(max(2, cfg.logging_steps), cfg.max_steps + 1, cfg.logging_steps)]
+        out: dict[int, list[tuple[str, float]]] = {}
+        for metric, t, factor in cfg.spikes:
+            # t compared as the simulation computes it (step / max_steps): no float slip
+            step = next((s for s in logged if s / cfg.max_steps >= t), logged[-1])
+            out.setdefault(step, []).append((metric, factor))
+        return out
+
+    def _policy(self, step: int) -> _Policy:
+        """The simulated model at an optimizer step."""
+        if step == 1 and self.spec.first_step is not None:
+            return self.spec.first_step
+        return self.spec.policy(step / self.cfg.max_steps)
 
     def _draw_prompt(self) -> _Prompt:
         sd = self.spec.group_sd
@@ -714,7 +964,7 @@ class _Simulation:
         )
 
     def _rollout_at(self, step: int, prompts: list[_Prompt], shift: float = 0.0) -> _Batch:
-        pol = self.spec.policy(step / self.cfg.max_steps)
+        pol = self._policy(step)
         if shift:
             pol = replace(pol, acc=pol.acc + shift)
         batch = _rollout(self.rng, pol, prompts, self.cfg, self.spec.reward_funcs)
@@ -738,7 +988,7 @@ class _Simulation:
 
     def _eval_call(self, step: int) -> _LogCall:
         cfg, t = self.cfg, step / self.cfg.max_steps
-        pol = self.spec.policy(t)
+        pol = self._policy(step)
         batch = self._rollout_at(step, self.eval_set, self.spec.eval_shift(t))
         eval_batches = math.ceil(cfg.eval_prompts / cfg.prompts_per_step)
         runtime = round((2.0 + 0.048 * float(batch.tokens.max())) * eval_batches, 4)
@@ -792,7 +1042,7 @@ class _Simulation:
         window: list[dict[str, float]] = []
         last_log = 0
         for step in range(1, cfg.max_steps + 1):
-            pol = self.spec.policy(step / cfg.max_steps)
+            pol = self._policy(step)
             scalars = self._step_scalars(pol, rollout=(step - 1) % self.spec.num_iterations == 0)
             window.append(scalars)
             self.losses.append(scalars["loss"])
@@ -805,6 +1055,8 @@ class _Simulation:
                     "learning_rate": self._learning_rate(step),
                 }
                 raw.update(self._window(window, last_log, step))
+                for metric, factor in self.spikes.get(step, ()):
+                    raw[metric] *= factor  # this line only: the steps behind it are untouched
                 calls.append(self._call(raw, step))
                 window, last_log = [], step
             if cfg.eval_steps and (step % cfg.eval_steps == 0 or step == cfg.max_steps):
@@ -886,6 +1138,8 @@ def _args(cfg: SimConfig, run_dir: Path) -> dict[str, Any]:
         # honest marker: this run was simulated by grpo-tui
         "sim_scenario": cfg.scenario,
         "sim_seed": cfg.seed,
+        # only when set, so that runs without spikes keep their args.json bytes
+        **({"sim_spikes": [list(spike) for spike in cfg.spikes]} if cfg.spikes else {}),
     }
 
 
