@@ -5,6 +5,7 @@ Every assertion reads the files back with the json module: what a reader would s
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -17,7 +18,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grpo_tui.sim import SCENARIOS, LiveSimulator, SimConfig, format_time, write_run
+from grpo_tui.sim import (
+    SCENARIO_REGIMES,
+    SCENARIOS,
+    SPIKE_METRICS,
+    LiveSimulator,
+    Regime,
+    SimConfig,
+    format_time,
+    regime_at,
+    write_run,
+)
+from grpo_tui.vocabulary import ScenarioId
 
 MAX_LEN = 512
 GROUP = 8
@@ -354,6 +366,39 @@ def test_same_seed_same_bytes_other_seed_other_run(tmp_path: Path) -> None:
     assert _normalised(other)["logging.jsonl"] != _normalised(first)["logging.jsonl"]
 
 
+# sha256 (first 32 hex) of _pinned() for seed 11, 24 steps, eval every 10 on 6 prompts:
+# the output of the original eight scenarios before the later ones were added. Other tests
+# and the UI snapshots depend on these runs; change a value only for a wanted change.
+ORIGINAL_RUNS = {
+    "healthy": "72a229d6eafeafb2ef740b5eefd88d2d",
+    "not_learning": "7dbcd1e7450827449c428e1414101614",
+    "too_aggressive": "d289855467db61d701f7c8624af0aa86",
+    "reward_hacking": "c38b9b8571d2490997658425610f9728",
+    "truncation": "4ceb3e70d9740b3070a7c299c44b0f6f",
+    "length_collapse": "3194eafbaa512e4699c012ba2a2b52f0",
+    "low_diversity": "671cd9734cc8b5becafddfda6711df25",
+    "saturated": "a7ad1ca6feedd0505ce8fc2aa6c10606",
+}
+
+
+def _pinned(run_dir: Path) -> str:
+    """args.json, the metric lines and the completions (texts, rewards, prompts), leaving
+    out what holds unrounded floats (summary log_history, advantages, entropy): those could
+    move by one ulp with another libm, everything else is what a reader sees."""
+    text = _normalised(run_dir)
+    completions = [json.loads(line) for line in text["completions.jsonl"].splitlines()]
+    kept = [{k: v for k, v in c.items() if k not in ("advantages", "entropy")} for c in completions]
+    logging = text["logging.jsonl"].splitlines()[:-1]
+    return "\n".join([text["args.json"], *logging, json.dumps(kept, ensure_ascii=False)])
+
+
+@pytest.mark.parametrize("name", list(ORIGINAL_RUNS))
+def test_the_original_scenarios_write_what_they_always_wrote(tmp_path: Path, name: str) -> None:
+    cfg = SimConfig(scenario=name, seed=11, max_steps=24, eval_steps=10, eval_prompts=6)
+    digest = hashlib.sha256(_pinned(write_run(tmp_path, config=cfg)).encode()).hexdigest()
+    assert digest[:32] == ORIGINAL_RUNS[name]
+
+
 def test_versions_count_up_in_the_same_output_dir(tmp_path: Path) -> None:
     first = write_run(tmp_path, "healthy", max_steps=5)
     second = write_run(tmp_path, "healthy", max_steps=5)
@@ -550,3 +595,272 @@ def test_saturated(runs: dict[str, RunFiles]) -> None:
     evals = run.evals()
     assert np.ptp(evals[-3:]) < 0.15 and evals[-1] > 1.85
     assert _group_overlaps(run.completions[-3]) < 0.4
+
+
+# --------------------------------------------------------------------------- shapes of real runs
+def _t(line: dict[str, Any]) -> float:
+    """Training progress of a line, as the simulator computes it."""
+    step, total = line["global_step/max_steps"].split("/")
+    return int(step) / int(total)
+
+
+def _between(run: RunFiles, key: str, t0: float, t1: float) -> np.ndarray:
+    """A train-line series over the lines with t0 <= t < t1."""
+    return np.array([line[key] for line in run.train() if t0 <= _t(line) < t1], dtype=float)
+
+
+def test_plateau_rises_then_levels_below_the_top(runs: dict[str, RunFiles]) -> None:
+    run = runs["plateau"]
+    first, rise_end = _between(run, "reward", 0, 0.1), _between(run, "reward", 0.3, 0.4)
+    mid, last = _between(run, "reward", 0.4, 0.6), _between(run, "reward", 0.6, 1.01)
+    assert rise_end.mean() > first.mean() + 0.5  # a clear rise over the first 40%
+    # then flat: the late mean is the plateau's mean within its standard error
+    se = np.concatenate([mid, last]).std(ddof=1) * math.sqrt(1 / len(mid) + 1 / len(last))
+    assert abs(last.mean() - mid.mean()) < 2 * se
+    assert last.mean() > first.mean() + 0.6
+    # a plateau, not saturation: well below the top, groups still spread
+    assert last.mean() < 0.85 * 2
+    for f in run.funcs:
+        assert _between(run, f"rewards/{f}/mean", 0.6, 1.01).mean() < 0.88
+    assert _between(run, "reward_std", 0.6, 1.01).mean() > 0.3
+    assert _between(run, "frac_reward_zero_std", 0.6, 1.01).mean() < 0.3
+    assert run.series("kl").max() < 0.1
+    length = run.series("completions/mean_length") / MAX_LEN
+    assert length.min() > 0.3 and length.max() < 0.5
+    evals = run.evals()
+    assert evals[-1] > evals[0] + 0.3 and np.ptp(evals[-3:]) < 0.2  # eval stopped improving
+
+
+def test_blow_up_collapses_within_a_tenth_of_the_run(runs: dict[str, RunFiles]) -> None:
+    run = runs["blow_up"]
+    before = (0.0, 0.55)
+    after = (0.65, 1.01)
+    # healthy learning up to the onset
+    assert _between(run, "reward", 0.45, 0.55).mean() > _between(run, "reward", 0, 0.1).mean() + 0.4
+    assert _between(run, "kl", *before).max() < 0.1
+    assert _between(run, "completions/clipped_ratio", *before).max() < 0.05
+    # then everything at once, and it stays so
+    assert _between(run, "reward", *after).max() < 0.05
+    entropy = _between(run, "entropy/mean", *before)
+    assert _between(run, "entropy/mean", *after).min() >= 10 * np.median(entropy)
+    assert _between(run, "entropy/mean", *after).mean() >= 10 * entropy.mean()
+    assert (run.recent("completions/clipped_ratio") >= 0.9).all()
+    assert (run.recent("completions/mean_length") >= 0.97 * MAX_LEN).all()
+    assert _between(run, "kl", *after).min() > 10 * _between(run, "kl", *before).max()
+    grad = _between(run, "grad_norm", *after)
+    assert np.median(grad) > 5 * np.median(_between(run, "grad_norm", *before))
+    # the first collapsed line comes after the onset and no later than 10% of the run past it
+    collapsed = [_t(line) for line in run.train() if line["reward"] < 0.05 and _t(line) > 0.3]
+    assert 0.55 < collapsed[0] <= 0.65
+    evals = run.evals()  # steps 50..300: before the onset it learns, after it is 0
+    assert evals[2] > evals[0] and evals[-3:].max() == 0.0
+    late = run.completions[-3]["completion"]
+    assert all(len(t) == MAX_LEN * 4 and "</answer>" not in t for t in late)
+    assert _group_overlaps(run.completions[-3]) < 0.3  # soup: high entropy, not a template
+
+
+def test_early_collapse_lands_before_the_second_logged_point(runs: dict[str, RunFiles]) -> None:
+    run = runs["early_collapse"]
+    first, *later = run.train()
+    assert _step(first) == 1
+    assert first["completions/mean_length"] >= 30 and 0.7 < first["entropy/mean"] < 1.1
+    assert first["reward_std"] > 0  # a normal, varied first batch
+    for line in later:
+        assert line["completions/mean_length"] <= 4 and line["entropy/mean"] < 0.06
+    lengths = np.array([line["completions/mean_length"] for line in later])
+    assert 1.5 < lengths.mean() < 3.5  # 2-3 tokens
+    evals = [line for line in run.lines if _kind(line) == "eval"]
+    assert all(line["eval_completions/mean_length"] <= 4 for line in evals)
+    late = [_group_overlaps(c) for _, c in run.pairs("train")[-20:]]
+    assert np.mean(late) > 0.95  # the groups are one string repeated
+
+
+def test_early_collapse_with_logging_every_step(tmp_path: Path) -> None:
+    """The collapse is after step 1 whatever max_steps is (step 1 is t = 0.1 here)."""
+    cfg = SimConfig(scenario="early_collapse", max_steps=10, logging_steps=1, eval_steps=0)
+    run = _load(write_run(tmp_path, config=cfg))
+    lengths = [line["completions/mean_length"] for line in run.train()]
+    assert len(lengths) == 10 and lengths[0] >= 30 and max(lengths[1:]) <= 4
+
+
+# --------------------------------------------------------------------------- knobs
+def _noise(series: np.ndarray) -> float:
+    """Step-to-step noise: sd of first differences / sqrt(2) (a trend barely moves it)."""
+    return float(np.diff(series).std() / math.sqrt(2))
+
+
+@pytest.mark.parametrize(("prompts", "group"), [(1, 4), (2, 4), (1, 2)])
+def test_small_batches_work_through_the_whole_pipeline(
+    tmp_path: Path, prompts: int, group: int
+) -> None:
+    cfg = SimConfig(
+        scenario="plateau",
+        max_steps=60,
+        eval_steps=25,
+        prompts_per_step=prompts,
+        num_generations=group,
+        eval_prompts=3,
+    )
+    run = _load(write_run(tmp_path, config=cfg))
+    assert run.args["num_generations"] == group
+    assert run.args["gradient_accumulation_steps"] == prompts
+    assert [_step(line) for line in run.lines if _kind(line) == "train"] == [1, *range(5, 61, 5)]
+    assert [_step(line) for line in run.lines if _kind(line) == "eval"] == [25, 50, 60]
+    rows = prompts * group
+    for line, comp in zip(run.lines, run.completions):
+        assert {len(v) for v in comp.values()} == {rows}  # eval too: the last `prompts` groups
+        assert comp["step"] == [str(_step(line))] * rows
+        if _kind(line) != "train":
+            continue
+        totals = _totals(comp, run.funcs).reshape(-1, group)
+        stds = totals.std(axis=1, ddof=1)
+        assert line["reward"] == pytest.approx(totals.mean(), abs=1e-7)
+        assert line["reward_std"] == pytest.approx(stds.mean(), abs=1e-7)
+        assert line["frac_reward_zero_std"] == pytest.approx(np.mean(stds < 1e-9), abs=1e-7)
+        advantages = np.array(comp["advantages"]).reshape(-1, group)
+        assert np.allclose(advantages.sum(axis=1), 0.0, atol=1e-6)
+    for line in run.lines[:-1]:
+        assert all(math.isfinite(v) for v in line.values() if isinstance(v, float))
+
+
+def test_small_batches_make_the_per_step_reward_noisy(
+    runs: dict[str, RunFiles], tmp_path: Path
+) -> None:
+    cfg = SimConfig(scenario="plateau", prompts_per_step=1, num_generations=4, eval_prompts=3)
+    small = _load(write_run(tmp_path, config=cfg))
+    plateau = slice(len(small.train()) // 2, None)  # the flat half: noise, no trend
+    noisy, usual = small.series("reward")[plateau], runs["plateau"].series("reward")[plateau]
+    assert _noise(noisy) > 1.5 * _noise(usual)
+    assert _noise(noisy) > 0.25 and 1.2 < noisy.mean() < 1.8
+
+
+def _spiked_pair(
+    tmp_path: Path, spikes: tuple[tuple[str, float, float], ...]
+) -> tuple[RunFiles, RunFiles]:
+    cfg = SimConfig(scenario="too_aggressive", seed=1, max_steps=100, eval_steps=50)
+    return (
+        _load(write_run(tmp_path / "plain", config=cfg)),
+        _load(write_run(tmp_path / "spiked", config=replace(cfg, spikes=spikes))),
+    )
+
+
+def test_a_spike_moves_one_value_on_one_line_and_nothing_else(tmp_path: Path) -> None:
+    # 0.3 x 100 is 30.000000000000004 in floats: the spike must still land on step 30
+    spikes = (("kl", 0.3, 500.0), ("grad_norm", 0.21, 20.0), ("entropy/mean", 1.0, 0.1))
+    plain, spiked = _spiked_pair(tmp_path, spikes)
+    expected = {(30, "kl"): 500.0, (25, "grad_norm"): 20.0, (100, "entropy/mean"): 0.1}
+    changed = {}
+    for a, b in zip(plain.lines[:-1], spiked.lines[:-1], strict=True):
+        assert list(a) == list(b)
+        for key in a:
+            if a[key] != b[key] and key not in ("elapsed_time", "remaining_time"):
+                assert _kind(a) == "train", key
+                changed[(_step(a), key)] = b[key] / a[key]
+    assert changed.keys() == expected.keys()
+    for where, factor in expected.items():
+        assert changed[where] == pytest.approx(factor, rel=1e-5)
+    # the lines around the spike are back to normal: KL sits where it was
+    kl = {_step(line): line["kl"] for line in spiked.train()}
+    assert kl[30] > 100 * max(kl[25], kl[35])
+    # the summary's log_history agrees with the lines; the completions are the same bytes
+    history = spiked.lines[-1]["log_history"]
+    assert next(item for item in history if item["step"] == 30)["kl"] == pytest.approx(
+        kl[30], rel=1e-8
+    )
+    for name in ("completions.jsonl",):
+        assert (plain.run_dir / name).read_bytes() == (spiked.run_dir / name).read_bytes()
+    assert spiked.args["sim_spikes"] == [list(s) for s in spikes]
+    assert "sim_spikes" not in plain.args
+
+
+def test_a_spike_past_the_last_train_line_lands_on_it(tmp_path: Path) -> None:
+    cfg = SimConfig(max_steps=23, eval_steps=0, spikes=(("loss", 0.99, 1000.0),))
+    spiked = _load(write_run(tmp_path / "s", config=cfg))
+    plain = _load(write_run(tmp_path / "p", config=replace(cfg, spikes=())))
+    ratios = [b["loss"] / a["loss"] for a, b in zip(plain.train(), spiked.train())]
+    assert ratios[:-1] == [1.0] * (len(ratios) - 1) and ratios[-1] == pytest.approx(
+        1000.0, rel=1e-3
+    )
+    # (loss is small and lines keep 8 decimals)
+    assert _step(spiked.train()[-1]) == 20
+
+
+@pytest.mark.parametrize(
+    "spike",
+    [
+        ("reward", 0.5, 2.0),  # computed from the completions: a spike would contradict them
+        ("completions/mean_length", 0.5, 2.0),
+        ("kl", 0.0, 2.0),
+        ("kl", 1.5, 2.0),
+        ("kl", 0.5, 0.0),
+        ("kl", 0.5, math.inf),
+        ("grad_norm", 0.5, -1.0),
+    ],
+)
+def test_spikes_are_checked(tmp_path: Path, spike: tuple[str, float, float]) -> None:
+    with pytest.raises(ValueError):
+        write_run(tmp_path, config=SimConfig(spikes=(spike,)))
+
+
+def test_a_kl_spike_needs_kl(tmp_path: Path) -> None:
+    assert "kl" in SPIKE_METRICS and "reward" not in SPIKE_METRICS
+    with pytest.raises(ValueError, match="beta"):
+        write_run(tmp_path, config=SimConfig(beta=0.0, spikes=(("kl", 0.5, 2.0),)))
+
+
+# --------------------------------------------------------------------------- ground truth
+SCENARIO_WORDS = {s.word for s in ScenarioId} - {"warming_up"}
+
+
+def test_every_scenario_has_ordered_regimes_named_in_the_vocabulary() -> None:
+    assert set(SCENARIO_REGIMES) == set(SCENARIOS)
+    for name, regimes in SCENARIO_REGIMES.items():
+        assert regimes[0].start == 0.0, name
+        starts = [r.start for r in regimes]
+        assert starts == sorted(set(starts)) and starts[-1] < 1.0, name
+        for regime in regimes:
+            assert isinstance(regime, Regime)
+            assert regime.headline in SCENARIO_WORDS, (name, regime)
+            assert regime.also <= SCENARIO_WORDS and regime.headline not in regime.also
+    # the original eight end in the regime they are named after
+    for name in SCENARIOS[:8]:
+        assert regime_at(name, 1.0).headline == name
+
+
+def test_regime_at_picks_the_stretch_a_point_falls_in() -> None:
+    assert regime_at("blow_up", 0.0).headline == "healthy"
+    assert regime_at("blow_up", 0.549).headline == "healthy"
+    assert regime_at("blow_up", 0.55).headline == "too_aggressive"
+    assert regime_at("blow_up", 0.6).also == frozenset()
+    assert regime_at("blow_up", 0.9).also == {"truncation"}
+    assert regime_at("plateau", 0.2).headline == "healthy"
+    assert regime_at("plateau", 0.7).headline == "saturated"
+    assert regime_at("early_collapse", 0.5).also == {"low_diversity"}
+    assert regime_at("healthy", -1.0) == SCENARIO_REGIMES["healthy"][0]
+    with pytest.raises(KeyError):
+        regime_at("no_such_scenario", 0.5)
+
+
+def _looks_healthy(run: RunFiles, t0: float, t1: float) -> None:
+    """Nothing wrong over [t0, t1): spread kept, KL low, lengths sensible, not truncated."""
+    assert np.median(_between(run, "kl", t0, t1)) < 0.1
+    assert _between(run, "kl", t0, t1).max() < 0.15
+    assert _between(run, "reward_std", t0, t1).mean() > 0.2
+    assert _between(run, "frac_reward_zero_std", t0, t1).mean() < 0.5
+    length = _between(run, "completions/mean_length", t0, t1) / MAX_LEN
+    assert length.min() > 0.05 and length.max() < 0.9
+    assert _between(run, "completions/clipped_ratio", t0, t1).max() < 0.1
+    assert _between(run, "entropy/mean", t0, t1).min() > 0.2
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_healthy_regimes_look_healthy_in_the_files(runs: dict[str, RunFiles], name: str) -> None:
+    """The ground truth is read off the files: every stretch whose headline is "healthy"
+    (past the first logged point) shows no problem signature."""
+    regimes = SCENARIO_REGIMES[name]
+    ends = [r.start for r in regimes[1:]] + [1.01]
+    stretches = [(r.start, end) for r, end in zip(regimes, ends) if r.headline == "healthy"]
+    for t0, t1 in stretches:
+        _looks_healthy(run=runs[name], t0=max(t0, 0.01), t1=t1)
+    if name in ("healthy", "plateau", "blow_up", "too_aggressive", "length_collapse"):
+        assert stretches
