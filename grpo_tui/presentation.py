@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from grpo_tui.health.verdict import Diagnosis, Span
 from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import run_state, stall_words
@@ -184,3 +185,26 @@ def pack_facts(facts: Iterable[str], width: int) -> list[list[str]]:
             lines.append([fact])
             used = len(fact)
     return lines
+
+
+# -- verdict history ------------------------------------------------------------------------
+
+
+def history_lines(history: list[Span]) -> list[str]:
+    """Which verdict held from which step to which, one line each, oldest first:
+    "steps 40–370  Reward hacking (problem)", "from step 280  Not learning (caution)"."""
+    lines = []
+    for span in history:
+        if span.end is None:
+            when = f"from step {format_step(span.start)}"
+        else:
+            when = f"steps {format_step(span.start)}–{format_step(span.end)}"
+        lines.append(f"{when:<18} {span.id.title} ({span.severity.word})")
+    return lines
+
+
+def no_verdict_words(diagnosis: Diagnosis) -> str:
+    """Why no scenario is named (what the panel and `check` say instead)."""
+    if "reward" not in diagnosis.metrics:
+        return "No verdict: no reward is logged, and the GRPO verdicts rest on it."
+    return "No verdict yet: nothing is wrong, and the reward shows no clear course so far."

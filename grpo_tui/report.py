@@ -20,7 +20,9 @@ from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import (
     FACT_SEPARATOR,
     bars,
+    history_lines,
     is_function_reward,
+    no_verdict_words,
     pack_facts,
     progress_facts,
     state_headline,
@@ -118,6 +120,36 @@ def scenario_block(diagnosis: Diagnosis) -> list[RenderableType]:
     return lines
 
 
+def notes_block(diagnosis: Diagnosis) -> list[RenderableType]:
+    """Facts that are not verdicts: dead reward functions, spikes, an inferred cap."""
+    if not diagnosis.notes:
+        return []
+    lines: list[RenderableType] = [Text("Notes", style="bold underline")]
+    for note in diagnosis.notes:
+        lines.append(
+            Hanging(
+                Text(note.severity.glyph, style=ZONE_STYLES[note.severity.zone]),
+                note.text,
+                indent=2,
+            )
+        )
+    return lines
+
+
+def history_block(diagnosis: Diagnosis) -> list[RenderableType]:
+    """The verdicts' history: which held from which step to which."""
+    if not diagnosis.history:
+        return []
+    lines: list[RenderableType] = [Text("History", style="bold underline")]
+    for span, line in zip(diagnosis.history, history_lines(diagnosis.history)):
+        lines.append(
+            Hanging(
+                Text(span.severity.glyph, style=ZONE_STYLES[span.severity.zone]), line, indent=2
+            )
+        )
+    return lines
+
+
 def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
     """The 8 questions, each answered ✓ ✗ ? with its evidence underneath."""
     lines: list[RenderableType] = [Text("Checklist", style="bold underline")]
@@ -180,17 +212,16 @@ def render_check(
             parts.append(Text("Nothing readable: no metric lines found.", style="bold"))
         return Group(*parts)
     status = Text("Status: ", style="bold")
-    status.append(diagnosis.status.word.upper(), style="bold " + ZONE_STYLES[diagnosis.status.zone])
+    status.append(diagnosis.status.headline, style="bold " + ZONE_STYLES[diagnosis.status.zone])
     parts.extend([Text(""), status, Text("")])
     if diagnosis.scenarios:
         parts.extend(scenario_block(diagnosis))
     else:
-        parts.append(
-            Text(
-                "No scenario holds: too few GRPO metrics to judge (is reward logged?).",
-                style="dim",
-            )
-        )
+        parts.append(Text(no_verdict_words(diagnosis), style="dim"))
+    for block in (notes_block(diagnosis), history_block(diagnosis)):
+        if block:
+            parts.append(Text(""))
+            parts.extend(block)
     parts.append(Text(""))
     parts.extend(checklist_block(diagnosis))
     parts.append(Text(""))
@@ -246,6 +277,25 @@ def diagnosis_to_json(
                 "advice": list(s.advice),
             }
             for s in diagnosis.scenarios
+        ],
+        "notes": [
+            {
+                "severity": n.severity.word,
+                "metric": n.metric,
+                "text": n.text,
+                "step": _json_step(n.step),
+            }
+            for n in diagnosis.notes
+        ],
+        # which verdict held from which step to which (end null: it still holds)
+        "history": [
+            {
+                "id": h.id.word,
+                "severity": h.severity.word,
+                "from_step": _json_step(h.start),
+                "to_step": _json_step(h.end),
+            }
+            for h in diagnosis.history
         ],
         "checklist": [
             {

@@ -79,13 +79,15 @@ def test_exit_codes() -> None:
     empty = Run(Path("none"))
     assert exit_code(empty, diagnose(empty, RULES)) == EXIT_NOTHING
     dead = small_run(
-        {
-            "reward": [0.0] * 3,
-            "reward_std": [0.0] * 3,
-            "frac_reward_zero_std": [1.0] * 3,
-        }
+        {"reward": [0.0] * 12, "reward_std": [0.0] * 12, "frac_reward_zero_std": [1.0] * 12}
     )
     assert exit_code(dead, diagnose(dead, RULES)) == EXIT_PROBLEM
+    # three dead points: warming up with an early warning, never a problem yet (HEALTH.md)
+    early = small_run(
+        {"reward": [0.0] * 3, "reward_std": [0.0] * 3, "frac_reward_zero_std": [1.0] * 3}
+    )
+    assert [s.id.word for s in diagnose(early, RULES).scenarios] == ["warming_up"]
+    assert exit_code(early, diagnose(early, RULES)) == EXIT_CAUTION
     warming = small_run({"reward": [0.1, 0.2, 0.3], "reward_std": [0.3] * 3})
     assert diagnose(warming, RULES).status.word == "unknown"
     assert exit_code(warming, diagnose(warming, RULES)) == EXIT_CAUTION
@@ -178,7 +180,7 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
     run = load_run(sim_dirs["reward_hacking"])
     data = diagnosis_to_json(run, diagnose(run, RULES))
     json.dumps(data, allow_nan=False)
-    assert set(data) == {"status", "scenarios", "checklist", "metrics", "run"}
+    assert set(data) == {"status", "scenarios", "checklist", "metrics", "run", "notes", "history"}
     for scenario in data["scenarios"]:
         assert set(scenario) == {
             "id",
@@ -272,7 +274,7 @@ def test_check_snapshot_human(
         snapshot_run_dir(tmp_path), as_json=False, rules_file=None, width=80, now=NOW
     )
     out = capsys.readouterr().out
-    assert code == EXIT_PROBLEM
+    assert code == EXIT_CAUTION  # 4 points: warming up, the truncation an early warning
     assert "last data 1m35s ago" in out
     compare_snapshot("check_msswift_3rewards.txt", out)
 
@@ -283,5 +285,5 @@ def test_check_snapshot_json(
     monkeypatch.chdir(tmp_path)
     code = check_command(snapshot_run_dir(tmp_path), as_json=True, rules_file=None, now=NOW)
     out = capsys.readouterr().out
-    assert code == EXIT_PROBLEM
+    assert code == EXIT_CAUTION  # 4 points: warming up, the truncation an early warning
     compare_snapshot("check_msswift_3rewards.json", out)

@@ -18,6 +18,7 @@ from textual.widgets import Input
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
+from grpo_tui.sim import write_run
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader
@@ -278,12 +279,25 @@ async def test_enter_opens_the_detail_chart_and_escape_returns(finished_run: Pat
         assert "clipped_ratio" in text
         assert "bad > 0.5" in text  # the zone band, from zone_bands
         assert "┤" in text  # plotext's y axis
-        # the truncation scenario's onset is marked
-        assert "Truncation from step" in text
+        # four points: warming up, so no verdict's onset to mark yet
+        assert "from step" not in text
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, DetailScreen)
         assert app.main_screen.query_one(MetricGrid).has_focus
+
+
+async def test_the_detail_chart_marks_a_verdicts_onset(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path / "output", "truncation", seed=1)
+    app = app_for(run_dir, now=time.time)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash")
+        await pilot.press(*"clipped_ratio", "enter")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, DetailScreen) and app.screen.metric == "clipped_ratio"
+        assert re.search(r"Truncation from step \d+", screen_text(app))
 
 
 async def test_filter_narrows_the_grid(finished_run: Path) -> None:

@@ -1,14 +1,13 @@
-"""The 8-question checklist of HEALTH.md, each question answered from the facts."""
+"""The 8-question checklist of HEALTH.md, each question answered from the findings."""
 
 from __future__ import annotations
 
-from grpo_tui.health.facts import Facts, Series, format_rate, overlap
-from grpo_tui.health.scenarios import trend_text
+from grpo_tui.health.findings import Findings
+from grpo_tui.health.judges import Judgement
+from grpo_tui.health.samples import format_rate, overlap
+from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import CheckItem, num, pct
 from grpo_tui.vocabulary import Answer, Direction, Zone
-
-# -- checklist --------------------------------------------------------------------------
-
 
 QUESTIONS = (
     "Is reward rising?",
@@ -21,49 +20,59 @@ QUESTIONS = (
     "Is KL under control?",
 )
 
-
-#: checklist answers from a zone; healthy and n/a (nothing wrong) answer "yes"
+#: answers from a zone; healthy and n/a (nothing wrong) answer "yes"
 _ZONE_ANSWERS = {Zone.BAD: Answer.NO, Zone.CAUTION: Answer.NO, Zone.UNKNOWN: Answer.UNKNOWN}
 
 
 def _zone_answer(
-    label: str, series: Series | None, *, caution: Answer = Answer.NO
+    label: str, judgement: Judgement | None, *, caution: Answer = Answer.NO
 ) -> tuple[Answer, str]:
-    if series is None:
+    if judgement is None:
         return Answer.UNKNOWN, f"{label} not logged"
-    answer = caution if series.zone is Zone.CAUTION else _ZONE_ANSWERS.get(series.zone, Answer.YES)
-    return answer, f"{label} {series.reason}"
+    answer = (
+        caution if judgement.zone is Zone.CAUTION else _ZONE_ANSWERS.get(judgement.zone, Answer.YES)
+    )
+    return answer, f"{label} {judgement.reason}"
 
 
-def _rising_answer(label: str, series: Series | None, missing: str) -> tuple[Answer, str]:
-    if series is None:
+def _course_answer(label: str, judgement: Judgement | None, missing: str) -> tuple[Answer, str]:
+    """Rising (or levelled off after a rise: the late stage) from the whole course."""
+    if judgement is None or judgement.shape is None:
         return Answer.UNKNOWN, missing
-    if not series.trend.known:
-        return Answer.UNKNOWN, trend_text(label, series)
-    return (Answer.YES if series.trend.direction.up else Answer.NO), trend_text(label, series)
+    shape = judgement.shape
+    text = f"{label} {shape.phase.word}: {shape.describe()}"
+    if shape.phase is Phase.WARMUP:
+        return Answer.UNKNOWN, text
+    if shape.phase in (Phase.RISING, Phase.PLATEAU):
+        return Answer.YES, text
+    return Answer.NO, text
 
 
-def checklist(facts: Facts) -> list[CheckItem]:
-    """The 8 questions of HEALTH.md, each answered from the facts with its evidence."""
-    frac = facts.frac_zero_std
+def checklist(f: Findings) -> list[CheckItem]:
+    frac = f.frac_zero_std
     # high but falling is the healthy early shape, not "persistently high"
-    frac_falling = frac is not None and frac.trend.direction is Direction.FALLING
-    length = facts.length if facts.length is not None else facts.clipped
+    frac_falling = frac is not None and frac.direction is Direction.FALLING
+    length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")
-        if facts.kl is None and facts.context.beta == 0
-        else _zone_answer("kl", facts.kl)
+        if f.kl is None and f.context.beta == 0
+        else _zone_answer("kl", f.kl)
     )
+    length_answer = _zone_answer(
+        "completion_length" if f.length is not None else "clipped_ratio", length
+    )
+    if f.collapse is not None:
+        length_answer = (Answer.NO, f"completion_length {f.collapse.text}")
     answers = [
-        _rising_answer("reward", facts.reward, "reward not logged"),
-        _zone_answer("reward_std", facts.reward_std, caution=Answer.YES),
+        _course_answer("reward", f.reward, "reward not logged"),
+        _zone_answer("reward_std", f.reward_std, caution=Answer.YES),
         _zone_answer(
             "frac_reward_zero_std", frac, caution=Answer.YES if frac_falling else Answer.NO
         ),
-        _zone_answer("clip_ratio", facts.clip),
-        _zone_answer("completion_length" if facts.length is not None else "clipped_ratio", length),
-        _samples_answer(facts),
-        _rising_answer("eval_reward", facts.eval_reward, "no eval logged"),
+        _zone_answer("clip_ratio", f.clip),
+        length_answer,
+        _samples_answer(f),
+        _course_answer("eval_reward", f.eval_reward, "no eval logged"),
         kl,
     ]
     return [
@@ -72,10 +81,9 @@ def checklist(facts: Facts) -> list[CheckItem]:
     ]
 
 
-def _samples_answer(facts: Facts) -> tuple[Answer, str]:
+def _samples_answer(f: Findings) -> tuple[Answer, str]:
     """Samples get better: format compliance not falling (and known), diversity kept."""
-    samples = facts.samples
-    rules = facts.rules
+    samples, rules = f.samples, f.rules
     if samples is None:
         return Answer.UNKNOWN, "no completions logged: look at the samples yourself"
     recent_overlap = samples.recent_mean(overlap)
@@ -85,10 +93,7 @@ def _samples_answer(facts: Facts) -> tuple[Answer, str]:
             f"one logged sample step (overlap {num(recent_overlap)}): too few to compare",
         )
     early_overlap = samples.early_mean(overlap)
-    early_format, recent_format = (
-        samples.early_mean(format_rate),
-        samples.recent_mean(format_rate),
-    )
+    early_format, recent_format = samples.early_mean(format_rate), samples.recent_mean(format_rate)
     problems: list[str] = []
     found: list[str] = []
     if early_overlap is not None and recent_overlap is not None:

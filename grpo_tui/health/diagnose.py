@@ -1,110 +1,216 @@
-"""The diagnosis: is this GRPO run learning? Scenarios, checklist and per-metric health.
+"""The diagnosis: is this GRPO run learning? Scenarios, checklist, per-metric health, notes.
 
-`diagnose(run, rules)` reads the run's metric store (recent windows only, so it stays cheap
-on a million rows), its context (args) and, when a completions file was read, the sample
-statistics, and returns a `Diagnosis`: the scenarios of HEALTH.md that hold (worst first,
-each with the evidence that fired and advice), the 8-question checklist, and a zone /
-trend per metric. `zone_of_values` and `zone_bands` give the same zones to the UI.
+`diagnose_snapshot(snap, rules)` judges one moment of a run (a `RunSnapshot`): the
+findings (health/findings.py, from the per-metric judges), the scenario rules
+(health/scenarios.py), the checklist and the notes. A run with too little data is
+"warming up": whatever the rules found is shown as early warnings, never as a problem.
 
-Reading order, one module each: `verdict` (public types, number formatting), `zones`
-(zones for the UI), `facts` (the per-metric facts, the reward functions, the samples),
-`scenarios` (one builder per scenario), `checklist`, then `diagnose` here. This module
-re-exports the public names, so `from grpo_tui.health.diagnose import ...` keeps working.
+`diagnose(run, rules)` judges a whole run the way the live panel does: the snapshot is
+replayed at steps spread over the run and fed to the steady tracker (health/steady.py),
+so a verdict enters once its evidence has held and the answer carries its history.
+`check` prints this; the panel shows the same tracker fed live.
 """
 
 from __future__ import annotations
 
+from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
-from grpo_tui.health.facts import Facts, reward_role
+from grpo_tui.health.findings import Findings, find
+from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.scenarios import (
-    ADVICE_ALL_FAIL,
-    ADVICE_HEALTHY,
-    ADVICE_LENGTH_COLLAPSE,
-    ADVICE_LOW_DIVERSITY,
-    ADVICE_NOT_LEARNING,
-    ADVICE_REWARD_HACKING,
-    ADVICE_SATURATED,
-    ADVICE_TOO_AGGRESSIVE,
-    ADVICE_TRUNCATION,
-    ADVICE_WARMING_UP,
-    BUILDERS,
-    ScenarioFacts,
-    healthy,
-)
+from grpo_tui.health.scenarios import RULES, healthy
+from grpo_tui.health.series import RunSnapshot, snapshot
+from grpo_tui.health.steady import VerdictTracker, replay_steps, staying_rules
 from grpo_tui.health.verdict import (
     CheckItem,
     Diagnosis,
     Evidence,
     MetricHealth,
+    Note,
     Scenario,
     Window,
+    status_of,
 )
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.run.live import Run
+from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Answer, ScenarioId, Severity, Status
 
 __all__ = [
-    "ADVICE_ALL_FAIL",
-    "ADVICE_HEALTHY",
-    "ADVICE_LENGTH_COLLAPSE",
-    "ADVICE_LOW_DIVERSITY",
-    "ADVICE_NOT_LEARNING",
-    "ADVICE_REWARD_HACKING",
-    "ADVICE_SATURATED",
-    "ADVICE_TOO_AGGRESSIVE",
-    "ADVICE_TRUNCATION",
-    "ADVICE_WARMING_UP",
     "QUESTIONS",
     "CheckItem",
     "Diagnosis",
     "Evidence",
+    "LiveJudge",
     "MetricHealth",
+    "Note",
     "Scenario",
     "Window",
     "diagnose",
+    "diagnose_snapshot",
     "reward_role",
+    "status_of",
     "zone_bands",
     "zone_of_values",
 ]
 
 
-# -- the diagnosis ---------------------------------------------------------------------
+def diagnose(run: Run, rules: Rules, *, context: RunContext | None = None) -> Diagnosis:
+    """The whole run judged the way the live panel judges it (replayed, steady)."""
+    snap = snapshot(run, context)
+    tracker = VerdictTracker(rules)
+    return tracker.replay(
+        snap,
+        lambda moment, held, full: diagnose_snapshot(moment, rules, held, full=full),
+        replay_steps(snap, rules),
+    )
 
 
-def _metric_health(facts: Facts) -> dict[str, MetricHealth]:
-    metrics: dict[str, MetricHealth] = {}
-    for name, series in facts.all_series().items():
-        if series is None:
-            continue
-        last = series.last
-        metrics[name] = MetricHealth(series.zone, last, series.trend.direction, series.reason)
-    return metrics
+class LiveJudge:
+    """Judges a run that goes on, the way `diagnose` judges a whole one: the first call
+    replays the history read so far (so a monitor opened on a long run starts steady),
+    each later call judges the newest moment and feeds the same tracker."""
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self._tracker = VerdictTracker(rules)
+        self._started = False
+
+    def reset(self) -> None:
+        """The run's history changed under it (a restarted log, re-logged steps): start over."""
+        self._tracker = VerdictTracker(self.rules)
+        self._started = False
+
+    def judge(self, run: Run) -> Diagnosis:
+        snap = snapshot(run)
+        rules = self.rules
+
+        def judge(moment: RunSnapshot, held: frozenset[ScenarioId], full: bool) -> Diagnosis:
+            return diagnose_snapshot(moment, rules, held, full=full)
+
+        if not self._started:
+            if not snap.train_steps.size:
+                # nothing read yet (the app judges once the files are found): the replay
+                # waits for the first data, or it would start from an empty history
+                return judge(snap, frozenset(), True)
+            self._started = True
+            return self._tracker.replay(snap, judge, replay_steps(snap, rules))
+        return self._tracker.feed(judge(snap, self._tracker.holding, True), snap.step)
 
 
-def diagnose(run: Run, rules: Rules) -> Diagnosis:
-    """Judge a run: scenarios (worst first), the checklist and per-metric health."""
-    facts = ScenarioFacts(run, rules)
-    if len(run.store) == 0:
+def diagnose_snapshot(
+    snap: RunSnapshot,
+    rules: Rules,
+    holding: frozenset[ScenarioId] = frozenset(),
+    *,
+    full: bool = True,
+) -> Diagnosis:
+    """One moment of a run judged on its own. The verdicts in `holding` (those the steady
+    tracker shows now) are judged with their staying thresholds (health/steady.py).
+    `full` False leaves out the checklist, metric table and notes (a replay's earlier
+    moments need only the verdicts)."""
+    if not snap.series:
         unanswered = [
             CheckItem(i + 1, q, Answer.UNKNOWN, "nothing readable yet")
             for i, q in enumerate(QUESTIONS)
         ]
-        return Diagnosis(Status.UNKNOWN, [], unanswered, {})
-    found = [builder(facts) for builder in BUILDERS]
-    found.append(facts.saturated)
-    scenarios = [s for s in found if s is not None]
-    healthy_scenario = healthy(facts, scenarios)
-    if healthy_scenario is not None:
-        scenarios.append(healthy_scenario)
-    scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
-    severities = {s.severity for s in scenarios}
-    if Severity.PROBLEM in severities:
-        status = Status.PROBLEM
-    elif Severity.CAUTION in severities:
-        status = Status.CAUTION
-    elif any(s.id in (ScenarioId.HEALTHY, ScenarioId.SATURATED) for s in scenarios):
-        status = Status.HEALTHY
+        return Diagnosis(Status.UNKNOWN, [], unanswered, {}, step=None)
+    f = find(snap, rules)
+    staying = find(snap, staying_rules(rules)) if holding else f
+    found = [
+        scenario
+        for scenario_id, rule in RULES
+        if (scenario := rule(staying if scenario_id in holding else f)) is not None
+    ]
+    if f.warming_up:
+        scenarios = [_warming_up(f, found)]
     else:
-        status = Status.UNKNOWN
-    return Diagnosis(status, scenarios, checklist(facts), _metric_health(facts))
+        scenarios = found
+        well = healthy(
+            staying if ScenarioId.HEALTHY in holding else f,
+            found,
+            holding=ScenarioId.HEALTHY in holding,
+        )
+        if well is not None:
+            scenarios.append(well)
+    scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
+    if not full:
+        return Diagnosis(status_of(scenarios, []), scenarios, [], {}, [], step=snap.step)
+    notes = _notes(f)
+    return Diagnosis(
+        status_of(scenarios, notes),
+        scenarios,
+        checklist(f),
+        _metric_health(f),
+        notes,
+        step=snap.step,
+    )
+
+
+def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
+    """Too few points for a verdict: what the rules already see is an early warning."""
+    reward = f.reward
+    points = (
+        reward.shape.points
+        if reward is not None and reward.shape is not None
+        else f.snap.train_rows
+    )
+    window = reward.window if reward is not None else Window(None, None, f.snap.train_rows)
+    evidence = [
+        Evidence(
+            "reward",
+            window,
+            {"points": float(points)},
+            f"{points} train point{'s' if points != 1 else ''} so far; a verdict needs {f.rules.window.warmup_points}",
+        )
+    ]
+    for scenario in found:
+        if scenario.severity.warns:
+            first = scenario.evidence[0]
+            evidence.append(
+                Evidence(
+                    first.metric,
+                    first.window,
+                    first.numbers,
+                    f"early warning ({scenario.title}): {first.text}",
+                )
+            )
+    first_step = float(f.snap.train_steps[0]) if f.snap.train_rows else None
+    return Scenario(
+        ScenarioId.WARMING_UP,
+        ScenarioId.WARMING_UP.title,
+        Severity.INFO,
+        first_step,
+        evidence,
+        pick([(Advice.WAIT, "")], f.context),
+    )
+
+
+def _notes(f: Findings) -> list[Note]:
+    """Facts that are not verdicts: dead reward functions, spikes, an inferred cap, a KL
+    judged on its own scale, a gradient of 0 explained by tied groups."""
+    notes: list[Note] = []
+    for fn in f.functions:
+        if fn.dead or (
+            fn.at_floor
+            and any(other.role is not fn.role or not other.at_floor for other in f.functions)
+        ):
+            notes.append(Note(Severity.CAUTION, fn.key, function_note(fn)))
+    if f.cap is not None and f.cap.inferred:
+        notes.append(
+            Note(
+                Severity.INFO,
+                "completion_length",
+                f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}",
+            )
+        )
+    for event in f.events():
+        notes.append(Note(event.severity, event.metric, event.text, event.step))
+    notes.sort(key=lambda n: n.severity.rank)
+    return notes
+
+
+def _metric_health(f: Findings) -> dict[str, MetricHealth]:
+    return {
+        name: MetricHealth(j.zone, j.last, j.direction, j.reason) for name, j in f.judged().items()
+    }

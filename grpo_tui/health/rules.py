@@ -82,6 +82,10 @@ class TrendRules:
     changes)..."""
     min_change: float = 0.5
     """...and exceeds this many noise sigmas, so a trend is also visible by eye."""
+    plateau_multiple: float = 3.0
+    """A series that rose "levelled off" only when its recent slope is below the pace it rose
+    at before by this many standard errors: a steady slow rise whose latest third is too
+    short to show the rise on its own is still rising, not a plateau."""
     exploding_factor: float = 10.0
     """"Exploding": rising and the recent level exceeds this many times the previous window's median."""
     accelerating_ratio: float = 2.0
@@ -173,6 +177,13 @@ class RewardRules:
             "verify",
             "pass",
             "exact",
+            "score",
+            "solve",
+            "answer",
+            "success",
+            "win",
+            "match",
+            "equal",
         ]
     )
     """Reward function names containing a word that starts with one of these are task rewards.
@@ -181,21 +192,31 @@ class RewardRules:
     aux_patterns: list[str] = field(
         default_factory=lambda: [
             "format",
+            "json",
+            "valid",
+            "schema",
+            "xml",
+            "tag",
             "length",
             "len",
-            "tag",
+            "reasoning",
+            "steps",
+            "cosine",
             "repetition",
             "overlong",
-            "cosine",
-            "reasoning_steps",
+            "style",
+            "think",
         ]
     )
     """Reward function names matching these (same matching) are auxiliary rewards."""
+    pinned_repeats: int = 2
+    """A reward's highest (or lowest) logged batch mean is its real top (bottom) when the
+    run logged exactly that value at least this many times (every completion scored it)."""
 
 
 @dataclass(frozen=True, slots=True)
 class LengthRules:
-    """Completion length against its own early level (collapse to short answers)."""
+    """Completion length: collapse to short answers, and the cap when no args say it."""
 
     collapse_caution_drop: float = 0.3
     """Recent length more than this fraction below the early level is caution."""
@@ -206,6 +227,13 @@ class LengthRules:
     identical_spread: float = 0.5
     """completion_length_max - completion_length_min below this many tokens, sustained, while
     not truncated, means every completion has the same length (a sign of identical outputs)."""
+    short_tokens: float = 16.0
+    """With no cap known, "short" for a collapse is fewer tokens than this per completion."""
+    cap_pinned_share: float = 0.5
+    """The cap is inferred when the batch's longest completion (or the mean length) sits at
+    exactly one value, its highest, on at least this share of the logged points..."""
+    cap_pinned_points: int = 3
+    """...or on at least this many points for the mean length (every completion cut)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +258,66 @@ class OptimiserRules:
     """grad_norm below this, sustained, means no update reaches the weights."""
     entropy_fast_fall: float = 0.5
     """Entropy falling by more than this fraction of its level across the window is "falling fast"."""
+
+
+@dataclass(frozen=True, slots=True)
+class EntropyRules:
+    """Token entropy beyond its value bands."""
+
+    explode_factor: float = 10.0
+    """Entropy whose recent level is this many times its early level has exploded..."""
+    explode_floor: float = 1.0
+    """...when the recent level is also above this (nats per token): 0.15 → 5 is a blow-up,
+    0.001 → 0.02 is not."""
+    collapse_factor: float = 10.0
+    """Entropy whose recent level is this many times below its early level has collapsed
+    (HEALTH.md "falling fast" taken to its end: 0.96 → 0.04 is a policy that stopped
+    exploring, though 0.04 is above the absolute near-zero band)..."""
+    collapse_ceiling: float = 0.1
+    """...when the recent level is also below this: 3.0 → 0.25 on a high-entropy model is
+    sharpening, not a collapse."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlowUpRules:
+    """Policy collapse: the reward falls to its floor while the policy runs off."""
+
+    reward_floor_position: float = 0.2
+    """The reward has collapsed when its recent level sits in the lowest this-fraction of its
+    range after having been clearly higher."""
+    is_ratio_collapse: float = 0.1
+    """An importance-sampling ratio mean below this (it should sit near 1): the trainer's
+    policy and the sampler's have parted (TRL `sampling/importance_sampling_ratio/mean`)."""
+    clipped_run_to_cap: float = 0.5
+    """Lengths ran to the cap: clipped_ratio rose above this from well below it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SteadyRules:
+    """How verdicts stay steady while a run is live (hysteresis)."""
+
+    enter_points: int = 3
+    """A verdict enters once its evidence has held at this many judged steps in a row..."""
+    enter_fraction: float = 0.05
+    """...spanning at least this fraction of the run so far (steps)..."""
+    leave_points: int = 3
+    """...and leaves once it has been absent at this many judged steps in a row..."""
+    leave_fraction: float = 0.1
+    """...spanning at least this fraction of the run so far: slower to leave than to enter,
+    so a verdict near its threshold does not flicker."""
+    stay_sustained: float = 0.4
+    """A verdict that holds is judged again with its evidence's "sustained" share lowered to
+    this: it leaves when the evidence has cleared, not when it dips below the entry level."""
+    stay_margin: float = 0.1
+    """...and its position thresholds (top of the reward's range, length drops) eased by
+    this much..."""
+    stay_plateau_multiple: float = 2.0
+    """...and a plateau holds while the slowdown stays above this many standard errors
+    (trend.plateau_multiple to enter)."""
+    replay_points: int = 64
+    """`check` judges a finished or long run the way the live panel did: it replays the
+    diagnosis at up to this many steps evenly spread over the run (every logged step of a
+    shorter run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +361,12 @@ class Rules:
     """Optimiser health."""
     samples: SampleRules = field(default_factory=SampleRules)
     """Completion samples."""
+    entropy: EntropyRules = field(default_factory=EntropyRules)
+    """Entropy explosion."""
+    blow_up: BlowUpRules = field(default_factory=BlowUpRules)
+    """Policy collapse."""
+    steady: SteadyRules = field(default_factory=SteadyRules)
+    """Steady verdicts (hysteresis) and how check replays a run."""
 
     def zone_bounds(self, name: str) -> ZoneBounds | None:
         """The bands of a metric, or of the train metric an eval_ metric mirrors."""

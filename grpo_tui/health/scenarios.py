@@ -1,56 +1,54 @@
-"""The scenarios of HEALTH.md: one builder per scenario, each reading the facts.
+"""The scenarios of HEALTH.md as rules over the findings, one function each.
 
-A builder collects findings (severity, evidence, onset) and returns the `Scenario` when
-it holds, None otherwise. `BUILDERS` lists them in the order `diagnose` runs them; the
-saturation scenario is `ScenarioFacts.saturated` (other scenarios ask whether it holds)
-and `healthy` comes last, once the others are known.
+Each rule collects findings (a severity, the evidence in words with the numbers the data
+took, when it began, the advice it points to) and returns the `Scenario` when any fired.
+The rules, in words:
+
+- **Not learning**: the reward never rose (and never came down from a higher level), and
+  the learning signal is gone: no spread in the groups (reward_std ≈ 0, most groups tied,
+  not because they all pass), every task reward at its floor, or no gradient while the
+  groups differ. A flat reward with healthy spread is no verdict; a plateau after a rise
+  is the late stage.
+- **Saturated (late stage)**: the reward sits at the top of its real range, or levelled
+  off after a clear rise while no task reward still rises. Caution when the signal is
+  mostly gone (groups tied, no gradient, eval flat), information otherwise.
+- **Too aggressive / unstable**: a blow-up (the reward collapsed to its floor after being
+  clearly higher, while entropy exploded, the importance-sampling ratio collapsed or the
+  lengths ran to the cap), the clip ratio high, KL in its bad band or exploding,
+  non-finite loss or grad_norm; eval falling while the reward rises.
+- **Reward hacking**: an auxiliary reward at its top while every task reward stalls; the
+  reward rising while the samples grow alike or lose their format.
+- **Truncation**: clipped_ratio in its bands, or the mean length near the cap (stated or
+  inferred from the lengths).
+- **Length collapse**: the length fell far below its early level to short outputs.
+- **Low diversity**: entropy near 0, completions of a group nearly identical, every
+  completion of a step the same length.
+- **Healthy**: the reward rises with its spread intact and nothing else holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from grpo_tui.health import trends as tr
-from grpo_tui.health.facts import (
-    Facts,
-    Series,
-    band_reason,
-    format_rate,
-    judge_bands,
-    overlap,
-    sample_window,
-)
+from grpo_tui.health.advice import Advice, pick
+from grpo_tui.health.findings import Findings
+from grpo_tui.health.judges import Judgement, window_of
+from grpo_tui.health.rewards import RewardFunction, SpreadKind
 from grpo_tui.health.rules import ZoneBounds
-from grpo_tui.health.verdict import (
-    Evidence,
-    Scenario,
-    Window,
-    finite_or_none,
-    num,
-    pct,
-)
+from grpo_tui.health.samples import format_rate, overlap
+from grpo_tui.health.series import SeriesView
+from grpo_tui.health.shape import Phase
+from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num, pct
+from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
-
-# -- scenario building ----------------------------------------------------------------
-
-
-class ScenarioFacts(Facts):
-    """The facts plus the one scenario other scenarios ask about."""
-
-    @cached_property
-    def saturated(self) -> Scenario | None:
-        """The saturation scenario (other scenarios ask whether it holds)."""
-        return _saturated(self)
 
 
 @dataclass(slots=True)
 class _Finding:
-    """One trigger of a scenario."""
-
     severity: Severity
     evidence: Evidence
     onset: float | None = None
@@ -58,11 +56,12 @@ class _Finding:
 
 @dataclass(slots=True)
 class _Builder:
-    """Collects the findings of one scenario."""
+    """Collects the findings of one scenario, its supporting evidence and advice."""
 
     id: ScenarioId
     findings: list[_Finding] = field(default_factory=list)
     supporting: list[Evidence] = field(default_factory=list)
+    advice: list[tuple[Advice, str]] = field(default_factory=list)
 
     def add(self, severity: Severity, evidence: Evidence, onset: float | None = None) -> None:
         self.findings.append(_Finding(severity, evidence, onset))
@@ -71,49 +70,56 @@ class _Builder:
         if evidence is not None:
             self.supporting.append(evidence)
 
-    def build(self, advice: list[str]) -> Scenario | None:
+    def advise(self, advice: Advice, detail: str = "") -> None:
+        self.advice.append((advice, detail))
+
+    def build(self, f: Findings) -> Scenario | None:
         if not self.findings:
             return None
-        severity = min((f.severity for f in self.findings), key=lambda severity: severity.rank)
-        onsets = [f.onset for f in self.findings if f.onset is not None]
-        if not onsets:
-            onsets = [
-                f.evidence.window.first_step
-                for f in self.findings
-                if f.evidence.window.first_step is not None
-            ]
-        findings = sorted(self.findings, key=lambda f: f.severity.rank)
-        evidence = [f.evidence for f in findings] + self.supporting
+        severity = min((finding.severity for finding in self.findings), key=lambda s: s.rank)
+        onsets = [finding.onset for finding in self.findings if finding.onset is not None] or [
+            finding.evidence.window.first_step
+            for finding in self.findings
+            if finding.evidence.window.first_step is not None
+        ]
+        ordered = sorted(self.findings, key=lambda finding: finding.severity.rank)
         return Scenario(
             self.id,
             self.id.title,
             severity,
             min(onsets) if onsets else None,
-            evidence,
-            advice,
+            [finding.evidence for finding in ordered] + self.supporting,
+            pick(self.advice, f.context),
         )
 
 
-def _onset(facts: Facts, name: str, flag: Callable[[np.ndarray], np.ndarray]) -> float | None:
+def evidence(judgement: Judgement, text: str | None = None, **numbers: float | None) -> Evidence:
+    """Evidence from a judgement: its window, its numbers, its reason in words."""
+    return Evidence(
+        judgement.name,
+        judgement.window,
+        {
+            "recent": finite_or_none(judgement.level),
+            **{k: finite_or_none(v) for k, v in numbers.items()},
+        },
+        text if text is not None else f"{judgement.name} {judgement.reason}",
+    )
+
+
+def onset(
+    view: SeriesView | None, flag: Callable[[np.ndarray], np.ndarray], f: Findings
+) -> float | None:
     """First step of the latest stretch in which `flag` held on a sustained share of a
-    rolling zone window. Searched within the metric's trend window plus one zone window
-    (vectorised): a condition that held all along reports the start of that stretch."""
-    store = facts.store
-    logged = store.count(name)
-    if logged == 0:
+    rolling zone window (None when it does not hold now)."""
+    if view is None or view.empty:
         return None
-    rules = facts.rules
-    width = rules.window_size(logged)
-    fetch = rules.trend_window_size(logged) + width
-    steps, values = sample_window(store, name, fetch, rules.window.max_samples)
-    if fetch > rules.window.max_samples:
-        width = max(1, round(width * values.size / fetch))
-    index = tr.condition_onset(flag(values), width, rules.window.sustained)
-    return None if index is None else float(steps[index])
+    width = f.rules.window_size(len(view))
+    index = tr.condition_onset(flag(view.values), width, f.rules.window.sustained)
+    return None if index is None else float(view.steps[index])
 
 
 def _at_least(level: float) -> Callable[[np.ndarray], np.ndarray]:
-    """A flag for `_onset`: values at or above `level`."""
+    """A flag for `onset`: values at or above `level`."""
 
     def flag(values: np.ndarray) -> np.ndarray:
         return values >= level
@@ -121,442 +127,520 @@ def _at_least(level: float) -> Callable[[np.ndarray], np.ndarray]:
     return flag
 
 
-def trend_text(name: str, series: Series) -> str:
-    t = series.trend
-    if not t.known:
-        return f"{name}: trend unknown ({t.points} point{'s' if t.points != 1 else ''})"
-    return (
-        f"{name} {t.direction}: {num(t.level_start)} → {num(t.level_end)} over {series.trend_window} "
-        f"(noise {num(t.noise)})"
+def _bounds(f: Findings, name: str) -> ZoneBounds:
+    return f.rules.zone_bounds(name) or ZoneBounds()
+
+
+def course(name: str, judgement: Judgement) -> Evidence:
+    """A metric's course over the run, in stretch medians."""
+    shape = judgement.shape
+    text = (
+        f"{name} {shape.phase.word}: {shape.describe()}"
+        if shape is not None
+        else f"{name}: no points"
     )
-
-
-def _trend_evidence(name: str, series: Series) -> Evidence:
-    t = series.trend
-    numbers = {
-        "start": t.level_start,
-        "end": t.level_end,
-        "change": t.change,
-        "noise": t.noise,
-    }
-    return Evidence(
-        name,
-        series.trend_window,
-        {k: finite_or_none(v) for k, v in numbers.items()},
-        trend_text(name, series),
+    window = (
+        Window(shape.start.first_step, shape.end.last_step, shape.points)
+        if shape is not None
+        else judgement.window
     )
-
-
-def _zone_evidence(series: Series) -> Evidence:
-    return series.evidence(
-        {"last": series.last, "recent": series.recent_level},
-        f"{series.name} {series.reason}",
+    numbers = (
+        {}
+        if shape is None
+        else {
+            "first": shape.start.value,
+            "peak": shape.peak.value,
+            "last": shape.end.value,
+            "noise": shape.noise,
+        }
     )
+    return Evidence(name, window, {k: finite_or_none(v) for k, v in numbers.items()}, text)
 
 
-ADVICE_NOT_LEARNING = [
-    "Inspect the reward distribution: are the reward functions scoring what you expect?",
-    "Raise num_generations so more groups contain both successes and failures.",
-    "Raise the sampling temperature.",
-    "Add partial-credit rewards (a sparse 0/1 reward gives no spread on hard prompts).",
-    "Lower the KL penalty (beta) or raise the learning rate moderately.",
-    "Check that LoRA / the parameters are actually training (grad_norm > 0).",
-]
-ADVICE_ALL_FAIL = [
-    "Every completion in most groups fails: the task is too hard or the reward too sparse.",
-    "Use easier prompts or a curriculum, add partial-credit rewards, raise num_generations.",
-]
-ADVICE_TOO_AGGRESSIVE = [
-    "Lower the learning rate.",
-    "Use a larger batch / more generations per prompt.",
-    "Strengthen the KL penalty (beta).",
-    "Use fewer update passes per batch (num_iterations).",
-    "Check for a reward loophole.",
-]
-ADVICE_REWARD_HACKING = [
-    "Add a correctness reward (or weight it up).",
-    "Add quality rewards beyond format.",
-    "Add an eval set and evaluate checkpoints for real.",
-    "Read the completions.",
-]
-ADVICE_TRUNCATION = [
-    "Raise max_completion_length.",
-    "Penalise pointless length (e.g. an overlong penalty).",
-    "Check the prompt and the EOS handling.",
-    "Lower the temperature.",
-]
-ADVICE_LENGTH_COLLAPSE = [
-    "Look for a reward that pays for short outputs (or a length penalty that is too strong).",
-    "Read recent completions: early EOS or a fixed short template?",
-]
-ADVICE_LOW_DIVERSITY = [
-    "Raise num_generations.",
-    "Raise temperature / top_p.",
-    "Check for mode collapse (entropy, identical completions).",
-    "Make the reward more discriminative.",
-]
-ADVICE_SATURATED = [
-    "Not a failure by itself: most groups are all-correct.",
-    "If eval has stopped improving, training has stalled: use harder data or a finer reward.",
-]
-ADVICE_WARMING_UP = ["Wait for more steps: trends need more points before a verdict."]
-ADVICE_HEALTHY = [
-    "Keep watching reward_std, frac_reward_zero_std and the samples as the run goes on."
-]
+# -- not learning --------------------------------------------------------------------------
 
 
-def _not_learning(facts: ScenarioFacts) -> Scenario | None:
+def not_learning(f: Findings) -> Scenario | None:
     b = _Builder(ScenarioId.NOT_LEARNING)
-    rules = facts.rules
-    kind, kind_why = facts.zero_spread_kind
-    all_pass = kind == "all_pass"
-    std = facts.reward_std
-    frac = facts.frac_zero_std
-    zero = (rules.zone_bounds("reward_std") or ZoneBounds()).bad_below or 0.0
-    frac_bad = (rules.zone_bounds("frac_reward_zero_std") or ZoneBounds()).bad_above
-    spread_dead = False
+    reward = f.reward
+    if f.learned or f.is_blow_up:
+        return None  # it learned (a plateau is the late stage), or it blew up: not this
+    all_pass = f.spread_kind is SpreadKind.ALL_PASS
+    std, frac = f.reward_std, f.frac_zero_std
     if std is not None and std.zone is Zone.BAD and not all_pass:
-        spread_dead = True
+        zero = _bounds(f, "reward_std").bad_below or 0.0
         b.add(
-            Severity.PROBLEM,
-            _zone_evidence(std),
-            _onset(facts, "reward_std", lambda v: v < zero),
+            Severity.PROBLEM, evidence(std), onset(f.snap.get("reward_std"), lambda v: v < zero, f)
         )
+    frac_bad = _bounds(f, "frac_reward_zero_std").bad_above
     if frac is not None and frac.zone is Zone.BAD and not all_pass and frac_bad is not None:
-        spread_dead = True
         b.add(
             Severity.PROBLEM,
-            _zone_evidence(frac),
-            _onset(facts, "frac_reward_zero_std", lambda v: v > frac_bad),
+            evidence(frac),
+            onset(f.snap.get("frac_reward_zero_std"), lambda v: v > frac_bad, f),
         )
-    if spread_dead:
-        b.support(
-            Evidence(
-                "reward",
-                facts.reward.window if facts.reward else Window(None, None, 0),
-                {},
-                f"zero spread: {kind_why}",
+    tasks = f.tasks
+    if tasks and all(t.at_floor for t in tasks):
+        for t in tasks:
+            b.add(
+                Severity.PROBLEM,
+                _function_evidence(
+                    t,
+                    f"{t.fn}: {num(t.level)} on every completion ({t.judgement.window}): no learning signal",
+                ),
             )
-        )
-    grad = facts.grad_norm
-    if grad is not None and facts.grad_norm_zero:
+            b.advise(Advice.CHECK_REWARD_FUNCTION, t.fn)
+    grad = f.grad_norm
+    # groups that differ give a gradient: none at all, while most groups differ, is a
+    # training setup that does not train (with most groups tied it is the zero advantage)
+    spread_alive = (
+        std is not None and std.zone is Zone.HEALTHY and (frac is None or frac.level < 0.5)
+    )
+    if grad is not None and f.grad_zero_share >= f.rules.window.sustained and spread_alive:
         b.add(
             Severity.PROBLEM,
-            _zone_evidence(grad),
-            _onset(facts, "grad_norm", lambda v: v < rules.optimiser.zero_grad_norm),
-        )
-    functions = facts.reward_functions
-    task = [f for f in functions if f.role == "task"]
-    for f in functions:
-        if f.state != "floor":
-            continue
-        severity = (
-            Severity.PROBLEM
-            if f.role == "task" and all(t.state == "floor" for t in task)
-            else Severity.CAUTION
-        )
-        b.add(
-            severity,
-            Evidence(
-                f.key,
-                f.spread_window,
-                {"level": finite_or_none(f.level)},
-                f"{f.fn}: {num(f.level)} on every completion ({f.spread_window}): it gives no learning signal",
+            evidence(
+                grad,
+                f"grad_norm ≈0 on {grad.window.share(f.grad_zero_share)} while the groups differ (reward_std {num(std.level if std else None)})",
             ),
         )
-    reward = facts.reward
-    # a flat reward at the top of its range is explained by saturation, not a failure to learn
-    if (
-        reward is not None
-        and not facts.warming_up
-        and reward.trend.direction in (Direction.FLAT, Direction.FALLING)
-        and facts.saturated is None
-    ):
-        b.add(Severity.CAUTION, _trend_evidence("reward", reward))
-    for series in (std, frac):
-        if series is not None and series.zone is Zone.CAUTION and not all_pass:
-            falling_frac = series is frac and series.trend.direction == Direction.FALLING
-            if not falling_frac:
-                b.add(Severity.CAUTION, _zone_evidence(series))
-    aux_only = _aux_only_rise(facts)
-    if aux_only is not None and not any(f.saturated and f.role == "aux" for f in functions):
+        b.advise(Advice.CHECK_TRAINING)
+    aux_only = _aux_only_rise(f)
+    if aux_only is not None:
         b.add(Severity.CAUTION, aux_only)
-    clip = facts.clip
+        b.advise(Advice.TASK_REWARD)
+    clip = f.clip
+    clip_floor = _bounds(f, "clip_ratio").caution_below
+    # ≈0 clipping means updates too weak only when the run re-uses its batches (known
+    # off-policy); a sampler's tiny mismatch (vLLM) is not that
     if (
         clip is not None
+        and f.context.off_policy is True
         and clip.zone is Zone.CAUTION
-        and clip.recent_level
-        < ((rules.zone_bounds("clip_ratio") or ZoneBounds()).caution_below or 0)
+        and clip_floor is not None
+        and clip.level < clip_floor
     ):
-        b.add(Severity.CAUTION, _zone_evidence(clip))
-    if not b.findings:
-        return None
-    if clip is not None and clip.zone is Zone.NA:
-        b.support(_zone_evidence(clip))
-    samples = facts.samples
-    if samples is not None and samples.comparable:
-        early, recent = samples.early_mean(overlap), samples.recent_mean(overlap)
-        if (
-            early is not None
-            and recent is not None
-            and abs(recent - early) < rules.samples.diversity_drop
-        ):
-            b.support(
-                samples.evidence(
-                    {"early_overlap": early, "recent_overlap": recent},
-                    "completions look unchanged (overlap steady)",
-                )
-            )
-    advice = (ADVICE_ALL_FAIL if kind == "all_fail" else []) + ADVICE_NOT_LEARNING
-    return b.build(advice)
-
-
-def _aux_only_rise(facts: Facts) -> Evidence | None:
-    """Evidence that the reward rises only through auxiliary rewards while every task reward
-    stalls; None otherwise or when no task reward is recognised."""
-    reward = facts.reward
-    if reward is None or reward.trend.direction not in (Direction.RISING, Direction.EXPLODING):
-        return None
-    functions = facts.reward_functions
-    task = [f for f in functions if f.role == "task"]
-    aux = [f for f in functions if f.role == "aux"]
-    if not task or not aux or not all(f.stalled for f in task):
-        return None
-    rising = [
-        f
-        for f in aux
-        if f.series.trend.direction in (Direction.RISING, Direction.EXPLODING) or f.saturated
-    ]
-    if not rising:
-        return None
-    task_text = ", ".join(f"{f.fn} {f.trend_word}" for f in task)
-    aux_text = ", ".join(
-        f"{f.fn} {'saturated' if f.saturated else f.series.trend.direction}" for f in rising
-    )
-    return Evidence(
-        "rewards",
-        reward.trend_window,
-        {"reward_change": finite_or_none(reward.trend.change)},
-        f"reward rises only through auxiliary rewards ({aux_text}) while task rewards do not ({task_text})",
-    )
-
-
-def _too_aggressive(facts: Facts) -> Scenario | None:
-    b = _Builder(ScenarioId.TOO_AGGRESSIVE)
-    rules = facts.rules
-    clip = facts.clip
-    clip_bounds = rules.zone_bounds("clip_ratio") or ZoneBounds()
-    if clip is not None and clip.zone.warns:
-        low = (
-            clip_bounds.caution_below is not None and clip.recent_level < clip_bounds.caution_below
-        )
-        if not low:
-            high = clip_bounds.bad_above if clip.zone is Zone.BAD else clip_bounds.caution_above
-            onset = _onset(facts, "clip_ratio", lambda v: v > high) if high is not None else None
-            b.add(
-                Severity.PROBLEM if clip.zone is Zone.BAD else Severity.CAUTION,
-                _zone_evidence(clip),
-                onset,
-            )
-    kl = facts.kl
-    if kl is not None and kl.zone.warns:
-        kl_bounds = rules.zone_bounds("kl") or ZoneBounds()
-        level = kl_bounds.bad_above if kl.zone is Zone.BAD else kl_bounds.caution_above
-        onset = _onset(facts, "kl", lambda v: v > level) if level is not None else None
-        b.add(
-            Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION, _zone_evidence(kl), onset
-        )
-    for series in (facts.loss, facts.grad_norm):
-        if series is None:
-            continue
-        if series.latest_nonfinite:
-            b.add(
-                Severity.PROBLEM,
-                _zone_evidence(series),
-                float(series.nonfinite_steps[0]) if series.nonfinite_steps.size else None,
-            )
-        elif series.zone is Zone.CAUTION:
-            b.add(Severity.CAUTION, _zone_evidence(series))
-    reward, eval_reward = facts.reward, facts.eval_reward
-    if (
-        reward is not None
-        and eval_reward is not None
-        and reward.trend.direction in (Direction.RISING, Direction.EXPLODING)
-        and eval_reward.trend.direction == Direction.FALLING
-    ):
-        b.add(Severity.CAUTION, _trend_evidence("eval_reward", eval_reward))
-    if not b.findings:
-        return None
-    if reward is not None and reward.trend.known:
-        b.support(_trend_evidence("reward", reward))
-    return b.build(ADVICE_TOO_AGGRESSIVE)
-
-
-def _reward_hacking(facts: Facts) -> Scenario | None:
-    b = _Builder(ScenarioId.REWARD_HACKING)
-    rules = facts.rules
-    functions = facts.reward_functions
-    task = [f for f in functions if f.role == "task"]
-    saturated_aux = [f for f in functions if f.role == "aux" and f.saturated]
-    reward = facts.reward
-    reward_up = reward is not None and reward.trend.direction in (
-        Direction.RISING,
-        Direction.EXPLODING,
-    )
-    task_stalled = bool(task) and all(f.stalled for f in task)
-    for f in saturated_aux:
-        text = f"{f.fn} saturated at {num(f.level)} (top of its range {num(f.lo)}–{num(f.hi)})"
-        if task_stalled:
-            flat = ", ".join(f"{t.fn} {t.trend_word}, never clearly improved" for t in task)
-            top = f.lo + rules.rewards.saturation_position * (f.hi - f.lo)
-            b.add(
-                Severity.PROBLEM,
-                Evidence(
-                    f.key,
-                    f.series.window,
-                    {"level": finite_or_none(f.level)},
-                    f"{text} while task rewards stall ({flat})",
-                ),
-                _onset(facts, f.key, _at_least(top)),
-            )
-        elif not task and reward_up:
-            b.add(
-                Severity.CAUTION,
-                Evidence(
-                    f.key,
-                    f.series.window,
-                    {"level": finite_or_none(f.level)},
-                    f"{text}; no task (correctness) reward is recognised",
-                ),
-            )
-    samples = facts.samples
-    if reward_up and samples is not None and samples.comparable:
-        # "only #1 ✓ while the samples get worse": the reward says more than the samples
-        early, recent = samples.early_mean(overlap), samples.recent_mean(overlap)
-        if (
-            early is not None
-            and recent is not None
-            and recent - early > rules.samples.diversity_drop
-        ):
-            b.add(
-                Severity.CAUTION,
-                samples.evidence(
-                    {"early_overlap": early, "recent_overlap": recent},
-                    f"reward rising while completions grow alike: overlap {num(early)} → {num(recent)}",
-                ),
-            )
-        early_format = samples.early_mean(format_rate)
-        recent_format = samples.recent_mean(format_rate)
-        if (
-            early_format is not None
-            and recent_format is not None
-            and early_format - recent_format > rules.samples.format_drop
-        ):
-            b.add(
-                Severity.CAUTION,
-                samples.evidence(
-                    {"early_format": early_format, "recent_format": recent_format},
-                    f"reward rising while format compliance falls: {pct(early_format)} → {pct(recent_format)}",
-                ),
-            )
-    eval_reward = facts.eval_reward
-    if reward_up and eval_reward is not None and eval_reward.trend.direction == Direction.FLAT:
         b.add(
             Severity.CAUTION,
-            Evidence(
-                "eval_reward",
-                eval_reward.window,
-                {"change": finite_or_none(eval_reward.trend.change)},
-                f"reward rising while {trend_text('eval_reward', eval_reward)}",
+            evidence(
+                clip,
+                f"clip_ratio {clip.reason}: with num_iterations {f.context.num_iterations} the updates barely move the policy",
             ),
         )
+        b.advise(Advice.CHECK_TRAINING)
+    if not b.findings:
+        # a weak signal on a run that never moved: caution
+        for series in (std, frac):
+            if (
+                series is not None
+                and series.zone is Zone.CAUTION
+                and not all_pass
+                and series.direction is not Direction.FALLING
+            ):
+                b.add(Severity.CAUTION, evidence(series))
     if not b.findings:
         return None
     if reward is not None:
-        b.support(_trend_evidence("reward", reward))
-    return b.build(ADVICE_REWARD_HACKING)
-
-
-def _truncation(facts: Facts) -> Scenario | None:
-    b = _Builder(ScenarioId.TRUNCATION)
-    rules = facts.rules
-    clipped = facts.clipped
-    if clipped is not None and clipped.zone.warns:
-        bounds = rules.zone_bounds("clipped_ratio") or ZoneBounds()
-        level = bounds.bad_above if clipped.zone is Zone.BAD else bounds.caution_above
-        onset = _onset(facts, "clipped_ratio", lambda v: v > level) if level is not None else None
-        b.add(
-            Severity.PROBLEM if clipped.zone is Zone.BAD else Severity.CAUTION,
-            _zone_evidence(clipped),
-            onset,
-        )
-    max_len = facts.context.max_completion_length
-    length = facts.series("completion_length")
-    if length is not None and max_len:
-        # only the upper bands: pinned at the cap (short outputs are length_collapse's business)
-        bounds = replace(
-            rules.zone_bounds("completion_length") or ZoneBounds(),
-            caution_below=None,
-            bad_below=None,
-        )
-        wz = judge_bands(length, bounds, rules, float(max_len))
-        if wz.zone in (Zone.CAUTION, Zone.BAD):
-            level = (bounds.bad_above if wz.zone is Zone.BAD else bounds.caution_above) or 1.0
-            onset = _onset(facts, "completion_length", lambda v: v > level * max_len)
-            reason = band_reason(length, wz, bounds, float(max_len), rules.window.sustained)
-            text = f"completion_length {num(length.recent_level)} of max {max_len}: {reason}"
-            b.add(
-                Severity.PROBLEM if wz.zone is Zone.BAD else Severity.CAUTION,
-                length.evidence({"recent": length.recent_level, "max": max_len}, text),
-                onset,
+        b.support(course("reward", reward))
+    if f.spread_kind is not SpreadKind.UNKNOWN:
+        b.support(
+            Evidence(
+                "reward",
+                reward.window if reward else Window(None, None, 0),
+                {},
+                f"zero spread: {f.spread_why}",
             )
-    return b.build(ADVICE_TRUNCATION)
+        )
+    if f.spread_kind is SpreadKind.ALL_FAIL:
+        b.advise(Advice.EASIER_DATA)
+        b.advise(Advice.PARTIAL_CREDIT)
+    num_generations = f.context.num_generations
+    if num_generations is not None and num_generations <= 4:
+        b.advise(Advice.MORE_GENERATIONS)
+    temperature = f.context.temperature
+    if temperature is not None and temperature < 0.7:
+        b.advise(Advice.RAISE_TEMPERATURE)
+    b.advise(Advice.PARTIAL_CREDIT)
+    b.advise(Advice.MORE_GENERATIONS)
+    return b.build(f)
 
 
-def _length_collapse(facts: Facts) -> Scenario | None:
-    collapse = facts.length_collapse
-    series = facts.series("completion_length")
-    if collapse is None or series is None:
+def _aux_only_rise(f: Findings) -> Evidence | None:
+    """The reward rises only through auxiliary rewards while every task reward stalls."""
+    reward, tasks = f.reward, f.tasks
+    if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
         return None
-    zone, text, early, recent = collapse
-    b = _Builder(ScenarioId.LENGTH_COLLAPSE)
-    limit = early * (1 - facts.rules.length.collapse_caution_drop)
-    b.add(
-        Severity.PROBLEM if zone is Zone.BAD else Severity.CAUTION,
-        series.evidence({"early": early, "recent": recent}, f"completion_length {text}"),
-        _onset(facts, "completion_length", lambda v: v < limit),
+    if not all(t.stalled for t in tasks):
+        return None
+    rising = [a for a in f.auxiliaries if (a.shape is not None and a.shape.rose) or a.at_top]
+    if not rising:
+        return None
+    aux_text = ", ".join(f"{a.fn} {a.shape.describe() if a.shape else ''}" for a in rising)
+    task_text = ", ".join(f"{t.fn} {t.shape.describe() if t.shape else ''}" for t in tasks)
+    return Evidence(
+        "rewards",
+        reward.window,
+        {},
+        f"reward rises only through auxiliary rewards ({aux_text}) while the task rewards do not ({task_text})",
     )
-    reward = facts.reward
-    if reward is not None and reward.trend.known:
-        b.support(_trend_evidence("reward", reward))
-    return b.build(ADVICE_LENGTH_COLLAPSE)
 
 
-def _low_diversity(facts: Facts) -> Scenario | None:
+def _function_evidence(fn: RewardFunction, text: str) -> Evidence:
+    return Evidence(fn.key, fn.judgement.window, {"level": finite_or_none(fn.level)}, text)
+
+
+# -- saturated (late stage) --------------------------------------------------------------------
+
+
+def saturated(f: Findings) -> Scenario | None:
+    b = _Builder(ScenarioId.SATURATED)
+    reward, rng = f.reward, f.reward_range
+    if reward is None or reward.shape is None or f.is_blow_up:
+        return None
+    shape = reward.shape
+    position = rng.position(reward.level) if rng is not None else None
+    at_top = (
+        rng is not None
+        and rng.known
+        and position is not None
+        and position >= f.rules.rewards.saturation_position
+    )
+    task_rising = any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
+    plateau = shape.phase is Phase.PLATEAU and not task_rising
+    if not (at_top or plateau) or shape.declined:
+        return None
+    signal_gone = False
+    corroboration: list[Evidence] = []
+    frac, std = f.frac_zero_std, f.reward_std
+    if frac is not None and (frac.zone.warns or frac.direction.up):
+        corroboration.append(
+            evidence(
+                frac,
+                f"frac_reward_zero_std {num(frac.level)} (recent median): most groups score every completion alike",
+            )
+        )
+        signal_gone = signal_gone or frac.zone is Zone.BAD
+    if std is not None and (std.zone.warns or std.direction is Direction.FALLING):
+        corroboration.append(evidence(std))
+        signal_gone = signal_gone or std.zone is Zone.BAD
+    grad = f.grad_norm
+    if grad is not None and f.grad_zero_share >= 0.3:
+        corroboration.append(
+            evidence(
+                grad,
+                f"grad_norm 0 on {grad.window.share(f.grad_zero_share)}: every group tied, so no gradient (the zero advantage, not a broken optimiser)",
+            )
+        )
+        signal_gone = signal_gone or f.grad_zero_share >= 0.5
+    if f.spread_kind is SpreadKind.ALL_PASS:
+        corroboration.append(
+            Evidence(
+                "reward", reward.window, {}, f"zero spread because groups all pass: {f.spread_why}"
+            )
+        )
+    eval_reward = f.eval_reward
+    eval_stalled = (
+        eval_reward is not None
+        and eval_reward.shape is not None
+        and eval_reward.shape.phase in (Phase.FLAT, Phase.PLATEAU, Phase.FALLING, Phase.DECLINING)
+    )
+    severity = Severity.CAUTION if signal_gone or eval_stalled else Severity.INFO
+    if at_top and rng is not None:
+        text = f"reward at the top of its range: {num(reward.level)} (recent median) of {rng.text}, {pct(position or 0)}"
+    else:
+        text = f"reward levelled off after rising: {shape.describe()}"
+    b.add(
+        severity,
+        evidence(reward, text, position=position),
+        shape.recent_window.first_step if plateau else None,
+    )
+    for item in corroboration:
+        b.support(item)
+    if eval_reward is not None and eval_reward.shape is not None:
+        b.support(course("eval_reward", eval_reward))
+    if eval_reward is not None and not eval_stalled and eval_reward.direction.up:
+        b.advise(Advice.KEEP_GOING)
+    b.advise(Advice.HARDER_DATA)
+    b.advise(Advice.FINER_REWARD)
+    b.advise(Advice.EVALUATE_CHECKPOINTS)
+    return b.build(f)
+
+
+# -- too aggressive / unstable -------------------------------------------------------------------
+
+
+def too_aggressive(f: Findings) -> Scenario | None:
+    b = _Builder(ScenarioId.TOO_AGGRESSIVE)
+    blow_up = f.blow_up
+    if blow_up is not None:
+        text, step = blow_up
+        b.add(
+            Severity.PROBLEM,
+            Evidence("reward", f.reward.window if f.reward else Window(None, None, 0), {}, text),
+            step,
+        )
+        b.advise(Advice.LOWER_LR)
+        b.advise(Advice.RESUME_EARLIER, f"step {format_step(step)}" if step is not None else "")
+    clip = f.clip
+    clip_bounds = _bounds(f, "clip_ratio")
+    if clip is not None and clip.zone.warns:
+        low = clip_bounds.caution_below is not None and clip.level < clip_bounds.caution_below
+        if not low:
+            high = clip_bounds.bad_above if clip.zone is Zone.BAD else clip_bounds.caution_above
+            severity = Severity.PROBLEM if clip.zone is Zone.BAD else Severity.CAUTION
+            b.add(
+                severity,
+                evidence(clip),
+                onset(f.snap.get("clip_ratio"), lambda v: v > (high or 0.0), f),
+            )
+            b.advise(
+                Advice.FEWER_ITERATIONS if (f.context.num_iterations or 1) > 1 else Advice.LOWER_LR
+            )
+    kl = f.kl
+    if kl is not None and kl.zone.warns:
+        kl_bounds = _bounds(f, "kl")
+        level = kl_bounds.bad_above if kl.zone is Zone.BAD else kl_bounds.caution_above
+        severity = Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION
+        b.add(severity, evidence(kl), onset(f.snap.get("kl"), lambda v: v > (level or 0.0), f))
+        b.advise(Advice.STRONGER_KL)
+    certain = False
+    for judgement in (f.loss, f.grad_norm):
+        if judgement is not None and judgement.zone is Zone.BAD:
+            view = f.snap.get(judgement.name)
+            first_bad = (
+                float(view.nonfinite_steps[0])
+                if view is not None and view.nonfinite_steps.size
+                else None
+            )
+            b.add(Severity.PROBLEM, evidence(judgement), first_bad)
+            certain = True
+    entropy = f.entropy
+    if blow_up is None and entropy is not None and entropy.zone is Zone.BAD and f.entropy_exploded:
+        b.add(Severity.CAUTION, evidence(entropy))
+    is_ratio = f.is_ratio
+    if blow_up is None and is_ratio is not None and f.is_ratio_collapsed:
+        b.add(
+            Severity.CAUTION,
+            evidence(
+                is_ratio,
+                f"{is_ratio.name} {num(is_ratio.level)} (recent median): the trainer's policy and the sampler's have parted",
+            ),
+        )
+    reward, eval_reward = f.reward, f.eval_reward
+    if (
+        reward is not None
+        and eval_reward is not None
+        and reward.direction.up
+        and eval_reward.shape is not None
+        and eval_reward.shape.phase in (Phase.FALLING, Phase.DECLINING)
+    ):
+        b.add(Severity.CAUTION, course("eval_reward", eval_reward))
+    if not b.findings:
+        return None
+    b.advise(Advice.LOWER_LR)
+    if (f.context.num_iterations or 1) > 1:
+        b.advise(Advice.FEWER_ITERATIONS)
+    b.advise(Advice.STRONGER_KL)
+    scenario = b.build(f)
+    if scenario is not None and certain:
+        scenario.immediate = True  # a NaN loss is no noise: shown at once
+    return scenario
+
+
+# -- reward hacking ---------------------------------------------------------------------------------
+
+
+def reward_hacking(f: Findings) -> Scenario | None:
+    b = _Builder(ScenarioId.REWARD_HACKING)
+    tasks = f.tasks
+    reward = f.reward
+    reward_up = (
+        reward is not None and reward.shape is not None and reward.shape.phase is Phase.RISING
+    )
+    for aux in f.auxiliaries:
+        if not aux.at_top:
+            continue
+        top = f"{aux.fn} at its top: {num(aux.level)} (recent median) of {aux.range.text if aux.range else '?'}"
+        if tasks and all(t.stalled for t in tasks):
+            stalled = "; ".join(
+                f"{t.fn} does not improve ({t.shape.describe() if t.shape else 'no points'})"
+                for t in tasks
+            )
+            severity = Severity.PROBLEM if aux.rose_to_top else Severity.CAUTION
+            top_value = aux.range.high if aux.range else aux.level
+            b.add(
+                severity,
+                _function_evidence(aux, f"{top} while {stalled}"),
+                onset(f.snap.get(aux.key), _at_least(0.98 * top_value), f),
+            )
+            b.advise(
+                Advice.TASK_REWARD,
+                f"{aux.fn} is maxed out while {', '.join(t.fn for t in tasks)} does not improve",
+            )
+        elif not tasks and reward_up:
+            b.add(
+                Severity.CAUTION,
+                _function_evidence(aux, f"{top}; no task (correctness) reward is recognised"),
+            )
+            b.advise(Advice.TASK_REWARD)
+    samples = f.samples
+    if reward_up and samples is not None and samples.comparable:
+        early, recent = samples.early_mean(overlap), samples.recent_mean(overlap)
+        if (
+            early is not None
+            and recent is not None
+            and recent - early > f.rules.samples.diversity_drop
+        ):
+            b.add(
+                Severity.CAUTION,
+                samples.evidence(
+                    {"early": early, "recent": recent},
+                    f"reward rising while the completions grow alike: overlap {num(early)} → {num(recent)}",
+                ),
+            )
+            b.advise(Advice.READ_SAMPLES)
+        early_format, recent_format = (
+            samples.early_mean(format_rate),
+            samples.recent_mean(format_rate),
+        )
+        if (
+            early_format is not None
+            and recent_format is not None
+            and early_format - recent_format > f.rules.samples.format_drop
+        ):
+            b.add(
+                Severity.CAUTION,
+                samples.evidence(
+                    {"early": early_format, "recent": recent_format},
+                    f"reward rising while format compliance falls: {pct(early_format)} → {pct(recent_format)}",
+                ),
+            )
+            b.advise(Advice.READ_SAMPLES)
+    eval_reward = f.eval_reward
+    if (
+        reward_up
+        and eval_reward is not None
+        and eval_reward.shape is not None
+        and eval_reward.shape.points >= f.rules.trend.eval_min_points
+        and eval_reward.shape.phase is Phase.FLAT
+    ):
+        b.add(Severity.CAUTION, course("eval_reward", eval_reward))
+        b.advise(Advice.EVAL_SET)
+    if not b.findings:
+        return None
+    if reward is not None:
+        b.support(course("reward", reward))
+    b.advise(Advice.READ_SAMPLES)
+    b.advise(Advice.EVAL_SET)
+    return b.build(f)
+
+
+# -- truncation ------------------------------------------------------------------------------------
+
+
+def truncation(f: Findings) -> Scenario | None:
+    b = _Builder(ScenarioId.TRUNCATION)
+    clipped = f.clipped
+    if clipped is not None and clipped.zone.warns:
+        bounds = _bounds(f, "clipped_ratio")
+        level = bounds.bad_above if clipped.zone is Zone.BAD else bounds.caution_above
+        severity = Severity.PROBLEM if clipped.zone is Zone.BAD else Severity.CAUTION
+        b.add(
+            severity,
+            evidence(clipped),
+            onset(f.snap.get("clipped_ratio"), lambda v: v > (level or 0.0), f),
+        )
+    length, cap = f.length, f.cap
+    if length is not None and cap is not None and length.zone.warns:
+        bounds = _bounds(f, "completion_length")
+        share = bounds.bad_above if length.zone is Zone.BAD else bounds.caution_above
+        severity = Severity.PROBLEM if length.zone is Zone.BAD else Severity.CAUTION
+        text = f"completion_length {num(length.level)} (recent median) of cap {num(cap.tokens)}: {length.reason}"
+        b.add(
+            severity,
+            evidence(length, text, cap=cap.tokens),
+            onset(f.snap.get("completion_length"), lambda v: v > (share or 1.0) * cap.tokens, f),
+        )
+    if not b.findings:
+        return None
+    if clipped is not None and clipped.level >= 0.9:
+        b.advise(Advice.CHECK_EOS)
+    b.advise(Advice.RAISE_CAP)
+    if length is not None and length.shape is not None and length.shape.rose:
+        b.advise(Advice.PENALISE_LENGTH)
+    b.advise(Advice.PENALISE_LENGTH)
+    return b.build(f)
+
+
+# -- length collapse ----------------------------------------------------------------------------------
+
+
+def length_collapse(f: Findings) -> Scenario | None:
+    collapse = f.collapse
+    length = f.length
+    if collapse is None or length is None:
+        return None
+    b = _Builder(ScenarioId.LENGTH_COLLAPSE)
+    limit = collapse.early * (1 - f.rules.length.collapse_caution_drop)
+    severity = Severity.PROBLEM if collapse.zone is Zone.BAD else Severity.CAUTION
+    b.add(
+        severity,
+        Evidence(
+            "completion_length",
+            collapse.recent_window,
+            {"early": collapse.early, "recent": collapse.recent},
+            f"completion_length {collapse.text}",
+        ),
+        onset(f.snap.get("completion_length"), lambda v: v < limit, f)
+        or collapse.recent_window.first_step,
+    )
+    if f.reward is not None and f.reward.shape is not None:
+        b.support(course("reward", f.reward))
+    growing = [fn.fn for fn in f.functions if fn.shape is not None and fn.shape.rose]
+    b.advise(Advice.SHORT_REWARD, ", ".join(growing[:2]))
+    b.advise(Advice.READ_SHORT)
+    return b.build(f)
+
+
+# -- low diversity --------------------------------------------------------------------------------------
+
+
+def low_diversity(f: Findings) -> Scenario | None:
     b = _Builder(ScenarioId.LOW_DIVERSITY)
-    rules = facts.rules
-    samples = facts.samples
+    rules = f.rules
+    entropy = f.entropy
+    # near zero, or collapsed to a tenth of where it started (the zone's reason says which)
+    low = max(_bounds(f, "entropy").bad_below or 0.0, rules.entropy.collapse_ceiling)
+    if entropy is not None and entropy.zone is Zone.BAD and entropy.level < low:
+        b.add(
+            Severity.PROBLEM,
+            evidence(
+                entropy,
+                f"entropy {num(entropy.level)} (recent median): the policy is near deterministic — {entropy.reason}",
+            ),
+            onset(f.snap.get("entropy"), lambda v: v < low, f),
+        )
+    samples = f.samples
     if samples is not None:
-        recent = samples.recent_mean(overlap)
-        early = samples.early_mean(overlap)
+        recent, early = samples.recent_mean(overlap), samples.early_mean(overlap)
         bad, caution = rules.samples.overlap_bad, rules.samples.overlap_caution
         if recent is not None and recent >= bad:
             b.add(
                 Severity.PROBLEM,
                 samples.evidence(
                     {"recent_overlap": recent},
-                    f"completions in a group nearly identical: mean pairwise overlap {num(recent)}",
+                    f"completions in a group nearly identical: mean pairwise 3-gram overlap {num(recent)}",
                 ),
-                samples.onset(lambda st: st.pairwise_overlap >= bad),
+                samples.onset(lambda s: s.pairwise_overlap >= bad),
             )
         elif recent is not None and recent >= caution:
             b.add(
                 Severity.CAUTION,
                 samples.evidence(
                     {"recent_overlap": recent},
-                    f"completions in a group alike: mean pairwise overlap {num(recent)}",
+                    f"completions in a group alike: mean pairwise 3-gram overlap {num(recent)}",
                 ),
-                samples.onset(lambda st: st.pairwise_overlap >= caution),
+                samples.onset(lambda s: s.pairwise_overlap >= caution),
             )
         elif (
             samples.comparable
@@ -564,175 +648,96 @@ def _low_diversity(facts: Facts) -> Scenario | None:
             and recent is not None
             and recent - early > rules.samples.diversity_drop
         ):
-            limit = early + rules.samples.diversity_drop
             b.add(
                 Severity.CAUTION,
                 samples.evidence(
-                    {"early_overlap": early, "recent_overlap": recent},
+                    {"early": early, "recent": recent},
                     f"diversity falling: overlap {num(early)} → {num(recent)}",
                 ),
-                samples.onset(lambda st: st.pairwise_overlap > limit),
             )
-    entropy = facts.entropy
-    if entropy is not None and entropy.zone.warns:
-        bad_below = (rules.zone_bounds("entropy") or ZoneBounds()).bad_below
-        onset = (
-            _onset(facts, "entropy", lambda v: v < bad_below)
-            if entropy.zone is Zone.BAD and bad_below is not None
-            else None
-        )
-        b.add(
-            Severity.PROBLEM if entropy.zone is Zone.BAD else Severity.CAUTION,
-            _zone_evidence(entropy),
-            onset,
-        )
-    identical = _identical_lengths(facts)
+    identical = _identical_lengths(f)
     if identical is not None:
         b.add(*identical)
-    return b.build(ADVICE_LOW_DIVERSITY)
-
-
-def _identical_lengths(facts: Facts) -> tuple[Severity, Evidence] | None:
-    """Every completion of the step has the same length (min == max), sustained, while not
-    truncated: identical outputs. A problem when the groups also have no reward spread."""
-    lo = facts.series("completion_length_min")
-    hi = facts.series("completion_length_max")
-    if lo is None or hi is None or lo.values.size == 0 or hi.values.size == 0:
-        return None
-    n = min(lo.values.size, hi.values.size)
-    spread = hi.values[-n:] - lo.values[-n:]
-    same = spread <= facts.rules.length.identical_spread
-    # all cut at the cap is truncation, not identical outputs
-    max_len = facts.context.max_completion_length
-    pinned = (facts.rules.zone_bounds("completion_length") or ZoneBounds()).bad_above
-    if max_len and pinned is not None:
-        same &= hi.values[-n:] < pinned * max_len
-    clipped = facts.clipped
-    if clipped is not None and clipped.zone is Zone.BAD:
-        return None
-    share = float(same.mean())
-    if share < facts.rules.window.sustained:
-        return None
-    frac = facts.frac_zero_std
-    severity = Severity.PROBLEM if frac is not None and frac.zone.warns else Severity.CAUTION
-    text = f"every completion has the same length ({num(lo.values[-1])} tokens) on {hi.window.share(share)}"
-    return severity, hi.evidence({"min": lo.values[-1], "max": hi.values[-1]}, text)
-
-
-def _saturated(facts: Facts) -> Scenario | None:
-    b = _Builder(ScenarioId.SATURATED)
-    rules = facts.rules
-    kind, why = facts.zero_spread_kind
-    frac, std, reward = facts.frac_zero_std, facts.reward_std, facts.reward
-    eval_reward = facts.eval_reward
-    eval_stalled = eval_reward is not None and eval_reward.trend.direction in (
-        Direction.FLAT,
-        Direction.FALLING,
-    )
-    if kind == "all_pass":
-        dead = [s for s in (frac, std) if s is not None and s.zone.warns]
-        if dead:
-            severity = (
-                Severity.CAUTION
-                if any(s.zone is Zone.BAD for s in dead) or eval_stalled
-                else Severity.INFO
-            )
-            high = (rules.zone_bounds("frac_reward_zero_std") or ZoneBounds()).caution_above
-            for s in dead:
-                onset = (
-                    _onset(facts, s.name, lambda v: v > high)
-                    if s is frac and high is not None
-                    else None
-                )
-                b.add(severity, _zone_evidence(s), onset)
-            b.support(
-                Evidence(
-                    "reward",
-                    reward.window if reward else Window(None, None, 0),
-                    {},
-                    f"zero spread because groups all pass: {why}",
-                )
-            )
-    if not b.findings and reward is not None and std is not None and frac is not None:
-        rng = facts.reward_range
-        if rng is not None and rng[1] > rng[0] and reward.logged >= rules.trend.min_points:
-            position = (reward.recent_level - rng[0]) / (rng[1] - rng[0])
-            if (
-                position >= rules.rewards.top_position
-                and std.trend.direction == Direction.FALLING
-                and frac.trend.direction in (Direction.RISING, Direction.EXPLODING)
-            ):
-                b.add(
-                    Severity.CAUTION if eval_stalled else Severity.INFO,
-                    reward.evidence(
-                        {"position": position},
-                        f"reward high ({pct(position)} of its range) while reward_std falls and frac_reward_zero_std rises",
-                    ),
-                )
     if not b.findings:
         return None
-    if eval_reward is not None and eval_reward.trend.known:
-        b.support(_trend_evidence("eval_reward", eval_reward))
-    return b.build(ADVICE_SATURATED)
+    b.advise(Advice.MORE_DIVERSITY)
+    b.advise(Advice.MORE_GENERATIONS)
+    b.advise(Advice.FINER_REWARD)
+    return b.build(f)
 
 
-def _warming_up(facts: Facts) -> Scenario | None:
-    if not facts.warming_up:
+def _identical_lengths(f: Findings) -> tuple[Severity, Evidence] | None:
+    """Every completion of the step the same length (min == max), sustained, while not cut
+    at the cap: identical outputs. A problem when the groups also have no reward spread."""
+    lo, hi = f.snap.get("completion_length_min"), f.snap.get("completion_length_max")
+    if lo is None or hi is None or lo.empty or hi.empty:
         return None
-    store = facts.store
-    reward = facts.reward
-    logged = store.count("reward")
-    first = float(store.steps[0]) if len(store) else None
-    window = reward.window if reward is not None else Window(first, store.last_step(), len(store))
-    b = _Builder(ScenarioId.WARMING_UP)
-    b.add(
-        Severity.INFO,
-        Evidence(
-            "reward",
-            window,
-            {"points": float(logged)},
-            f"{logged} train point{'s' if logged != 1 else ''} with a reward; verdicts on trends need {facts.rules.window.warmup_points}",
-        ),
-        first,
+    lo_w, hi_w = window_of(lo, f.rules), window_of(hi, f.rules)
+    n = min(len(lo_w), len(hi_w))
+    same = (hi_w.values[-n:] - lo_w.values[-n:]) <= f.rules.length.identical_spread
+    if f.cap is not None:
+        pinned = _bounds(f, "completion_length").bad_above or 0.97
+        same &= hi_w.values[-n:] < pinned * f.cap.tokens
+    if f.clipped is not None and f.clipped.zone is Zone.BAD:
+        return None
+    share = float(same.mean()) if n else 0.0
+    if share < f.rules.window.sustained:
+        return None
+    frac = f.frac_zero_std
+    severity = Severity.PROBLEM if frac is not None and frac.zone.warns else Severity.CAUTION
+    window = Window(float(hi_w.steps[-n]), float(hi_w.steps[-1]), n)
+    text = f"every completion of a step has the same length ({num(float(lo_w.values[-1]))} tokens) on {window.share(share)}"
+    return severity, Evidence(
+        "completion_length_max",
+        window,
+        {"min": float(lo_w.values[-1]), "max": float(hi_w.values[-1])},
+        text,
     )
-    return b.build(ADVICE_WARMING_UP)
 
 
-def healthy(facts: Facts, others: list[Scenario]) -> Scenario | None:
-    if facts.warming_up or any(s.severity.warns for s in others):
+# -- healthy ---------------------------------------------------------------------------------------------
+
+
+def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Scenario | None:
+    """Rising with its spread intact; once it holds, it stays while the reward keeps what
+    it gained (a plateau or a noisy stretch is no reason to drop it)."""
+    if any(s.severity.warns for s in others) or any(s.id is ScenarioId.SATURATED for s in others):
         return None
-    reward = facts.reward
-    if reward is None or reward.trend.direction != Direction.RISING:
+    reward = f.reward
+    if reward is None or reward.shape is None:
         return None
-    std = facts.reward_std
-    if std is None or std.zone is not Zone.HEALTHY:
+    shape = reward.shape
+    task_rising = any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
+    rising = shape.phase is Phase.RISING or (shape.rose and task_rising)
+    kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY)
+    if not (rising or kept) or (f.tasks and all(t.stalled for t in f.tasks)):
         return None
-    checks: list[tuple[Series | None, tuple[Zone, ...]]] = [
-        (facts.frac_zero_std, (Zone.HEALTHY, Zone.CAUTION)),
-        (facts.clip, (Zone.HEALTHY, Zone.NA, Zone.UNKNOWN)),
-        (facts.length, (Zone.HEALTHY, Zone.UNKNOWN)),
-        (facts.kl, (Zone.HEALTHY, Zone.NA, Zone.UNKNOWN)),
-    ]
-    for series, allowed in checks:
-        if series is not None and series.zone not in allowed:
+    std = f.reward_std
+    if std is None or std.zone is Zone.BAD:
+        return None
+    for judgement in (f.frac_zero_std, f.clip, f.length, f.kl):
+        if judgement is not None and judgement.zone is Zone.BAD:
             return None
-    if _aux_only_rise(facts) is not None:
-        return None
     b = _Builder(ScenarioId.HEALTHY)
-    b.add(Severity.OK, _trend_evidence("reward", reward), reward.trend_window.first_step)
-    for series in (std, facts.frac_zero_std, facts.clip, facts.length, facts.kl):
-        if series is not None:
-            b.support(_zone_evidence(series))
-    return b.build(ADVICE_HEALTHY)
+    b.add(Severity.OK, course("reward", reward), shape.start.first_step)
+    for fn in f.tasks:
+        if fn.shape is not None and fn.shape.rose:
+            b.support(course(fn.fn, fn.judgement))
+    for judgement in (std, f.frac_zero_std, f.clip, f.length, f.kl):
+        if judgement is not None:
+            b.support(evidence(judgement))
+    b.advise(Advice.WATCH)
+    return b.build(f)
 
 
-#: the scenario builders `diagnose` runs, in this order (then `saturated`, then `healthy`)
-BUILDERS: tuple[Callable[[ScenarioFacts], Scenario | None], ...] = (
-    _not_learning,
-    _too_aggressive,
-    _reward_hacking,
-    _truncation,
-    _length_collapse,
-    _low_diversity,
-    _warming_up,
+#: the rules `diagnose` runs, by the verdict each names (then `healthy`, once the others
+#: are known)
+RULES: tuple[tuple[ScenarioId, Callable[[Findings], Scenario | None]], ...] = (
+    (ScenarioId.NOT_LEARNING, not_learning),
+    (ScenarioId.TOO_AGGRESSIVE, too_aggressive),
+    (ScenarioId.REWARD_HACKING, reward_hacking),
+    (ScenarioId.TRUNCATION, truncation),
+    (ScenarioId.LENGTH_COLLAPSE, length_collapse),
+    (ScenarioId.LOW_DIVERSITY, low_diversity),
+    (ScenarioId.SATURATED, saturated),
 )

@@ -48,7 +48,18 @@ def robust_sigma(values: np.ndarray) -> float:
 def median(values: np.ndarray) -> float:
     """NaN-aware median (NaN when no finite value)."""
     vals = finite(values)
-    return float(np.median(vals)) if vals.size else math.nan
+    return median_of(vals) if vals.size else math.nan
+
+
+def median_of(values: np.ndarray) -> float:
+    """Median of finite values by one sort: judges take many medians of a few points, where
+    np.median's call overhead is ten times the work."""
+    ordered = np.sort(values, axis=None)
+    n = ordered.size
+    if n == 0:
+        return math.nan
+    half = n // 2
+    return float(ordered[half]) if n % 2 else float((ordered[half - 1] + ordered[half]) / 2)
 
 
 # -- smoothing and slope -------------------------------------------------------------
@@ -170,7 +181,7 @@ def classify_trend(
     slope = theil_sen_slope(x, y, rules.max_pairs)
     if not math.isfinite(slope):
         return unknown_trend(n)
-    intercept = float(np.median(y - slope * x))
+    intercept = median_of(y - slope * x)
     span = float(steps[-1] - steps[0])
     change = slope * span
     stride = max(1, -(-n // _NOISE_SAMPLE))

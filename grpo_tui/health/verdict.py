@@ -9,7 +9,7 @@ numbers behind a verdict into evidence text.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Answer, Direction, ScenarioId, Severity, Status, Zone
@@ -65,6 +65,8 @@ class Scenario:
     """First step at which it held (the start of the latest stretch), None when unknown."""
     evidence: list[Evidence]
     advice: list[str]
+    immediate: bool = False
+    """Its evidence cannot be noise (a NaN loss): it is shown at once, not after holding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,27 @@ class MetricHealth:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A fact worth saying that is not a verdict on the run: a dead reward function, an
+    isolated spike, a cap inferred from the lengths, an early warning."""
+
+    severity: Severity
+    metric: str
+    text: str
+    step: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A verdict that held from one step to another (`end` None: it still holds)."""
+
+    id: ScenarioId
+    severity: Severity
+    start: float
+    end: float | None
+
+
 @dataclass(slots=True)
 class Diagnosis:
     """Everything `diagnose` found: what `check` prints and the diagnosis panel shows."""
@@ -96,6 +119,12 @@ class Diagnosis:
     """Worst first."""
     checklist: list[CheckItem]
     metrics: dict[str, MetricHealth]
+    notes: list[Note] = field(default_factory=list)
+    """Facts that are not verdicts (worst first)."""
+    history: list[Span] = field(default_factory=list)
+    """Which verdict held from which step to which, oldest first (steady verdicts only)."""
+    step: float | None = None
+    """The step the diagnosis judged the run at (its newest row)."""
 
     def scenario(self, scenario_id: ScenarioId) -> Scenario | None:
         return next((s for s in self.scenarios if s.id is scenario_id), None)
@@ -129,3 +158,16 @@ def pct(value: float) -> str:
 
 def finite_or_none(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
+
+
+def status_of(scenarios: list[Scenario], notes: list[Note]) -> Status:
+    """Problem if any scenario is one; caution if any scenario or note warns; healthy when
+    the run is healthy or in a calm late stage; no verdict otherwise."""
+    severities = {s.severity for s in scenarios}
+    if Severity.PROBLEM in severities:
+        return Status.PROBLEM
+    if Severity.CAUTION in severities or any(n.severity is Severity.CAUTION for n in notes):
+        return Status.CAUTION
+    if any(s.id in (ScenarioId.HEALTHY, ScenarioId.SATURATED) for s in scenarios):
+        return Status.HEALTHY
+    return Status.UNKNOWN

@@ -35,7 +35,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Tab, Tabs
 
-from grpo_tui.health.diagnose import Diagnosis, diagnose
+from grpo_tui.health.diagnose import Diagnosis, LiveJudge
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
@@ -158,6 +158,9 @@ class GrpoTuiApp(App[None]):
         self._diagnosed_version = -1
         self._diagnosed_rows = 0
         self._diagnoses = Pacer(DIAGNOSIS_INTERVAL_S)
+        #: the steady judgement of the run as it goes (core's; replays the history first)
+        self._judge = LiveJudge(self.rules)
+        self._replaced_rows = 0
         self._drawn: tuple[object, ...] | None = None
         self._frames = Pacer(FRAME_INTERVAL_S)
         self._header_drawn: tuple[object, ...] | None = None
@@ -277,6 +280,12 @@ class GrpoTuiApp(App[None]):
         run = self.run_state
         if self._diagnosing or self.paused or run.version == self._diagnosed_version:
             return
+        if run.reading is not None:
+            return  # judged once the whole history is in (the panel says "reading history")
+        if run.store.replaced_rows != self._replaced_rows:
+            # a restarted or resumed run re-logged steps: its history changed under the judge
+            self._replaced_rows = run.store.replaced_rows
+            self._judge.reset()
         # the first diagnosis with data comes at once; then at most one a second
         if not self._diagnoses.ready() and self._diagnosed_rows > 0:
             return
@@ -288,7 +297,7 @@ class GrpoTuiApp(App[None]):
     def _diagnose(self, version: int) -> None:
         started = time.perf_counter()
         try:
-            result: Diagnosis | None = diagnose(self.run_state, self.rules)
+            result: Diagnosis | None = self._judge.judge(self.run_state)
             error = None
         except Exception as exc:
             result, error = None, f"{type(exc).__name__}: {exc}"
@@ -322,7 +331,9 @@ class GrpoTuiApp(App[None]):
     def settled(self) -> bool:
         """The newest data read has been diagnosed and drawn (tests and the bench wait on it)."""
         version = self.run_state.version
-        drawn = self._drawn is not None and self._drawn[0] == version
+        # drawn with this version's data and the diagnosis now held (a frame drawn before the
+        # diagnosis arrived has the same version and the previous diagnosis)
+        drawn = self._drawn is not None and self._drawn[:2] == (version, self.diagnosis)
         return (
             drawn
             and self._metrics.caption_aligned
@@ -387,6 +398,8 @@ class GrpoTuiApp(App[None]):
             return f"diagnosis failed: {printable(self.diagnosis_error)}"
         if self.run_state.waiting_for is not None:
             return f"waiting for {printable(self.run_state.waiting_for)}"
+        if self.run_state.reading is not None:
+            return "reading the run's history: the diagnosis comes once it is all in"
         if len(self.run_state.store) == 0:
             return "no metrics read yet"
         return "diagnosing…"

@@ -1,5 +1,5 @@
-"""The diagnosis panel: scenarios that hold (worst first) with evidence and advice, then
-the 8-point checklist. It renders grpo_tui.health.diagnose's Diagnosis and nothing else.
+"""The diagnosis panel: scenarios that hold (worst first) with evidence and advice, notes
+(facts that are not verdicts), the verdicts' history, then the 8-point checklist. It renders grpo_tui.health.diagnose's Diagnosis and nothing else.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from grpo_tui.health.diagnose import Diagnosis
 from grpo_tui.numbers import format_step
+from grpo_tui.presentation import history_lines, no_verdict_words
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
@@ -50,7 +51,7 @@ def diagnosis_renderable(
     status_style = _zone_style(palette, status.zone) + Style(bold=True)
     parts.append(Text(f"{status.glyph} {status.headline}", style=status_style))
     if not diagnosis.scenarios:
-        parts.append(Text("  no scenario holds", style="dim"))
+        parts.append(Text(no_verdict_words(diagnosis), style="dim"))
     for scenario in diagnosis.scenarios:
         severity = scenario.severity
         style = _zone_style(palette, severity.zone)
@@ -67,6 +68,22 @@ def diagnosis_renderable(
         for advice in scenario.advice:
             parts.append(
                 _hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic"))
+            )
+    if diagnosis.notes:
+        parts.append(Text(""))
+        parts.append(Text("Notes", style="bold underline"))
+        for note in diagnosis.notes:
+            style = _zone_style(palette, note.severity.zone)
+            parts.append(
+                _hanging(Text(note.severity.glyph + " ", style=style), Text(printable(note.text)))
+            )
+    if diagnosis.history:
+        parts.append(Text(""))
+        parts.append(Text("History", style="bold underline"))
+        for span, line in zip(diagnosis.history, history_lines(diagnosis.history), strict=True):
+            style = _zone_style(palette, span.severity.zone)
+            parts.append(
+                _hanging(Text(span.severity.glyph + " ", style=style), Text(printable(line)))
             )
     parts.append(Text(""))
     parts.append(Text("Checklist", style="bold underline"))

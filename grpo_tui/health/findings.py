@@ -1,0 +1,360 @@
+"""Every judgement one diagnosis rests on, taken once from a snapshot: what the scenario
+rules and the checklist read. Built by `find`; frozen afterwards."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import numpy as np
+
+from grpo_tui.health import judges as jd
+from grpo_tui.health.judges import Cap, Collapse, Event, Judgement
+from grpo_tui.health.rewards import (
+    RewardFunction,
+    RewardRange,
+    Role,
+    SpreadKind,
+    reward_functions,
+    reward_range,
+    zero_spread_kind,
+)
+from grpo_tui.health.rules import Rules, ZoneBounds
+from grpo_tui.health.samples import Samples
+from grpo_tui.health.series import RunSnapshot, SeriesView
+from grpo_tui.health.shape import Phase
+from grpo_tui.health.verdict import num, pct
+from grpo_tui.sources.context import RunContext
+from grpo_tui.vocabulary import Zone
+
+#: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler
+IS_RATIO_MEAN = "sampling/importance_sampling_ratio/mean"
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What each metric says, the reward functions, the samples; one diagnosis's facts."""
+
+    snap: RunSnapshot
+    rules: Rules
+    context: RunContext
+    warming_up: bool
+    reward: Judgement | None
+    reward_range: RewardRange | None
+    reward_std: Judgement | None
+    frac_zero_std: Judgement | None
+    clip: Judgement | None
+    kl: Judgement | None
+    entropy: Judgement | None
+    clipped: Judgement | None
+    length: Judgement | None
+    cap: Cap | None
+    collapse: Collapse | None
+    loss: Judgement | None
+    grad_norm: Judgement | None
+    #: share of the recent grad_norm points at ~0 (no update reached the weights)
+    grad_zero_share: float
+    eval_reward: Judgement | None
+    is_ratio: Judgement | None
+    functions: tuple[RewardFunction, ...]
+    spread_kind: SpreadKind
+    spread_why: str
+    samples: Samples | None
+    #: every other metric with bands (or none), for the metric table and the checklist
+    others: dict[str, Judgement]
+
+    @property
+    def tasks(self) -> list[RewardFunction]:
+        return [f for f in self.functions if f.role is Role.TASK]
+
+    @property
+    def auxiliaries(self) -> list[RewardFunction]:
+        return [f for f in self.functions if f.role is Role.AUX]
+
+    @cached_property
+    def entropy_exploded(self) -> bool:
+        """Entropy in its bad zone because it grew far above its early level (not near 0)."""
+        entropy = self.entropy
+        return (
+            entropy is not None
+            and entropy.zone is Zone.BAD
+            and entropy.level >= self.rules.entropy.explode_floor
+        )
+
+    @cached_property
+    def is_ratio_collapsed(self) -> bool:
+        """The importance-sampling ratio's mean fell far below 1 after sitting near it."""
+        ratio = self.is_ratio
+        if ratio is None or ratio.shape is None:
+            return False
+        return ratio.level < self.rules.blow_up.is_ratio_collapse and ratio.shape.start.value > 0.5
+
+    @cached_property
+    def lengths_ran_to_cap(self) -> bool:
+        """clipped_ratio climbed above its blow-up level from well below it."""
+        clipped = self.clipped
+        if clipped is None or clipped.shape is None:
+            return False
+        limit = self.rules.blow_up.clipped_run_to_cap
+        return (
+            clipped.level > limit and clipped.shape.start.value < limit / 2 and clipped.shape.rose
+        )
+
+    @cached_property
+    def blow_up(self) -> tuple[str, float | None] | None:
+        """Policy collapse: the reward fell to its floor from clearly higher while the
+        policy ran off (entropy exploded, the sampling ratio collapsed, lengths ran to the
+        cap). The text quotes stretch medians; the step is where the fall began."""
+        reward, rng = self.reward, self.reward_range
+        if reward is None or reward.shape is None or rng is None:
+            return None
+        shape = reward.shape
+        if not (shape.declined or shape.fell):
+            return None
+        end = rng.position(shape.end.value)
+        if end is None or end > self.rules.blow_up.reward_floor_position:
+            return None
+        companions = []
+        if self.entropy_exploded and self.entropy is not None:
+            companions.append(f"entropy {self.entropy.reason}")
+        if self.is_ratio_collapsed and self.is_ratio is not None:
+            start = self.is_ratio.shape.start.value if self.is_ratio.shape else math.nan
+            companions.append(f"{self.is_ratio.name} {num(start)} → {num(self.is_ratio.level)}")
+        if self.lengths_ran_to_cap and self.clipped is not None:
+            start = self.clipped.shape.start.value if self.clipped.shape else math.nan
+            companions.append(
+                f"clipped_ratio {num(start)} → {num(self.clipped.level)} (lengths run to the cap)"
+            )
+        if not companions:
+            return None
+        high = shape.peak if shape.peak.value >= shape.start.value else shape.start
+        text = (
+            f"policy collapse: reward {num(high.value)} at {high.window.span} → {num(shape.end.value)} "
+            f"at {shape.end.window.span} (stretch medians) while " + "; ".join(companions)
+        )
+        view = self.snap.get("reward")
+        step = None
+        if view is not None:
+            middle = (high.value + shape.end.value) / 2
+            after = (view.steps > high.last_step) & (view.values < middle)
+            if after.any():
+                step = float(view.steps[np.flatnonzero(after)[0]])
+        return text, step
+
+    @property
+    def is_blow_up(self) -> bool:
+        return self.blow_up is not None
+
+    @cached_property
+    def learned(self) -> bool:
+        """The run learned something it still holds: a task reward improved (or still
+        rises), or, with no task reward recognised, the reward rose and did not fall back
+        to its floor. A run that rose only through auxiliary rewards did not learn the task."""
+        tasks = self.tasks
+        if tasks:
+            return any(
+                t.improved or (t.shape is not None and t.shape.phase is Phase.RISING) for t in tasks
+            )
+        reward, rng = self.reward, self.reward_range
+        if reward is None or reward.shape is None or not reward.shape.rose:
+            return False
+        position = rng.position(reward.shape.end.value) if rng is not None and rng.known else None
+        return not (
+            position is not None
+            and position <= self.rules.rewards.floor_position
+            and reward.shape.declined
+        )
+
+    def events(self) -> list[Event]:
+        """What the metrics did that is worth a note: the KL scale decided, the largest
+        isolated KL and grad_norm spikes (read only when notes are wanted)."""
+        found: list[Event] = []
+        for judgement in self.judged().values():
+            found.extend(judgement.events)
+        kl = self.snap.get("kl")
+        if kl is not None and self.kl is not None and self.kl.zone is not Zone.NA:
+            caution = (self.rules.zone_bounds("kl") or ZoneBounds()).caution_above
+            found.extend(jd.spikes(kl, self.rules, "kl", above=caution or 0.0))
+        grad = self.snap.get("grad_norm")
+        if grad is not None:
+            found.extend(jd.spikes(grad, self.rules, "grad_norm"))
+        return found
+
+    def judged(self) -> dict[str, Judgement]:
+        """Every judgement by metric name, in display order for the metric table."""
+        named: dict[str, Judgement | None] = {
+            "reward": self.reward,
+            "reward_std": self.reward_std,
+            "frac_reward_zero_std": self.frac_zero_std,
+            "clip_ratio": self.clip,
+            "kl": self.kl,
+            "entropy": self.entropy,
+            "completion_length": self.length,
+            "clipped_ratio": self.clipped,
+        }
+        for fn in self.functions:
+            named[fn.key] = fn.judgement
+        named["eval_reward"] = self.eval_reward
+        named["loss"] = self.loss
+        named["grad_norm"] = self.grad_norm
+        named.update(self.others)
+        return {name: j for name, j in named.items() if j is not None}
+
+
+def find(snap: RunSnapshot, rules: Rules) -> Findings:
+    """All judgements of a snapshot."""
+    context = snap.context
+
+    def view(name: str) -> SeriesView | None:
+        return snap.get(name)
+
+    reward_view = view("reward")
+    reward = jd.no_bands(reward_view, rules) if reward_view is not None else None
+    rng = reward_range(reward_view, view("reward_std"), rules) if reward_view is not None else None
+    logged = len(reward_view) if reward_view is not None else 0
+    warming_up = (logged or snap.train_rows) < rules.window.warmup_points
+    functions = tuple(reward_functions(snap, rules))
+    clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
+    length_view = view("completion_length")
+    cap = _cap(context, view("completion_length"), view("completion_length_max"), rules)
+    length = jd.judge_length(length_view, clipped, cap, rules) if length_view is not None else None
+    collapse = jd.length_collapse(length_view, cap, rules) if length_view is not None else None
+    grad = _maybe(view("grad_norm"), lambda v: jd.judge_grad_norm(v, rules))
+    kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
+    covered = {"reward", "reward_std", "frac_reward_zero_std", "clip_ratio", "kl", "entropy", "completion_length",
+               "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN}  # fmt: skip
+    others = {}
+    for name in snap.names():
+        other = view(name)
+        if name in covered or other is None or any(f.key == name for f in functions):
+            continue
+        others[name] = jd.banded(other, rules, context)
+    return Findings(
+        snap=snap,
+        rules=rules,
+        context=context,
+        warming_up=warming_up,
+        reward=reward,
+        reward_range=rng,
+        reward_std=_maybe(view("reward_std"), lambda v: _reward_std(v, rng, rules)),
+        frac_zero_std=_maybe(view("frac_reward_zero_std"), lambda v: jd.banded(v, rules, context)),
+        clip=_clip(snap, rules),
+        kl=_maybe(view("kl"), lambda v: jd.judge_kl(v, rules, context)),
+        entropy=_maybe(view("entropy"), lambda v: jd.judge_entropy(v, rules)),
+        clipped=clipped,
+        length=length,
+        cap=cap,
+        collapse=collapse,
+        loss=_maybe(view("loss"), lambda v: _finite_or_bad(v, rules)),
+        grad_norm=grad,
+        grad_zero_share=jd.zero_share(grad, rules) if grad is not None else math.nan,
+        eval_reward=_maybe(view("eval_reward"), lambda v: jd.no_bands(v, _eval_rules(rules))),
+        is_ratio=_maybe(view(IS_RATIO_MEAN), lambda v: jd.no_bands(v, rules)),
+        functions=functions,
+        spread_kind=kind,
+        spread_why=why,
+        samples=Samples.of(snap.samples, rules),
+        others=others,
+    )
+
+
+def _maybe(view: SeriesView | None, judge: object) -> Judgement | None:
+    if view is None:
+        return None
+    assert callable(judge)
+    result = judge(view)
+    assert isinstance(result, Judgement)
+    return result
+
+
+def _eval_rules(rules: Rules) -> Rules:
+    """eval_ metrics are logged rarely and average many samples: fewer points make a trend."""
+    trend = replace(
+        rules.trend, min_points=min(rules.trend.min_points, rules.trend.eval_min_points)
+    )
+    return replace(rules, trend=trend)
+
+
+def _finite_or_bad(view: SeriesView, rules: Rules) -> Judgement:
+    judgement = jd.no_bands(view, rules)
+    if judgement.zone is Zone.NA:
+        return replace(judgement, zone=Zone.HEALTHY, reason=f"finite ({judgement.window})")
+    return judgement
+
+
+def _cap(
+    context: RunContext, mean: SeriesView | None, longest: SeriesView | None, rules: Rules
+) -> Cap | None:
+    if context.max_completion_length:
+        return Cap(float(context.max_completion_length), "args")
+    return jd.infer_cap(mean, longest, rules)
+
+
+def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judgement:
+    """≈0 is bad; small against the reward's real range (5%) is caution."""
+    bounds = rules.zone_bounds("reward_std") or ZoneBounds()
+    small = None
+    if rng is not None and rng.span > 0:
+        span = max(rng.high, 0.0) - min(rng.low, 0.0)
+        small = rules.rewards.small_std_fraction * span
+        if bounds.caution_below is None or small > bounds.caution_below:
+            bounds = replace(bounds, caution_below=small)
+    zone, reason = jd.band_zone(view, bounds, rules)
+    window = jd.window_of(view, rules)
+    if zone is Zone.BAD:
+        zero = bounds.bad_below if bounds.bad_below is not None else 0.0
+        share = float(np.mean(window.values < zero)) if len(window) else math.nan
+        reason = f"≈0 (< {num(zero)}) on {jd.base_judgement(window, rules, zone, '').window.share(share)}"
+    elif zone is Zone.CAUTION and small is not None:
+        reason = f"small: < {num(small)} ({pct(rules.rewards.small_std_fraction)} of the reward range) — {reason}"
+    return replace(jd.base_judgement(view, rules, zone, reason))
+
+
+def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
+    """clip_ratio under the context rule: n/a on-policy (0 by construction), unknown when
+    the context does not say and every value is 0, judged on the re-use steps (the lines
+    without reward keys) when off-policy; non-zero values prove some updates off-policy."""
+    view = snap.get("clip_ratio")
+    if view is None:
+        return None
+    if view.empty:
+        return jd.base_judgement(
+            view, rules, Zone.UNKNOWN, f"only NaN/Inf logged ({view.nonfinite_steps.size} values)"
+        )
+    off_policy = snap.context.off_policy
+    nonzero = any(
+        (other := snap.get(name)) is not None and bool(np.any(other.values != 0))
+        for name in ("clip_ratio", "clip_ratio_low", "clip_ratio_high")
+    )
+    if not nonzero:
+        if off_policy is False:
+            return jd.base_judgement(
+                view, rules, Zone.NA, "on-policy (num_iterations 1): 0 by construction"
+            )
+        if off_policy is None:
+            return jd.base_judgement(
+                view,
+                rules,
+                Zone.UNKNOWN,
+                "all 0: expected on-policy, but num_iterations is not known",
+            )
+    reward = snap.get("reward")
+    judged = view
+    reuse = False
+    if reward is not None and not reward.empty:
+        without_reward = ~np.isin(view.steps, reward.steps)
+        if np.count_nonzero(without_reward) >= rules.window.points // 2:
+            judged = replace(
+                view, steps=view.steps[without_reward], values=view.values[without_reward]
+            )
+            reuse = True
+    bounds = rules.zone_bounds("clip_ratio") or ZoneBounds()
+    zone, reason = jd.band_zone(judged, bounds, rules)
+    judgement = jd.base_judgement(judged, rules, zone, reason)
+    if bounds.spike_above is not None and zone is Zone.HEALTHY:
+        judgement = jd.spike_above(judgement, bounds.spike_above)
+    suffix = " (re-use steps only)" if reuse else ""
+    if nonzero and off_policy is not True:
+        suffix += "; non-zero values prove some updates are off-policy"
+    return replace(judgement, reason=judgement.reason + suffix)

@@ -1,0 +1,490 @@
+"""Per-metric judges: one metric's views in, a `Judgement` out. Pure functions.
+
+Each judge reads a `SeriesView` (and the run's context and rules) and says the metric's
+zone on its recent window, why (in words that quote observed values and the window they
+were seen in), its latest value, its direction, and the events worth a note (an isolated
+spike, an inferred cap). Rules per metric, from HEALTH.md:
+
+- value bands are judged on the recent window under the "sustained" rule, so one spike
+  never decides a zone; scales are decided from medians, never from the maximum;
+- KL: a per-token estimator sits in its bands; a per-sequence sum (kl_in_reward) or a drift
+  from the rollout policy (ppo_kl) is judged only against its own history. A KL far below
+  the caution level is never "too aggressive", one that starts high and falls is settling;
+- entropy: near 0 is bad (mode collapse), and so is an explosion (×10 and above a floor),
+  whatever the run's own history;
+- completion length: relative to the cap (from args, the command line, or inferred from a
+  length pinned at one value), and a collapse from its early level to a few tokens, even
+  one that happened before the second logged point;
+- grad_norm and loss: non-finite is bad; a lone grad_norm spike is an event, not a zone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from grpo_tui.health import trends as tr
+from grpo_tui.health.rules import Rules, ZoneBounds
+from grpo_tui.health.series import SeriesView
+from grpo_tui.health.shape import Shape, analyse, point_noise
+from grpo_tui.health.verdict import Window, num, pct
+from grpo_tui.numbers import format_step
+from grpo_tui.sources.context import RunContext
+from grpo_tui.vocabulary import Direction, Severity, Zone
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something a metric did that is worth a note but is not a zone: a spike, an
+    inferred cap, a scale decided."""
+
+    metric: str
+    severity: Severity
+    text: str
+    step: float | None = None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What one metric says on its recent window (its course over the run is read when
+    first asked for: most metrics of a diagnosis never need it)."""
+
+    name: str
+    zone: Zone
+    reason: str
+    #: the newest logged value (NaN when the newest line logged NaN / ±Infinity)
+    last: float | None
+    #: the points the zone was judged on
+    window: Window
+    #: the recent level: median of the latest quarter of the window (at least 3 points)
+    level: float
+    #: the whole series and the trend rules its course is read with
+    view: SeriesView = field(repr=False)
+    rules: Rules = field(repr=False)
+    events: tuple[Event, ...] = ()
+    #: a direction a judge decided itself (KL exploding), instead of the course's
+    trend: Direction | None = None
+    #: the window's values (for facts that need the points, e.g. shares)
+    values: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    steps: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+
+    @cached_property
+    def shape(self) -> Shape | None:
+        """The whole run's course (None for a metric with no finite point)."""
+        # eval points are rare and each averages a whole eval set: fewer make a course
+        evaluated = self.name.startswith("eval_")
+        warmup = self.rules.trend.eval_min_points if evaluated else self.rules.window.warmup_points
+        return analyse(self.view.steps, self.view.values, self.rules.trend, warmup=warmup)
+
+    @property
+    def direction(self) -> Direction:
+        """Where it went over the latest third of its points."""
+        if self.trend is not None:
+            return self.trend
+        shape = self.shape
+        return shape.recent if shape is not None else Direction.UNKNOWN
+
+    def share(self, flags: np.ndarray) -> float:
+        return float(flags.mean()) if flags.size else math.nan
+
+
+def window_of(view: SeriesView, rules: Rules) -> SeriesView:
+    """The recent window a zone is judged on: the latest max(points, 10% of the run)."""
+    return view.tail(rules.window_size(len(view)))
+
+
+def recent_level(values: np.ndarray) -> float:
+    """Median of the latest quarter of the values (at least 3 when there are)."""
+    n = values.size
+    return float(tr.median_of(values[-max(min(3, n), n // 4) :])) if n else math.nan
+
+
+def _window(view: SeriesView) -> Window:
+    if view.empty:
+        return Window(None, None, 0)
+    return Window(float(view.steps[0]), float(view.steps[-1]), len(view))
+
+
+def base_judgement(view: SeriesView, rules: Rules, zone: Zone, reason: str) -> Judgement:
+    """A judgement with the window, level, direction and shape filled in."""
+    recent = window_of(view, rules)
+    last = math.nan if view.latest_nonfinite else (view.last if not view.empty else None)
+    return Judgement(
+        view.name,
+        zone,
+        reason,
+        last,
+        _window(recent),
+        recent_level(recent.values),
+        view,
+        rules,
+        values=recent.values,
+        steps=recent.steps,
+    )
+
+
+def _crossed(values: np.ndarray, below: float | None, above: float | None, factor: float) -> str:
+    sides = []
+    if below is not None and np.any(values < below * factor):
+        sides.append(f"< {num(below * factor)}")
+    if above is not None and np.any(values > above * factor):
+        sides.append(f"> {num(above * factor)}")
+    return " or ".join(sides)
+
+
+def band_zone(
+    view: SeriesView, bounds: ZoneBounds, rules: Rules, scale: float | None = None
+) -> tuple[Zone, str]:
+    """The zone of the recent window under `bounds` (sustained rule) and why, in words."""
+    recent = window_of(view, rules)
+    values = recent.values
+    wz = tr.sustained_zone(tr.zone_codes(values, bounds, scale), rules.window.sustained)
+    window = _window(recent)
+    factor = scale if scale is not None and bounds.relative_to is not None else 1.0
+    if wz.zone is Zone.BAD:
+        return (
+            Zone.BAD,
+            f"{_crossed(values, bounds.bad_below, bounds.bad_above, factor)} on {window.share(wz.bad_share)}",
+        )
+    if wz.zone is Zone.CAUTION and wz.caution_or_worse_share < rules.window.sustained:
+        bad = _crossed(values, bounds.bad_below, bounds.bad_above, factor)
+        return Zone.CAUTION, f"{bad} on {window.share(wz.bad_share)}, not sustained yet"
+    if wz.zone is Zone.CAUTION:
+        where = _crossed(values, bounds.caution_below, bounds.caution_above, factor)
+        return Zone.CAUTION, f"{where} on {window.share(wz.caution_or_worse_share)}"
+    if wz.zone is Zone.HEALTHY:
+        return Zone.HEALTHY, f"in the healthy band ({window})"
+    return wz.zone, "no finite values"
+
+
+def nonfinite(view: SeriesView) -> tuple[Zone, str] | None:
+    """Bad when the newest logged value is NaN / ±Infinity."""
+    if view.latest_nonfinite:
+        return (
+            Zone.BAD,
+            f"latest value non-finite (step {format_step(float(view.nonfinite_steps[-1]))})",
+        )
+    return None
+
+
+def no_bands(view: SeriesView, rules: Rules) -> Judgement:
+    """A metric without bands: n/a while finite, bad when its newest value is not."""
+    verdict = nonfinite(view)
+    if verdict is None:
+        verdict = (
+            (Zone.UNKNOWN, "no finite values")
+            if view.empty
+            else (Zone.NA, "no value bands: judged by its course")
+        )
+    return base_judgement(view, rules, *verdict)
+
+
+def banded(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
+    """A metric judged on its own value bands (relative ones scaled by the context)."""
+    bounds = rules.zone_bounds(view.name)
+    if bounds is None:
+        return no_bands(view, rules)
+    scale = relative(bounds, context)
+    if bounds.relative_to is not None and scale is None:
+        return base_judgement(view, rules, Zone.UNKNOWN, f"{bounds.relative_to} unknown")
+    zone, reason = band_zone(view, bounds, rules, scale)
+    judgement = base_judgement(view, rules, zone, reason)
+    if bounds.spike_above is not None and zone is Zone.HEALTHY:
+        judgement = spike_above(judgement, bounds.spike_above * (scale or 1.0))
+    bad = nonfinite(view)
+    if bad is not None:
+        judgement = replace(judgement, zone=bad[0], reason=bad[1])
+    return judgement
+
+
+def relative(bounds: ZoneBounds, context: RunContext) -> float | None:
+    if bounds.relative_to is None:
+        return None
+    value = getattr(context, bounds.relative_to, None)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def spike_above(judgement: Judgement, limit: float) -> Judgement:
+    """Any single point above `limit` in the window makes a healthy zone caution."""
+    above = np.flatnonzero(judgement.values > limit)
+    if not above.size:
+        return judgement
+    i = int(above[-1])
+    step = float(judgement.steps[i])
+    return replace(
+        judgement,
+        zone=Zone.CAUTION,
+        reason=f"spike {num(float(judgement.values[i]))} at step {format_step(step)} (> {num(limit)})",
+    )
+
+
+# -- KL --------------------------------------------------------------------------------------
+
+
+def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
+    """KL to the reference, on its per-token scale when it is one (see the module doc)."""
+    if view.empty:
+        return base_judgement(
+            view, rules, Zone.UNKNOWN, f"only NaN/Inf logged ({view.nonfinite_steps.size} values)"
+        )
+    if context.beta == 0 and not np.any(view.values != 0):
+        return base_judgement(view, rules, Zone.NA, "beta 0: no KL penalty")
+    recent = window_of(view, rules)
+    level = tr.median_of(recent.values)
+    reference = _kl_reference(view, len(recent), rules)
+    bounds = rules.zone_bounds("kl") or ZoneBounds()
+    own_key = view.source_key in rules.kl.own_scale_keys
+    # the scale is decided from the window's median: one spike of 197 in a run at 0.4 is a
+    # spike, not a per-sequence sum
+    own_scale = own_key or level > rules.kl.per_token_max
+    events: list[Event] = []
+    exploding = (
+        math.isfinite(reference)
+        and level > rules.trend.exploding_factor * max(abs(reference), 1e-12)
+        and (own_scale or bounds.caution_above is None or level > bounds.caution_above)
+    )
+    if own_scale:
+        why = (
+            f"{view.source_key}: drift from the rollout policy, not KL to the reference"
+            if own_key
+            else f"median {num(level)} > {num(rules.kl.per_token_max)}: a per-sequence sum, not per-token"
+        )
+        zone, reason = (
+            (Zone.BAD, "") if exploding else (Zone.HEALTHY, f"{why}; judged on its own history")
+        )
+        events.append(Event("kl", Severity.INFO, f"kl: {why}"))
+    else:
+        zone, reason = band_zone(view, bounds, rules)
+    if exploding:
+        zone = Zone.BAD
+        reason = f"exploding: recent median {num(level)} > {num(rules.trend.exploding_factor)}× the earlier {num(reference)}"
+    judgement = base_judgement(view, rules, zone, reason)
+    if exploding:
+        judgement = replace(judgement, trend=Direction.EXPLODING)
+    bad = nonfinite(view)
+    if bad is not None:
+        judgement = replace(judgement, zone=bad[0], reason=bad[1])
+    elif view.nonfinite_steps.size:
+        judgement = replace(
+            judgement,
+            reason=judgement.reason + f"; NaN/Inf logged at {view.nonfinite_steps.size} step(s)",
+        )
+    return replace(judgement, events=tuple(events))
+
+
+def _kl_reference(view: SeriesView, window: int, rules: Rules) -> float:
+    """The level KL is compared with to call it exploding: the lowest window median over
+    the latter half of the run before the recent window. The previous window alone forgets
+    a 45× jump one window after it happened, while the run still sits at the jumped level;
+    the latter half alone keeps a slow drift over thousands of steps from counting."""
+    earlier = view.head(max(0, len(view) - window))
+    latter = (
+        earlier.values[len(earlier) // 2 :]
+        if len(earlier) >= 2 * window
+        else earlier.values[-window:]
+    )
+    medians = [
+        tr.median_of(latter[i : i + window])
+        for i in range(0, latter.size, window)
+        if latter[i : i + window].size >= rules.trend.min_points
+    ]
+    return min(medians) if medians else math.nan
+
+
+def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) -> list[Event]:
+    """The largest isolated spike of the series as an event: "kl spike: 197 at step 130
+    from 0.4, back to 0.41 after" (robust z against the preceding points, and `ratio`
+    times their median: trends.spike_mask). Spikes from a baseline of 0 (a grad_norm of 0
+    between tied batches) or not above `above` are not news."""
+    if len(view) <= rules.spike.min_history + 1:
+        return []
+    mask = tr.spike_mask(view.values, rules.spike, ratio=rules.optimiser.grad_norm_spike_factor)
+    candidates = []
+    for i in np.flatnonzero(mask).tolist():
+        before = view.values[max(0, i - rules.spike.history) : i]
+        base = tr.median_of(before) if before.size else math.nan
+        if base > 0 and view.values[i] > above:
+            candidates.append((float(view.values[i]), i, base))
+    if not candidates:
+        return []
+    value, i, base = max(candidates)
+    after = view.values[i + 1 : i + 6]
+    back = f", back to {num(tr.median_of(after))} after" if after.size else " (the latest point)"
+    more = f" ({len(candidates)} spikes in the run; the largest)" if len(candidates) > 1 else ""
+    text = f"{label} spike: {num(value)} at step {format_step(float(view.steps[i]))} from {num(base)}{back}{more}"
+    return [Event(label, Severity.INFO, text, float(view.steps[i]))]
+
+
+# -- entropy ------------------------------------------------------------------------------
+
+
+def judge_entropy(view: SeriesView, rules: Rules) -> Judgement:
+    """Entropy near 0 (mode collapse), collapsed (÷10 to below a ceiling) or exploded (×10
+    and above a floor) is bad."""
+    judgement = banded(view, rules, RunContext())
+    if view.empty or judgement.zone is Zone.BAD:
+        return judgement
+    level = judgement.level
+
+    def bad(what: str, early: SeriesView) -> Judgement:
+        course = f"{num(tr.median_of(early.values))} at {_window(early).span} → {num(level)} recently ({judgement.window.span}; medians)"
+        return replace(judgement, zone=Zone.BAD, reason=f"{what}: {course}")
+
+    low, high = early_head(view, highest=False), early_head(view, highest=True)
+    if (
+        level >= rules.entropy.explode_factor * max(tr.median_of(low.values), 1e-12)
+        and level >= rules.entropy.explode_floor
+    ):
+        return bad("exploded", low)
+    if (
+        level * rules.entropy.collapse_factor <= tr.median_of(high.values)
+        and level < rules.entropy.collapse_ceiling
+    ):
+        return bad("collapsed", high)
+    return judgement
+
+
+def early_head(view: SeriesView, *, highest: bool) -> SeriesView:
+    """The first points that give a series' early level: of the first one, two or three
+    points (a quarter of a short series) the head whose median is highest (the level before
+    a fall) or lowest (before a rise), so a collapse between the first two logged points is
+    not averaged away by the points after it."""
+    first = max(1, min(3, len(view) // 4))
+    heads = [view.head(k) for k in range(1, first + 1)]
+    pick = max if highest else min
+    return pick(heads, key=lambda head: tr.median_of(head.values))
+
+
+# -- completion length and the cap ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """The generation cap in tokens, and where it came from."""
+
+    tokens: float
+    #: "args", "command line" or how it was inferred ("completion_length_max sits at …")
+    source: str
+
+    @property
+    def inferred(self) -> bool:
+        return self.source not in ("args", "command line")
+
+
+def infer_cap(mean: SeriesView | None, longest: SeriesView | None, rules: Rules) -> Cap | None:
+    """A cap nobody stated, read off the lengths: the batch's longest completion (or the
+    mean, when every completion was cut) sitting at exactly one value, its highest, on many
+    points: 128.0 with the minimum at 127.8 is truncation at 128."""
+    for view, share_needed, count_needed, what in (
+        (longest, rules.length.cap_pinned_share, 2, "the longest completion"),
+        (mean, 0.0, rules.length.cap_pinned_points, "the mean length"),
+    ):
+        if view is None or view.empty:
+            continue
+        top = float(np.max(view.values))
+        at_top = np.abs(view.values - top) <= 1e-9 * max(1.0, top)
+        count = int(at_top.sum())
+        if top >= 8 and count >= count_needed and count >= share_needed * len(view):
+            return Cap(top, f"{what} sits at exactly {num(top)} on {count}/{len(view)} points")
+    return None
+
+
+def judge_length(
+    view: SeriesView, clipped: Judgement | None, cap: Cap | None, rules: Rules
+) -> Judgement:
+    """Mean completion length against the cap (upper bands), else from clipped_ratio."""
+    bounds = replace(
+        rules.zone_bounds("completion_length") or ZoneBounds(), caution_below=None, bad_below=None
+    )
+    if cap is not None:
+        zone, reason = band_zone(view, bounds, rules, cap.tokens)
+        reason += f" (cap {num(cap.tokens)}{', inferred: ' + cap.source if cap.inferred else ''})"
+    elif clipped is not None and clipped.zone.warns:
+        zone, reason = clipped.zone, f"from clipped_ratio: {clipped.reason}"
+    elif clipped is not None and clipped.zone is Zone.HEALTHY:
+        zone, reason = Zone.HEALTHY, "max_completion_length unknown; clipped_ratio healthy"
+    else:
+        zone, reason = Zone.UNKNOWN, "max_completion_length unknown"
+    judgement = base_judgement(view, rules, zone, reason)
+    bad = nonfinite(view)
+    return replace(judgement, zone=bad[0], reason=bad[1]) if bad is not None else judgement
+
+
+@dataclass(frozen=True, slots=True)
+class Collapse:
+    """Completion length fell far below its early level."""
+
+    zone: Zone
+    early: float
+    early_window: Window
+    recent: float
+    recent_window: Window
+    drop: float
+    short: bool
+
+    @property
+    def text(self) -> str:
+        return (
+            f"down {pct(self.drop)}: {num(self.early)} tokens at {self.early_window.span} → "
+            f"{num(self.recent)} at {self.recent_window.span} (medians)"
+        )
+
+
+def length_collapse(view: SeriesView, cap: Cap | None, rules: Rules) -> Collapse | None:
+    """A fall from the early level to short outputs, even within the first interval: the
+    early level is the first points (one, when only two were logged), the recent level
+    the latest quarter of the window. Short: below a fraction of the cap, or a few tokens
+    when the cap is unknown."""
+    n = len(view)
+    if n < 2:
+        return None
+    early = early_head(view, highest=True)
+    recent = window_of(view, rules).tail(max(1, min(len(window_of(view, rules)), max(3, n // 4))))
+    if early.steps[-1] >= recent.steps[0]:
+        recent = view.tail(max(1, n - len(early)))
+    early_level = tr.median_of(early.values)
+    level = tr.median_of(recent.values)
+    if not early_level > 0:
+        return None
+    drop = 1.0 - level / early_level
+    limit = (
+        rules.length.collapse_short_fraction * cap.tokens
+        if cap is not None
+        else rules.length.short_tokens
+    )
+    short = level < limit
+    # a fall to a few tokens is a collapse even after one point; a smaller fall must stand
+    # out of the lengths' own noise
+    noise = point_noise(view.values)
+    error = (
+        1.2533 * noise * math.sqrt(1 / len(early) + 1 / len(recent))
+        if math.isfinite(noise)
+        else 0.0
+    )
+    clear = early_level - level > rules.trend.noise_multiple * error
+    if drop > rules.length.collapse_bad_drop and short:
+        zone = Zone.BAD
+    elif drop > rules.length.collapse_caution_drop and clear:
+        zone = Zone.CAUTION
+    else:
+        return None
+    return Collapse(zone, early_level, _window(early), level, _window(recent), drop, short)
+
+
+# -- grad_norm --------------------------------------------------------------------------------
+
+
+def judge_grad_norm(view: SeriesView, rules: Rules) -> Judgement:
+    """Finite is healthy; NaN/Inf is bad; spikes are events (a lone spike is not a zone)."""
+    judgement = no_bands(view, rules)
+    if judgement.zone is Zone.NA:
+        judgement = replace(judgement, zone=Zone.HEALTHY, reason=f"finite ({judgement.window})")
+    return judgement
+
+
+def zero_share(judgement: Judgement, rules: Rules) -> float:
+    """Share of the window's points where no gradient reached the weights."""
+    return judgement.share(judgement.values < rules.optimiser.zero_grad_norm)

@@ -1,0 +1,330 @@
+"""The rewards: their real range, their roles, what each reward function does.
+
+"Reward at 73% of its logged range" means nothing when the whole run sat near the top.
+The range is read from what the values say:
+
+- a highest batch mean logged exactly, several times (or with a batch std of 0 there), is
+  the real top: every completion of the batch scored it; likewise the bottom;
+- batch means that all lie in [0, 1] are a 0–1 reward (an accuracy whose means sit at 0.93
+  is near its top even if the run never left 0.85–0.95);
+- otherwise the observed minimum and maximum.
+
+Reward functions have a role from their name (task: correctness; auxiliary: format,
+length, json...; patterns in the rules table). A function at 0 on every completion for the
+whole run is a dead reward: a caution about that function, not a verdict on the run.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_tui.health.judges import Judgement, no_bands, window_of
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.series import RunSnapshot, SeriesView
+from grpo_tui.health.shape import Phase, Shape
+from grpo_tui.health.verdict import num, pct
+
+#: per-function reward means (adapters map legacy `rewards/<fn>` onto this)
+REWARD_FN = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
+
+
+class Role(enum.Enum):
+    TASK = "task"
+    AUX = "aux"
+    OTHER = "other"
+
+
+def _words(name: str) -> list[str]:
+    """Lower-case words of a name: split at _ - / . and camelCase humps."""
+    return [w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)]
+
+
+def reward_role(name: str, rules: Rules) -> Role:
+    """The role of a reward function from its name and the rules' patterns (a word of the
+    name starts with a pattern; "reasoning_steps"-style patterns match across words; task
+    patterns win)."""
+    joined = "_".join(_words(name))
+
+    def matches(patterns: Iterable[str]) -> bool:
+        for pattern in patterns:
+            words = "_".join(_words(pattern))
+            if words and re.search(r"(?:^|_)" + re.escape(words), joined):
+                return True
+        return False
+
+    if matches(rules.rewards.task_patterns):
+        return Role.TASK
+    if matches(rules.rewards.aux_patterns):
+        return Role.AUX
+    return Role.OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class RewardRange:
+    """Where a reward's values can lie, and how that was read."""
+
+    low: float
+    high: float
+    #: in words: "a 0–1 reward", "top 2: every completion of a batch scored it", "observed range"
+    how: str
+    #: the top is known (pinned, or a 0–1 reward), not just the highest value seen so far: a
+    #: rising reward always sits at the top of what it has seen
+    known: bool = False
+
+    @property
+    def span(self) -> float:
+        return self.high - self.low
+
+    def position(self, value: float) -> float | None:
+        """0 at the bottom, 1 at the top (None for a range of no width)."""
+        if not self.span > 1e-12 or not math.isfinite(value):
+            return None
+        return (value - self.low) / self.span
+
+    @property
+    def text(self) -> str:
+        return f"{num(self.low)}–{num(self.high)} ({self.how})"
+
+
+def _at(
+    values: np.ndarray, target: float, std: SeriesView | None, steps: np.ndarray
+) -> tuple[int, bool]:
+    """How many points sit exactly at `target`, and whether at one of them the batch std
+    was 0 (every completion scored exactly that)."""
+    at = np.abs(values - target) <= 1e-9 * max(1.0, abs(target))
+    count = int(at.sum())
+    tied = False
+    if count and std is not None and not std.empty:
+        tied = bool(np.isin(steps[at], std.steps[std.values <= 1e-12]).any())
+    return count, tied
+
+
+def reward_range(view: SeriesView, std: SeriesView | None, rules: Rules) -> RewardRange | None:
+    """The real range of a reward (see the module doc)."""
+    if view.empty:
+        return None
+    values = view.values
+    lo, hi = float(values.min()), float(values.max())
+    repeats = rules.rewards.pinned_repeats
+    top_count, top_tied = _at(values, hi, std, view.steps)
+    bottom_count, bottom_tied = _at(values, lo, std, view.steps)
+    # means of a 0/1 reward over a batch are multiples of 1/batch: a repeated value is no
+    # proof of a top there, a batch that all scored it (std 0) is
+    unit = lo >= 0.0 and hi <= 1.0 and hi > 0.0
+    top_pinned = top_tied or (top_count >= repeats and not unit)
+    bottom_pinned = bottom_tied or (bottom_count >= repeats and not unit)
+    low = 0.0 if unit else lo
+    high = 1.0 if unit else hi
+    hows = []
+    if top_pinned:
+        high = hi
+        hows.append(
+            f"top {num(hi)}: {'every completion of a batch scored it' if top_tied else f'logged {top_count} times'}"
+        )
+    elif unit:
+        hows.append("a 0–1 reward")
+    if bottom_pinned and not unit:
+        hows.append(
+            f"bottom {num(lo)}: {'every completion of a batch scored it' if bottom_tied else f'logged {bottom_count} times'}"
+        )
+    return RewardRange(
+        low, high, "; ".join(hows) if hows else "observed range", known=top_pinned or unit
+    )
+
+
+@dataclass(frozen=True)
+class RewardFunction:
+    """One reward function's course over the run."""
+
+    fn: str
+    key: str
+    role: Role
+    judgement: Judgement
+    range: RewardRange | None
+    #: every completion scored the same on most of the recent window (batch std ≈ 0)
+    zero_spread: bool
+    #: 0 (or its one constant value) on every point of the whole run
+    dead: bool
+    #: recent level at the top of its range, with little spread
+    at_top: bool
+    #: recent level at the bottom of its range, with no spread
+    at_floor: bool
+    #: it rose clearly at some point and kept part of it (learned, at least partly)
+    improved: bool
+    #: it climbed to the top during the run (an earlier stretch clearly lower)
+    rose_to_top: bool
+
+    @property
+    def shape(self) -> Shape | None:
+        return self.judgement.shape
+
+    @property
+    def level(self) -> float:
+        return self.judgement.level
+
+    @property
+    def judgeable(self) -> bool:
+        """Enough points to say whether it improved."""
+        shape = self.shape
+        return shape is not None and shape.points >= 2 * self.judgement.rules.trend.min_points
+
+    @property
+    def stalled(self) -> bool:
+        """At its floor, or, with enough points, flat: never clearly improved and its end
+        within one standard error of its start. A rise not yet clear in the noise is not
+        "stalled": absence of evidence is not evidence of absence."""
+        if self.at_floor:
+            return True
+        shape = self.shape
+        if shape is None or not self.judgeable or self.improved:
+            return False
+        return shape.end.value - shape.start.value <= math.hypot(shape.end.error, shape.start.error)
+
+    @property
+    def course(self) -> str:
+        """Its course in words, quoting stretch medians."""
+        shape = self.shape
+        return (
+            f"{self.fn} {shape.describe()}" if shape is not None else f"{self.fn}: no finite values"
+        )
+
+
+def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
+    """Every per-function reward of the run, with its role, range and facts."""
+    found = []
+    for name in snap.names():
+        match = REWARD_FN.match(name)
+        view = snap.get(name)
+        if match is None or view is None or view.empty:
+            continue
+        fn = match.group("fn")
+        std = snap.get(f"rewards/{fn}/std")
+        judgement = no_bands(view, rules)
+        rng = reward_range(view, std, rules)
+        recent_std = window_of(std, rules) if std is not None and not std.empty else None
+        if recent_std is not None:
+            zero_spread = (
+                float(np.mean(recent_std.values < rules.rewards.function_zero_std))
+                >= rules.window.sustained
+            )
+        else:
+            recent = window_of(view, rules).values
+            zero_spread = recent.size >= 2 and float(np.ptp(recent)) <= 1e-12
+        all_same = float(np.ptp(view.values)) <= 1e-12
+        dead = all_same and len(view) >= 2 and abs(float(view.values[0])) <= 1e-12
+        level = judgement.level
+        position = rng.position(level) if rng is not None else None
+        at_top = (
+            rng is not None
+            and rng.known
+            and position is not None
+            and position >= rules.rewards.saturation_position
+        )
+        at_floor = (
+            zero_spread and position is not None and position <= rules.rewards.floor_position
+        ) or dead
+        shape = judgement.shape
+        # learned, at least partly: some stretch clearly above the start, and the end has not
+        # fallen back to where it began
+        improved = (
+            shape is not None
+            and shape.phase is not Phase.WARMUP
+            and shape.rose
+            and shape.end.value - shape.start.value > math.hypot(shape.end.error, shape.start.error)
+        )
+        rose_to_top = (
+            at_top
+            and shape is not None
+            and any(shape.below(s, shape.end) for s in shape.stretches[:-1])
+        )
+        found.append(
+            RewardFunction(
+                fn,
+                name,
+                reward_role(fn, rules),
+                judgement,
+                rng,
+                zero_spread,
+                dead,
+                at_top,
+                at_floor,
+                improved,
+                rose_to_top,
+            )
+        )
+    return found
+
+
+def function_note(fn: RewardFunction) -> str:
+    """Words for a function's state that deserves a note."""
+    window = fn.judgement.window
+    if fn.dead:
+        return f"{fn.fn} is 0 on every completion for the whole run ({len_points(fn)} points): a dead reward, it gives no learning signal"
+    if fn.at_floor:
+        return f"{fn.fn} sits at its floor {num(fn.level)} on every completion ({window}): it gives no learning signal"
+    return fn.course
+
+
+def len_points(fn: RewardFunction) -> int:
+    shape = fn.shape
+    return shape.points if shape is not None else 0
+
+
+# -- zero spread: all fail or all pass ---------------------------------------------------------
+
+
+class SpreadKind(enum.Enum):
+    """Why groups have no reward spread."""
+
+    ALL_FAIL = "all fail"
+    ALL_PASS = "all pass"
+    MIXED = "mixed"
+    UNKNOWN = "unknown"
+
+
+def zero_spread_kind(
+    snap: RunSnapshot,
+    reward: Judgement | None,
+    reward_rng: RewardRange | None,
+    functions: list[RewardFunction],
+    rules: Rules,
+) -> tuple[SpreadKind, str]:
+    """All-fail or all-pass: from the logged groups first, then the task reward functions,
+    then the reward's place in its real range."""
+    samples = snap.samples
+    if samples is not None and samples.steps:
+        recent = samples.steps[-rules.samples.compare_steps :]
+        fail = float(np.mean([s.zero_spread_all_fail for s in recent]))
+        passed = float(np.mean([s.zero_spread_all_pass for s in recent]))
+        if fail + passed > 0:
+            why = f"logged groups: {pct(fail)} all fail, {pct(passed)} all pass"
+            dominance = rules.samples.zero_spread_dominance
+            if fail >= dominance * passed:
+                return SpreadKind.ALL_FAIL, why
+            if passed >= dominance * fail:
+                return SpreadKind.ALL_PASS, why
+            return SpreadKind.MIXED, why
+    judged = [f for f in functions if f.role is Role.TASK] or functions
+    label = "task " if judged is not functions else ""
+    if judged and all(f.at_floor for f in judged):
+        return SpreadKind.ALL_FAIL, f"every {label}reward function is at its floor"
+    if judged and all(f.at_top for f in judged):
+        return SpreadKind.ALL_PASS, f"every {label}reward function is at its top"
+    if reward is not None and reward_rng is not None:
+        position = reward_rng.position(reward.level)
+        if position is not None and reward_rng.known:
+            why = f"reward {num(reward.level)} (recent median) at {pct(position)} of its range {reward_rng.text}"
+            if position <= rules.rewards.floor_position:
+                return SpreadKind.ALL_FAIL, why
+            if position >= rules.rewards.top_position:
+                return SpreadKind.ALL_PASS, why
+            return SpreadKind.MIXED, why
+    if reward is not None and abs(reward.level) <= 1e-12:
+        return SpreadKind.ALL_FAIL, "reward is exactly 0"
+    return SpreadKind.UNKNOWN, "whether groups all fail or all pass is not known"

@@ -1,0 +1,182 @@
+"""Frozen views of a run's metrics: what the judges read, taken once per diagnosis.
+
+A `SeriesView` is one metric's finite points (steps and values, in row order) with the
+steps where the line logged NaN or ±Infinity. Runs up to `MAX_POINTS` points are exact;
+longer ones are thinned to the store's bucket means (O(rows / 256) to read) with the latest
+window kept exact, so a million-row run costs about what a thousand-row one does.
+
+A `RunSnapshot` holds the views of one diagnosis, the run's context and its sample
+statistics. `upto(step)` gives the snapshot as it was at an earlier step (the views sliced,
+nothing re-read): how a whole run is replayed to judge it the way the live panel did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.live import Run
+from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.context import RunContext
+from grpo_tui.vocabulary import LineKind
+
+#: finite points kept exactly; a longer series is thinned to about this many bucket means
+MAX_POINTS = 4096
+#: latest points kept exactly even when a series is thinned
+RECENT_EXACT = 512
+_EMPTY = np.empty(0)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesView:
+    """One metric's finite points, oldest first, and where it logged NaN / ±Infinity."""
+
+    name: str
+    steps: np.ndarray
+    values: np.ndarray
+    #: finite points logged in the run (`values` holds fewer when thinned)
+    logged: int
+    nonfinite_steps: np.ndarray
+    #: the key the metric came from in the log (for evidence that names it)
+    source_key: str = ""
+    #: `values` before the latest RECENT_EXACT points are bucket means, not points
+    thinned: bool = False
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def empty(self) -> bool:
+        return int(self.values.shape[0]) == 0
+
+    @property
+    def last(self) -> float:
+        return float(self.values[-1]) if self.values.size else math.nan
+
+    @property
+    def last_step(self) -> float:
+        return float(self.steps[-1]) if self.steps.size else math.nan
+
+    @property
+    def latest_nonfinite(self) -> bool:
+        """The newest logged value is NaN or ±Infinity (news the finite points hide)."""
+        if self.nonfinite_steps.size == 0:
+            return False
+        return self.empty or float(self.nonfinite_steps[-1]) > self.last_step
+
+    def tail(self, n: int) -> SeriesView:
+        """The latest `n` points."""
+        if n >= len(self):
+            return self
+        return replace(self, steps=self.steps[-n:], values=self.values[-n:])
+
+    def head(self, n: int) -> SeriesView:
+        """The first `n` points."""
+        if n >= len(self):
+            return self
+        return replace(self, steps=self.steps[:n], values=self.values[:n])
+
+    def since(self, step: float) -> SeriesView:
+        """The points from `step` on."""
+        keep = self.steps >= step
+        return replace(self, steps=self.steps[keep], values=self.values[keep])
+
+    def upto(self, step: float) -> SeriesView:
+        """The series as it was once `step` was logged."""
+        keep = self.steps <= step
+        bad = self.nonfinite_steps[self.nonfinite_steps <= step]
+        logged = (
+            int(np.count_nonzero(keep))
+            if not self.thinned
+            else min(self.logged, int(np.count_nonzero(keep)))
+        )
+        return replace(
+            self,
+            steps=self.steps[keep],
+            values=self.values[keep],
+            nonfinite_steps=bad,
+            logged=logged,
+        )
+
+
+def series_from_store(store: MetricStore, name: str) -> SeriesView | None:
+    """The view of one metric (None when it was never logged, not even as NaN)."""
+    if name not in store:
+        return None
+    logged = store.count(name)
+    bad = np.sort(store.nonfinite_steps(name))
+    if logged == 0 and bad.size == 0:
+        return None
+    source = store.source_key(name)
+    if logged <= MAX_POINTS:
+        points = store.points(name)
+        return SeriesView(name, points.steps, points.values, logged, bad, source)
+    # a long run: bucket means of the history (from the block summaries), the latest
+    # points exact
+    recent = store.window(name, RECENT_EXACT)
+    buckets = store.buckets(name, MAX_POINTS - RECENT_EXACT)
+    keep = (buckets.count > 0) & (buckets.step_hi < recent.steps[0])
+    steps = np.concatenate([(buckets.step_lo[keep] + buckets.step_hi[keep]) / 2, recent.steps])
+    values = np.concatenate([buckets.mean[keep], recent.values])
+    return SeriesView(name, steps, values, logged, bad, source, thinned=True)
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """Everything one diagnosis reads: the metric views, the context, the samples."""
+
+    series: dict[str, SeriesView]
+    context: RunContext
+    samples: CompletionsSummary | None = None
+    #: steps of the train rows (whether or not they logged a reward)
+    train_steps: np.ndarray = field(default_factory=lambda: _EMPTY)
+    #: the step the snapshot was taken at (the newest row)
+    step: float = math.nan
+
+    def get(self, name: str) -> SeriesView | None:
+        return self.series.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.series)
+
+    @cached_property
+    def train_rows(self) -> int:
+        return int(self.train_steps.shape[0])
+
+    def upto(self, step: float) -> RunSnapshot:
+        """The snapshot as it was when `step` had been logged."""
+        series = {}
+        for name, view in self.series.items():
+            earlier = view.upto(step)
+            if earlier.logged or earlier.nonfinite_steps.size:
+                series[name] = earlier
+        samples = self.samples
+        if samples is not None:
+            kept: tuple[StepSampleStats, ...] = tuple(s for s in samples.steps if s.step <= step)
+            samples = CompletionsSummary(lines=len(kept), steps=kept) if kept else None
+        return RunSnapshot(
+            series, self.context, samples, self.train_steps[self.train_steps <= step], step
+        )
+
+
+def snapshot(run: Run, context: RunContext | None = None) -> RunSnapshot:
+    """The views of every metric of the run, taken now."""
+    store = run.store
+    series: dict[str, SeriesView] = {}
+    for name in store.names():
+        view = series_from_store(store, name)
+        if view is not None:
+            series[name] = view
+    train = store.steps[store.kinds == LineKind.TRAIN]
+    last = store.last_step()
+    return RunSnapshot(
+        series,
+        context if context is not None else run.context,
+        run.samples,
+        np.asarray(train, dtype=np.float64),
+        math.nan if last is None else last,
+    )
