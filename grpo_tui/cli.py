@@ -16,6 +16,7 @@ from grpo_tui.commands.output import (
     EXIT_USAGE,
     say,
 )
+from grpo_tui.sources.context import RunContext
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo")
 #: set to get the traceback of an internal error instead of the one-line message
@@ -29,6 +30,30 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         say(message)
         raise SystemExit(EXIT_USAGE)
+
+
+def _positive_tokens(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of tokens") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} tokens: the cap must be above 0")
+    return value
+
+
+def _cap_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--max-completion-length",
+        type=_positive_tokens,
+        metavar="N",
+        help="the generation cap in tokens, when the run's args do not say it",
+    )
+
+
+def _given(args: argparse.Namespace) -> RunContext:
+    """What the command line says about the run (the run's own files win)."""
+    return RunContext(max_completion_length=args.max_completion_length)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+    _cap_option(tail)
 
     check = sub.add_parser(
         "check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)"
@@ -54,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--json", action="store_true", help="one JSON object instead of text")
     check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+    _cap_option(check)
 
     rules = sub.add_parser("rules", help="print the effective health rules (defaults + overrides)")
     rules.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
@@ -62,8 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--scenario",
         default="healthy",
-        help="healthy, not_learning, too_aggressive, "
-        "reward_hacking, truncation, length_collapse, low_diversity, saturated",
+        help="healthy, not_learning, too_aggressive, reward_hacking, truncation, "
+        "length_collapse, low_diversity, saturated, plateau, blow_up, early_collapse",
     )
     demo.add_argument("--speed", type=float, default=4.0, help="simulated steps per second")
     demo.add_argument("--theme", help="default, light, colorblind, mono")
@@ -119,7 +146,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "tail":
         from grpo_tui.commands.tail import tail_command
 
-        return tail_command(args.path, theme=args.theme, rules_file=args.rules)
+        return tail_command(args.path, theme=args.theme, rules_file=args.rules, given=_given(args))
     if args.command == "demo":
         from grpo_tui.commands.tail import demo_command
         from grpo_tui.sim import SCENARIOS
@@ -131,7 +158,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "check":
         from grpo_tui.commands.check import check_command
 
-        return check_command(args.path, as_json=args.json, rules_file=args.rules)
+        return check_command(
+            args.path, as_json=args.json, rules_file=args.rules, given=_given(args)
+        )
     if args.command == "rules":
         from grpo_tui.commands.check import rules_command
 

@@ -191,12 +191,14 @@ _DIRECTION_GLYPHS = {
 class ScenarioId(_Worded):
     """The situations of HEALTH.md the diagnosis names (the value is the id in JSON)."""
 
-    NOT_LEARNING = "not_learning"
+    # in headline order among equal severities: a blow-up first (the worst), then the
+    # causes, then "not learning", which most of them also produce (the symptom)
     TOO_AGGRESSIVE = "too_aggressive"
+    LENGTH_COLLAPSE = "length_collapse"
     REWARD_HACKING = "reward_hacking"
     TRUNCATION = "truncation"
-    LENGTH_COLLAPSE = "length_collapse"
     LOW_DIVERSITY = "low_diversity"
+    NOT_LEARNING = "not_learning"
     SATURATED = "saturated"
     WARMING_UP = "warming_up"
     HEALTHY = "healthy"

@@ -528,8 +528,19 @@ def test_a_reward_rising_only_through_an_auxiliary_reward_is_never_healthy() -> 
     columns["rewards/format_reward/mean"] = list(0.1 + 0.5 * x + noise(n, 0.02))
     columns["rewards/accuracy_reward/mean"] = list(0.3 + noise(n, 0.02, 9))
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
-    assert "healthy" not in ids(d)
-    assert "only through auxiliary rewards" in evidence_text(d, ScenarioId.NOT_LEARNING)
+    # the format still being learned: the task reward usually follows it, so this is a
+    # note, not yet a verdict; and never healthy
+    assert "healthy" not in ids(d) and "not_learning" not in ids(d)
+    assert "so far the reward" in notes(d) and "format_reward" in notes(d)
+    # the format done (at the top of its range) and the task still flat: gaming the easy
+    # reward, with "not learning the task" as what followed (one mechanism, one verdict)
+    columns["rewards/format_reward/mean"] = list(np.minimum(0.1 + 2.0 * x, 0.97) + noise(n, 0.01))
+    d = diagnose(make_run(columns, context=ON_POLICY), RULES)
+    assert ids(d) == ["reward_hacking"]
+    assert (
+        "and so no learning signal: reward rises only through auxiliary rewards"
+        in evidence_text(d, ScenarioId.REWARD_HACKING)
+    )
 
 
 # -- context rules ---------------------------------------------------------------------------------------
@@ -726,6 +737,30 @@ def test_a_verdict_enters_once_it_held_and_leaves_once_it_cleared() -> None:
     final = tracker.feed(raw(), 8)
     assert final.ids == []
     assert [(h.id, h.start, h.end) for h in final.history] == [(ScenarioId.TRUNCATION, 1, 8)]
+
+
+def test_a_verdict_back_with_evidence_from_before_it_left_continues_its_span() -> None:
+    tracker = VerdictTracker(RULES)
+    caution = (ScenarioId.TRUNCATION, Severity.CAUTION)
+    for step in (1, 2, 3):
+        tracker.feed(raw(caution), step)
+    for step in (4, 5, 6):
+        tracker.feed(raw(), step)
+    assert [(h.start, h.end) for h in tracker.history] == [(1, 6)]  # absent 3 steps in a row
+    # back, its evidence beginning at step 5 (before the span ended): one span goes on
+    back = raw(caution)
+    back.scenarios[0].onset_step = 5.0
+    for step in (8, 9, 10):
+        shown = tracker.feed(back, step)
+    assert [(h.start, h.end) for h in shown.history] == [(1, None)]
+    # back after a real gap: a second span
+    for step in range(11, 16):
+        tracker.feed(raw(), step)
+    later = raw(caution)
+    later.scenarios[0].onset_step = 16.0
+    for step in (16, 17, 18):
+        shown = tracker.feed(later, step)
+    assert [(h.start, h.end) for h in shown.history] == [(1, 13), (16, None)]
 
 
 def test_judging_the_same_step_again_counts_once() -> None:

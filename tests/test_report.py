@@ -21,6 +21,7 @@ from grpo_tui.commands.output import (
     EXIT_HEALTHY,
     EXIT_NOTHING,
     EXIT_PROBLEM,
+    EXIT_USAGE,
 )
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import RULES_ENV, Rules
@@ -287,3 +288,52 @@ def test_check_snapshot_json(
     out = capsys.readouterr().out
     assert code == EXIT_CAUTION  # 4 points: warming up, the truncation an early warning
     compare_snapshot("check_msswift_3rewards.json", out)
+
+
+# -- --max-completion-length --------------------------------------------------------------------
+
+
+def _length_evidence(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    from grpo_tui.cli import main
+
+    main(["check", "--json", *argv])
+    data = json.loads(capsys.readouterr().out)
+    return str(data["checklist"][4]["evidence"])
+
+
+def test_the_cap_given_on_the_command_line_fills_what_the_args_do_not_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "trl"
+    run_dir.mkdir()
+    state = (
+        Path(__file__).parent
+        / "fixtures"
+        / "trl"
+        / "local-run-trl1.16.0-tf5.20.0_trainer_state.json"
+    )
+    (run_dir / "trainer_state.json").write_bytes(state.read_bytes())
+    # no args: the cap is inferred from the longest completion pinned at 24
+    assert "cap 24, inferred" in _length_evidence(capsys, str(run_dir))
+    given = _length_evidence(capsys, str(run_dir), "--max-completion-length", "64")
+    assert "cap 64, from the command line" in given
+    # the run's own args win over the command line
+    sim_dir = write_run(tmp_path / "sim", "healthy", seed=1, max_steps=20)
+    stated = json.loads((sim_dir / "args.json").read_text(encoding="utf-8"))[
+        "max_completion_length"
+    ]
+    evidence = _length_evidence(capsys, str(sim_dir), "--max-completion-length", "7")
+    assert "cap 7" not in evidence and "command line" not in evidence
+    assert f"{stated}" in evidence or "healthy band" in evidence
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_a_cap_that_is_not_a_positive_number_is_a_usage_error(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from grpo_tui.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["check", str(tmp_path), "--max-completion-length", value])
+    assert exited.value.code == EXIT_USAGE
+    assert "--max-completion-length" in capsys.readouterr().err

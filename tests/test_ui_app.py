@@ -19,6 +19,7 @@ from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
 from grpo_tui.sim import write_run
+from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader
@@ -298,6 +299,24 @@ async def test_the_detail_chart_marks_a_verdicts_onset(tmp_path: Path) -> None:
         await pilot.pause(0.2)
         assert isinstance(app.screen, DetailScreen) and app.screen.metric == "clipped_ratio"
         assert re.search(r"Truncation from step \d+", screen_text(app))
+
+
+async def test_a_cap_given_on_the_command_line_reaches_the_live_diagnosis(tmp_path: Path) -> None:
+    run_dir = tmp_path / "trl"
+    run_dir.mkdir()
+    state = (
+        Path(__file__).parent
+        / "fixtures"
+        / "trl"
+        / "local-run-trl1.16.0-tf5.20.0_trainer_state.json"
+    )
+    (run_dir / "trainer_state.json").write_bytes(state.read_bytes())
+    app = app_for(run_dir, given=RunContext(max_completion_length=64))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, app)
+        assert app.run_state.context.max_completion_length == 64
+        assert app.diagnosis is not None
+        assert "cap 64, from the command line" in app.diagnosis.checklist[4].evidence
 
 
 async def test_filter_narrows_the_grid(finished_run: Path) -> None:

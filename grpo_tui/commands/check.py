@@ -23,6 +23,7 @@ from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules, RulesError, load_rules, rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
+from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Status
 
 
@@ -57,13 +58,17 @@ def check_command(
     width: int | None = None,
     now: float | None = None,
     out: TextIO | None = None,
+    given: RunContext | None = None,
 ) -> int:
     """Diagnose the run at `path` once and print the verdict (human or JSON); see
-    `exit_code` (and 4 for an unusable rules file)."""
+    `exit_code` (and 4 for an unusable rules file). `given` fills what the run's files do
+    not say (`--max-completion-length`)."""
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
     run = read_run(path)
+    if given is not None:
+        run.given = given
     diagnosis = diagnose(run, rules)
     out = out or sys.stdout
     if as_json:

@@ -14,6 +14,7 @@ from grpo_tui.commands.check import effective_rules
 from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
 
 if TYPE_CHECKING:
+    from grpo_tui.sources.context import RunContext
     from grpo_tui.ui.app import GrpoTuiApp
 
 #: a closed SSH session or tmux pane (SIGHUP) and `kill` (SIGTERM) end the app like `q` does
@@ -35,8 +36,15 @@ def _exit_on_signals(app: GrpoTuiApp) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = None) -> int:
-    """Open the live monitor on PATH until the user quits. Returns the exit status."""
+def tail_command(
+    path: Path,
+    *,
+    theme: str | None,
+    rules_file: Path | None = None,
+    given: RunContext | None = None,
+) -> int:
+    """Open the live monitor on PATH until the user quits. Returns the exit status.
+    `given` fills what the run's files do not say (`--max-completion-length`)."""
     from grpo_tui.ui.app import GrpoTuiApp
     from grpo_tui.ui.themes import ThemeError
 
@@ -44,7 +52,7 @@ def tail_command(path: Path, *, theme: str | None, rules_file: Path | None = Non
     if rules is None:
         return EXIT_BAD_RULES
     try:
-        app = GrpoTuiApp(Path(path), theme=theme, rules=rules)
+        app = GrpoTuiApp(Path(path), theme=theme, rules=rules, given=given)
     except ThemeError as error:
         say(str(error))
         return EXIT_USAGE

@@ -13,12 +13,14 @@ so a verdict enters once its evidence has held and the answer carries its histor
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import Findings, find
 from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.scenarios import RULES, healthy
+from grpo_tui.health.scenarios import RULES, aux_only_rise, healthy
 from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.health.steady import VerdictTracker, replay_steps, staying_rules
 from grpo_tui.health.verdict import (
@@ -117,11 +119,14 @@ def diagnose_snapshot(
         return Diagnosis(Status.UNKNOWN, [], unanswered, {}, step=None)
     f = find(snap, rules)
     staying = find(snap, staying_rules(rules)) if holding else f
-    found = [
-        scenario
-        for scenario_id, rule in RULES
-        if (scenario := rule(staying if scenario_id in holding else f)) is not None
-    ]
+    found = _explained(
+        [
+            scenario
+            for scenario_id, rule in RULES
+            if (scenario := rule(staying if scenario_id in holding else f)) is not None
+        ],
+        holding,
+    )
     if f.warming_up:
         scenarios = [_warming_up(f, found)]
     else:
@@ -145,6 +150,87 @@ def diagnose_snapshot(
         notes,
         step=snap.step,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    """A verdict that is the consequence of another: shown inside its cause, not beside it
+    (one mechanism, one verdict; the symptom's advice would treat the symptom)."""
+
+    symptom: ScenarioId
+    causes: tuple[ScenarioId, ...]
+    #: how the symptom's first evidence reads inside the cause
+    words: str
+    #: fold only when the cause holds at least as badly (else it may be a second problem)
+    cause_as_bad: bool
+
+
+_FOLDS = (
+    # the gamed form is a template: the completions converge on it
+    _Fold(
+        ScenarioId.LOW_DIVERSITY,
+        (ScenarioId.REWARD_HACKING,),
+        "and the completions converge on it",
+        False,
+    ),
+    # an unstable policy's outputs shorten, and a gamed reward's template is short: part of
+    # the instability or the hack (HEALTH.md: "length anomaly"), not a second finding
+    _Fold(
+        ScenarioId.LENGTH_COLLAPSE,
+        (ScenarioId.TOO_AGGRESSIVE, ScenarioId.REWARD_HACKING),
+        "and the completions shorten",
+        True,
+    ),
+    # these mechanisms also kill the learning signal
+    _Fold(
+        ScenarioId.NOT_LEARNING,
+        (
+            ScenarioId.TOO_AGGRESSIVE,
+            ScenarioId.LENGTH_COLLAPSE,
+            ScenarioId.REWARD_HACKING,
+            ScenarioId.LOW_DIVERSITY,
+        ),
+        "and so no learning signal",
+        True,
+    ),
+)
+
+
+def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Scenario]:
+    """Verdicts that are another's consequence folded into it (_FOLDS): the symptom's first
+    evidence joins the cause's, and the cause takes the worse severity; a cause the steady
+    tracker still shows (`holding`) takes its symptom too while its own evidence wavers,
+    or the symptom would stand alone for a moment and take the headline. And no "saturated"
+    while the run is unstable (too_aggressive): a reward that stopped rising under a
+    runaway policy has not learned what the data can teach, and harder data would not help."""
+    if any(s.id is ScenarioId.TOO_AGGRESSIVE for s in found):
+        found = [s for s in found if s.id is not ScenarioId.SATURATED]
+    for fold in _FOLDS:
+        symptom = next((s for s in found if s.id is fold.symptom), None)
+        if symptom is None:
+            continue
+        causes = [
+            s
+            for s in found
+            if s.id in fold.causes
+            and (not fold.cause_as_bad or s.severity.rank <= symptom.severity.rank)
+        ]
+        if not causes:
+            if holding & set(fold.causes):
+                found = [s for s in found if s is not symptom]
+            continue
+        cause = min(causes, key=lambda s: (s.severity.rank, s.id.rank))
+        first = symptom.evidence[0]
+        consequence = Evidence(
+            first.metric, first.window, first.numbers, f"{fold.words}: {first.text}"
+        )
+        folded = replace(
+            cause,
+            severity=min(cause.severity, symptom.severity, key=lambda v: v.rank),
+            evidence=[*cause.evidence, consequence],
+        )
+        found = [folded if s is cause else s for s in found if s is not symptom]
+    return found
 
 
 def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
@@ -196,6 +282,15 @@ def _notes(f: Findings) -> list[Note]:
             and any(other.role is not fn.role or not other.at_floor for other in f.functions)
         ):
             notes.append(Note(Severity.CAUTION, fn.key, function_note(fn)))
+    if aux_only_rise(f, done=True) is None and (so_far := aux_only_rise(f, done=False)) is not None:
+        notes.append(
+            Note(
+                Severity.INFO,
+                "rewards",
+                f"so far the {so_far.text}: a task reward usually follows the format; "
+                "not learning the task if it stays flat once they are done",
+            )
+        )
     if f.cap is not None and f.cap.inferred:
         notes.append(
             Note(

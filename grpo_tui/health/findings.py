@@ -17,7 +17,7 @@ from grpo_tui.health.rewards import (
     Role,
     SpreadKind,
     reward_functions,
-    reward_range,
+    total_range,
     zero_spread_kind,
 )
 from grpo_tui.health.rules import Rules, ZoneBounds
@@ -30,6 +30,21 @@ from grpo_tui.vocabulary import Zone
 
 #: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler
 IS_RATIO_MEAN = "sampling/importance_sampling_ratio/mean"
+
+
+@dataclass(frozen=True, slots=True)
+class BlowUp:
+    """A policy collapse: what it was, where the reward began to fall, and how many signals
+    ran off with it (entropy, the sampling ratio, lengths to the cap)."""
+
+    text: str
+    step: float | None
+    companions: int
+
+    @property
+    def certain(self) -> bool:
+        """The reward at its floor while two signals ran off with it cannot be noise."""
+        return self.companions >= 2
 
 
 @dataclass(frozen=True)
@@ -102,7 +117,7 @@ class Findings:
         )
 
     @cached_property
-    def blow_up(self) -> tuple[str, float | None] | None:
+    def blow_up(self) -> BlowUp | None:
         """Policy collapse: the reward fell to its floor from clearly higher while the
         policy ran off (entropy exploded, the sampling ratio collapsed, lengths ran to the
         cap). The text quotes stretch medians; the step is where the fall began."""
@@ -110,10 +125,14 @@ class Findings:
         if reward is None or reward.shape is None or rng is None:
             return None
         shape = reward.shape
-        if not (shape.declined or shape.fell):
-            return None
-        end = rng.position(shape.end.value)
+        # the recent level, not the shape's end (the last quarter of the run): a collapse
+        # is news the moment the latest points sit at the floor, from clearly higher
+        high = shape.peak if shape.peak.value >= shape.start.value else shape.start
+        now = reward.level
+        end = rng.position(now)
         if end is None or end > self.rules.blow_up.reward_floor_position:
+            return None
+        if not high.value - now > shape.apart(high, shape.end):
             return None
         companions = []
         if self.entropy_exploded and self.entropy is not None:
@@ -128,19 +147,18 @@ class Findings:
             )
         if not companions:
             return None
-        high = shape.peak if shape.peak.value >= shape.start.value else shape.start
         text = (
-            f"policy collapse: reward {num(high.value)} at {high.window.span} → {num(shape.end.value)} "
-            f"at {shape.end.window.span} (stretch medians) while " + "; ".join(companions)
+            f"policy collapse: reward {num(high.value)} at {high.window.span} (stretch median) → "
+            f"{num(now)} at {reward.recent_span} (median) while " + "; ".join(companions)
         )
         view = self.snap.get("reward")
         step = None
         if view is not None:
-            middle = (high.value + shape.end.value) / 2
+            middle = (high.value + now) / 2
             after = (view.steps > high.last_step) & (view.values < middle)
             if after.any():
                 step = float(view.steps[np.flatnonzero(after)[0]])
-        return text, step
+        return BlowUp(text, step, len(companions))
 
     @property
     def is_blow_up(self) -> bool:
@@ -211,10 +229,12 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
 
     reward_view = view("reward")
     reward = jd.no_bands(reward_view, rules) if reward_view is not None else None
-    rng = reward_range(reward_view, view("reward_std"), rules) if reward_view is not None else None
+    functions = tuple(reward_functions(snap, rules))
+    # reward_std is the spread within groups, not across the batch: every group tied says
+    # nothing about all completions scoring the top, so it is no evidence of the range
+    rng = total_range(reward_view, list(functions), rules) if reward_view is not None else None
     logged = len(reward_view) if reward_view is not None else 0
     warming_up = (logged or snap.train_rows) < rules.window.warmup_points
-    functions = tuple(reward_functions(snap, rules))
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
     cap = _cap(context, view("completion_length"), view("completion_length_max"), rules)
@@ -287,7 +307,8 @@ def _cap(
     context: RunContext, mean: SeriesView | None, longest: SeriesView | None, rules: Rules
 ) -> Cap | None:
     if context.max_completion_length:
-        return Cap(float(context.max_completion_length), "args")
+        given = "max_completion_length" in context.given_on_command_line
+        return Cap(float(context.max_completion_length), "command line" if given else "args")
     return jd.infer_cap(mean, longest, rules)
 
 

@@ -80,6 +80,15 @@ class Judgement:
         return analyse(self.view.steps, self.view.values, self.rules.trend, warmup=warmup)
 
     @property
+    def recent_span(self) -> str:
+        """Where `level` was read: the steps of the window's latest quarter."""
+        n = self.steps.size
+        if not n:
+            return "no points"
+        points = self.steps[-max(min(3, n), n // 4) :]
+        return Window(float(points[0]), float(points[-1]), int(points.size)).span
+
+    @property
     def direction(self) -> Direction:
         """Where it went over the latest third of its points."""
         if self.trend is not None:
@@ -234,7 +243,8 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
         return base_judgement(view, rules, Zone.NA, "beta 0: no KL penalty")
     recent = window_of(view, rules)
     level = tr.median_of(recent.values)
-    reference = _kl_reference(view, len(recent), rules)
+    floor = earlier_floor(view, len(recent), rules)
+    reference = tr.median_of(floor.values) if floor is not None else math.nan
     bounds = rules.zone_bounds("kl") or ZoneBounds()
     own_key = view.source_key in rules.kl.own_scale_keys
     # the scale is decided from the window's median: one spike of 197 in a run at 0.4 is a
@@ -275,23 +285,24 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     return replace(judgement, events=tuple(events))
 
 
-def _kl_reference(view: SeriesView, window: int, rules: Rules) -> float:
-    """The level KL is compared with to call it exploding: the lowest window median over
-    the latter half of the run before the recent window. The previous window alone forgets
-    a 45× jump one window after it happened, while the run still sits at the jumped level;
-    the latter half alone keeps a slow drift over thousands of steps from counting."""
+def earlier_floor(view: SeriesView, window: int, rules: Rules) -> SeriesView | None:
+    """The stretch a growth is measured from: of the window-sized stretches over the latter
+    half of the run before the recent window, the one with the lowest median. The previous
+    window alone forgets a 45× jump one window after it happened, while the run still sits
+    at the jumped level; the latter half alone keeps a slow drift over thousands of steps
+    from counting."""
     earlier = view.head(max(0, len(view) - window))
     latter = (
-        earlier.values[len(earlier) // 2 :]
+        earlier.tail(len(earlier) - len(earlier) // 2)
         if len(earlier) >= 2 * window
-        else earlier.values[-window:]
+        else earlier.tail(window)
     )
-    medians = [
-        tr.median_of(latter[i : i + window])
-        for i in range(0, latter.size, window)
-        if latter[i : i + window].size >= rules.trend.min_points
+    chunks = [
+        chunk
+        for i in range(0, len(latter), window)
+        if len(chunk := latter.tail(len(latter) - i).head(window)) >= rules.trend.min_points
     ]
-    return min(medians) if medians else math.nan
+    return min(chunks, key=lambda chunk: tr.median_of(chunk.values)) if chunks else None
 
 
 def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) -> list[Event]:
@@ -333,7 +344,14 @@ def judge_entropy(view: SeriesView, rules: Rules) -> Judgement:
         course = f"{num(tr.median_of(early.values))} at {_window(early).span} → {num(level)} recently ({judgement.window.span}; medians)"
         return replace(judgement, zone=Zone.BAD, reason=f"{what}: {course}")
 
-    low, high = early_head(view, highest=False), early_head(view, highest=True)
+    high = early_head(view, highest=True)
+    # grown from its lowest: the first points, or a stretch before the recent window (a
+    # run whose entropy settled at 0.3 and then ran off to 5 exploded from 0.3)
+    floor = earlier_floor(view, len(judgement.values), rules)
+    low = min(
+        (v for v in (early_head(view, highest=False), floor) if v is not None),
+        key=lambda v: tr.median_of(v.values),
+    )
     if (
         level >= rules.entropy.explode_factor * max(tr.median_of(low.values), 1e-12)
         and level >= rules.entropy.explode_floor
@@ -373,6 +391,13 @@ class Cap:
     def inferred(self) -> bool:
         return self.source not in ("args", "command line")
 
+    @property
+    def said(self) -> str:
+        """Where the cap came from, for evidence ("" when the run's args said it)."""
+        if self.inferred:
+            return f", inferred: {self.source}"
+        return ", from the command line" if self.source == "command line" else ""
+
 
 def infer_cap(mean: SeriesView | None, longest: SeriesView | None, rules: Rules) -> Cap | None:
     """A cap nobody stated, read off the lengths: the batch's longest completion (or the
@@ -401,7 +426,7 @@ def judge_length(
     )
     if cap is not None:
         zone, reason = band_zone(view, bounds, rules, cap.tokens)
-        reason += f" (cap {num(cap.tokens)}{', inferred: ' + cap.source if cap.inferred else ''})"
+        reason += f" (cap {num(cap.tokens)}{cap.said})"
     elif clipped is not None and clipped.zone.warns:
         zone, reason = clipped.zone, f"from clipped_ratio: {clipped.reason}"
     elif clipped is not None and clipped.zone is Zone.HEALTHY:

@@ -3,8 +3,9 @@
 "Reward at 73% of its logged range" means nothing when the whole run sat near the top.
 The range is read from what the values say:
 
-- a highest batch mean logged exactly, several times (or with a batch std of 0 there), is
-  the real top: every completion of the batch scored it; likewise the bottom;
+- a highest batch mean the reward sits at exactly on a good share of the points (or with a
+  batch std of 0 there: every completion of the batch scored it) is the real top;
+  likewise the bottom;
 - batch means that all lie in [0, 1] are a 0–1 reward (an accuracy whose means sit at 0.93
   is near its top even if the run never left 0.85–0.95);
 - otherwise the observed minimum and maximum.
@@ -105,18 +106,22 @@ def _at(
     return count, tied
 
 
-def reward_range(view: SeriesView, std: SeriesView | None, rules: Rules) -> RewardRange | None:
-    """The real range of a reward (see the module doc)."""
+def reward_range(
+    view: SeriesView, std: SeriesView | None, rules: Rules, *, may_be_unit: bool = True
+) -> RewardRange | None:
+    """The real range of a reward (see the module doc). `may_be_unit` False: values in
+    [0, 1] so far do not make it a 0–1 reward (a sum of several functions)."""
     if view.empty:
         return None
     values = view.values
     lo, hi = float(values.min()), float(values.max())
-    repeats = rules.rewards.pinned_repeats
+    repeats = max(2, math.ceil(rules.rewards.pinned_share * values.size))
     top_count, top_tied = _at(values, hi, std, view.steps)
     bottom_count, bottom_tied = _at(values, lo, std, view.steps)
-    # means of a 0/1 reward over a batch are multiples of 1/batch: a repeated value is no
-    # proof of a top there, a batch that all scored it (std 0) is
-    unit = lo >= 0.0 and hi <= 1.0 and hi > 0.0
+    # means of a discrete reward over a batch are multiples of 1/batch: a few repeats of
+    # the highest are no proof of a top there; sitting there on a good share of the points
+    # is, and so is a batch that all scored it (std 0)
+    unit = may_be_unit and lo >= 0.0 and hi <= 1.0 and hi > 0.0
     top_pinned = top_tied or (top_count >= repeats and not unit)
     bottom_pinned = bottom_tied or (bottom_count >= repeats and not unit)
     low = 0.0 if unit else lo
@@ -177,14 +182,18 @@ class RewardFunction:
     @property
     def stalled(self) -> bool:
         """At its floor, or, with enough points, flat: never clearly improved and its end
-        within one standard error of its start. A rise not yet clear in the noise is not
+        within two standard errors of its start. A rise not yet clear in the noise is not
         "stalled": absence of evidence is not evidence of absence."""
         if self.at_floor:
             return True
         shape = self.shape
         if shape is None or not self.judgeable or self.improved:
             return False
-        return shape.end.value - shape.start.value <= math.hypot(shape.end.error, shape.start.error)
+        # within two standard errors: a flat reward drifts past one often enough by chance
+        # that a verdict resting on "stalled" would come and go with it
+        return shape.end.value - shape.start.value <= 2.0 * math.hypot(
+            shape.end.error, shape.start.error
+        )
 
     @property
     def course(self) -> str:
@@ -193,6 +202,28 @@ class RewardFunction:
         return (
             f"{self.fn} {shape.describe()}" if shape is not None else f"{self.fn}: no finite values"
         )
+
+
+def total_range(
+    view: SeriesView, functions: list[RewardFunction], rules: Rules
+) -> RewardRange | None:
+    """The range of the total reward. With several reward functions it is their sum: when
+    every function's range is known and the total stays inside their sum (weights of 1),
+    that sum is the range; otherwise it is read from the total alone, and values that
+    have stayed in [0, 1] so far do not make a sum of two rewards a 0–1 reward."""
+    own = reward_range(view, None, rules, may_be_unit=len(functions) < 2)
+    if len(functions) < 2 or own is None or own.known:
+        return own
+    ranges = [fn.range for fn in functions]
+    if not all(r is not None and r.known for r in ranges):
+        return own
+    low = sum(r.low for r in ranges if r is not None)
+    high = sum(r.high for r in ranges if r is not None)
+    values = view.values
+    margin = 1e-9 * max(1.0, abs(high))
+    if float(values.min()) < low - margin or float(values.max()) > high + margin:
+        return own  # weighted: the plain sum is not its range
+    return RewardRange(low, high, f"the sum of {len(functions)} functions' ranges", known=True)
 
 
 def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:

@@ -209,9 +209,11 @@ class RewardRules:
         ]
     )
     """Reward function names matching these (same matching) are auxiliary rewards."""
-    pinned_repeats: int = 2
-    """A reward's highest (or lowest) logged batch mean is its real top (bottom) when the
-    run logged exactly that value at least this many times (every completion scored it)."""
+    pinned_share: float = 0.25
+    """A reward's highest (or lowest) logged batch mean is its real top (bottom) when at least
+    this share of the points sit at exactly that value: the reward is pinned there. A few
+    repeats prove nothing (batch means of discrete rewards are multiples of 1/batch); a
+    batch std of 0 at that value does (every completion scored it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ The rules, in words:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -205,7 +206,7 @@ def not_learning(f: Findings) -> Scenario | None:
             ),
         )
         b.advise(Advice.CHECK_TRAINING)
-    aux_only = _aux_only_rise(f)
+    aux_only = aux_only_rise(f, done=True)
     if aux_only is not None:
         b.add(Severity.CAUTION, aux_only)
         b.advise(Advice.TASK_REWARD)
@@ -265,14 +266,25 @@ def not_learning(f: Findings) -> Scenario | None:
     return b.build(f)
 
 
-def _aux_only_rise(f: Findings) -> Evidence | None:
-    """The reward rises only through auxiliary rewards while every task reward stalls."""
+def aux_only_rise(f: Findings, *, done: bool) -> Evidence | None:
+    """The reward rises only through auxiliary rewards while every task reward stalls.
+    `done`: only auxiliary rewards that finished their rise (near the top of their range,
+    or levelled off) count. While the format is still being learned the task reward
+    usually lags it (format first, then correctness): that is a note, not yet a verdict
+    (HEALTH.md's "never healthy" still holds: healthy needs the task to rise)."""
     reward, tasks = f.reward, f.tasks
     if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
         return None
-    if not all(t.stalled for t in tasks):
+    # every task flat below its top (a task stalled at its top is saturation)
+    if not all(t.stalled and not _near_top(t, f) for t in tasks):
         return None
     rising = [a for a in f.auxiliaries if (a.shape is not None and a.shape.rose) or a.at_top]
+    if done:
+        rising = [
+            a
+            for a in rising
+            if _near_top(a, f) or (a.shape is not None and a.shape.phase is Phase.PLATEAU)
+        ]
     if not rising:
         return None
     aux_text = ", ".join(f"{a.fn} {a.shape.describe() if a.shape else ''}" for a in rising)
@@ -373,7 +385,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
     b = _Builder(ScenarioId.TOO_AGGRESSIVE)
     blow_up = f.blow_up
     if blow_up is not None:
-        text, step = blow_up
+        text, step = blow_up.text, blow_up.step
         b.add(
             Severity.PROBLEM,
             Evidence("reward", f.reward.window if f.reward else Window(None, None, 0), {}, text),
@@ -403,7 +415,8 @@ def too_aggressive(f: Findings) -> Scenario | None:
         severity = Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION
         b.add(severity, evidence(kl), onset(f.snap.get("kl"), lambda v: v > (level or 0.0), f))
         b.advise(Advice.STRONGER_KL)
-    certain = False
+    # a certain collapse is shown at once, like a NaN loss
+    certain = blow_up is not None and blow_up.certain
     for judgement in (f.loss, f.grad_norm):
         if judgement is not None and judgement.zone is Zone.BAD:
             view = f.snap.get(judgement.name)
@@ -450,6 +463,27 @@ def too_aggressive(f: Findings) -> Scenario | None:
 # -- reward hacking ---------------------------------------------------------------------------------
 
 
+def _eval_stalled_while_train_rose(reward: Judgement, eval_reward: Judgement, f: Findings) -> bool:
+    """Eval flat on enough points while the train reward rose, and clearly less than a third
+    of the train rise: a flat reading of five noisy eval points is no evidence, and an eval
+    that rose less than train (a generalisation gap) is still learning."""
+    train, held_out = reward.shape, eval_reward.shape
+    if train is None or held_out is None:
+        return False
+    if held_out.phase is not Phase.FLAT or held_out.points < 2 * f.rules.trend.eval_min_points:
+        return False
+    # even at two standard errors above what it showed, eval rose less than a third of train
+    error = math.hypot(held_out.start.error, held_out.end.error)
+    return held_out.change + 2.0 * error < train.change / 3
+
+
+def _near_top(fn: RewardFunction, f: Findings) -> bool:
+    """A reward function in the highest (1 - top_position) of its known range."""
+    rng = fn.range
+    position = rng.position(fn.level) if rng is not None and rng.known else None
+    return position is not None and position >= f.rules.rewards.top_position
+
+
 def reward_hacking(f: Findings) -> Scenario | None:
     b = _Builder(ScenarioId.REWARD_HACKING)
     tasks = f.tasks
@@ -461,7 +495,9 @@ def reward_hacking(f: Findings) -> Scenario | None:
         if not aux.at_top:
             continue
         top = f"{aux.fn} at its top: {num(aux.level)} (recent median) of {aux.range.text if aux.range else '?'}"
-        if tasks and all(t.stalled for t in tasks):
+        # every task flat *below its top*: a task stalled at its top is saturation, and the
+        # auxiliary reward there simply done too
+        if tasks and all(t.stalled and not _near_top(t, f) for t in tasks):
             stalled = "; ".join(
                 f"{t.fn} does not improve ({t.shape.describe() if t.shape else 'no points'})"
                 for t in tasks
@@ -517,12 +553,20 @@ def reward_hacking(f: Findings) -> Scenario | None:
             )
             b.advise(Advice.READ_SAMPLES)
     eval_reward = f.eval_reward
+    rng = f.reward_range
+    eval_position = (
+        rng.position(eval_reward.level)
+        if rng is not None and rng.known and eval_reward is not None
+        else None
+    )
     if (
         reward_up
         and eval_reward is not None
         and eval_reward.shape is not None
-        and eval_reward.shape.points >= f.rules.trend.eval_min_points
-        and eval_reward.shape.phase is Phase.FLAT
+        and reward is not None
+        and _eval_stalled_while_train_rose(reward, eval_reward, f)
+        # an eval reward flat at the top has nothing left to show
+        and not (eval_position is not None and eval_position >= f.rules.rewards.top_position)
     ):
         b.add(Severity.CAUTION, course("eval_reward", eval_reward))
         b.advise(Advice.EVAL_SET)
@@ -700,7 +744,8 @@ def _identical_lengths(f: Findings) -> tuple[Severity, Evidence] | None:
 
 def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Scenario | None:
     """Rising with its spread intact; once it holds, it stays while the reward keeps what
-    it gained (a plateau or a noisy stretch is no reason to drop it)."""
+    it gained (a plateau or a noisy stretch is no reason to drop it; a fall or any warning
+    is)."""
     if any(s.severity.warns for s in others) or any(s.id is ScenarioId.SATURATED for s in others):
         return None
     reward = f.reward
@@ -709,8 +754,13 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     shape = reward.shape
     task_rising = any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
     rising = shape.phase is Phase.RISING or (shape.rose and task_rising)
-    kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY)
-    if not (rising or kept) or (f.tasks and all(t.stalled for t in f.tasks)):
+    # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
+    # is for a while less clear in the noise
+    kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)
+    # every task flat: not healthy yet; once healthy holds, a task that is for a while flat
+    # again is no evidence against it (a verdict that needs one, not_learning, takes over)
+    stalled = bool(f.tasks) and all(t.stalled for t in f.tasks)
+    if not (rising or kept) or (stalled and not holding):
         return None
     std = f.reward_std
     if std is None or std.zone is Zone.BAD:

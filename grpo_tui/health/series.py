@@ -72,7 +72,8 @@ class SeriesView:
         """The latest `n` points."""
         if n >= len(self):
             return self
-        return replace(self, steps=self.steps[-n:], values=self.values[-n:])
+        start = len(self) - max(n, 0)  # not [-n:]: that is everything when n is 0
+        return replace(self, steps=self.steps[start:], values=self.values[start:])
 
     def head(self, n: int) -> SeriesView:
         """The first `n` points."""

@@ -61,7 +61,7 @@ class VerdictTracker:
             if math.isnan(self._first_step) and math.isfinite(at):
                 self._first_step = at
         if any(s.id is ScenarioId.WARMING_UP for s in raw.scenarios):
-            return replace(raw, history=list(self.history))
+            return replace(raw, history=self.timeline)
         named = {s.id: s for s in raw.scenarios}
         for scenario_id in set(named) | set(self._tracks):
             track = self._tracks.setdefault(scenario_id, _Track())
@@ -81,8 +81,14 @@ class VerdictTracker:
             raw,
             scenarios=scenarios,
             status=status_of(scenarios, raw.notes),
-            history=list(self.history),
+            history=self.timeline,
         )
+
+    @property
+    def timeline(self) -> list[Span]:
+        """The history in the order the verdicts began (a verdict that entered late may
+        have begun, in the data, before one that entered earlier)."""
+        return sorted(self.history, key=lambda span: span.start)
 
     def _run_so_far(self, step: float) -> float:
         return step - self._first_step if math.isfinite(self._first_step) else 0.0
@@ -101,8 +107,19 @@ class VerdictTracker:
         ):
             track.active = True
             onset = scenario.onset_step if scenario.onset_step is not None else track.streak_start
-            track.span = len(self.history)
-            self.history.append(Span(scenario.id, scenario.severity, onset, None))
+            # back again, with evidence that began before its last span ended: it never
+            # really cleared, so that span goes on (the spans of one verdict never overlap)
+            previous = max(
+                (i for i, span in enumerate(self.history) if span.id is scenario.id),
+                default=None,
+            )
+            last_end = self.history[previous].end if previous is not None else None
+            if previous is not None and last_end is not None and onset <= last_end:
+                track.span = previous
+                self.history[previous] = replace(self.history[previous], end=None)
+            else:
+                track.span = len(self.history)
+                self.history.append(Span(scenario.id, scenario.severity, onset, None))
         elif track.active and track.span is not None:
             held = self.history[track.span]
             if scenario.severity.rank < held.severity.rank:

@@ -56,6 +56,9 @@ class Run:
     samples: CompletionsSummary | None = None
     #: bumped on every ingest that changed something, so views can skip redraws
     version: int = 0
+    #: what the user said on the command line (`--max-completion-length`): fills what the
+    #: run's own files do not say
+    given: RunContext = field(default_factory=RunContext)
     _max_steps: int | None = None
 
     # -- what the sources say (read-only views of `status`) ------------------------------
@@ -65,7 +68,7 @@ class Run:
 
     @property
     def context(self) -> RunContext:
-        return self.status.context
+        return self.status.context.filled_from(self.given)
 
     @property
     def files(self) -> list[str]:

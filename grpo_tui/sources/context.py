@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,26 @@ class RunContext:
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    given_on_command_line: tuple[str, ...] = ()
+    """The fields the user gave on the command line because the run's files did not say
+    them (evidence then says where the number came from)."""
+
+    def filled_from(self, given: RunContext) -> RunContext:
+        """A copy with what this context does not know taken from `given` (the command
+        line): the run's own files always win."""
+        names = tuple(
+            f.name
+            for f in fields(self)
+            if f.name != "given_on_command_line"
+            and getattr(self, f.name) in (None, [])
+            and getattr(given, f.name) not in (None, [])
+        )
+        if not names:
+            return self
+        return replace(
+            self, given_on_command_line=names, **{name: getattr(given, name) for name in names}
+        )
 
     def merge_missing(self, other: RunContext) -> None:
         """Fill fields this context does not know from another one."""

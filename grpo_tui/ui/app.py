@@ -40,6 +40,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
+from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.pacing import Pacer
 from grpo_tui.ui.themes import (
     ThemeSpec,
@@ -129,6 +130,7 @@ class GrpoTuiApp(App[None]):
         environ: Mapping[str, str] | None = None,
         watch_files: bool = True,
         follower: RunFollower | None = None,
+        given: RunContext | None = None,
     ) -> None:
         # Textual removes NO_COLOR from the environment in App.__init__: decide first
         self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
@@ -138,7 +140,7 @@ class GrpoTuiApp(App[None]):
         #: the wall clock (injectable so tests and snapshots have a fixed time)
         self.now = now
         #: the Run; only the app thread changes it
-        self.run_state = Run(self.path)
+        self.run_state = Run(self.path, given=given or RunContext())
         self.diagnosis: Diagnosis | None = None
         self.diagnosis_error: str | None = None
         self.diagnosis_seconds: float | None = None

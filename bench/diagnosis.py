@@ -1,0 +1,353 @@
+"""How far the diagnosis can be trusted, in one run.
+
+1. Agreement with expert labels: every run of tests/corpus/ (other people's real GRPO
+   runs) and every labelled real log of tests/fixtures/ (labels.json in each says which
+   verdicts must, may and must never appear, and the numbers why).
+2. The simulator, judged live: every scenario x N seeds, judged after every logged step
+   the way the panel is (one VerdictTracker fed one moment at a time), against the
+   simulator's ground truth (grpo_tui.sim.SCENARIO_REGIMES):
+   - false alarms: moments after warm-up showing a caution or problem verdict that the
+     regime (or the one before it, within one judging window of the boundary) does not
+     name, counted on the healthy scenario (target 0) and on all;
+   - headline changes per run after warm-up, from the first verdict named (target: the
+     regimes' changes + 1);
+   - delay from a regime's onset to the first moment a right verdict (its headline or one
+     it also accepts) is named, as a share of
+     the run (target <= 10 %); a regime that starts at step 0 is timed from the end of
+     warm-up (HEALTH.md: no verdict on the first points), and the warm-up's own share is
+     printed beside it.
+
+    python bench/diagnosis.py [--seeds 10] [--scenarios healthy,plateau] [-v]
+
+Exit status 0 when every target is met, 1 otherwise. tests/test_bench_diagnosis.py runs
+the same functions on a small scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grpo_tui.health.diagnose import Diagnosis, diagnose, diagnose_snapshot
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.series import snapshot
+from grpo_tui.health.steady import VerdictTracker
+from grpo_tui.run.follow import load_run
+from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, write_run
+from grpo_tui.vocabulary import ScenarioId, Status
+
+ROOT = Path(__file__).resolve().parent.parent
+LABEL_SETS = (ROOT / "tests" / "corpus", ROOT / "tests" / "fixtures")
+#: a swift-layout fixture goes into a run directory named like ms-swift's own
+SWIFT_RUN_DIR = "v0-20250101-000000"
+WARMING_UP = ScenarioId.WARMING_UP.word
+ALARMS = (Status.CAUTION, Status.PROBLEM)
+DELAY_TARGET = 0.10
+
+
+# -- 1. labels ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelResult:
+    name: str
+    status: str
+    shown: list[str]
+    problems: list[str]
+    seconds: float
+
+    @property
+    def agreed(self) -> bool:
+        return not self.problems
+
+
+def labelled_runs(label_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    labels = json.loads((label_dir / "labels.json").read_text(encoding="utf-8"))
+    return [(name, label) for name, label in labels.items() if not name.startswith("_")]
+
+
+def run_path(label_dir: Path, name: str, label: dict[str, Any], scratch: Path) -> Path:
+    """Where the labelled run can be read: the corpus keeps each run in its own layout;
+    a fixture is copied under its canonical file names into `scratch` (never renamed or
+    written where it lives)."""
+    files: dict[str, str] | None = label.get("files")
+    if not files:
+        return label_dir / name
+    top = scratch / name
+    target = top / SWIFT_RUN_DIR if label.get("layout") == "swift" else top
+    target.mkdir(parents=True, exist_ok=True)
+    for canonical, source in files.items():
+        shutil.copyfile(label_dir / source, target / canonical)
+    return top
+
+
+def label_problems(diagnosis: Diagnosis, label: dict[str, Any]) -> list[str]:
+    """What the diagnosis gets wrong against one label (empty: it agrees)."""
+    shown = set(diagnosis.ids)
+    problems = [f"missing {needed}" for needed in label.get("must", []) if needed not in shown]
+    any_of = label.get("any_of")
+    if any_of and not shown & set(any_of):
+        problems.append(f"none of {', '.join(any_of)}")
+    problems += [f"has {banned}" for banned in label.get("never", []) if banned in shown]
+    if "status" in label and diagnosis.status.word not in label["status"]:
+        problems.append(f"status {diagnosis.status.word}, expected {' or '.join(label['status'])}")
+    for metric, zones in label.get("zones", {}).items():
+        health = diagnosis.metrics.get(metric)
+        zone = health.zone.word if health is not None else "absent"
+        if zone not in zones:
+            problems.append(f"{metric} {zone}, expected {' or '.join(zones)}")
+    return problems
+
+
+def label_agreement(label_dirs: Iterable[Path], rules: Rules) -> list[LabelResult]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-labels-") as tmp:
+        for label_dir in label_dirs:
+            for name, label in labelled_runs(label_dir):
+                run = load_run(run_path(label_dir, name, label, Path(tmp) / label_dir.name))
+                started = time.perf_counter()
+                diagnosis = diagnose(run, rules)
+                seconds = time.perf_counter() - started
+                results.append(
+                    LabelResult(
+                        f"{label_dir.name}/{name}",
+                        diagnosis.status.word,
+                        [f"{s.id.word}:{s.severity.word}" for s in diagnosis.scenarios],
+                        label_problems(diagnosis, label),
+                        seconds,
+                    )
+                )
+    return results
+
+
+# -- 2. the simulator, judged live ----------------------------------------------------------------
+
+
+@dataclass
+class SimResult:
+    scenario: str
+    seed: int
+    max_steps: int
+    #: judged moments, and those after warm-up
+    moments: int = 0
+    judged: int = 0
+    #: moments after warm-up showing an alarm the ground truth does not name
+    false_alarms: int = 0
+    false_alarm_examples: list[str] = field(default_factory=list)
+    headline_changes: int = 0
+    headlines: list[str] = field(default_factory=list)
+    #: the changes of named verdict the ground truth has (its regimes' headline changes)
+    regime_changes: int = 0
+    #: per regime that names a problem: share of the run until it was named (None: never)
+    delays: list[float | None] = field(default_factory=list)
+    #: share of the run spent warming up
+    warmup: float = 0.0
+
+    @property
+    def change_target(self) -> int:
+        return self.regime_changes + 1
+
+
+def judge_live(run_dir: Path, rules: Rules) -> list[tuple[float, Diagnosis]]:
+    """The diagnosis after every logged train step, as the live panel would show it."""
+    snap = snapshot(load_run(run_dir))
+    tracker = VerdictTracker(rules)
+    moments = []
+    for step in np.unique(snap.train_steps).tolist():
+        raw = diagnose_snapshot(snap.upto(step), rules, tracker.holding, full=False)
+        moments.append((float(step), tracker.feed(raw, step)))
+    return moments
+
+
+def _accepted(scenario: str, t: float, lag: float) -> set[str]:
+    """The verdicts right at progress t: the regime's, and within `lag` of a boundary the
+    neighbouring regime's too (a judge reading a window sees the old regime for a while;
+    a regime's start is where its curves bend, and a sharp judge may see it a little
+    before the nominal boundary)."""
+    words: set[str] = set()
+    for at in (t, t - lag, t + lag):
+        regimes = SCENARIO_REGIMES[scenario]
+        regime = next((r for r in reversed(regimes) if r.start <= max(at, 0.0)), regimes[0])
+        words |= {regime.headline, *regime.also}
+    return words
+
+
+def _headline_changes(scenario: str) -> int:
+    words = [r.headline for r in SCENARIO_REGIMES[scenario]]
+    return sum(1 for a, b in zip(words, words[1:], strict=False) if a != b)
+
+
+def evaluate_sim(
+    scenario: str, seed: int, rules: Rules, scratch: Path, max_steps: int
+) -> SimResult:
+    config = SimConfig(scenario=scenario, seed=seed, max_steps=max_steps)
+    run_dir = write_run(scratch / f"{scenario}-{seed}", config=config)
+    moments = judge_live(run_dir, rules)
+    result = SimResult(scenario, seed, max_steps, moments=len(moments))
+    result.regime_changes = _headline_changes(scenario)
+    # one judging window of logged points, as progress
+    lag = rules.window.points * config.logging_steps / max_steps
+    warm_end = next((step for step, d in moments if WARMING_UP not in d.ids), None)
+    result.warmup = (warm_end or max_steps) / max_steps
+    previous: str | None = None
+    for step, d in moments:
+        if WARMING_UP in d.ids:
+            continue
+        result.judged += 1
+        t = step / max_steps
+        if d.status in ALARMS:
+            accepted = _accepted(scenario, t, lag)
+            wrong = [
+                s.id.word for s in d.scenarios if s.severity.warns and s.id.word not in accepted
+            ]
+            if wrong:
+                result.false_alarms += 1
+                if len(result.false_alarm_examples) < 3:
+                    result.false_alarm_examples.append(f"step {step:g}: {', '.join(wrong)}")
+        headline = d.scenarios[0].id.word if d.scenarios else "none"
+        if previous is None and headline == "none":
+            continue  # no verdict yet after warm-up: the first one named is no change
+        if previous is not None and headline != previous:
+            result.headline_changes += 1
+        if headline != previous:
+            result.headlines.append(f"{step:g}:{headline}")
+        previous = headline
+    for regime in SCENARIO_REGIMES[scenario]:
+        if regime.headline == ScenarioId.HEALTHY.word:
+            continue
+        # a regime from step 0 can only be named once warm-up is over
+        onset = max(regime.start, result.warmup if regime.start == 0 else 0.0)
+        # right: the regime's words; for a regime that follows another, only the words that
+        # are news (an "also" the previous regime already accepted is not its detection)
+        right = {regime.headline, *regime.also}
+        if regime.start > 0:
+            before = next(r for r in reversed(SCENARIO_REGIMES[scenario]) if r.start < regime.start)
+            right = {regime.headline} | (set(regime.also) - {before.headline, *before.also})
+        named = next(
+            (
+                step
+                for step, d in moments
+                if step / max_steps >= regime.start and right & set(d.ids)
+            ),
+            None,
+        )
+        result.delays.append(None if named is None else max(0.0, named / max_steps - onset))
+    return result
+
+
+def evaluate_sims(
+    scenarios: Sequence[str], seeds: Sequence[int], rules: Rules, max_steps: int = 1000
+) -> list[SimResult]:
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-sims-") as tmp:
+        return [
+            evaluate_sim(s, seed, rules, Path(tmp), max_steps) for s in scenarios for seed in seeds
+        ]
+
+
+# -- the report -------------------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def report(labels: list[LabelResult], sims: list[SimResult], *, verbose: bool) -> bool:
+    """Print the figures; True when every target is met."""
+    ok = True
+    agreed = sum(r.agreed for r in labels)
+    print(f"Labelled real runs: {agreed}/{len(labels)} agree")
+    for r in labels:
+        if verbose or not r.agreed:
+            mark = "ok " if r.agreed else "BAD"
+            print(
+                f"  {mark} {r.name:46} {r.status:8} {' '.join(r.shown) or '-'}  {'; '.join(r.problems)}"
+            )
+    ok &= agreed == len(labels)
+    if not sims:
+        return ok
+    print()
+    print(f"Simulated runs judged live ({len({s.seed for s in sims})} seeds each):")
+    print(
+        f"  {'scenario':16} {'alarms':>7} {'false':>6} {'changes':>8} {'target':>7} {'delay med':>9} {'max':>6} {'missed':>6} {'warm-up':>8}"
+    )
+    for scenario in dict.fromkeys(s.scenario for s in sims):
+        runs = [s for s in sims if s.scenario == scenario]
+        judged = sum(s.judged for s in runs)
+        false = sum(s.false_alarms for s in runs)
+        changes = max(s.headline_changes for s in runs)
+        target = runs[0].change_target
+        delays = [d for s in runs for d in s.delays]
+        timed = [d for d in delays if d is not None]
+        missed = len(delays) - len(timed)
+        median = _pct(statistics.median(timed)) if timed else "-"
+        worst = _pct(max(timed)) if timed else "-"
+        warm = _pct(statistics.median(s.warmup for s in runs))
+        print(
+            f"  {scenario:16} {judged:>7} {false:>6} {changes:>8} {target:>7} {median:>9} {worst:>6} {missed:>6} {warm:>8}"
+        )
+        if verbose:
+            for s in runs:
+                print(
+                    f"      seed {s.seed}: {' → '.join(s.headlines)}  {'; '.join(s.false_alarm_examples)}"
+                )
+    healthy_false = sum(s.false_alarms for s in sims if s.scenario == "healthy")
+    all_false = sum(s.false_alarms for s in sims)
+    judged = sum(s.judged for s in sims)
+    over = [s for s in sims if s.headline_changes > s.change_target]
+    delays = [d for s in sims for d in s.delays]
+    late = [d for d in delays if d is None or d > DELAY_TARGET]
+    print()
+    print(f"  false alarms on healthy runs after warm-up: {healthy_false} (target 0)")
+    print(
+        f"  false alarms on all runs: {all_false} of {judged} judged moments ({_pct(all_false / max(judged, 1))})"
+    )
+    print(
+        f"  runs whose headline changed more than their regimes + 1: {len(over)} of {len(sims)} (target 0)"
+    )
+    print(
+        f"  problems named later than {_pct(DELAY_TARGET)} of the run, or never: {len(late)} of {len(delays)} (target 0)"
+    )
+    ok &= healthy_false == 0 and not over and not late
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per scenario (default 10)")
+    parser.add_argument(
+        "--scenarios", default=",".join(SCENARIOS), help="comma-separated (default: all)"
+    )
+    # 1000 steps logged every 5 (201 points): a judging window of 20 points is a tenth of
+    # the run, as in the real runs of the corpus; the simulator's own default of 300 steps
+    # makes the window a third of the run
+    parser.add_argument(
+        "--steps", type=int, default=1000, help="steps per simulated run (default 1000)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="every run, every headline")
+    args = parser.parse_args(argv)
+    rules = Rules()
+    started = time.perf_counter()
+    labels = label_agreement(LABEL_SETS, rules)
+    sims = evaluate_sims(args.scenarios.split(","), range(args.seeds), rules, args.steps)
+    ok = report(labels, sims, verbose=args.verbose)
+    print(
+        f"\n{'all targets met' if ok else 'targets missed'} ({time.perf_counter() - started:.0f} s)"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""bench/diagnosis.py on a small scale: the labelled real runs all agree, and a few
+simulated runs judged live meet the targets (the bench runs every scenario x 10 seeds)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Window
+from grpo_tui.vocabulary import ScenarioId, Severity, Status
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "diagnosis.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_diagnosis", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_labelled_real_run_agrees(bench: ModuleType) -> None:
+    results = bench.label_agreement(bench.LABEL_SETS, Rules())
+    names = {r.name for r in results}
+    # the corpus and our own fixtures are both there
+    assert {
+        "corpus/aaipl-minesweeper-trl",
+        "fixtures/chaos-economy",
+        "fixtures/deepclima-sft",
+    } <= names
+    assert [(r.name, r.problems) for r in results if not r.agreed] == []
+
+
+def test_a_label_is_checked_rule_by_rule(bench: ModuleType) -> None:
+    shown = Scenario(
+        ScenarioId.TRUNCATION,
+        "Truncation",
+        Severity.PROBLEM,
+        1.0,
+        [Evidence("x", Window(1, 1, 1), {}, "x")],
+        [],
+    )
+    d = Diagnosis(Status.PROBLEM, [shown], [], {})
+    assert bench.label_problems(d, {"must": ["truncation"], "status": ["problem"]}) == []
+    problems = bench.label_problems(
+        d,
+        {
+            "must": ["saturated"],
+            "any_of": ["healthy"],
+            "never": ["truncation"],
+            "status": ["caution"],
+            "zones": {"kl": ["healthy"]},
+        },
+    )
+    assert problems == [
+        "missing saturated",
+        "none of healthy",
+        "has truncation",
+        "status problem, expected caution",
+        "kl absent, expected healthy",
+    ]
+
+
+def test_fixtures_are_read_from_copies_never_in_place(bench: ModuleType, tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    label = dict(bench.labelled_runs(fixtures))["msswift-3rewards-eval"]
+    top = bench.run_path(fixtures, "msswift-3rewards-eval", label, tmp_path)
+    run_dir = top / bench.SWIFT_RUN_DIR
+    assert sorted(p.name for p in run_dir.iterdir()) == ["completions.jsonl", "logging.jsonl"]
+    assert top.is_relative_to(tmp_path)
+
+
+@pytest.mark.parametrize("scenario", ["healthy", "truncation", "blow_up", "early_collapse"])
+def test_simulated_runs_judged_live_meet_the_targets(bench: ModuleType, scenario: str) -> None:
+    (result,) = bench.evaluate_sims([scenario], [3], Rules(), max_steps=1000)
+    assert result.judged > 150  # judged after every logged step past warm-up
+    assert result.false_alarms == 0, result.false_alarm_examples
+    assert result.headline_changes <= result.change_target, result.headlines
+    assert all(d is not None and d <= bench.DELAY_TARGET for d in result.delays), result.delays
