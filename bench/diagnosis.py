@@ -26,6 +26,7 @@ the same functions on a small scale.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import statistics
@@ -185,7 +186,7 @@ def _accepted(scenario: str, t: float, lag: float) -> set[str]:
 
 def _headline_changes(scenario: str) -> int:
     words = [r.headline for r in SCENARIO_REGIMES[scenario]]
-    return sum(1 for a, b in zip(words, words[1:], strict=False) if a != b)
+    return sum(1 for a, b in itertools.pairwise(words) if a != b)
 
 
 def evaluate_sim(
