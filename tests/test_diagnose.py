@@ -320,6 +320,14 @@ def test_one_kl_spike_is_a_spike_and_the_level_is_still_judged() -> None:
     assert "back to 0.4" in notes(d)
 
 
+def test_a_jump_that_stays_is_a_new_level_not_a_spike() -> None:
+    columns = healthy_columns()
+    columns["kl"] = list(np.concatenate([0.04 + noise(120, 0.002), 0.9 + noise(80, 0.01, 1)]))
+    d = diagnose(make_run(columns, context=ON_POLICY), RULES)
+    assert "kl spike" not in notes(d)
+    assert d.metrics["kl"].zone.warns  # the new level is judged
+
+
 def test_a_lone_grad_norm_spike_is_an_event_not_a_verdict() -> None:
     columns = healthy_columns()
     grad = list(columns["grad_norm"])

@@ -26,6 +26,7 @@ class Advice(enum.Enum):
     RAISE_TEMPERATURE = "raise_temperature"
     CHECK_REWARD_FUNCTION = "check_reward_function"
     CHECK_TRAINING = "check_training"
+    WEAK_UPDATES = "weak_updates"
     HARDER_DATA = "harder_data"
     FINER_REWARD = "finer_reward"
     EVALUATE_CHECKPOINTS = "evaluate_checkpoints"
@@ -35,6 +36,7 @@ class Advice(enum.Enum):
     STRONGER_KL = "stronger_kl"
     RESUME_EARLIER = "resume_earlier"
     RAISE_CAP = "raise_cap"
+    CAP_FROM_COLLAPSE = "cap_from_collapse"
     PENALISE_LENGTH = "penalise_length"
     CHECK_EOS = "check_eos"
     SHORT_REWARD = "short_reward"
@@ -61,6 +63,7 @@ def words(advice: Advice, context: RunContext, detail: str = "") -> str:
         Advice.MORE_GENERATIONS: f"Raise num_generations{gens} so more groups hold both a success and a failure.",
         Advice.RAISE_TEMPERATURE: f"Raise the sampling temperature{temp}: completions in a group are too alike to differ in reward.",
         Advice.CHECK_REWARD_FUNCTION: f"Check the reward function{' ' + detail if detail else ''}: does it score what you expect on real completions?",
+        Advice.WEAK_UPDATES: f"The updates barely move the policy: check the learning rate{lr} and that the parameters train (LoRA targets, frozen layers).",
         Advice.CHECK_TRAINING: "Check that the parameters really train (LoRA targets, frozen layers, optimizer): no gradient reaches them while groups differ.",
         Advice.HARDER_DATA: "Use harder prompts: most groups pass on every completion and teach nothing more.",
         Advice.FINER_REWARD: "Use a finer-grained reward so good completions still differ from better ones.",
@@ -75,6 +78,7 @@ def words(advice: Advice, context: RunContext, detail: str = "") -> str:
         ),
         Advice.RESUME_EARLIER: f"Resume from a checkpoint before the collapse{' (' + detail + ')' if detail else ''}, with a lower learning rate.",
         Advice.RAISE_CAP: f"Raise max_completion_length{cap}: completions are cut before they finish.",
+        Advice.CAP_FROM_COLLAPSE: "The lengths ran to the cap with the policy collapse: fix the collapse (see above); a higher max_completion_length would only lengthen the runaway.",
         Advice.PENALISE_LENGTH: "Penalise pointless length (an overlong penalty), so the model learns to stop.",
         Advice.CHECK_EOS: "Check the prompt and EOS handling: nearly every completion runs to the cap.",
         Advice.SHORT_REWARD: f"Look for a reward that pays for short outputs{' (' + detail + ')' if detail else ''}, or a length penalty that is too strong.",

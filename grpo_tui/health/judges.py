@@ -317,8 +317,13 @@ def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) ->
     for i in np.flatnonzero(mask).tolist():
         before = view.values[max(0, i - rules.spike.history) : i]
         base = tr.median_of(before) if before.size else math.nan
-        if base > 0 and view.values[i] > above:
-            candidates.append((float(view.values[i]), i, base))
+        value = float(view.values[i])
+        after = view.values[i + 1 : i + 6]
+        # isolated: the points after came back at least halfway (a jump that stays is a
+        # new level, judged as one, not a spike)
+        came_back = not after.size or tr.median_of(after) <= base + (value - base) / 2
+        if base > 0 and value > above and came_back:
+            candidates.append((value, i, base))
     if not candidates:
         return []
     value, i, base = max(candidates)

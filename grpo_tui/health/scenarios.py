@@ -214,8 +214,13 @@ def not_learning(f: Findings) -> Scenario | None:
     clip_floor = _bounds(f, "clip_ratio").caution_below
     # ≈0 clipping means updates too weak only when the run re-uses its batches (known
     # off-policy); a sampler's tiny mismatch (vLLM) is not that
+    # ...and only while most groups differ: tied groups give no gradient, so no clipping
+    groups_differ = (
+        std is not None and std.zone is not Zone.BAD and (frac is None or frac.level < 0.5)
+    )
     if (
         clip is not None
+        and groups_differ
         and f.context.off_policy is True
         and clip.zone is Zone.CAUTION
         and clip_floor is not None
@@ -228,7 +233,7 @@ def not_learning(f: Findings) -> Scenario | None:
                 f"clip_ratio {clip.reason}: with num_iterations {f.context.num_iterations} the updates barely move the policy",
             ),
         )
-        b.advise(Advice.CHECK_TRAINING)
+        b.advise(Advice.WEAK_UPDATES)
     if not b.findings:
         # a weak signal on a run that never moved: caution
         for series in (std, frac):
@@ -275,6 +280,8 @@ def aux_only_rise(f: Findings, *, done: bool) -> Evidence | None:
     reward, tasks = f.reward, f.tasks
     if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
         return None
+    if reward.shape.phase in (Phase.DECLINING, Phase.FALLING) or f.is_blow_up:
+        return None  # it rose, and then fell: no longer a rise of any kind
     # every task flat below its top (a task stalled at its top is saturation)
     if not all(t.stalled and not _near_top(t, f) for t in tasks):
         return None
@@ -607,6 +614,10 @@ def truncation(f: Findings) -> Scenario | None:
         )
     if not b.findings:
         return None
+    if f.is_blow_up and f.lengths_ran_to_cap:
+        # the runaway policy is why: raising the cap would feed it
+        b.advise(Advice.CAP_FROM_COLLAPSE)
+        return b.build(f)
     if clipped is not None and clipped.level >= 0.9:
         b.advise(Advice.CHECK_EOS)
     b.advise(Advice.RAISE_CAP)
