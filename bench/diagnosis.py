@@ -280,7 +280,7 @@ def report(labels: list[LabelResult], sims: list[SimResult], *, verbose: bool) -
     print()
     print(f"Simulated runs judged live ({len({s.seed for s in sims})} seeds each):")
     print(
-        f"  {'scenario':16} {'alarms':>7} {'false':>6} {'changes':>8} {'target':>7} {'delay med':>9} {'max':>6} {'missed':>6} {'warm-up':>8}"
+        f"  {'scenario':16} {'alarms':>7} {'false':>6} {'changes':>8} {'target':>7} {'delay med':>9} {'max':>6} {'late':>5} {'missed':>6} {'warm-up':>8}"
     )
     for scenario in dict.fromkeys(s.scenario for s in sims):
         runs = [s for s in sims if s.scenario == scenario]
@@ -291,11 +291,12 @@ def report(labels: list[LabelResult], sims: list[SimResult], *, verbose: bool) -
         delays = [d for s in runs for d in s.delays]
         timed = [d for d in delays if d is not None]
         missed = len(delays) - len(timed)
+        late = sum(1 for d in timed if d > DELAY_TARGET)
         median = _pct(statistics.median(timed)) if timed else "-"
         worst = _pct(max(timed)) if timed else "-"
         warm = _pct(statistics.median(s.warmup for s in runs))
         print(
-            f"  {scenario:16} {judged:>7} {false:>6} {changes:>8} {target:>7} {median:>9} {worst:>6} {missed:>6} {warm:>8}"
+            f"  {scenario:16} {judged:>7} {false:>6} {changes:>8} {target:>7} {median:>9} {worst:>6} {late:>5} {missed:>6} {warm:>8}"
         )
         if verbose:
             for s in runs:
