@@ -17,6 +17,7 @@ import numpy as np
 from grpo_tui.health.verdict import Diagnosis, Span
 from grpo_tui.numbers import format_duration, format_step
 from grpo_tui.run.live import Run
+from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import RunState
@@ -49,6 +50,8 @@ def _group(name: str) -> tuple[int, int]:
         return 0, GRPO_SIGNALS.index(name)
     if is_function_reward(name):
         return 1, 0
+    if name in SAMPLE_METRICS:
+        return 1, 1 + SAMPLE_METRICS.index(name)
     if name.startswith("eval_"):
         inner = name[len("eval_") :]
         if inner in GRPO_SIGNALS:
@@ -65,7 +68,7 @@ def _group(name: str) -> tuple[int, int]:
 
 
 def order_metrics(names: Iterable[str]) -> list[str]:
-    """GRPO signals, per-function rewards, eval metrics (the eval_ mirrors of those and
+    """GRPO signals, per-function rewards, what the samples show, eval metrics (the eval_ mirrors of those and
     eval_loss), optimiser metrics, then the rest (each in first-appearance order unless the
     group has its own order)."""
     return sorted(names, key=_group)  # sorted() is stable: ties keep first appearance

@@ -33,8 +33,8 @@ FIXTURE = (
     / "ms-swift"
     / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 )
-COMPLETIONS_FIXTURE = Path(
-    "/work/shared/fixtures/ms-swift/local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl"
+COMPLETIONS_FIXTURE = FIXTURE.with_name(
+    "local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl"
 )
 RUN_DIR_NAME = "v0-20261202-132949"
 FIXED_MTIME = 1_700_000_000.0
@@ -180,18 +180,21 @@ async def test_diagnosis_panel_is_the_check_engine(finished_run: Path) -> None:
     assert "1. Is reward rising?" in text
 
 
-async def test_completions_placeholder_is_honest(tmp_path: Path) -> None:
+async def test_completions_pane_follows_the_completions_file(tmp_path: Path) -> None:
+    """Without completions the pane says how to log them; once the file is there, the
+    newest group shows (tests/test_ui_completions.py has the panel's own tests)."""
     output = make_run(tmp_path, fixture_lines(), mtime=FIXED_MTIME)
     app = app_for(output)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot, app)
-        assert "no completions logged" in screen_text(app)
-    shutil.copy(COMPLETIONS_FIXTURE, output / RUN_DIR_NAME / "completions.jsonl")
-    lines = len(COMPLETIONS_FIXTURE.read_text(encoding="utf-8").splitlines())
-    app = app_for(output)
-    async with app.run_test(size=(160, 48)) as pilot:
+        assert "No completions logged yet." in screen_text(app)
+        shutil.copy(COMPLETIONS_FIXTURE, output / RUN_DIR_NAME / "completions.jsonl")
+        app._reader.wake()
         await settle(pilot, app, lambda: app.run_state.samples is not None)
-        assert f"no completions panel yet — {lines} completions lines logged" in screen_text(app)
+        text = screen_text(app)
+    assert "No completions logged yet." not in text
+    assert "step 6 eval / end · group" in text
+    assert "samples/overlap_3gram" in text  # the samples' statistics join the grid
 
 
 # -- keys -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 from textual.pilot import Pilot
 
 from grpo_tui.ui.app import GrpoTuiApp
+from grpo_tui.ui.widgets.completion_screen import CompletionScreen
 from grpo_tui.ui.widgets.detail import DetailScreen
 
 FIXTURE = (
@@ -24,6 +25,7 @@ FIXTURE = (
     / "ms-swift"
     / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 )
+COMPLETIONS = FIXTURE.with_name("local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl")
 RUN_DIR_NAME = "v0-20261202-132949"
 FIXED_MTIME = 1_700_000_000.0
 FIXED_NOW = FIXED_MTIME + 42
@@ -41,8 +43,15 @@ def fixed_run(tmp_path: Path) -> Path:
     return tmp_path / "output"
 
 
+@pytest.fixture
+def run_with_completions(fixed_run: Path) -> Path:
+    shutil.copy(COMPLETIONS, fixed_run / RUN_DIR_NAME / "completions.jsonl")
+    return fixed_run
+
+
 def make_app(path: Path, theme: str | None = None) -> GrpoTuiApp:
-    return GrpoTuiApp(path, theme=theme, now=lambda: FIXED_NOW, environ={})
+    # no cycling through groups: a snapshot is one fixed moment
+    return GrpoTuiApp(path, theme=theme, now=lambda: FIXED_NOW, environ={}, cycle_seconds=3600)
 
 
 async def settled(pilot: Pilot[None]) -> None:
@@ -91,4 +100,26 @@ def test_detail_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
 def test_mono_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
     assert snap_compare(
         make_app(fixed_run, theme="mono"), terminal_size=(80, 24), run_before=settled
+    )
+
+
+def test_completions_80x24(snap_compare: SnapCompare, run_with_completions: Path) -> None:
+    # the newest group of a real run: folded prompt, rewards, signed advantages, text
+    assert snap_compare(
+        make_app(run_with_completions), terminal_size=(80, 24), run_before=then("3")
+    )
+
+
+def test_completions_wide_160x48(snap_compare: SnapCompare, run_with_completions: Path) -> None:
+    # wide: grid and diagnosis above, the completions below without switching panes
+    assert snap_compare(
+        make_app(run_with_completions), terminal_size=(160, 48), run_before=then("3", "n")
+    )
+
+
+def test_completion_screen_80x24(snap_compare: SnapCompare, run_with_completions: Path) -> None:
+    assert snap_compare(
+        make_app(run_with_completions),
+        terminal_size=(80, 24),
+        run_before=then("3", "down", "enter", screen=CompletionScreen),
     )

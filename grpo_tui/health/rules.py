@@ -145,6 +145,16 @@ def _default_zones() -> dict[str, ZoneBounds]:
         # loss and grad_norm have no value bands: finite is healthy, NaN/Inf is bad
         "loss": ZoneBounds(),
         "grad_norm": ZoneBounds(),
+        # read from the logged completions (run/sample_series.py)
+        "samples/format_ok": ZoneBounds(caution_below=0.5),
+        "samples/all_fail": ZoneBounds(caution_above=0.5, bad_above=0.8),
+        # most groups all-correct: late stage, or data too easy (not a failure by itself)
+        "samples/all_pass": ZoneBounds(caution_above=0.8),
+        "samples/overlap_3gram": ZoneBounds(
+            caution_above=SampleRules().overlap_caution, bad_above=SampleRules().overlap_bad
+        ),
+        "samples/repetition": ZoneBounds(caution_above=0.3, bad_above=0.5),
+        "samples/cut_off": ZoneBounds(caution_above=0.1, bad_above=0.5),
     }
 
 

@@ -32,6 +32,8 @@ class StepSampleStats:
     mean_chars: float
     #: fraction of completions that look cut off (an opened tag never closed), None when unknown
     truncated_rate: float | None
+    #: mean share of repeated word 3-grams inside a completion (0 = no loops)
+    repetition: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,9 @@ class CompletionsSummary:
     lines: int
     #: per logged step, oldest first (eval rollouts excluded where they can be told apart)
     steps: tuple[StepSampleStats, ...]
+    #: changes whenever earlier steps were re-judged (e.g. a new highest total moves what
+    #: counts as all-pass) or the file started over: earlier copies are stale
+    revision: int = 0
 
     @property
     def latest(self) -> StepSampleStats | None:

@@ -26,7 +26,13 @@ group of 2 x num_generations rows unless `group_size` (num_generations, from arg
 is given, which splits it into its real GRPO groups. Total reward per row is the logged
 `reward` (old shapes) or the unweighted sum of the reward columns (see `_totals`).
 
-One index is used from one thread (the Run's): it is not locked.
+The reader thread polls the index while the completions panel asks it for pages (from a
+worker thread): every public method holds the index's lock, and a poll takes it per chunk
+so a page is never kept waiting for a whole backlog.
+
+Newest first: a file of many GB takes a while to index from the start, so the first poll
+of a big file also reads its newest batch from the end (`preview`), which `newest_page`
+hands out until the index has caught up with it.
 """
 
 from __future__ import annotations
@@ -35,8 +41,11 @@ import hashlib
 import json
 import math
 import re
+import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,9 +54,9 @@ import numpy as np
 import orjson
 
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
-from grpo_tui.run.text_stats import GroupTextStats, group_text_stats
+from grpo_tui.run.text_stats import REPETITIVE_SHARE, GroupTextStats, group_text_stats
 from grpo_tui.sources.records import BadLine
-from grpo_tui.sources.tail import TailLine, TailReader
+from grpo_tui.sources.tail import TailLine, TailReader, read_tail_lines
 
 #: parsed lines kept in memory by default (one line can hold thousands of long completions)
 DEFAULT_CACHE_LINES = 4
@@ -78,6 +87,14 @@ _STEP_LABELS_KEPT = 8
 _EXCERPT_CHARS = 80
 #: a group's totals closer than this (relative to their size) count as tied
 _TIE_TOLERANCE = 1e-9
+#: files at least this big get a preview of their newest batch before indexing from the start
+PREVIEW_FROM_BYTES = 8 << 20
+#: bytes read back from the end for the preview (a batch longer than this waits for the index)
+PREVIEW_MAX_BYTES = 64 << 20
+#: a search parses entries for about this long before it reports how far it got
+SEARCH_BUDGET_S = 0.5
+#: how long a poll sleeps between chunks while another thread waits for the index
+_GIVE_WAY_S = 0.002
 #: message nesting rendered before giving up (hostile input can nest arbitrarily)
 _RENDER_DEPTH = 4
 _LEADING_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
@@ -105,6 +122,12 @@ class Sample:
     follows_format: bool | None = None
     #: an opened tag never closed; None when its group uses no known marker
     truncated: bool | None = None
+    #: share of its word 3-grams that repeat an earlier one (0 = none)
+    repetition: float = 0.0
+
+    @property
+    def repetitive(self) -> bool:
+        return self.repetition >= REPETITIVE_SHARE
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -160,6 +183,48 @@ class LineInfo:
     kind: EntryKind
     #: lists of unequal length were cut to the shortest (the line is kept)
     malformed: bool
+    #: prompt groups and of those the zero-spread ones (None until the entry was tallied)
+    groups: int | None = None
+    zero_spread_groups: int | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Page:
+    """One entry's groups, as the completions panel shows them."""
+
+    info: LineInfo
+    groups: tuple[Group, ...]
+    #: read from the end of a file not indexed that far yet (`info.index` is a guess)
+    preview: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """What the index holds, as of one poll: a copy the screen reads without the lock
+    (the reader thread may hold it for a whole chunk while it indexes a backlog)."""
+
+    lines: int
+    #: the newest entry worth showing (None before any), and how many are worth showing
+    newest_entry: int | None
+    shown_entries: int
+    previewing: bool
+    #: bytes indexed, bytes in the file
+    progress: tuple[int, int]
+    file_exists: bool
+    bad_line_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """Where a search found its text, or how far it looked."""
+
+    #: entry and group index of the match; None when nothing matched in what was searched
+    entry: int | None
+    group: int | None
+    #: entries parsed
+    searched: int
+    #: every entry in the direction was searched (no match means there is none)
+    exhausted: bool
 
 
 # --------------------------------------------------------------------------- parsing
@@ -445,6 +510,7 @@ class _Tally:
     distinct_2_count: int = 0
     overlap_sum: float = 0.0
     overlap_count: int = 0
+    repetition_sum: float = 0.0
     follows_format: int = 0
     uses_markers: int = 0
     truncated: int = 0
@@ -458,6 +524,7 @@ class _Tally:
         self.distinct_2_count += other.distinct_2_count
         self.overlap_sum += other.overlap_sum
         self.overlap_count += other.overlap_count
+        self.repetition_sum += other.repetition_sum
         self.follows_format += other.follows_format
         self.uses_markers += other.uses_markers
         self.truncated += other.truncated
@@ -541,6 +608,7 @@ def _tally(analysed: _Analysed) -> _Tally:
             tally.follows_format += check.follows
             tally.uses_markers += check.uses_markers
             tally.truncated += check.cut_off
+        tally.repetition_sum += sum(group.text.repetition)
     tally.chars = sum(len(text) for text in analysed.rows.completions)
     return tally
 
@@ -607,13 +675,27 @@ class CompletionsIndex:
         )
         #: unread complete data remained after the last poll (its byte budget ran out)
         self.more = False
+        #: polls so far
+        self.polls = 0
         #: times the file started over, and why the last time
         self.restarts = 0
         self.last_restart: str | None = None
+        self._lock = threading.RLock()
+        #: threads waiting for the lock (a poll gives way to them between chunks)
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        #: the newest batch read from the end of a big file, until the index reaches it
+        self._preview: Page | None = None
+        self._preview_end = 0
+        self._preview_tried = False
+        #: bumped whenever earlier steps' statistics were re-judged (or the file restarted)
+        self._revision = 0
         self._reset()
 
     def _reset(self) -> None:
         self._entries: list[_Entry] = []
+        self._newest_shown: int | None = None
+        self._shown_count = 0
         self._slots: list[_StepSlot] = []
         self._slot_stats: list[StepSampleStats | None] = []
         self._slot_by_label: dict[str, int] = {}
@@ -630,6 +712,7 @@ class CompletionsIndex:
         self._total_max = -math.inf
         self._format_seen = False
         self._stats_key: tuple[float, float, bool] | None = None
+        self._revision = getattr(self, "_revision", 0) + 1
 
     # ----------------------------------------------------------------- reading
 
@@ -640,20 +723,77 @@ class CompletionsIndex:
         sets `more` when data is left; without, reads everything available.
         """
         count = 0
+        self.polls += 1
+        if not self._preview_tried:
+            self._read_preview()
         while True:
-            chunk = self._reader.poll(max_bytes)
-            if chunk.restarted is not None:
-                self.restarts += 1
-                self.last_restart = chunk.restarted
-                self._reset()
-            lines = chunk.lines
-            for line in lines:
-                self._ingest(line)
-            count += len(lines)
-            self.more = chunk.more
+            with self._lock:
+                chunk = self._reader.poll(max_bytes)
+                if chunk.restarted is not None:
+                    self.restarts += 1
+                    self.last_restart = chunk.restarted
+                    self._preview = None
+                    self._reset()
+                lines = chunk.lines
+                for line in lines:
+                    self._ingest(line)
+                count += len(lines)
+                self.more = chunk.more
+                if self._preview is not None and self._reader.offset >= self._preview_end:
+                    self._preview = None  # the index has the newest batch itself now
+            if self._waiting:
+                time.sleep(_GIVE_WAY_S)
             if max_bytes is not None or not chunk.more:
                 break
         return count
+
+    def _read_preview(self) -> None:
+        """Parse the newest batch at the end of a big file, before indexing from the start."""
+        self._preview_tried = True
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return
+        if size < PREVIEW_FROM_BYTES:
+            return  # indexed from the start in well under a second
+        lines = read_tail_lines(self.path, PREVIEW_MAX_BYTES)
+        parts: list[_Rows] = []
+        for line in reversed(lines):
+            try:
+                value, lenient = decode_line(line.data)
+                if not isinstance(value, dict):
+                    continue
+                rows = parse_record(value, clean=lenient)
+            except ValueError:
+                continue
+            if parts and (rows.shape != "ray" or rows.steps[:1] != parts[0].steps[:1]):
+                break  # a Megatron-Ray batch is every line of its step; others are one line
+            parts.insert(0, rows)
+            if rows.shape != "ray":
+                break
+        if not parts:
+            return
+        rows = _concat(parts)
+        analysed = _analyse(rows, self.group_size)
+        step = rows.steps[-1] if rows.steps else "?"
+        known = rows.totals[np.isfinite(rows.totals)]
+        span = (float(known.min()), float(known.max())) if known.size else None
+        info = LineInfo(
+            index=-1,
+            line_no=0,
+            step=step,
+            steps=tuple(dict.fromkeys(rows.steps))[:_STEP_LABELS_KEPT],
+            rows=len(rows),
+            shape=rows.shape,
+            kind="new",
+            malformed=rows.malformed,
+            groups=len(analysed.groups),
+            zero_spread_groups=sum(group.zero_spread for group in analysed.groups),
+        )
+        groups = tuple(self._build_group(rows, group, span) for group in analysed.groups)
+        with self._lock:
+            self._preview = Page(info, groups, preview=True)
+            self._preview_end = lines[-1].offset + len(lines[-1].data)
 
     def _ingest(self, line: TailLine) -> None:
         try:
@@ -711,6 +851,7 @@ class CompletionsIndex:
             slot=None,
         )
         self._entries.append(entry)
+        self._count_shown(index, kind)
         self._seen_steps.add(step)
         if kind == "new":
             self._assign_slot(index, merge=rows.shape == "messages")
@@ -732,6 +873,7 @@ class CompletionsIndex:
         self._finish_open_batch()
         index = len(self._entries)
         kind: EntryKind = "eval_or_end" if step in self._seen_steps else "new"
+        self._count_shown(index, kind)
         self._entries.append(
             _Entry(
                 start=line.offset,
@@ -752,6 +894,11 @@ class CompletionsIndex:
         self._seen_steps.add(step)
         if kind == "new":
             self._assign_slot(index, merge=False)
+
+    def _count_shown(self, index: int, kind: EntryKind) -> None:
+        if kind != "repeat":
+            self._newest_shown = index
+            self._shown_count += 1
 
     def _finish_open_batch(self) -> None:
         """Tally the growing Megatron-Ray batch once the next entry shows it is complete."""
@@ -855,8 +1002,13 @@ class CompletionsIndex:
 
     def line_info(self, line: int = -1) -> LineInfo:
         """What the index holds about one entry (negative = from the newest)."""
-        index = self._resolve(line)
+        with self._locked():
+            index = self._resolve(line)
+            return self._info(index)
+
+    def _info(self, index: int) -> LineInfo:
         entry = self._entries[index]
+        tally = entry.tally
         return LineInfo(
             index=index,
             line_no=entry.line_no,
@@ -866,6 +1018,8 @@ class CompletionsIndex:
             shape=entry.shape,
             kind=entry.kind,
             malformed=entry.malformed,
+            groups=None if tally is None else tally.groups,
+            zero_spread_groups=None if tally is None else len(tally.tied_totals),
         )
 
     def groups(self, line: int = -1) -> list[Group]:
@@ -874,22 +1028,172 @@ class CompletionsIndex:
         Parses the entry if it is not cached. Returns [] for an empty index or when the
         file changed under the index (the next poll restarts it).
         """
-        if not self._entries:
-            return []
-        analysed = self._load(self._resolve(line))
-        if analysed is None:
-            return []
-        return [self._build_group(analysed.rows, group) for group in analysed.groups]
+        with self._locked():
+            if not self._entries:
+                return []
+            analysed = self._load(self._resolve(line))
+            if analysed is None:
+                return []
+            return [self._build_group(analysed.rows, group) for group in analysed.groups]
 
-    def _tie_position(self, value: float) -> tuple[bool, bool]:
-        """(at bottom, at top) of the totals observed so far; neither while they are all equal."""
-        low, high = self._total_min, self._total_max
+    def page(self, line: int = -1) -> Page | None:
+        """One entry with its groups (negative counts from the newest); None when the index
+        is empty or the file changed under it."""
+        with self._locked():
+            if not self._entries:
+                return None
+            index = self._resolve(line)
+            analysed = self._load(index)
+            if analysed is None:
+                return None
+            self._ensure_tally(index)
+            groups = tuple(self._build_group(analysed.rows, g) for g in analysed.groups)
+            return Page(self._info(index), groups)
+
+    def newest_page(self) -> Page | None:
+        """The newest batch: from the index, or the preview read from the end of a big file
+        while the index has not reached it yet."""
+        with self._locked():
+            if self._preview is not None:
+                return self._preview
+        return self.page(-1)
+
+    def newest_entry(self) -> int | None:
+        """The newest entry worth showing (a verbatim repeat of the line before is not)."""
+        with self._locked():
+            return self._newest_shown
+
+    def state(self) -> IndexState:
+        """A copy of what the index holds now, for the screen (see IndexState)."""
+        with self._locked():
+            return IndexState(
+                lines=self._good_lines,
+                newest_entry=self._newest_shown,
+                shown_entries=self._shown_count,
+                previewing=self._preview is not None,
+                progress=(self._reader.offset, max(self._reader.size, self._reader.offset)),
+                file_exists=self._reader.exists,
+                bad_line_count=self._bad_count,
+            )
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The lock, asked for from another thread than the poller's: a poll in a backlog
+        gives way between chunks while someone waits (Python's locks are not fair)."""
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def neighbour(
+        self, current: int | None, *, forward: bool, zero_spread_only: bool = False
+    ) -> int | None:
+        """The next (or, not `forward`, the previous) entry from `current` worth showing;
+        with `zero_spread_only`, one holding a group whose completions all got the same
+        reward. `current` None stands for the preview: every entry is before it."""
+        with self._locked():
+            count = len(self._entries)
+            if current is None:
+                if forward:
+                    return None
+                current = count
+            positions = range(current + 1, count) if forward else range(current - 1, -1, -1)
+            for index in positions:
+                entry = self._entries[index]
+                if entry.kind == "repeat":
+                    continue
+                if zero_spread_only:
+                    tally = self._ensure_tally(index)
+                    if tally is None or not tally.tied_totals:
+                        continue
+                return index
+            return None
+
+    def shown_between(self, after: int, upto: int) -> int:
+        """Entries worth showing in (after, upto]: what "N new" counts (repeats are not new)."""
+        with self._locked():
+            stop = min(upto + 1, len(self._entries))
+            return sum(
+                1 for i in range(max(0, after + 1), stop) if self._entries[i].kind != "repeat"
+            )
+
+    @property
+    def file_exists(self) -> bool:
+        """The completions file was there at the last poll."""
+        with self._locked():
+            return self._reader.exists
+
+    @property
+    def previewing(self) -> bool:
+        """The newest page is the preview: older entries are still being indexed."""
+        with self._locked():
+            return self._preview is not None
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(bytes indexed, bytes in the file at the last poll)."""
+        with self._locked():
+            return self._reader.offset, max(self._reader.size, self._reader.offset)
+
+    def search(
+        self,
+        text: str,
+        start: int,
+        *,
+        backwards: bool = True,
+        after_group: int | None = None,
+        time_budget: float = SEARCH_BUDGET_S,
+    ) -> SearchHit:
+        """The first group, from entry `start` on (older entries when `backwards`), whose
+        prompt or one of whose completions contains `text` (case-insensitive). In the
+        start entry, groups after `after_group` (before it, backwards) are searched first.
+        Stops after `time_budget` seconds and says how far it got."""
+        needle = text.casefold()
+        started = time.perf_counter()
+        searched = 0
+        with self._locked():
+            count = len(self._entries)
+        index = start
+        while 0 <= index < count:
+            with self._locked():
+                if index >= len(self._entries):
+                    break
+                analysed = self._load(index)
+            searched += 1
+            if analysed is not None:
+                order = list(range(len(analysed.groups)))
+                if backwards:
+                    order.reverse()
+                if index == start and after_group is not None:
+                    order = [
+                        g for g in order if (g < after_group if backwards else g > after_group)
+                    ]
+                for position in order:
+                    if _group_contains(analysed, analysed.groups[position], needle):
+                        return SearchHit(index, position, searched, False)
+            index += -1 if backwards else 1
+            if 0 <= index < count and time.perf_counter() - started >= time_budget:
+                return SearchHit(None, None, searched, False)
+        return SearchHit(None, None, searched, True)
+
+    def _tie_position(
+        self, value: float, span: tuple[float, float] | None = None
+    ) -> tuple[bool, bool]:
+        """(at bottom, at top) of the totals observed so far (or of `span`); neither while
+        they are all equal."""
+        low, high = span if span is not None else (self._total_min, self._total_max)
         if math.isnan(value) or not high > low:
             return False, False
         tolerance = _TIE_TOLERANCE * max(1.0, abs(low), abs(high))
         return abs(value - low) <= tolerance, abs(value - high) <= tolerance
 
-    def _build_group(self, rows: _Rows, stats: _GroupStats) -> Group:
+    def _build_group(
+        self, rows: _Rows, stats: _GroupStats, span: tuple[float, float] | None = None
+    ) -> Group:
         indices = stats.rows
         rewards = {name: column[indices] for name, column in rows.rewards.items()}
         totals = rows.totals[indices]
@@ -906,11 +1210,14 @@ class CompletionsIndex:
                 solution=None if rows.solutions is None else rows.solutions[row],
                 follows_format=check.follows if known_format else None,
                 truncated=check.cut_off if known_format else None,
+                repetition=repeated,
             )
-            for pos, (row, check) in enumerate(zip(indices, stats.text.checks, strict=True))
+            for pos, (row, check, repeated) in enumerate(
+                zip(indices, stats.text.checks, stats.text.repetition, strict=True)
+            )
         )
         all_fail, all_pass = (
-            self._tie_position(stats.tied_total) if stats.zero_spread else (False, False)
+            self._tie_position(stats.tied_total, span) if stats.zero_spread else (False, False)
         )
         prompt = rows.prompts[indices[0]]
         return Group(
@@ -940,22 +1247,27 @@ class CompletionsIndex:
         format marker, every step's format rate counts its completions (a step that drops
         the tags scores 0, not "unknown"); both are re-judged here, not frozen at read time.
         """
-        for index in sorted(self._untallied):
-            if self._entries[index].slot is not None:
-                self._ensure_tally(index)
-        key = (self._total_min, self._total_max, self._format_seen)
-        if key != self._stats_key:
-            self._slot_stats = [None] * len(self._slots)
-            self._stats_key = key
-        steps: list[StepSampleStats] = []
-        for slot_index, slot in enumerate(self._slots):
-            stats = self._slot_stats[slot_index]
-            if stats is None:
-                stats = self._step_stats(slot)
-                self._slot_stats[slot_index] = stats
-            if stats is not None:
-                steps.append(stats)
-        return CompletionsSummary(lines=self._good_lines, steps=tuple(steps))
+        with self._locked():
+            for index in sorted(self._untallied):
+                if self._entries[index].slot is not None:
+                    self._ensure_tally(index)
+            key = (self._total_min, self._total_max, self._format_seen)
+            if key != self._stats_key:
+                self._slot_stats = [None] * len(self._slots)
+                if self._stats_key is not None:
+                    self._revision += 1
+                self._stats_key = key
+            steps: list[StepSampleStats] = []
+            for slot_index, slot in enumerate(self._slots):
+                stats = self._slot_stats[slot_index]
+                if stats is None:
+                    stats = self._step_stats(slot)
+                    self._slot_stats[slot_index] = stats
+                if stats is not None:
+                    steps.append(stats)
+            return CompletionsSummary(
+                lines=self._good_lines, steps=tuple(steps), revision=self._revision
+            )
 
     def _step_stats(self, slot: _StepSlot) -> StepSampleStats | None:
         tally = _Tally()
@@ -977,6 +1289,7 @@ class CompletionsIndex:
             pairwise_overlap=_mean(tally.overlap_sum, tally.overlap_count),
             format_rate=tally.follows_format / tally.completions if self._format_seen else None,
             mean_chars=tally.chars / tally.completions,
+            repetition=tally.repetition_sum / tally.completions,
             truncated_rate=tally.truncated / tally.completions if tally.uses_markers else None,
         )
 
@@ -1020,6 +1333,13 @@ class CompletionsIndex:
         """Indices of the entries of the given kinds, oldest first (e.g. to skip repeats)."""
         wanted = set(kinds)
         return [index for index, entry in enumerate(self._entries) if entry.kind in wanted]
+
+
+def _group_contains(analysed: _Analysed, group: _GroupStats, needle: str) -> bool:
+    rows = analysed.rows
+    if needle in rows.prompts[group.rows[0]].casefold():
+        return True
+    return any(needle in rows.completions[row].casefold() for row in group.rows)
 
 
 def _optional_float(value: float | np.floating) -> float | None:

@@ -24,6 +24,9 @@ from grpo_tui.sources.watch import DirectoryWaker
 LIVE_CHUNK = 1 << 20
 #: bytes read per poll while a backlog is being read
 BACKFILL_CHUNK = 32 << 20
+#: bytes of a completions file read by its first poll (the preview of the newest batch
+#: comes with it; the screen should not wait for the start of the backlog too)
+FIRST_COMPLETIONS_CHUNK = 64 << 10
 
 
 class RunFollower:
@@ -53,10 +56,13 @@ class RunFollower:
         samples = None
         index = self._completions_index()
         if index is not None:
+            # a new index hands out its preview of the newest batch at once; its backlog
+            # is read from the next read on
+            first = index.polls == 0
             while True:
-                added = index.poll(chunk_bytes or LIVE_CHUNK)
+                added = index.poll(FIRST_COMPLETIONS_CHUNK if first else chunk_bytes or LIVE_CHUNK)
                 new_samples += added
-                if not index.more or time.perf_counter() - started >= time_budget:
+                if first or not index.more or time.perf_counter() - started >= time_budget:
                     break
             more = more or index.more
             if index.lines and str(index.path) not in self.feed.status.files:
@@ -70,6 +76,8 @@ class RunFollower:
             samples=samples,
             more=more,
             new_samples=new_samples,
+            completions=index,
+            completions_state=None if index is None else index.state(),
         )
 
     def _completions_index(self) -> CompletionsIndex | None:

@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from grpo_tui.run.completion_stats import CompletionsSummary
+from grpo_tui.run.completions import CompletionsIndex, IndexState
 from grpo_tui.run.metrics import MetricStore
+from grpo_tui.run.sample_series import SamplePlacer
 from grpo_tui.run.update import Update
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
@@ -59,7 +61,13 @@ class Run:
     #: what the user said on the command line (`--max-completion-length`): fills what the
     #: run's own files do not say
     given: RunContext = field(default_factory=RunContext)
+    #: the completions file's index (shared with the reader thread; it locks itself), for
+    #: the completions panel to page through; None until a completions file is followed
+    completions: CompletionsIndex | None = None
+    #: what that index held at the newest read (the screen reads this, never the index)
+    completions_state: IndexState | None = None
     _max_steps: int | None = None
+    _samples_placer: SamplePlacer = field(default_factory=SamplePlacer)
 
     # -- what the sources say (read-only views of `status`) ------------------------------
     @property
@@ -110,10 +118,18 @@ class Run:
         self.status = status
         if status.data_time is not None:
             self.last_data_time = status.data_time
+        if update.completions is not None:
+            self.completions = update.completions
+            if update.completions_state != self.completions_state:
+                self.completions_state = update.completions_state
+                self.version += 1
         if update.samples is not None:
             self.samples = update.samples
             self.version += 1
         self.ingest(update.batch)
+        # the samples' statistics go into the train rows of their steps, once those exist
+        if self._samples_placer.place(self.samples, self.store):
+            self.version += 1
 
     def ingest(self, batch: Batch) -> None:
         """Add one batch from the sources."""

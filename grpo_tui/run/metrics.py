@@ -245,6 +245,7 @@ class MetricStore:
         self._max_step = -np.inf
         #: how many rows were dropped because a newer record re-logged their step
         self.replaced_rows = 0
+        self._train_rows_cache: tuple[tuple[int, int], np.ndarray] | None = None
 
     # -- writing -----------------------------------------------------------------
     def add(self, record: Record) -> None:
@@ -289,6 +290,37 @@ class MetricStore:
             else:
                 self.add(block.record(start))
                 start += 1
+
+    def annotate(self, step: float, values: dict[str, float]) -> bool:
+        """Write derived values (e.g. the samples' statistics) into the train row that
+        covers `step`: the first train row at or after it (a metrics line averages the
+        steps since the previous one). Values already there are replaced. False when no
+        train row reaches that step yet (the caller tries again later)."""
+        if step > self._last_train_step:
+            return False
+        rows = self._train_rows()
+        # train steps only rise (a re-logged one truncates): they are sorted, evals need not be
+        at = int(np.searchsorted(self._steps[rows], step, side="left"))
+        if at >= rows.shape[0]:
+            return False
+        row = int(rows[at])
+        for name, value in values.items():
+            column = self._columns.get(name)
+            if column is None:
+                column = _Column(self._capacity, name, self._lock)
+                self._columns[name] = column
+            elif not np.isnan(column.values[row]) or row in column.nonfinite_rows:
+                column.clear_rows(row, row + 1)
+            column.put(row, value)
+        return True
+
+    def _train_rows(self) -> np.ndarray:
+        """Rows of train lines, in order (cached until rows are added or dropped)."""
+        key = (self._n, self.replaced_rows)
+        if self._train_rows_cache is None or self._train_rows_cache[0] != key:
+            rows = np.flatnonzero(self._kinds[: self._n] == LineKind.TRAIN)
+            self._train_rows_cache = (key, rows)
+        return self._train_rows_cache[1]
 
     def _appendable(self, kinds: np.ndarray, steps: np.ndarray) -> int:
         """How many rows from the start are all new: steps in order after what is stored,

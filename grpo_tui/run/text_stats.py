@@ -9,6 +9,8 @@ completion however long the text is.
   `pairwise_overlap` (mean Jaccard overlap of word 3-gram sets over pairs of completions).
   A completion shorter than n words counts as one n-gram made of all its words, so short
   or empty completions still compare (two identical empty completions overlap fully).
+- Repetition: the share of a completion's word 3-grams that repeat an earlier one of the
+  same completion (0 = no 3-gram twice; a loop "the the the ..." tends to 1).
 - Format: a completion follows the format when every known tag it uses (`<think>`,
   `<answer>`) is balanced and it closes at least one tag pair or a `\\boxed{...}`. An
   opened tag (or `\\boxed{`) never closed looks cut off (truncated). A group where no
@@ -27,6 +29,9 @@ from itertools import pairwise
 STATS_CHAR_CAP = 4_000
 #: characters of each completion the format check scans (head and tail halves beyond this)
 FORMAT_SCAN_CAP = 262_144
+#: a completion with at least this share of repeated word 3-grams is flagged repetitive
+#: (a loop; ordinary prose and even terse math repeat well under a third of their 3-grams)
+REPETITIVE_SHARE = 0.5
 #: pairs compared exactly; larger groups compare an evenly spread subset of about this many
 MAX_EXACT_PAIRS = 300
 
@@ -82,6 +87,18 @@ def distinct_n(texts: Sequence[str], n: int = 2) -> float:
     return _distinct([words(text) for text in texts], n)
 
 
+def _repetition(tokens: list[str]) -> float:
+    if len(tokens) < 4:
+        return 0.0  # fewer than two 3-grams: nothing can repeat
+    grams = list(_grams(tokens, 3))
+    return 1.0 - len(set(grams)) / len(grams)
+
+
+def repetition(text: str) -> float:
+    """Share of the completion's word 3-grams that repeat an earlier one (0 ... <1)."""
+    return _repetition(words(text))
+
+
 def sampled_pairs(count: int) -> list[tuple[int, int]]:
     """Every pair for small groups; else each item with its next d neighbours (circularly).
 
@@ -98,7 +115,12 @@ def _overlap(token_lists: Sequence[list[str]], n: int) -> float:
     if len(token_lists) < 2:
         return math.nan
     # plain sets beat numpy here: groups are small and set intersection runs in C
-    shingles = [set(_grams(tokens, n)) for tokens in token_lists]
+    return _overlap_of_sets([set(_grams(tokens, n)) for tokens in token_lists])
+
+
+def _overlap_of_sets(shingles: Sequence[set[Gram]]) -> float:
+    if len(shingles) < 2:
+        return math.nan
     total = 0.0
     pairs = sampled_pairs(len(shingles))
     for i, j in pairs:
@@ -216,6 +238,8 @@ class GroupTextStats:
     pairwise_overlap: float
     #: one check per completion, in order
     checks: tuple[FormatCheck, ...]
+    #: one repetition share per completion, in order
+    repetition: tuple[float, ...]
     format_rate: float | None
     truncated_rate: float | None
 
@@ -229,10 +253,17 @@ def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
     token_lists = [words(text) for text in texts]
     checks = tuple(check_format(text) for text in texts)
     known = any(c.uses_markers for c in checks)
+    # each completion's 3-gram set serves the overlap and its own repetition
+    shingles = [set(_grams(tokens, 3)) for tokens in token_lists]
+    repetition = tuple(
+        1.0 - len(grams) / (len(tokens) - 2) if len(tokens) >= 4 else 0.0
+        for tokens, grams in zip(token_lists, shingles, strict=True)
+    )
     return GroupTextStats(
         distinct_2=_distinct(token_lists, 2),
-        pairwise_overlap=_overlap(token_lists, 3),
+        pairwise_overlap=_overlap_of_sets(shingles),
         checks=checks,
+        repetition=repetition,
         format_rate=_rate([c.follows for c in checks], known),
         truncated_rate=_rate([c.cut_off for c in checks], known),
     )

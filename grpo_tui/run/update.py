@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grpo_tui.run.completion_stats import CompletionsSummary
+from grpo_tui.run.completions import CompletionsIndex, IndexState
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import Batch
 
@@ -21,6 +22,10 @@ class Update:
     more: bool = False
     #: completions lines newly indexed
     new_samples: int = 0
+    #: the completions index being followed (the same object every time; it locks itself)
+    completions: CompletionsIndex | None = None
+    #: what that index held at the end of this read (read without its lock)
+    completions_state: IndexState | None = None
 
     def __bool__(self) -> bool:
         return bool(self.batch) or self.new_samples > 0
@@ -37,4 +42,10 @@ class Update:
             samples=later.samples if later.samples is not None else self.samples,
             more=later.more,
             new_samples=self.new_samples + later.new_samples,
+            completions=self.completions if later.completions is None else later.completions,
+            completions_state=(
+                self.completions_state
+                if later.completions_state is None
+                else later.completions_state
+            ),
         )

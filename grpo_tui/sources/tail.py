@@ -191,3 +191,48 @@ class TailReader:
         if len(self._head) < _FINGERPRINT_BYTES:
             self._head = (self._head + complete)[:_FINGERPRINT_BYTES]
         return chunk
+
+
+def read_tail_lines(path: Path, max_bytes: int, *, block: int = 1 << 20) -> list[TailLine]:
+    """The last complete lines of a file, read from its end (newest first on screen).
+
+    Reads back in blocks until the window holds at least one whole line (a line starts
+    after a newline, or at offset 0), at most `max_bytes`. Returns those lines in file
+    order with their offsets (line numbers are unknown here: 0), or [] when the file
+    cannot be read or its last line is longer than `max_bytes`. A trailing fragment
+    without its newline is not a line yet and is left out, as the tail reader does.
+    """
+    try:
+        handle = open_regular(path)
+    except OSError:
+        return []
+    try:
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = b""
+            start = size
+            # one byte more than max_bytes: the newline before a line that fills the window
+            while start > 0 and len(data) < max_bytes + 1:
+                step = min(block, start, max_bytes + 1 - len(data))
+                start -= step
+                handle.seek(start)
+                data = handle.read(step) + data
+                end = data.rfind(b"\n")
+                if end >= 0 and (start == 0 or data.rfind(b"\n", 0, end) >= 0):
+                    break
+    except OSError:
+        return []
+    end = data.rfind(b"\n")
+    if end < 0:
+        return []
+    data = data[: end + 1]
+    if start > 0:
+        first = data.find(b"\n")
+        if first == end:
+            return []  # the newest line is longer than the window
+        start += first + 1
+        data = data[first + 1 :]
+    elif data.startswith(UTF8_BOM):
+        start, data = start + len(UTF8_BOM), data[len(UTF8_BOM) :]
+    chunk = TailChunk(data, start, 0)
+    return [TailLine(line.data, line.offset, 0) for line in chunk.lines]

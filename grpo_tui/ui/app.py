@@ -1,4 +1,4 @@
-"""The live `tail` app: header, metric grid, diagnosis and (later) completions.
+"""The live `tail` app: header, metric grid, diagnosis and the completions panel.
 
 How data flows:
 - Core's follow loop reads the run in a daemon thread (`FollowLoop`: time-boxed reads, ~1 s
@@ -49,7 +49,8 @@ from grpo_tui.ui.themes import (
     resolve_theme_name,
 )
 from grpo_tui.ui.widgets.chart import warm_up
-from grpo_tui.ui.widgets.completions_placeholder import CompletionsPlaceholder
+from grpo_tui.ui.widgets.completion_screen import CompletionScreen
+from grpo_tui.ui.widgets.completions import DEFAULT_CYCLE_S, CompletionsPanel, CompletionsSource
 from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
 from grpo_tui.ui.widgets.header import RunHeader, header_view
@@ -131,6 +132,7 @@ class GrpoTuiApp(App[None]):
         watch_files: bool = True,
         follower: RunFollower | None = None,
         given: RunContext | None = None,
+        cycle_seconds: float = DEFAULT_CYCLE_S,
     ) -> None:
         # Textual removes NO_COLOR from the environment in App.__init__: decide first
         self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
@@ -180,7 +182,11 @@ class GrpoTuiApp(App[None]):
         self._metrics = MetricsPane(id="metrics-pane")
         self._grid = self._metrics.grid
         self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
-        self._completions = CompletionsPlaceholder(id="completions-pane")
+        self._completions = CompletionsPanel(
+            palette=self.theme_spec_for(self._start_theme).palette,
+            cycle_seconds=cycle_seconds,
+            id="completions-pane",
+        )
         # themes before the first stylesheet pass, so startup styles the screen once
         for spec in self._themes.values():
             self.register_theme(spec.textual_theme())
@@ -342,6 +348,7 @@ class GrpoTuiApp(App[None]):
             and self._diagnosed_version == version
             and self._pending is None
             and not self._diagnosing
+            and self._completions.settled
         )
 
     @property
@@ -351,7 +358,10 @@ class GrpoTuiApp(App[None]):
 
     @property
     def theme_spec(self) -> ThemeSpec:
-        return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
+        return self.theme_spec_for(self.theme)
+
+    def theme_spec_for(self, name: str) -> ThemeSpec:
+        return self._themes.get(name) or self._themes[resolve_theme_name(None, {})]
 
     def _force_redraw(self) -> None:
         self._drawn = None
@@ -383,7 +393,15 @@ class GrpoTuiApp(App[None]):
         summary = diagnosis_summary(self.diagnosis)
         if self._diagnosis_tab.label.plain != summary:
             self._diagnosis_tab.label = Text(summary)
-        self._completions.show(run.samples)
+        self._completions.palette = spec.palette
+        self._completions.show(
+            CompletionsSource(
+                run.completions,
+                run.completions_state,
+                _shown_path(run.status.completions_file, self.path),
+                run.framework,
+            )
+        )
         if isinstance(self.screen, DetailScreen):
             self.screen.show(self._detail_source())
         self._frames.done(time.perf_counter() - started)
@@ -413,6 +431,12 @@ class GrpoTuiApp(App[None]):
         )
 
     # -- actions ------------------------------------------------------------------------
+    @on(CompletionsPanel.OpenCompletion)
+    def _open_completion(self, message: CompletionsPanel.OpenCompletion) -> None:
+        group = message.page.groups[message.group]
+        if 0 <= message.row < group.size:
+            self.push_screen(CompletionScreen(group, message.row, self.theme_spec.palette))
+
     @on(MetricGrid.MetricChosen)
     def _open_detail(self, message: MetricGrid.MetricChosen) -> None:
         self.push_screen(DetailScreen(message.name, self._detail_source()))
@@ -422,7 +446,11 @@ class GrpoTuiApp(App[None]):
             self.pop_screen()
             return
         rows = key_rows(
-            self.get_key_display, self.BINDINGS, MetricGrid.BINDINGS, DetailScreen.BINDINGS
+            self.get_key_display,
+            self.BINDINGS,
+            MetricGrid.BINDINGS,
+            DetailScreen.BINDINGS,
+            CompletionsPanel.BINDINGS,
         )
         notes = help_notes(self.run_state.usual_interval(), DIAGNOSIS_INTERVAL_S)
         self.push_screen(HelpScreen(help_text(rows, notes)))
@@ -451,6 +479,7 @@ class GrpoTuiApp(App[None]):
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
+        self._completions.freeze(self.paused)
         self._show_paused_header()
         if not self.paused:
             if not self._diagnosing:
@@ -469,6 +498,8 @@ class GrpoTuiApp(App[None]):
             self._grid.focus()
         elif pane == "diagnosis":
             self._diagnosis_panel.focus()
+        elif pane == "completions":
+            self._completions.focus_table()
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         # our actions first; Textual's theme picker is replaced by our own themes
@@ -502,6 +533,16 @@ class GrpoTuiApp(App[None]):
     def _stop_workers(self) -> None:
         self._shutting_down = True
         self._reader.stop()
+
+
+def _shown_path(path: Path | None, watched: Path) -> Path | None:
+    """A file inside the watched PATH, relative to it (as the header names the log)."""
+    if path is None:
+        return None
+    try:
+        return path.relative_to(watched)
+    except ValueError:
+        return path
 
 
 def _action(app: App[None], action: str) -> Callable[[], object]:

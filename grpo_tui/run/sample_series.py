@@ -1,0 +1,118 @@
+"""The samples' statistics as metric series (`samples/...`), one value per logged step.
+
+What the completions show is charted and judged like any logged metric: each step's
+statistics (run/completion_stats.py) become values of the `samples/` metrics in the train
+row of that step (`MetricStore.annotate`). The `samples/` prefix tells a user these come
+from reading the completions, not from the trainer's log.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.metrics import MetricStore
+
+PREFIX = "samples/"
+
+
+@dataclass(frozen=True, slots=True)
+class SampleSeries:
+    """One metric derived from the logged completions."""
+
+    name: str
+    #: what it measures, for help and `inspect`
+    meaning: str
+    value: Callable[[StepSampleStats], float | None]
+
+
+SAMPLE_SERIES: tuple[SampleSeries, ...] = (
+    SampleSeries(
+        "samples/format_ok",
+        "fraction of completions that follow the tag format (think/answer, \\boxed{})",
+        lambda s: s.format_rate,
+    ),
+    SampleSeries(
+        "samples/all_fail",
+        "fraction of groups where every completion got the lowest total reward",
+        lambda s: s.zero_spread_all_fail,
+    ),
+    SampleSeries(
+        "samples/all_pass",
+        "fraction of groups where every completion got the highest total reward",
+        lambda s: s.zero_spread_all_pass,
+    ),
+    SampleSeries(
+        "samples/distinct_2",
+        "unique word bigrams / all bigrams inside a group, mean over groups (1 = all differ)",
+        lambda s: s.distinct_2,
+    ),
+    SampleSeries(
+        "samples/overlap_3gram",
+        "mean pairwise word 3-gram overlap inside a group (1 = identical completions)",
+        lambda s: s.pairwise_overlap,
+    ),
+    SampleSeries(
+        "samples/repetition",
+        "share of a completion's word 3-grams repeating an earlier one, mean (loops)",
+        lambda s: s.repetition,
+    ),
+    SampleSeries(
+        "samples/cut_off",
+        "fraction of completions with a tag or \\boxed{ opened and never closed",
+        lambda s: s.truncated_rate,
+    ),
+)
+SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
+
+
+def sample_values(stats: StepSampleStats) -> dict[str, float]:
+    """The step's values of every sample metric it knows (unknown ones are left out)."""
+    values: dict[str, float] = {}
+    for series in SAMPLE_SERIES:
+        value = series.value(stats)
+        if value is not None and math.isfinite(value):
+            values[series.name] = float(value)
+    return values
+
+
+class SamplePlacer:
+    """Writes each summary step into the store once its train row exists.
+
+    Steps are placed in order; a step whose train row has not arrived yet waits (and the
+    ones after it). A new revision of the summary (earlier steps re-judged, or the file
+    started over) or a store that dropped rows (a resumed run) places everything again.
+    """
+
+    def __init__(self) -> None:
+        self.placed = 0
+        self._revision: int | None = None
+        self._replaced_rows = 0
+        self._last: StepSampleStats | None = None
+
+    def place(self, summary: CompletionsSummary | None, store: MetricStore) -> bool:
+        """Place what can be placed; True when anything was written."""
+        if summary is None:
+            return False
+        if summary.revision != self._revision or store.replaced_rows != self._replaced_rows:
+            self._revision = summary.revision
+            self._replaced_rows = store.replaced_rows
+            self.placed = 0
+        wrote = False
+        steps = summary.steps
+        if 0 < self.placed <= len(steps) and steps[self.placed - 1] != self._last:
+            # the newest placed step can still grow (a Megatron-Ray batch, ms-swift 3.1's
+            # several lines per step): write it again when its statistics changed
+            self._last = steps[self.placed - 1]
+            store.annotate(self._last.step, sample_values(self._last))
+            wrote = True
+        while self.placed < len(steps):
+            stats = steps[self.placed]
+            if not store.annotate(stats.step, sample_values(stats)):
+                break
+            self.placed += 1
+            self._last = stats
+            wrote = True
+        return wrote

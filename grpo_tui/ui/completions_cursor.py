@@ -1,0 +1,158 @@
+"""Where the completions panel is: which entry (a logged batch) and which group in it.
+
+Pure state, no Textual: the panel turns keys into these moves and renders the result.
+Two modes:
+- *following*: the place is the newest batch; the panel's timer steps through its groups
+  (`cycle`) and moves to a newer batch when one arrived;
+- *held*: the user moved (any navigation key) or paused (`space`); the place never moves
+  on its own, and batches arriving meanwhile are counted ("N new").
+
+Entries are index positions in the completions index; the panel only visits the ones that
+are not verbatim repeats of the previous line (`kinds`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from grpo_tui.run.completions import Group
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """An entry of the index (None = the preview of the newest batch) and a group in it."""
+
+    entry: int | None
+    group: int
+
+
+def group_order(groups: Sequence[Group], *, zero_spread_only: bool) -> list[int]:
+    """Positions of the groups the panel visits, in logged order."""
+    return [i for i, group in enumerate(groups) if group.zero_spread or not zero_spread_only]
+
+
+def _rank_key(group: Group) -> tuple[float, float]:
+    mean = group.mean_total
+    spread = group.spread
+    return (
+        -math.inf if math.isnan(mean) else mean,
+        0.0 if math.isnan(spread) else spread,
+    )
+
+
+def worst_group(groups: Sequence[Group], visible: Sequence[int]) -> int | None:
+    """The visible group with the lowest mean total reward (ties: the smallest spread)."""
+    if not visible:
+        return None
+    known = [i for i in visible if not math.isnan(groups[i].mean_total)]
+    pool = known or list(visible)
+    return min(pool, key=lambda i: _rank_key(groups[i]))
+
+
+def best_group(groups: Sequence[Group], visible: Sequence[int]) -> int | None:
+    """The visible group with the highest mean total reward (ties: the largest spread)."""
+    if not visible:
+        return None
+    known = [i for i in visible if not math.isnan(groups[i].mean_total)]
+    pool = known or list(visible)
+    return max(pool, key=lambda i: _rank_key(groups[i]))
+
+
+class CompletionsCursor:
+    """The panel's place and mode; moves return the entry to load when it changes."""
+
+    def __init__(self) -> None:
+        self.place = Place(None, 0)
+        self.following = True
+        #: only groups whose completions all got the same reward (no advantage signal)
+        self.zero_spread_only = False
+        #: batches that arrived since the place was held
+        self.new_entries = 0
+        self._newest_seen: int | None = None
+
+    # -- arrivals ---------------------------------------------------------------------
+    def arrived(self, newest: int | None, count: int | None = None) -> bool:
+        """The index's newest visitable entry is now `newest`; `count` says how many
+        visitable entries came since the last one seen (default: the index difference).
+        True when a following cursor should load it (the caller loads, then `show`
+        places the cursor)."""
+        if newest is None or newest == self._newest_seen:
+            return False
+        previous, self._newest_seen = self._newest_seen, newest
+        if self.following:
+            return True
+        if previous is not None and newest > previous:
+            self.new_entries += newest - previous if count is None else count
+        return False
+
+    # -- modes ------------------------------------------------------------------------
+    def hold(self) -> None:
+        if self.following:
+            self.following = False
+            self.new_entries = 0
+
+    def follow(self) -> None:
+        self.following = True
+        self.new_entries = 0
+
+    # -- moves inside the shown entry --------------------------------------------------
+    def cycle(self, visible: Sequence[int]) -> bool:
+        """The timer's step: the next visible group, wrapping. True when it wrapped (the
+        caller then moves to a newer entry if there is one)."""
+        if not visible:
+            return True
+        try:
+            at = visible.index(self.place.group)
+        except ValueError:
+            self.place = Place(self.place.entry, visible[0])
+            return False
+        if at + 1 < len(visible):
+            self.place = Place(self.place.entry, visible[at + 1])
+            return False
+        self.place = Place(self.place.entry, visible[0])
+        return True
+
+    def step_group(self, visible: Sequence[int], forward: bool) -> bool:
+        """`n` / `N`: the next or previous visible group. False at either end (the caller
+        then moves to the neighbouring entry)."""
+        self.hold()
+        if not visible:
+            return False
+        later = [i for i in visible if i > self.place.group]
+        earlier = [i for i in visible if i < self.place.group]
+        if forward and later:
+            self.place = Place(self.place.entry, later[0])
+            return True
+        if not forward and earlier:
+            self.place = Place(self.place.entry, earlier[-1])
+            return True
+        return False
+
+    def jump(self, group: int | None) -> None:
+        """`w` / `b` / a search hit: that group of the shown entry."""
+        self.hold()
+        if group is not None:
+            self.place = Place(self.place.entry, group)
+
+    def show(
+        self,
+        entry: int | None,
+        visible: Sequence[int],
+        *,
+        group: int | None = None,
+        at_end: bool = False,
+    ) -> None:
+        """A new entry is shown: at `group` when given and visible, else the same group
+        when it is visible there, else the first (the last, `at_end`: moving backwards)."""
+        if group is None or group not in visible:
+            group = self.place.group
+            if entry != self.place.entry or group not in visible:
+                group = (visible[-1] if at_end else visible[0]) if visible else 0
+        self.place = Place(entry, group)
+
+    @property
+    def newest_seen(self) -> int | None:
+        """The newest entry the cursor was told of (the limit while the screen is paused)."""
+        return self._newest_seen

@@ -1,0 +1,69 @@
+"""One whole completion, scrollable: what `enter` on a row of the completions panel opens.
+
+The text is untrusted model output of any size. It is made inert once (`printable`,
+newlines kept) and shown in a read-only TextArea, which draws only the lines on screen,
+so a 1 MB completion without a newline scrolls like a short one.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TextArea
+
+from grpo_tui.run.completions import Group
+from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.completions import completion_view
+from grpo_tui.untrusted import printable
+
+
+def whole_text(group: Group, row: int, *, with_prompt: bool) -> str:
+    """The completion (and, `with_prompt`, the prompt before it) made inert."""
+    sample = group.completions[row]
+    text = printable(sample.text, single_line=False)
+    if not with_prompt:
+        return text
+    prompt = printable(group.prompt, single_line=False)
+    return f"── prompt ──\n{prompt}\n── completion ──\n{text}"
+
+
+class CompletionScreen(Screen[None]):
+    """The whole of one completion; `p` shows the whole prompt above it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back"),
+        Binding("q", "close", "Back", show=False),
+        Binding("p", "toggle_prompt", "Prompt"),
+    ]
+
+    def __init__(self, group: Group, row: int, palette: ZonePalette) -> None:
+        super().__init__()
+        self.group = group
+        self.row = row
+        self.with_prompt = False
+        self._head = Static(completion_view(group, row, palette), id="completion-head")
+        self._body = TextArea(
+            whole_text(group, row, with_prompt=False),
+            read_only=True,
+            soft_wrap=True,
+            show_line_numbers=False,
+            id="completion-body",
+        )
+
+    def compose(self) -> ComposeResult:
+        yield self._head
+        yield self._body
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._body.focus()
+
+    def action_close(self) -> None:
+        self.dismiss()
+
+    def action_toggle_prompt(self) -> None:
+        self.with_prompt = not self.with_prompt
+        self._body.load_text(whole_text(self.group, self.row, with_prompt=self.with_prompt))

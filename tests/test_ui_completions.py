@@ -1,0 +1,337 @@
+"""Pilot tests of the completions panel in the live app (real ms-swift completions).
+
+The fixture run (ms-swift 4.6.0, 3 reward functions) logged completions at steps 1, 2, 3,
+4 and 6, then the eval rollouts of step 6, then a verbatim repeat at the end of training.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hostile import HOSTILE, leaks
+from test_ui_app import RUN_DIR_NAME, app_for, fixture_lines, make_run, screen_text
+from textual.pilot import Pilot
+from textual.widgets import DataTable, TextArea
+
+from grpo_tui.ui.app import GrpoTuiApp
+from grpo_tui.ui.widgets.completion_screen import CompletionScreen
+from grpo_tui.ui.widgets.completions import CompletionsPanel
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ms-swift"
+COMPLETIONS = FIXTURES / "local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl"
+
+
+def completions_lines() -> list[str]:
+    return COMPLETIONS.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+@pytest.fixture
+def run_with_completions(tmp_path: Path) -> Path:
+    output = make_run(tmp_path, fixture_lines())
+    shutil.copy(COMPLETIONS, output / RUN_DIR_NAME / "completions.jsonl")
+    return output
+
+
+def panel_of(app: GrpoTuiApp) -> CompletionsPanel:
+    return app.main_screen.query_one(CompletionsPanel)
+
+
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if condition():
+            await pilot.pause(0.05)
+            return
+    raise AssertionError("the expected state never came")
+
+
+async def opened(pilot: Pilot[None], app: GrpoTuiApp) -> CompletionsPanel:
+    """The app settled with the completions pane shown."""
+    await wait_for(pilot, lambda: app.run_state.version > 0 and app.settled)
+    await pilot.press("3")
+    panel = panel_of(app)
+    await wait_for(pilot, lambda: panel.settled and panel.page is not None)
+    return panel
+
+
+def title(panel: CompletionsPanel) -> str:
+    return str(panel.query_one("#completions-title").render())
+
+
+def status(panel: CompletionsPanel) -> str:
+    return str(panel.query_one("#completions-status").render())
+
+
+def append(path: Path, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def restamped(line: str, step: int, prompt_suffix: str = "") -> str:
+    """A real completions line of the fixture as if logged at another step."""
+    record = json.loads(line)
+    record["step"] = [str(step)] * len(record["completion"])
+    if prompt_suffix:
+        record["prompt"] = [p + prompt_suffix for p in record["prompt"]]
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+# -- what it shows ------------------------------------------------------------------------
+
+
+async def test_empty_state_says_which_file_and_how_to_log(tmp_path: Path) -> None:
+    output = make_run(tmp_path, fixture_lines())
+    app = app_for(output)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.run_state.version > 0 and app.settled)
+        await pilot.press("3")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+    assert "No completions logged yet." in text
+    # the path (inside the PATH watched, as the header names the log) and whether it is there
+    assert f"Looked for: {RUN_DIR_NAME}/completions.jsonl (not there)" in text
+    assert "--log_completions true" in text
+    assert "log_completions=True" in text
+
+
+async def test_newest_group_of_a_real_run(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        text = screen_text(app)
+        group = panel.shown_group
+        assert "following the newest" in status(panel)
+    assert group is not None
+    # the newest entry worth showing is the eval line of step 6 (the last line repeats it)
+    assert panel.page is not None and panel.page.info.kind == "eval_or_end"
+    assert "step 6 eval / end · group 1/2 · 4 completions" in text
+    # the chat template is folded to one line: system prompt size, then the question
+    assert "⟨system 43 chars⟩ │ What is 8+6?" in text
+    for name in ("Format", "Length…", "total", "adv", "completion"):
+        assert name in text
+    # advantages carry their sign as a glyph
+    assert "▲0.5985" in text and "▼1.483" in text
+
+
+# -- keys ---------------------------------------------------------------------------------
+
+
+async def test_group_and_step_keys(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("n")
+        assert "group 2/2" in title(panel)
+        assert "held" in status(panel)  # moving by hand holds the place
+        await pilot.press("N")
+        assert "group 1/2" in title(panel)
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: "step 6 train" in title(panel))
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: "step 4 train" in title(panel))
+        await pilot.press("right_square_bracket")
+        await wait_for(pilot, lambda: "step 6 train" in title(panel))
+        # N at the first group goes to the last group of the step before
+        await pilot.press("N")
+        await wait_for(pilot, lambda: "step 4 train · group 2/2" in title(panel))
+        # n at the last group goes on to the first group of the next step
+        await pilot.press("n")
+        await wait_for(pilot, lambda: "step 6 train · group 1/2" in title(panel))
+        for _ in range(5):
+            await pilot.press("left_square_bracket")
+            await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "oldest step" in status(panel))
+        assert "step 1 train" in title(panel)
+
+
+async def test_worst_and_best_group(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        page = panel.page
+        assert page is not None
+        means = [group.mean_total for group in page.groups]
+        await pilot.press("w")
+        assert panel.shown_group is page.groups[means.index(min(means))]
+        await pilot.press("b")
+        assert panel.shown_group is page.groups[means.index(max(means))]
+
+
+async def test_zero_spread_filter(tmp_path: Path) -> None:
+    """`z` shows only groups whose completions all got the same reward, skipping steps
+    without one."""
+    output = make_run(tmp_path, fixture_lines())
+    lines = completions_lines()
+    tied = json.loads(lines[0])
+    tied["step"] = ["5"] * len(tied["completion"])
+    for name in ("Format", "LengthBonus", "CoinFlip", "advantages"):
+        tied[name] = [0.0] * len(tied["completion"])
+    (output / RUN_DIR_NAME / "completions.jsonl").write_text(
+        lines[0] + json.dumps(tied) + "\n" + restamped(lines[1], 7), encoding="utf-8"
+    )
+    app = app_for(output, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        assert "step 7" in title(panel)
+        await pilot.press("z")
+        await wait_for(pilot, lambda: "step 5" in title(panel))
+        assert "ALL FAIL" in title(panel) or "ZERO SPREAD" in title(panel)
+        assert "zero-spread groups only" in status(panel)
+        await pilot.press("left_square_bracket")
+        await wait_for(pilot, lambda: "no older step with a zero-spread group" in status(panel))
+        await pilot.press("z")
+        assert "zero-spread groups only" not in status(panel)
+
+
+async def test_expand_enter_and_back(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("e")
+        assert "<|im_start|>system" in str(panel.query_one("#completions-prompt").render())
+        await pilot.press("e")
+        assert "⟨system" in str(panel.query_one("#completions-prompt").render())
+        table = panel.query_one(DataTable)
+        await pilot.press("down")
+        row = table.cursor_row
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
+        screen = app.screen
+        assert isinstance(screen, CompletionScreen)
+        group = panel.shown_group
+        assert group is not None and screen.row == row
+        body = screen.query_one(TextArea)
+        assert "␛" in body.text or body.text.startswith(group.completions[row].text[:5])
+        await pilot.press("p")
+        assert body.text.startswith("── prompt ──")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, CompletionScreen))
+
+
+async def test_search_finds_older_text(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("slash", *"what is 0+5", "enter")
+        await wait_for(pilot, lambda: "found" in status(panel))
+        group = panel.shown_group
+        assert group is not None and "What is 0+5?" in group.prompt
+        assert "step 1" in title(panel)
+        await pilot.press("slash", "enter")  # the same search again: nothing older
+        await wait_for(pilot, lambda: "no more matches" in status(panel))
+        await pilot.press("slash", "escape")
+        assert "/ what" not in status(panel)
+
+
+# -- live ---------------------------------------------------------------------------------
+
+
+async def test_new_groups_never_move_a_held_place(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    path = run_with_completions / RUN_DIR_NAME / "completions.jsonl"
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("space")
+        assert "held" in status(panel)
+        before = panel.cursor.place
+        append(path, restamped(completions_lines()[1], 7))
+        append(path, restamped(completions_lines()[2], 8))
+        app._reader.wake()
+        await wait_for(pilot, lambda: "2 new" in status(panel))
+        assert panel.cursor.place == before and "step 6" in title(panel)
+        await pilot.press("space")  # follow again: the newest at once
+        await wait_for(pilot, lambda: "step 8 train" in title(panel))
+        assert "following" in status(panel)
+
+
+async def test_following_moves_to_new_groups_and_cycles(run_with_completions: Path) -> None:
+    app = app_for(run_with_completions, cycle_seconds=0.3)
+    path = run_with_completions / RUN_DIR_NAME / "completions.jsonl"
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await wait_for(pilot, lambda: "group 2/2" in title(panel))
+        append(path, restamped(completions_lines()[1], 9))
+        app._reader.wake()
+        await wait_for(pilot, lambda: "step 9 train" in title(panel))
+
+
+async def test_paused_app_freezes_the_panel(run_with_completions: Path) -> None:
+    """`p` pauses every pane: new completions wait, cycling stops."""
+    app = app_for(run_with_completions, cycle_seconds=0.2)
+    path = run_with_completions / RUN_DIR_NAME / "completions.jsonl"
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("p")
+        place = panel.cursor.place
+        append(path, restamped(completions_lines()[1], 9))
+        app._reader.wake()
+        await pilot.pause(1.0)
+        assert panel.cursor.place == place and "step 9" not in title(panel)
+        assert "paused" in status(panel)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: "step 9 train" in title(panel))
+
+
+# -- hostile and big ----------------------------------------------------------------------
+
+
+async def test_hostile_completions_stay_inert_on_screen(tmp_path: Path) -> None:
+    """Model text with escape sequences, bidi overrides and markup shows as visible text:
+    nothing reaches the terminal as a control sequence, nothing is read as markup."""
+    output = make_run(tmp_path, fixture_lines())
+    texts = list(HOSTILE.values())
+    record = {
+        "step": ["3"] * len(texts),
+        "prompt": [f"<|im_start|>user\n{t}<|im_end|>\n" for t in texts[:1]] * len(texts),
+        "completion": texts,
+        "[bold]Reward[/]": [1.0] * len(texts),
+        "advantages": [0.0] * len(texts),
+    }
+    (output / RUN_DIR_NAME / "completions.jsonl").write_text(
+        json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    app = app_for(output, cycle_seconds=3600)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        svg = app.export_screenshot()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
+        body = app.screen.query_one(TextArea).text
+        whole = screen_text(app)
+    assert panel.shown_group is not None
+    for shown in (text, body, whole, svg):
+        assert leaks(shown) == []
+    assert "[bold]…" in text  # the reward's name as typed (cut), not bold markup
+
+
+async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
+    """A group of 1 024 completions and a 1 MB completion without a newline: drawn, and the
+    whole completion opens."""
+    output = make_run(tmp_path, fixture_lines())
+    size = 1024
+    record = {
+        "step": ["2"] * size,
+        "prompt": ["What is 2+2?"] * size,
+        "completion": ["x" * 1_000_000] + [f"answer {i}" for i in range(size - 1)],
+        "Accuracy": [float(i % 2) for i in range(size)],
+    }
+    (output / RUN_DIR_NAME / "completions.jsonl").write_text(
+        json.dumps(record) + "\n", encoding="utf-8"
+    )
+    app = app_for(output, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        assert panel.query_one(DataTable).row_count == size
+        assert f"{size} completions" in title(panel)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
+        assert len(app.screen.query_one(TextArea).text) == 1_000_000
