@@ -16,6 +16,7 @@ from grpo_tui.commands.output import (
     EXIT_USAGE,
     say,
 )
+from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.sources.context import RunContext
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo")
@@ -51,6 +52,26 @@ def _cap_option(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0.5 <= value <= 86_400:
+        raise argparse.ArgumentTypeError("between 0.5 and 86400 seconds")
+    return value
+
+
+def _cycle_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--cycle",
+        type=_seconds,
+        default=DEFAULT_CYCLE_S,
+        metavar="SECONDS",
+        help=f"seconds between groups in the completions panel (default {DEFAULT_CYCLE_S:g})",
+    )
+
+
 def _given(args: argparse.Namespace) -> RunContext:
     """What the command line says about the run (the run's own files win)."""
     return RunContext(max_completion_length=args.max_completion_length)
@@ -71,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cap_option(tail)
+    _cycle_option(tail)
 
     check = sub.add_parser(
         "check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)"
@@ -95,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--speed", type=float, default=4.0, help="simulated steps per second")
     demo.add_argument("--theme", help="default, light, colorblind, mono")
     demo.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+    _cycle_option(demo)
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument(
@@ -146,7 +169,13 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "tail":
         from grpo_tui.commands.tail import tail_command
 
-        return tail_command(args.path, theme=args.theme, rules_file=args.rules, given=_given(args))
+        return tail_command(
+            args.path,
+            theme=args.theme,
+            rules_file=args.rules,
+            given=_given(args),
+            cycle_seconds=args.cycle,
+        )
     if args.command == "demo":
         from grpo_tui.commands.tail import demo_command
         from grpo_tui.sim import SCENARIOS
@@ -154,7 +183,9 @@ def _main(argv: list[str] | None) -> int:
         if args.scenario not in SCENARIOS:
             say(f"unknown scenario {args.scenario!r}; one of: {', '.join(SCENARIOS)}")
             return EXIT_USAGE
-        return demo_command(args.scenario, args.speed, args.theme, rules_file=args.rules)
+        return demo_command(
+            args.scenario, args.speed, args.theme, rules_file=args.rules, cycle_seconds=args.cycle
+        )
     if args.command == "check":
         from grpo_tui.commands.check import check_command
 

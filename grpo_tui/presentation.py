@@ -22,6 +22,10 @@ from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import RunState
 
+#: seconds between groups while the completions panel follows the newest batch (`--cycle`):
+#: long enough to read a group's rewards and the start of its texts
+DEFAULT_CYCLE_S = 6.0
+
 # -- metric order ----------------------------------------------------------------------------
 
 #: the group-spread and policy signals, in the order a reader scans them

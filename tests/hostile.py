@@ -93,4 +93,28 @@ def hostile_run(root: Path) -> Path:
         "max_completion_length": 24,
     }
     (run_dir / "args.json").write_text(json.dumps(args), encoding="utf-8")
+    (run_dir / "completions.jsonl").write_text(
+        "\n".join(json.dumps(record) for record in hostile_completions()) + "\n",
+        encoding="utf-8",
+    )
     return output
+
+
+def hostile_completions() -> list[dict[str, object]]:
+    """completions.jsonl lines (ms-swift 4.x shape) whose prompts, completions, step labels
+    and reward-function names are the hostile strings: the panel, the full view, `check`
+    (sample evidence) and `inspect` show them."""
+    texts = list(HOSTILE.values())
+    size = len(texts)
+    records: list[dict[str, object]] = []
+    for step in (1, 2):
+        record: dict[str, object] = {
+            "step": [str(step)] * (size - 1) + [texts[0]],
+            "prompt": [f"<|im_start|>user\n{t}<|im_end|>\n" for t in texts],
+            "completion": [f"<think>{t}</think><answer>{t}</answer>" for t in texts],
+            "advantages": [(-1.0) ** i for i in range(size)],
+        }
+        for position, text in enumerate(texts[:4]):
+            record[text] = [float((i + position + step) % 2) for i in range(size)]
+        records.append(record)
+    return records

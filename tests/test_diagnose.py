@@ -699,6 +699,37 @@ def test_samples_answer_the_sixth_question_and_worse_samples_are_never_healthy()
     assert "format compliance falls" in evidence_text(d, ScenarioId.REWARD_HACKING)
 
 
+def test_looping_and_cut_off_samples_answer_no_to_the_sixth_question() -> None:
+    """Completions that start repeating themselves, or get cut off mid-tag more often, are
+    samples getting worse, with the numbers that say so."""
+    loops = np.linspace(0.05, 0.6, 200)
+    steps = tuple(
+        StepSampleStats(
+            float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, 500.0, 0.0, float(loops[i])
+        )
+        for i in range(200)
+    )
+    d = diagnose(
+        make_run(healthy_columns(), context=ON_POLICY, samples=CompletionsSummary(200, steps)),
+        RULES,
+    )
+    assert answer(d, 6) == "no"
+    item = next(item for item in d.checklist if item.id == 6)
+    assert "completions repeating themselves" in item.evidence
+    assert "repeated 3-grams" in item.evidence
+    cut = np.linspace(0.0, 0.5, 200)
+    steps = tuple(
+        StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, 500.0, float(cut[i]))
+        for i in range(200)
+    )
+    d = diagnose(
+        make_run(healthy_columns(), context=ON_POLICY, samples=CompletionsSummary(200, steps)),
+        RULES,
+    )
+    item = next(item for item in d.checklist if item.id == 6)
+    assert item.answer.word == "no" and "more completions cut off mid-answer" in item.evidence
+
+
 def test_zero_spread_kind_from_the_logged_groups() -> None:
     stats = tuple(
         StepSampleStats(float(s), 4, 32, 1.0, 1.0, 0.0, 0.6, 0.1, None, 400.0, None)

@@ -335,3 +335,75 @@ async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
         assert len(app.screen.query_one(TextArea).text) == 1_000_000
+
+
+# -- every completions shape of ms-swift (formats/ms-swift.md §5) ------------------------------
+
+SYSTEM = {"role": "system", "content": "Answer in tags."}
+USER = {"role": "user", "content": "What is 2+3?"}
+SHAPES: dict[str, list[dict[str, object]]] = {
+    # 3.1-3.2: written during generation; messages with the assistant turn removed, a total
+    "messages": [
+        {
+            "step": ["5", "5"],
+            "messages": [[SYSTEM, USER], [SYSTEM, USER]],
+            "completion": ["<answer>5</answer>", "<answer>6</answer>"],
+            "reward": [1.0, 0.0],
+        }
+    ],
+    # 3.3-3.4: the prompt as a list of message dicts, reward functions by name
+    "prompt_messages": [
+        {
+            "step": ["5", "5"],
+            "prompt": [[SYSTEM, USER], [SYSTEM, USER]],
+            "completion": ["<answer>5</answer>", "<answer>6</answer>"],
+            "Accuracy": [1.0, 0.0],
+        }
+    ],
+    # 3.7: advantage (singular)
+    "advantage_singular": [
+        {
+            "step": ["5", "5"],
+            "prompt": ["<|im_start|>user\nWhat is 2+3?<|im_end|>\n"] * 2,
+            "completion": ["<answer>5</answer>", "<answer>6</answer>"],
+            "Accuracy": [1.0, 0.0],
+            "advantage": [0.7, -0.7],
+        }
+    ],
+    # Megatron: one line per generation step, gen_step a list of ints
+    "megatron": [
+        {
+            "gen_step": [5, 5],
+            "prompt": ["<|im_start|>user\nWhat is 2+3?<|im_end|>\n"] * 2,
+            "completion": ["<answer>5</answer>", "<answer>6</answer>"],
+            "Accuracy": [1.0, 0.0],
+            "advantages": [0.7, -0.7],
+        }
+    ],
+    # Megatron-Ray: one line per completion, consecutive lines of a gen_step form a batch
+    "ray": [
+        {"gen_step": 5, "prompt": "What is 2+3?", "completion": "<answer>5</answer>", "reward": 1.0},
+        {"gen_step": 5, "prompt": "What is 2+3?", "completion": "<answer>6</answer>", "reward": 0.0},
+    ],
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_every_completions_shape_shows_its_group(tmp_path: Path, shape: str) -> None:
+    output = make_run(tmp_path, fixture_lines())
+    (output / RUN_DIR_NAME / "completions.jsonl").write_text(
+        "".join(json.dumps(record) + "\n" for record in SHAPES[shape]), encoding="utf-8"
+    )
+    app = app_for(output, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        text = screen_text(app)
+        page = panel.page
+    assert page is not None and page.info.shape == shape
+    assert "step 5" in text and "group 1/1 · 2 completions" in text
+    assert "What is 2+3?" in text
+    assert "<answer>5</answer>" in text and "<answer>6</answer>" in text
+    if shape in ("messages", "prompt_messages"):
+        assert "⟨system 15 chars⟩ │ What is 2+3?" in text  # chat messages fold like templates
+    if shape in ("advantage_singular", "megatron"):
+        assert "▲0.7" in text and "▼0.7" in text

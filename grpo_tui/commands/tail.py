@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from grpo_tui.commands.check import effective_rules
 from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
+from grpo_tui.presentation import DEFAULT_CYCLE_S
 
 if TYPE_CHECKING:
     from grpo_tui.sources.context import RunContext
@@ -42,6 +43,7 @@ def tail_command(
     theme: str | None,
     rules_file: Path | None = None,
     given: RunContext | None = None,
+    cycle_seconds: float = DEFAULT_CYCLE_S,
 ) -> int:
     """Open the live monitor on PATH until the user quits. Returns the exit status.
     `given` fills what the run's files do not say (`--max-completion-length`)."""
@@ -52,7 +54,9 @@ def tail_command(
     if rules is None:
         return EXIT_BAD_RULES
     try:
-        app = GrpoTuiApp(Path(path), theme=theme, rules=rules, given=given)
+        app = GrpoTuiApp(
+            Path(path), theme=theme, rules=rules, given=given, cycle_seconds=cycle_seconds
+        )
     except ThemeError as error:
         say(str(error))
         return EXIT_USAGE
@@ -62,7 +66,11 @@ def tail_command(
 
 
 def demo_command(
-    scenario: str, speed: float, theme: str | None, rules_file: Path | None = None
+    scenario: str,
+    speed: float,
+    theme: str | None,
+    rules_file: Path | None = None,
+    cycle_seconds: float = DEFAULT_CYCLE_S,
 ) -> int:
     """Simulate a GRPO run live (`speed` simulated steps per second) in a temporary
     directory and monitor it; the directory is removed on exit."""
@@ -86,7 +94,7 @@ def demo_command(
             output_dir, SimConfig(scenario=scenario, use_wall_clock=True), steps_per_second=speed
         )
         try:
-            app = GrpoTuiApp(output_dir, theme=theme, rules=rules)
+            app = GrpoTuiApp(output_dir, theme=theme, rules=rules, cycle_seconds=cycle_seconds)
         except ThemeError as error:
             say(str(error))
             return EXIT_USAGE

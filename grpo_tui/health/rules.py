@@ -344,6 +344,12 @@ class SampleRules:
     """Overlap rising by more than this from the early samples means diversity is being lost."""
     format_drop: float = 0.2
     """Format compliance falling by more than this from the early samples means samples get worse."""
+    repetition_caution: float = 0.3
+    """Completions repeating this share of their own word 3-grams (mean) are looping..."""
+    repetition_rise: float = 0.1
+    """...when that share also rose by more than this from the early samples."""
+    cut_off_rise: float = 0.2
+    """The share of completions cut off mid-tag rising by more than this means samples get worse."""
     compare_steps: int = 5
     """How many logged sample steps form the early and the recent sample windows."""
     zero_spread_dominance: float = 2.0

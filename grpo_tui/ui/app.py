@@ -37,6 +37,7 @@ from textual.widgets import Footer, Tab, Tabs
 
 from grpo_tui.health.diagnose import Diagnosis, LiveJudge
 from grpo_tui.health.rules import Rules
+from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
@@ -50,7 +51,7 @@ from grpo_tui.ui.themes import (
 )
 from grpo_tui.ui.widgets.chart import warm_up
 from grpo_tui.ui.widgets.completion_screen import CompletionScreen
-from grpo_tui.ui.widgets.completions import DEFAULT_CYCLE_S, CompletionsPanel, CompletionsSource
+from grpo_tui.ui.widgets.completions import CompletionsPanel, CompletionsSource
 from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
 from grpo_tui.ui.widgets.header import RunHeader, header_view

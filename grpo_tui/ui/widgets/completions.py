@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from grpo_tui.numbers import format_value
+from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.completions import CompletionsIndex, Group, IndexState, Page, Sample
 from grpo_tui.ui.completions_cursor import CompletionsCursor, best_group, group_order, worst_group
 from grpo_tui.ui.sample_text import capped_lines, fold_prompt
@@ -38,8 +39,6 @@ from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
 
-#: seconds between groups while following (`--cycle`)
-DEFAULT_CYCLE_S = 6.0
 #: lines of completion text per row, folded and expanded (`e`)
 TEXT_LINES = 3
 TEXT_LINES_EXPANDED = 12
