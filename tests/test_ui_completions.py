@@ -407,3 +407,39 @@ async def test_every_completions_shape_shows_its_group(tmp_path: Path, shape: st
         assert "⟨system 15 chars⟩ │ What is 2+3?" in text  # chat messages fold like templates
     if shape in ("advantage_singular", "megatron"):
         assert "▲0.7" in text and "▼0.7" in text
+
+
+async def test_a_truncated_or_new_completions_file_starts_the_panel_over(
+    run_with_completions: Path,
+) -> None:
+    """The trainer restarts and rewrites completions.jsonl: the old groups go, the new
+    file's newest group shows (the same tail rules as the metrics)."""
+    app = app_for(run_with_completions, cycle_seconds=3600)
+    path = run_with_completions / RUN_DIR_NAME / "completions.jsonl"
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        assert "step 6" in title(panel)
+        path.write_text(restamped(completions_lines()[1], 2), encoding="utf-8")
+        app._reader.wake()
+        await wait_for(pilot, lambda: "step 2 train" in title(panel) and panel.settled)
+        assert panel.page is not None and panel.page.info.index == 0
+        # the user moves back; the place is held on the new file's entries
+        await pilot.press("n")
+        assert "held" in status(panel)
+
+
+async def test_a_newer_run_directory_brings_its_own_completions(tmp_path: Path) -> None:
+    output = make_run(tmp_path, fixture_lines())
+    shutil.copy(COMPLETIONS, output / RUN_DIR_NAME / "completions.jsonl")
+    app = app_for(output, cycle_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        assert "step 6" in title(panel)
+        resumed = output / "v1-20261203-000000"
+        resumed.mkdir()
+        (resumed / "logging.jsonl").write_text("".join(fixture_lines()[:2]), encoding="utf-8")
+        (resumed / "completions.jsonl").write_text(
+            restamped(completions_lines()[2], 11), encoding="utf-8"
+        )
+        app._reader.wake()
+        await wait_for(pilot, lambda: "step 11 train" in title(panel), timeout=20)

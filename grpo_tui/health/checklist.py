@@ -5,9 +5,9 @@ from __future__ import annotations
 from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement
 from grpo_tui.health.samples import format_rate, overlap
-from grpo_tui.run.completion_stats import StepSampleStats
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import CheckItem, num, pct
+from grpo_tui.run.completion_stats import StepSampleStats
 from grpo_tui.vocabulary import Answer, Direction, Zone
 
 QUESTIONS = (
@@ -107,18 +107,22 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
         if early_format - recent_format > rules.samples.format_drop:
             problems.append("format compliance falling")
     early_loop, recent_loop = samples.early_mean(_repetition), samples.recent_mean(_repetition)
-    if early_loop is not None and recent_loop is not None:
-        if (
-            recent_loop >= rules.samples.repetition_caution
-            and recent_loop - early_loop > rules.samples.repetition_rise
-        ):
-            found.append(f"repeated 3-grams {pct(early_loop)} → {pct(recent_loop)}")
-            problems.append("completions repeating themselves")
+    if (
+        early_loop is not None
+        and recent_loop is not None
+        and recent_loop >= rules.samples.repetition_caution
+        and recent_loop - early_loop > rules.samples.repetition_rise
+    ):
+        found.append(f"repeated 3-grams {pct(early_loop)} → {pct(recent_loop)}")
+        problems.append("completions repeating themselves")
     early_cut, recent_cut = samples.early_mean(_cut_off), samples.recent_mean(_cut_off)
-    if early_cut is not None and recent_cut is not None:
-        if recent_cut - early_cut > rules.samples.cut_off_rise:
-            found.append(f"cut off {pct(early_cut)} → {pct(recent_cut)}")
-            problems.append("more completions cut off mid-answer")
+    if (
+        early_cut is not None
+        and recent_cut is not None
+        and recent_cut - early_cut > rules.samples.cut_off_rise
+    ):
+        found.append(f"cut off {pct(early_cut)} → {pct(recent_cut)}")
+        problems.append("more completions cut off mid-answer")
     text = ", ".join(found) + f" over {samples.window}"
     if problems:
         return Answer.NO, "; ".join(problems) + ": " + text

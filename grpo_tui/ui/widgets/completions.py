@@ -330,8 +330,10 @@ class CompletionsPanel(Vertical):
     # -- what the app hands over ------------------------------------------------------
     def show(self, source: CompletionsSource) -> None:
         """The run's newest state (each frame that changed something)."""
-        self._source = source
+        previous, self._source = self._source, source
         state = source.state
+        if self.page is not None and self._started_over(previous, source):
+            self._start_over()
         if source.index is None or state is None or (state.lines == 0 and not state.previewing):
             if self.page is None:
                 self._empty.update(empty_state(source))
@@ -356,6 +358,27 @@ class CompletionsPanel(Vertical):
             self._load(newest, group=0)
         elif self.page is not None:
             self._draw_status()
+
+    def _started_over(self, previous: CompletionsSource | None, source: CompletionsSource) -> bool:
+        """Another completions file (a newer run directory), or the file was truncated or
+        replaced and is being read again: the pages held belong to what is gone."""
+        if previous is None or previous.index is not source.index:
+            return previous is not None or source.index is None
+        seen = self.cursor.newest_seen
+        state = source.state
+        if state is None or seen is None:
+            return False
+        return state.newest_entry is None or state.newest_entry < seen
+
+    def _start_over(self) -> None:
+        self.page = None
+        self.cursor = CompletionsCursor()
+        self._shown_seen = None
+        self._drawn = None
+        self._request += 1  # a page still being read belongs to the old file
+        self._loading = False
+        self._note = "the completions file started over"
+        self._table.clear(columns=True)
 
     @property
     def settled(self) -> bool:
