@@ -382,8 +382,18 @@ SHAPES: dict[str, list[dict[str, object]]] = {
     ],
     # Megatron-Ray: one line per completion, consecutive lines of a gen_step form a batch
     "ray": [
-        {"gen_step": 5, "prompt": "What is 2+3?", "completion": "<answer>5</answer>", "reward": 1.0},
-        {"gen_step": 5, "prompt": "What is 2+3?", "completion": "<answer>6</answer>", "reward": 0.0},
+        {
+            "gen_step": 5,
+            "prompt": "What is 2+3?",
+            "completion": "<answer>5</answer>",
+            "reward": 1.0,
+        },
+        {
+            "gen_step": 5,
+            "prompt": "What is 2+3?",
+            "completion": "<answer>6</answer>",
+            "reward": 0.0,
+        },
     ],
 }
 
