@@ -1,6 +1,8 @@
 """PATH → the files of a run: which metrics file to follow, its completions and args.
 
-Accepted: a `logging.jsonl` (or any metrics `.jsonl`); an ms-swift run directory
+Accepted: a `logging.jsonl` (or any metrics `.jsonl`); a console log of any name whose
+content shows a trainer's printed log dicts (`train.log`, `nohup.out`; a directory holding
+only such a log too); an ms-swift run directory
 (`vN-YYYYMMDD-HHMMSS/`) or the output directory above it (the newest `v*` wins, and a newer
 one appearing later is a resumed run to follow); a `trainer_state.json`, or a directory
 holding one at the top or in `checkpoint-*/` (the newest checkpoint wins, or the top one
@@ -22,7 +24,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_tui.files import describe_os_error, file_kind
+from grpo_tui.files import describe_os_error, file_kind, open_regular
+from grpo_tui.sources.formats.console import looks_like_console
 
 RUN_DIR_PATTERN = re.compile(r"^v(\d+)-(\d{8})-(\d{6})$")
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
@@ -30,13 +33,20 @@ LOGGING_FILE = "logging.jsonl"
 COMPLETIONS_FILE = "completions.jsonl"
 ARGS_FILE = "args.json"
 TRAINER_STATE_FILE = "trainer_state.json"
+#: names a console log usually has (its content must still say so)
+CONSOLE_SUFFIXES = (".log", ".out", ".txt")
+#: bytes of a file's start (and end) read to tell a console log by its content: the first
+#: log dict can come after many screens of warnings and progress bars
+_SNIFF_HEAD = 4 << 20
+_SNIFF_TAIL = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
 class RunLayout:
     """What a PATH resolves to right now."""
 
-    #: "jsonl" (a metrics log to tail), "trainer_state" (log_history to re-read),
+    #: "jsonl" (a metrics log to tail), "console" (a console log to tail), "trainer_state"
+    #: (log_history to re-read),
     #: "waiting" (nothing there yet) or "unreadable" (something is there but cannot be read)
     mode: str
     #: the metrics file (may not exist yet in "jsonl" mode: then it is waited for)
@@ -180,6 +190,54 @@ def _jsonl_layout(metrics: Path, output_dir: Path | None = None) -> RunLayout:
     )
 
 
+def is_console_log(path: Path) -> bool:
+    """The file's start or end shows a trainer's printed log dict."""
+    try:
+        with open_regular(path) as handle:
+            head = handle.read(_SNIFF_HEAD)
+            size = os.fstat(handle.fileno()).st_size
+            tail = b""
+            if size > len(head):
+                handle.seek(max(len(head), size - _SNIFF_TAIL))
+                tail = handle.read(_SNIFF_TAIL)
+    except OSError:
+        return False
+    return any(looks_like_console(part.decode("utf-8", errors="replace")) for part in (head, tail))
+
+
+def _console_layout(log: Path, output_dir: Path | None = None) -> RunLayout:
+    args_file, skipped = _args_near(log.parent)
+    return RunLayout(
+        mode="console",
+        metrics_file=log,
+        completions_file=None,
+        args_file=args_file,
+        run_dir=log.parent,
+        output_dir=output_dir,
+        skipped=skipped,
+    )
+
+
+def newest_console_log(directory: Path) -> Path | None:
+    """The most recently written console log in a directory (by name and content)."""
+    found: list[tuple[float, str]] = []
+    entries, _ = _scandir(directory)
+    for entry in entries:
+        name = entry.name
+        if not (name.endswith(CONSOLE_SUFFIXES) or name == "nohup.out"):
+            continue
+        try:
+            if not entry.is_file():
+                continue
+            found.append((entry.stat().st_mtime, entry.path))
+        except OSError:
+            continue
+    for _, path in sorted(found, reverse=True):
+        if is_console_log(Path(path)):
+            return Path(path)
+    return None
+
+
 def _state_layout(state: Path, output_dir: Path | None = None) -> RunLayout:
     holder = state.parent
     run_dir = holder.parent if CHECKPOINT_PATTERN.match(holder.name) else holder
@@ -212,6 +270,9 @@ def _run_dir_layout(run_dir: Path, output_dir: Path | None) -> RunLayout:
     if logging_probe.exists:
         # a FIFO, directory or unreadable thing named logging.jsonl, and nothing else to read
         return _unreadable(logging_probe.why_not_file(logging_file), run_dir, output_dir)
+    console = newest_console_log(run_dir)
+    if console is not None:
+        return _console_layout(console, output_dir)
     _, listing_error = _scandir(run_dir)
     if listing_error is not None:
         return _unreadable(describe_os_error(listing_error, run_dir), run_dir, output_dir)
@@ -247,6 +308,8 @@ def discover(path: Path) -> RunLayout:
             return _jsonl_layout(path.parent / LOGGING_FILE)
         if path.suffix == ".json":
             return _state_layout(path)
+        if path.suffix != ".jsonl" and (path.suffix in CONSOLE_SUFFIXES or is_console_log(path)):
+            return _console_layout(path)
         return _jsonl_layout(path)
     if path.suffix == ".jsonl":
         return RunLayout("jsonl", path, None, None, path.parent, None, waiting_for=str(path))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.files import describe_os_error
+from grpo_tui.sources.console import ConsoleReader
 from grpo_tui.sources.context import (
     ArgsError,
     RunContext,
@@ -157,7 +158,7 @@ class RunFeed:
                 self._layout = layout
                 self._read_context(layout)
             return
-        if current is not None and current.mode == "jsonl" and self._tail is not None:
+        if current is not None and current.mode in ("jsonl", "console") and self._tail is not None:
             # a newer run directory: drain the old file so nothing it wrote is lost
             while self._poll_tail(batch, DEFAULT_CHUNK):
                 pass
@@ -182,6 +183,10 @@ class RunFeed:
             self._tail = TailReader(layout.metrics_file)
             adapter = choose_adapter(layout.metrics_file, layout.args_file)
             self._reader = self._reader_for(adapter, layout.metrics_file)
+        elif layout.mode == "console" and layout.metrics_file is not None:
+            self._tail = TailReader(layout.metrics_file)
+            self._reader = ConsoleReader(str(layout.metrics_file))
+            self.status.framework = self._reader.adapter.name
         elif layout.mode == "trainer_state" and layout.metrics_file is not None:
             self._state = _StateFile(layout.metrics_file)
             if previous_state is not None:
@@ -241,7 +246,7 @@ class RunFeed:
                 f"{tail.path.name} was {chunk.restarted}: reading it from the start"
             )
             batch.restarted = True
-            reader.last_step = 0
+            reader.restart()
         if chunk.data:
             batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
             self.status.data_time = tail.mtime

@@ -35,6 +35,10 @@ class LogReader:
         self.max_steps: int | None = None
         self.version_hints: list[str] = []
 
+    def restart(self) -> None:
+        """The file started over: steps count from the start again."""
+        self.last_step = 0
+
     def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
         """Complete lines (bytes, each line ending in a newline) → a Batch. Bad lines are
         counted with their line number and a reason, never fatal."""

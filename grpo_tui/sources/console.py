@@ -1,0 +1,44 @@
+"""A console log → Batches: the trainer's printed dicts, read like log_history items.
+
+The text work (tqdm redraws, ANSI codes, wrapped dicts, the step from the progress bar)
+is the console format's (sources/formats/console.py); this feeds it the complete lines a
+tail read hands out and passes the dicts it finds to the shared log reader. A dict whose
+end has not arrived yet waits in the parser for the next read.
+"""
+
+from __future__ import annotations
+
+from grpo_tui.sources.formats.console import CONSOLE, ConsoleDict, ConsoleParser
+from grpo_tui.sources.logreader import LogReader
+from grpo_tui.sources.records import BadLine, Batch
+
+
+class ConsoleReader(LogReader):
+    """Reads one console log (any name: train.log, nohup.out) as it grows."""
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(CONSOLE, origin)
+        self.parser = ConsoleParser()
+        self._bad_seen = 0
+
+    def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
+        found: list[ConsoleDict] = []
+        text = data.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line_no, line in enumerate(lines, first_line_no):
+            found.extend(self.parser.feed(line, line_no))
+        batch = (
+            self.read_objects((item.line_no, item.values) for item in found) if found else Batch()
+        )
+        for line_no, reason, excerpt in self.parser.bad[self._bad_seen :]:
+            batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
+        self._bad_seen = len(self.parser.bad)
+        return batch
+
+    def restart(self) -> None:
+        """The file started over: forget what was half read."""
+        self.parser = ConsoleParser()
+        self._bad_seen = 0
+        self.last_step = 0

@@ -1,0 +1,236 @@
+"""Console logs: the Python dicts HF Trainer prints (`python train.py 2>&1 | tee train.log`).
+
+Most people keep a TRL / Unsloth / open-r1 run as its console output. The metrics are
+there as dict reprs among everything else a console shows:
+
+    51/400 [20:01<2:01:46, 20.94s/it]{'loss': '0.02196', 'grad_norm': '3.3e-06', ...}
+
+- tqdm redraws the progress bar with `\\r`, so one `\\n` line can hold many states;
+  ANSI colour codes wrap some of it;
+- values are numbers, or (transformers 5) `'%.4g'` strings; `nan`, `inf` and `None` occur;
+- the dict has no step, and the progress bar does not say it plainly either: stdout (the
+  dicts) is block-buffered when piped while stderr (tqdm) is not, so a run's dicts often
+  come out in bursts long after the bars of their steps. HF prints each dict through
+  `tqdm.write`, which redraws the bar at the same N: a bar repeating its N marks a logged
+  step. A dict takes, in this order: the oldest mark not yet taken; the N of a bar glued
+  to it in the same redraw (unbuffered output: the mark comes after the dict); the newest
+  bar's N when it moved past the last step; else the reader counts on. Eval dicts (`eval_*` keys) belong to the step before;
+- a terminal that wrapped the dict (a pasted tmux capture) breaks it over several lines;
+- the file grows while it is read, and a dict can arrive in pieces.
+
+The keys are TRL's vocabulary, so the adapter is TRL's with a step key for the progress
+the parser adds. `looks_like_console` is the content fingerprint that picks this reader
+for a file of any name.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+
+#: the key the parser adds for the tqdm progress of a train dict ("N/M")
+PROGRESS_KEY = "global_step/max_steps"
+
+CONSOLE = FormatAdapter(
+    name="TRL console log",
+    aliases=GRPO_ALIASES,
+    families=GRPO_FAMILIES,
+    fraction_step_keys=(PROGRESS_KEY,),
+    int_step_keys=("step",),
+    ignored_keys=frozenset({"total_flos"}),
+    version_hints=(
+        ("completion_length", "TRL ≤ 0.16 (completion_length)"),
+        ("frac_reward_zero_std", "TRL ≥ 0.18 (frac_reward_zero_std)"),
+        ("entropy", "TRL ≥ 0.20 (entropy)"),
+        ("step_time", "TRL ≥ 0.26 (step_time)"),
+    ),
+)
+
+#: keys that make a printed dict a trainer's log line (user code prints other dicts)
+_LOG_KEYS = ("loss", "reward", "train_runtime", "eval_loss", "learning_rate", "grad_norm")
+_LOG_DICT_START = re.compile(r"\{\s*'(?:" + "|".join(_LOG_KEYS) + r")'\s*:")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
+#: tqdm's "N/M [" (also inside a Ray or logging prefix)
+_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
+#: bare tokens Python's repr writes that literal_eval does not read
+_BARE = re.compile(r"(?<=[:\s\[,])(-?)(nan|inf|NaN|Infinity)(?=\s*[,}\]])")
+_WRAPPED_NUMBER = re.compile(r"(?:np\.)?(?:float|int)\d*\(([^()]*)\)|tensor\(([^(),]*)[^()]*\)")
+#: a dict still open after this many characters is not a log dict: give it up
+MAX_DICT_CHARS = 200_000
+
+
+def looks_like_console(text: str) -> bool:
+    """The text holds a trainer's printed log dict (the content fingerprint)."""
+    return _LOG_DICT_START.search(_ANSI.sub("", text)) is not None
+
+
+@dataclass
+class ConsoleDict:
+    """One log dict found in the console, with the line it started on."""
+
+    line_no: int
+    values: dict[str, Any]
+
+
+@dataclass
+class ConsoleParser:
+    """Finds trainer log dicts in console text fed line by line (state carries over)."""
+
+    #: the newest tqdm progress seen (step, total)
+    progress: tuple[int, int] | None = None
+    #: train dicts found so far, and the step the last one was given
+    train_dicts: int = 0
+    last_train_step: int = 0
+    #: (line number, reason, excerpt) of dicts that could not be read
+    bad: list[tuple[int, str, str]] = field(default_factory=list)
+    #: steps whose bar was redrawn at the same N (a dict was written there), not yet taken
+    marks: deque[int] = field(default_factory=deque)
+    _pending: list[str] = field(default_factory=list)
+    _pending_line: int = 0
+    _pending_chars: int = 0
+    #: the N of a bar in the same redraw as the dict being read (None: not glued)
+    _glued: int | None = None
+    _last_bar: tuple[int, int] | None = None
+
+    def feed(self, line: str, line_no: int) -> Iterator[ConsoleDict]:
+        """The log dicts completed by one console line (without its newline)."""
+        text = _ANSI.sub("", line)
+        for segment in text.split("\r"):
+            yield from self._segment(segment, line_no)
+
+    def _segment(self, segment: str, line_no: int) -> Iterator[ConsoleDict]:
+        if self._pending:
+            # a dict the terminal wrapped (or that arrives in pieces): lines join as they
+            # are, without the padding a terminal capture adds at both ends
+            self._pending.append(segment.strip())
+            self._pending_chars += len(segment)
+            yield from self._maybe_finish()
+            return
+        start = _LOG_DICT_START.search(segment)
+        before = segment if start is None else segment[: start.start()]
+        glued: int | None = None
+        for match in _PROGRESS.finditer(before):
+            step, total = int(match.group(1)), int(match.group(2))
+            if self.progress is not None and total != self.progress[1]:
+                self.marks.clear()  # another bar (loading shards, eval): its marks are not steps
+            elif (
+                (step, total) == self._last_bar
+                and step > self.last_train_step
+                and (not self.marks or self.marks[-1] != step)
+            ):
+                self.marks.append(step)
+            self._last_bar = (step, total)
+            self.progress = (step, total)
+            glued = step
+        if start is None:
+            return
+        self._glued = glued
+        self._pending = [segment[start.start() :].strip()]
+        self._pending_line = line_no
+        self._pending_chars = len(self._pending[0])
+        yield from self._maybe_finish()
+
+    def _maybe_finish(self) -> Iterator[ConsoleDict]:
+        text = "".join(self._pending)
+        depth = text.count("{") - text.count("}")
+        if depth > 0:
+            if self._pending_chars > MAX_DICT_CHARS:
+                self.bad.append((self._pending_line, "a dict that never closes", text[:80]))
+                self._pending = []
+            return
+        end = _closing(text)
+        body = text[: end + 1]
+        self._pending = []
+        parsed = self._parse(body)
+        if parsed is not None:
+            yield ConsoleDict(self._pending_line, parsed)
+        rest = text[end + 1 :]
+        if rest.strip():
+            yield from self._segment(rest, self._pending_line)
+
+    def _parse(self, body: str) -> dict[str, Any] | None:
+        source = _WRAPPED_NUMBER.sub(lambda m: m.group(1) or m.group(2) or "", body)
+        source = _BARE.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", source)
+        try:
+            value = ast.literal_eval(source)
+        except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
+            reason = type(error).__name__
+            self.bad.append((self._pending_line, f"not a readable dict ({reason})", body[:80]))
+            return None
+        if not isinstance(value, dict):
+            return None
+        values: dict[str, Any] = {}
+        for key, raw in value.items():
+            if not isinstance(key, str):
+                continue
+            number = _number(raw)
+            if number is not None:
+                values[key] = number
+        if not values:
+            return None
+        return self._stamp(values)
+
+    def _stamp(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Give a train dict its step from the progress bars (module docstring)."""
+        glued, self._glued = self._glued, None
+        if any(key.startswith("eval_") for key in values) or "train_runtime" in values:
+            return values  # eval and end lines take the step of the line before
+        self.train_dicts += 1
+        while self.marks and self.marks[0] <= self.last_train_step:
+            self.marks.popleft()
+        step: int | None = None
+        if self.marks:
+            step = self.marks.popleft()
+        elif glued is not None and glued > self.last_train_step:
+            step = glued
+        elif self.progress is not None and self.progress[0] > self.last_train_step:
+            step = self.progress[0]
+        if step is None or self.progress is None:
+            # no bar, or it did not move: the reader counts on from the step before
+            self.last_train_step += 1
+            return values
+        values[PROGRESS_KEY] = f"{step}/{self.progress[1]}"
+        self.last_train_step = step
+        return values
+
+
+def _closing(text: str) -> int:
+    """Index of the brace closing the dict that starts `text`."""
+    depth = 0
+    for index, char in enumerate(text):
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text) - 1
+
+
+def _number(raw: object) -> float | None:
+    """A logged value as a float: numbers, '%.4g' strings, 'nan'/'inf'; None otherwise."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        try:
+            return float(raw)
+        except OverflowError:
+            return None
+    if isinstance(raw, str):
+        try:
+            number = float(raw)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) or raw.strip().lower() in _SPECIAL else None
+    return None
+
+
+_SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})
