@@ -19,7 +19,7 @@ from grpo_tui.commands.output import (
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.sources.context import RunContext
 
-_COMMANDS = ("tail", "check", "inspect", "rules", "demo")
+_COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export")
 #: set to get the traceback of an internal error instead of the one-line message
 DEBUG_ENV = "GRPO_TUI_DEBUG"
 
@@ -119,6 +119,17 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cycle_option(demo)
 
+    export = sub.add_parser(
+        "export", help="write the canonical metrics (one row per step) to CSV or Parquet"
+    )
+    export.add_argument(
+        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+    )
+    export.add_argument("-o", "--output", required=True, help="the file to write (- = stdout)")
+    export.add_argument(
+        "--format", choices=("csv", "parquet"), help="default: from the output's suffix"
+    )
+
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument(
         "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
@@ -192,6 +203,10 @@ def _main(argv: list[str] | None) -> int:
         return check_command(
             args.path, as_json=args.json, rules_file=args.rules, given=_given(args)
         )
+    if args.command == "export":
+        from grpo_tui.commands.export import export_command
+
+        return export_command(args.path, args.output, args.format)
     if args.command == "rules":
         from grpo_tui.commands.check import rules_command
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import BadLine, Batch
 from grpo_tui.vocabulary import LineKind
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: bad lines kept verbatim (the first ones, then the most recent): enough to show, bounded
 _BAD_LINES_KEPT = 20
@@ -206,6 +210,12 @@ class Run:
             seconds_per_step=latest("speed"),
             memory_gib=latest("memory"),
         )
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The canonical metrics, one row per step (grpo_tui/run/frame.py)."""
+        from grpo_tui.run.frame import metrics_frame
+
+        return metrics_frame(self.store)
 
     def usual_interval(self) -> float | None:
         """Typical wall seconds between two log lines, from the logged elapsed times
