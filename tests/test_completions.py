@@ -467,6 +467,61 @@ def test_memory_stays_bounded(tmp_path: Path) -> None:
     assert len(summary.steps) == 2000 and summary.lines == 2000
 
 
+def test_step_labels_are_kept_as_logged_and_told_apart(tmp_path: Path) -> None:
+    """A label that is not the decimal of its number keeps its text, and each label is its
+    own step ("06" is not "6"); a label seen before, in any order, is an eval line."""
+    path = tmp_path / "completions.jsonl"
+    labels = ["06", "6", "12/500", "?", "6", "3", "3", "06", "-0", "0"]
+    records: list[object] = [
+        _columns(label, ["p"], [f"text {i}"], {"r": [float(i)]}) for i, label in enumerate(labels)
+    ]
+    mixed = _columns("9", ["p", "q"], ["x", "y"], {"r": [1.0, 0.0]})
+    mixed["step"] = ["8", "9"]
+    _write_lines(path, [*records, mixed])
+    index = _index(path)
+    infos = [index.line_info(i) for i in range(len(index))]
+    assert [info.step for info in infos] == [*labels, "9"]
+    new, again = "new", "eval_or_end"
+    assert [info.kind for info in infos] == [new] * 4 + [again, new, again, again] + [new] * 3
+    assert infos[0].steps == ("06",) and infos[-1].steps == ("8", "9")
+    # a label with no leading number counts at its place among the steps (the 4th)
+    assert [s.step for s in index.summary().steps] == [6.0, 6.0, 12.0, 3.0, 3.0, 0.0, 0.0, 9.0]
+
+
+def test_a_summary_handed_out_never_changes(tmp_path: Path) -> None:
+    """Only the steps that changed are computed again, into copies: a summary another
+    thread holds keeps its values while the newest step grows or every step is re-judged
+    (over more than one block of steps)."""
+    path = tmp_path / "completions.jsonl"
+    lines: list[object] = [
+        _columns(str(step), ["p"] * 2, [f"a {step}", f"b {step}"], {"acc": [0.0, 0.0]})
+        for step in range(1, 1101)
+    ]
+    _write_lines(path, lines)
+    index = _index(path)
+    first = index.summary()
+    seen = [(s.step, s.completions, s.zero_spread_all_fail) for s in first.steps]
+    assert len(seen) == 1100 and seen[-1] == (1100.0, 2, 0.0)  # every total 0: not judged
+    # a higher total: every earlier tie is now at the bottom
+    _write_lines(path, [_columns("1101", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.0]})], mode="a")
+    index.poll()
+    second = index.summary()
+    assert second.revision != first.revision
+    assert second.steps[0].zero_spread_all_fail == 1.0 and len(second.steps) == 1101
+    assert [(s.step, s.completions, s.zero_spread_all_fail) for s in first.steps] == seen
+    # ms-swift 3.1 logs a step in several lines: the newest step grows in place
+    growing = tmp_path / "messages.jsonl"
+    message = {"step": 1, "messages": [[{"role": "user", "content": "m"}]] * 2, "reward": [1, 0]}
+    _write_lines(growing, [{**message, "completion": ["e", "f"]}])
+    index = _index(growing)
+    before = index.summary()
+    assert [s.completions for s in before.steps] == [2]
+    _write_lines(growing, [{**message, "completion": ["g", "h"]}], mode="a")
+    index.poll()
+    assert [s.completions for s in index.summary().steps] == [4]
+    assert [s.completions for s in before.steps] == [2]
+
+
 def test_index_missing_file_then_created(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
     index = CompletionsIndex(path)

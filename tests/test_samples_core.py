@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import grpo_tui.run.completions as completions_module
 from grpo_tui.files import UTF8_BOM
-from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.completion_stats import CompletionsSummary, StepColumns, StepSampleStats
 from grpo_tui.run.completions import CompletionsIndex, Group, Page, Sample
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import MetricStore
@@ -757,6 +757,43 @@ def _value_at(store: MetricStore, name: str, kind: LineKind, step: float) -> flo
 
 def _summary(*steps: StepSampleStats, revision: int = 1) -> CompletionsSummary:
     return CompletionsSummary(lines=len(steps), steps=steps, revision=revision)
+
+
+def test_step_columns_build_steps_on_access() -> None:
+    """A summary keeps its steps as columns; a step is built when looked at, the same
+    whether the rows sit in one block or several."""
+    stats = [
+        _stats(float(i), distinct_2=i / 10, format_rate=None if i == 2 else 0.5) for i in range(5)
+    ]
+    summary = CompletionsSummary(lines=5, steps=tuple(stats))
+    steps = summary.columns
+    assert summary.steps is steps and len(steps) == 5
+    assert list(steps) == stats and steps[-1] == stats[-1] and steps[2].format_rate is None
+    assert steps == tuple(stats) and steps != tuple(stats[:4])
+    assert list(steps[1:4]) == stats[1:4] and list(steps[::-2]) == stats[::-2]
+    assert summary.latest == stats[-1] and summary.earliest == stats[0]
+    assert steps.column("distinct_2").tolist() == [0.0, 0.1, 0.2, 0.3, 0.4]
+    assert np.isnan(steps.column("format_rate")[2])
+    assert list(steps.upto(2.0)) == stats[:3] and len(steps.upto(-1.0)) == 0
+    with pytest.raises(IndexError):
+        steps[5]
+    matrix = steps.matrix()
+    spare = np.full((1, matrix.shape[1]), np.nan)  # a last block not filled yet
+    blocked = StepColumns([matrix[0:2], matrix[2:4], np.vstack([matrix[4:5], spare])], 5)
+    assert blocked == steps and list(blocked) == stats and blocked[4] == stats[4]
+    assert list(blocked[1:4]) == stats[1:4] and list(blocked.upto(3.0)[1:]) == stats[1:4]
+    assert blocked.column("step").tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert CompletionsSummary(lines=0, steps=()).latest is None
+
+
+def test_placer_leaves_an_unchanged_step_with_unknown_values_alone() -> None:
+    """A step built again from the columns, NaN where it has no value, is the same step:
+    not written again."""
+    store = _store((LineKind.TRAIN, 1.0))
+    placer = SamplePlacer()
+    assert placer.place(_summary(_stats(1.0, pairwise_overlap=float("nan"))), store)
+    assert not placer.place(_summary(_stats(1.0, pairwise_overlap=float("nan"))), store)
+    assert placer.place(_summary(_stats(1.0, pairwise_overlap=0.5)), store)
 
 
 def test_placer_writes_each_step_into_the_train_row_covering_it() -> None:

@@ -9,7 +9,7 @@ reward.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,9 +17,11 @@ import numpy as np
 from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Evidence, Window, finite_or_none
-from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.completion_stats import CompletionsSummary, StepColumns, StepSampleStats
 
 Getter = Callable[[StepSampleStats], "float | None"]
+#: a condition of every logged step at once, from their columns (one bool per step)
+Held = Callable[[StepColumns], np.ndarray]
 
 
 def overlap(s: StepSampleStats) -> float | None:
@@ -34,7 +36,8 @@ def format_rate(s: StepSampleStats) -> float | None:
 class Samples:
     """The logged sample steps, with the early and the recent ones apart."""
 
-    stats: tuple[StepSampleStats, ...]
+    #: every logged sample step (columns: a step is built when looked at)
+    stats: StepColumns
     early: tuple[StepSampleStats, ...]
     recent: tuple[StepSampleStats, ...]
     window: Window
@@ -44,7 +47,7 @@ class Samples:
     def of(summary: CompletionsSummary | None, rules: Rules) -> Samples | None:
         if summary is None or not summary.steps:
             return None
-        stats = summary.steps
+        stats = summary.columns
         k = min(rules.samples.compare_steps, max(1, len(stats) // 2))
         window = Window(stats[0].step, stats[-1].step, len(stats))
         return Samples(stats, tuple(stats[:k]), tuple(stats[-k:]), window, rules)
@@ -55,7 +58,7 @@ class Samples:
         return len(self.stats) >= 2
 
     @staticmethod
-    def _mean(stats: tuple[StepSampleStats, ...], get: Getter) -> float | None:
+    def _mean(stats: Sequence[StepSampleStats], get: Getter) -> float | None:
         values = [v for v in (get(s) for s in stats) if v is not None and math.isfinite(v)]
         return float(np.mean(values)) if values else None
 
@@ -65,11 +68,12 @@ class Samples:
     def recent_mean(self, get: Getter) -> float | None:
         return self._mean(self.recent, get)
 
-    def onset(self, held: Callable[[StepSampleStats], bool]) -> float | None:
+    def onset(self, held: Held) -> float | None:
         """First sample step of the latest stretch where `held` was true on a sustained
-        share of a rolling window of sample steps."""
+        share of a rolling window of sample steps (`held` judges every step at once, e.g.
+        `lambda s: s.column("pairwise_overlap") >= 0.5`: a run logs many thousands)."""
         width = self.rules.window_size(len(self.stats))
-        flags = np.array([held(s) for s in self.stats], dtype=bool)
+        flags = np.asarray(held(self.stats), dtype=bool)
         index = tr.condition_onset(flags, width, self.rules.window.sustained)
         return None if index is None else float(self.stats[index].step)
 

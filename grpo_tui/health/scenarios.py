@@ -686,7 +686,7 @@ def low_diversity(f: Findings) -> Scenario | None:
                     {"recent_overlap": recent},
                     f"completions in a group nearly identical: mean pairwise 3-gram overlap {num(recent)}",
                 ),
-                samples.onset(lambda s: s.pairwise_overlap >= bad),
+                samples.onset(lambda s: s.column("pairwise_overlap") >= bad),
             )
         elif recent is not None and recent >= caution:
             b.add(
@@ -695,7 +695,7 @@ def low_diversity(f: Findings) -> Scenario | None:
                     {"recent_overlap": recent},
                     f"completions in a group alike: mean pairwise 3-gram overlap {num(recent)}",
                 ),
-                samples.onset(lambda s: s.pairwise_overlap >= caution),
+                samples.onset(lambda s: s.column("pairwise_overlap") >= caution),
             )
         elif (
             samples.comparable

@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
@@ -157,8 +157,8 @@ class RunSnapshot:
                 series[name] = earlier
         samples = self.samples
         if samples is not None:
-            kept: tuple[StepSampleStats, ...] = tuple(s for s in samples.steps if s.step <= step)
-            samples = CompletionsSummary(lines=len(kept), steps=kept) if kept else None
+            kept = samples.columns.upto(step)
+            samples = CompletionsSummary(lines=len(kept), steps=kept) if len(kept) else None
         return RunSnapshot(
             series, self.context, samples, self.train_steps[self.train_steps <= step], step
         )

@@ -2,11 +2,20 @@
 
 Kept in its own module so the health engine depends on these plain types only, not on how
 completions files are indexed and parsed.
+
+A run logs a step's completions tens of thousands of times, so the summary keeps its steps
+as columns (`StepColumns`: one float row per step) and builds a `StepSampleStats` only
+when one step is looked at.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import overload
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +45,182 @@ class StepSampleStats:
     repetition: float = 0.0
 
 
+#: the columns of a StepColumns row, in StepSampleStats' field order
+STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(StepSampleStats))
+_COLUMN = {name: position for position, name in enumerate(STEP_FIELDS)}
+
+
+def _row_of(stats: StepSampleStats) -> list[float]:
+    return [math.nan if (value := getattr(stats, name)) is None else value for name in STEP_FIELDS]
+
+
+def _stats_of(row: list[float]) -> StepSampleStats:
+    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep = row
+    return StepSampleStats(
+        step,
+        int(groups),
+        int(completions),
+        zero,
+        fail,
+        passed,
+        d2,
+        overlap,
+        None if math.isnan(fmt) else fmt,
+        chars,
+        None if math.isnan(cut) else cut,
+        rep,
+    )
+
+
+#: steps built at a time when a StepColumns is iterated
+_ITER_CHUNK = 1024
+
+
+class StepColumns(Sequence[StepSampleStats]):
+    """Per-step statistics, oldest first: one float64 row per step (columns in
+    STEP_FIELDS order, None as NaN) in blocks of rows. Indexing builds a StepSampleStats;
+    slicing and `select` give StepColumns. The blocks are never written once handed out
+    (the completions index copies a block before it changes one).
+    """
+
+    __slots__ = ("_blocks", "_count", "_rows", "_size")
+
+    def __init__(
+        self, blocks: Sequence[np.ndarray], count: int | None = None, rows: np.ndarray | None = None
+    ) -> None:
+        """`blocks`: arrays of shape (size, len(STEP_FIELDS)), all as long as the first
+        but the last; the first `count` rows across them are the steps (all when None),
+        and of those `rows`, in order (all when None)."""
+        self._blocks = tuple(blocks)
+        self._size = int(self._blocks[0].shape[0]) if self._blocks else 1
+        self._count = sum(int(b.shape[0]) for b in self._blocks) if count is None else count
+        self._rows = rows
+
+    @staticmethod
+    def of(stats: Iterable[StepSampleStats]) -> StepColumns:
+        rows = [_row_of(s) for s in stats]
+        data = np.array(rows, dtype=np.float64) if rows else np.empty((0, len(STEP_FIELDS)))
+        return StepColumns((data,))
+
+    def __len__(self) -> int:
+        return self._count if self._rows is None else int(self._rows.shape[0])
+
+    @overload
+    def __getitem__(self, index: int) -> StepSampleStats: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> StepColumns: ...
+
+    def __getitem__(self, index: int | slice) -> StepSampleStats | StepColumns:
+        if isinstance(index, slice):
+            picked = range(len(self))[index]
+            positions = np.arange(picked.start, picked.stop, picked.step, dtype=np.int64)
+            return self._subset(positions)
+        count = len(self)
+        position = index + count if index < 0 else index
+        if not 0 <= position < count:
+            raise IndexError(f"step {index} out of range ({count} steps)")
+        if self._rows is not None:
+            position = int(self._rows[position])
+        row: list[float] = self._blocks[position // self._size][position % self._size].tolist()
+        return _stats_of(row)
+
+    def __iter__(self) -> Iterator[StepSampleStats]:
+        # a chunk at a time: a long run's steps as Python objects all at once would be big
+        count = len(self)
+        for start in range(0, count, _ITER_CHUNK):
+            positions = np.arange(start, min(count, start + _ITER_CHUNK), dtype=np.int64)
+            chunk: list[list[float]] = self._take(positions).tolist()
+            yield from map(_stats_of, chunk)
+
+    def __eq__(self, other: object) -> bool:
+        """The same steps with the same values (NaN equals NaN, None is NaN)."""
+        if not isinstance(other, StepColumns):
+            if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+                return NotImplemented
+            if len(other) != len(self):
+                return False
+            if not all(isinstance(s, StepSampleStats) for s in other):
+                return False
+            other = StepColumns.of(other)
+        return bool(np.array_equal(self.matrix(), other.matrix(), equal_nan=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StepColumns({len(self)} steps)"
+
+    def _subset(self, positions: np.ndarray) -> StepColumns:
+        rows = positions if self._rows is None else self._rows[positions]
+        return StepColumns(self._blocks, self._count, rows)
+
+    def _take(self, positions: np.ndarray) -> np.ndarray:
+        """The rows at these positions, shape (len(positions), len(STEP_FIELDS))."""
+        rows = positions if self._rows is None else self._rows[positions]
+        blocks, size = self._blocks, self._size
+        if len(blocks) == 1:
+            taken: np.ndarray = blocks[0][rows]
+            return taken
+        block_of = rows // size
+        out = np.empty((rows.shape[0], len(STEP_FIELDS)))
+        for block in np.unique(block_of).tolist():
+            chosen = block_of == block
+            out[chosen] = blocks[block][rows[chosen] % size]
+        return out
+
+    def matrix(self) -> np.ndarray:
+        """Every step's row, shape (len, len(STEP_FIELDS))."""
+        if self._rows is None and len(self._blocks) == 1:
+            whole: np.ndarray = self._blocks[0][: self._count]
+            return whole
+        return self._take(np.arange(len(self), dtype=np.int64))
+
+    def column(self, name: str) -> np.ndarray:
+        """One field over the steps, as float64 (None as NaN)."""
+        position = _COLUMN[name]
+        blocks = self._blocks
+        if not blocks:
+            return np.empty(0)
+        joined = (
+            blocks[0][:, position]
+            if len(blocks) == 1
+            else np.concatenate([block[:, position] for block in blocks])
+        )
+        values: np.ndarray = joined[: self._count] if self._rows is None else joined[self._rows]
+        return values
+
+    def select(self, keep: np.ndarray) -> StepColumns:
+        """The steps where the boolean mask `keep` is true."""
+        return self._subset(np.flatnonzero(keep))
+
+    def upto(self, step: float) -> StepColumns:
+        """The steps at or before `step` (in file order)."""
+        return self.select(self.column("step") <= step)
+
+
 @dataclass(frozen=True, slots=True)
 class CompletionsSummary:
     """Samples over the run: the early and recent windows and every step in between."""
 
     #: completions lines read (each a log call's batch of rollouts)
     lines: int
-    #: per logged step, oldest first (eval rollouts excluded where they can be told apart)
-    steps: tuple[StepSampleStats, ...]
+    #: per logged step, oldest first (eval rollouts excluded where they can be told apart);
+    #: always a StepColumns once built (a sequence of StepSampleStats is converted)
+    steps: Sequence[StepSampleStats]
     #: changes whenever earlier steps were re-judged (e.g. a new highest total moves what
     #: counts as all-pass) or the file started over: earlier copies are stale
     revision: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, StepColumns):
+            object.__setattr__(self, "steps", StepColumns.of(self.steps))
+
+    @property
+    def columns(self) -> StepColumns:
+        """The steps as columns (what `steps` holds)."""
+        steps = self.steps
+        assert isinstance(steps, StepColumns)
+        return steps
 
     @property
     def latest(self) -> StepSampleStats | None:

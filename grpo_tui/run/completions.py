@@ -2,9 +2,12 @@
 
 ms-swift writes one JSON line per log call (column-oriented lists, one row per completion;
 every version's shape is in `formats/ms-swift.md` §5). Files of several GB are normal, so
-the index keeps, per line, only its byte range, step, row count and a small tally of its
-sample statistics, computed once when the line is first read. Texts are re-read from disk
-when a line's groups are asked for; at most `cache_lines` parsed lines stay in memory (LRU).
+the index keeps, per line, only its byte range, step, row count, a 64-bit content digest
+and a small tally of its sample statistics, computed once when the line is first read:
+one packed numpy record per line, in blocks (no Python object per line; with its step's
+summary row and the rest, about 240 bytes a line). Step labels are kept as numbers, the
+few that are not a number's plain decimal apart. Texts are re-read from disk when a
+line's groups are asked for; at most `cache_lines` parsed lines stay in memory (LRU).
 
 Which lines count for the per-step summary (ms-swift 4.x gives no mode field):
 - A line whose rollouts are identical to the previous line's, hashed on (prompt,
@@ -48,12 +51,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import orjson
 
-from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.completion_stats import STEP_FIELDS, CompletionsSummary, StepColumns
 from grpo_tui.run.text_stats import REPETITIVE_SHARE, GroupTextStats, group_text_stats
 from grpo_tui.sources.records import BadLine
 from grpo_tui.sources.tail import TailLine, TailReader, read_tail_lines
@@ -495,12 +498,14 @@ class _Analysed:
 
     rows: _Rows
     groups: list[_GroupStats]
-    content_hash: bytes
+    #: 64-bit digest of the rollouts (see `_content_hash`)
+    content_hash: int
 
 
 @dataclass(slots=True)
 class _Tally:
-    """Sums over one line's groups: enough to build (and merge) its StepSampleStats."""
+    """Sums over one line's groups: enough to build (and merge) its StepSampleStats.
+    Transient: the index keeps it as one row of its entry columns."""
 
     groups: int = 0
     completions: int = 0
@@ -515,20 +520,6 @@ class _Tally:
     uses_markers: int = 0
     truncated: int = 0
     chars: int = 0
-
-    def add(self, other: _Tally) -> None:
-        self.groups += other.groups
-        self.completions += other.completions
-        self.tied_totals.extend(other.tied_totals)
-        self.distinct_2_sum += other.distinct_2_sum
-        self.distinct_2_count += other.distinct_2_count
-        self.overlap_sum += other.overlap_sum
-        self.overlap_count += other.overlap_count
-        self.repetition_sum += other.repetition_sum
-        self.follows_format += other.follows_format
-        self.uses_markers += other.uses_markers
-        self.truncated += other.truncated
-        self.chars += other.chars
 
 
 def _partition(prompts: list[str], group_size: int | None) -> list[list[int]]:
@@ -549,8 +540,10 @@ def _partition(prompts: list[str], group_size: int | None) -> list[list[int]]:
     ]
 
 
-def _content_hash(rows: _Rows) -> bytes:
-    digest = hashlib.blake2b(digest_size=16)
+def _content_hash(rows: _Rows) -> int:
+    """A 64-bit digest of (prompt, completion, advantage) per row: enough to tell a repeat
+    of the previous line, and a line rewritten under a lazy re-read."""
+    digest = hashlib.blake2b(digest_size=8)
     for prompt, completion in zip(rows.prompts, rows.completions, strict=True):
         digest.update(prompt.encode("utf-8", errors="surrogatepass"))
         digest.update(b"\x00")
@@ -558,7 +551,7 @@ def _content_hash(rows: _Rows) -> bytes:
         digest.update(b"\x01")
     if rows.advantages is not None:
         digest.update(rows.advantages.tobytes())
-    return digest.digest()
+    return int.from_bytes(digest.digest(), "little", signed=True)
 
 
 def _spread(values: list[float]) -> tuple[float, bool, float]:
@@ -622,35 +615,245 @@ def _step_number(label: str) -> float:
 # --------------------------------------------------------------------------- the index
 
 
-@dataclass(slots=True)
-class _Entry:
-    """One index entry: a line (or a Megatron-Ray batch of consecutive lines)."""
+_KINDS: tuple[EntryKind, ...] = ("new", "repeat", "eval_or_end")
+_SHAPES: tuple[Shape, ...] = (
+    "columns",
+    "prompt_messages",
+    "messages",
+    "advantage_singular",
+    "megatron",
+    "ray",
+)
+_KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(_KINDS)}
+_SHAPE_CODE: dict[str, int] = {shape: code for code, shape in enumerate(_SHAPES)}
+_REPEAT = _KIND_CODE["repeat"]
+_RAY = _SHAPE_CODE["ray"]
+#: rows the growing arrays start with; they grow by half again when full
+_FIRST_CAPACITY = 256
+#: entries (and summary steps) per block: blocks are added, never moved or grown (growing
+#: one array by copying would hold both copies at once, and leave holes behind)
+_BLOCK_SHIFT = 10
+_BLOCK = 1 << _BLOCK_SHIFT
+_IN_BLOCK = _BLOCK - 1
+#: columns of a summary row (StepSampleStats' fields, in order)
+_STAT_WIDTH = len(STEP_FIELDS)
 
-    #: byte range [start, end) in the file, line endings of the last line excluded
-    start: int
-    end: int
-    line_no: int
-    step: str
-    steps: tuple[str, ...]
-    rows: int
-    shape: Shape
-    kind: EntryKind
-    malformed: bool
-    #: None for Megatron-Ray batches (never repeated: their deques are cleared)
-    content_hash: bytes | None
-    #: None while a Megatron-Ray batch is still growing (computed when needed)
-    tally: _Tally | None
-    #: the step slot it counts towards (None for repeats and eval/end lines)
-    slot: int | None
+
+def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
+    """`array` with room for `needed` rows (its first `used` rows kept)."""
+    if needed <= array.shape[0]:
+        return array
+    capacity = max(needed, _FIRST_CAPACITY, array.shape[0] + array.shape[0] // 2)
+    bigger = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    bigger[:used] = array[:used]
+    return bigger
 
 
-@dataclass(slots=True)
-class _StepSlot:
-    """One step of the summary: the entries whose rollouts count for it."""
+def _decimal(number: float) -> str:
+    """How a step number is usually written ("6", "6.5")."""
+    return str(int(number)) if number.is_integer() else repr(number)
 
-    label: str
-    step: float
-    entries: list[int]
+
+def _step_key(label: str) -> tuple[float, bool]:
+    """The number a step label starts with, and whether the label is just its decimal
+    (then the number alone stands for the label)."""
+    number = _step_number(label)
+    return number, not math.isnan(number) and _decimal(number) == label
+
+
+#: the columns of an index entry (a line, or a Megatron-Ray batch of consecutive lines)
+_ENTRY_COLUMNS: dict[str, type] = {
+    # byte range [start, end) in the file, line endings of the last line excluded
+    "start": np.int64,
+    "end": np.int64,
+    "line_no": np.int64,
+    "rows": np.int32,
+    # the number the newest row's step label starts with (NaN: none); see _step_key
+    "step": np.float64,
+    "kind": np.uint8,
+    "shape": np.uint8,
+    "malformed": np.bool_,
+    # 64-bit digest of the rollouts; none for Megatron-Ray batches (never repeated)
+    "content_hash": np.int64,
+    # the step slot it counts towards (-1: none, for repeats and eval/end lines)
+    "slot": np.int32,
+    # the tally: false while a Megatron-Ray batch grows (or its re-read failed)
+    "tallied": np.bool_,
+    "groups": np.int32,
+    # the shared totals of its zero-spread groups: [tied_start, +tied_count) of a flat array
+    "tied_start": np.int64,
+    "tied_count": np.int32,
+    "distinct_2_sum": np.float64,
+    "distinct_2_count": np.int32,
+    "overlap_sum": np.float64,
+    "overlap_count": np.int32,
+    "repetition_sum": np.float64,
+    "follows_format": np.int32,
+    "uses_markers": np.int32,
+    "truncated": np.int32,
+    "chars": np.int64,
+}
+
+
+#: one index entry, packed (about 120 bytes)
+_ENTRY = np.dtype(list(_ENTRY_COLUMNS.items()))
+
+
+class _Column:
+    """One field of every entry, indexed like an array: by entry (a numpy scalar), by a
+    range of entries or an array of them (a new array)."""
+
+    __slots__ = ("_entries", "_name")
+
+    def __init__(self, entries: _Entries, name: str) -> None:
+        self._entries = entries
+        self._name = name
+
+    def __getitem__(self, index: int | slice | np.ndarray) -> Any:
+        blocks = self._entries.blocks
+        if isinstance(index, (int, np.integer)):
+            index = int(index)
+            return blocks[index >> _BLOCK_SHIFT][self._name][index & _IN_BLOCK]
+        if isinstance(index, slice):
+            start, stop, _ = index.indices(self._entries.count)
+            if stop <= start:
+                return np.empty(0, dtype=_ENTRY[self._name])
+            first, last = start >> _BLOCK_SHIFT, (stop - 1) >> _BLOCK_SHIFT
+            offset = first << _BLOCK_SHIFT
+            if first == last:
+                return blocks[first][self._name][start - offset : stop - offset].copy()
+            parts = [block[self._name] for block in blocks[first : last + 1]]
+            return np.concatenate(parts)[start - offset : stop - offset]
+        block_of = index >> _BLOCK_SHIFT
+        if index.size and block_of[0] == block_of[-1] and (block_of == block_of[0]).all():
+            return blocks[int(block_of[0])][self._name][index & _IN_BLOCK]
+        out = np.empty(index.shape[0], dtype=_ENTRY[self._name])
+        for block in np.unique(block_of).tolist():
+            chosen = block_of == block
+            out[chosen] = blocks[block][self._name][index[chosen] & _IN_BLOCK]
+        return out
+
+    def __setitem__(self, index: int, value: object) -> None:
+        self._entries.blocks[index >> _BLOCK_SHIFT][self._name][index & _IN_BLOCK] = value
+
+
+class _Entries:
+    """The index entries (a line, or a Megatron-Ray batch of consecutive lines) as packed
+    records in blocks of _BLOCK; one _Column per field of _ENTRY_COLUMNS. A tally's
+    completions are the entry's rows."""
+
+    __slots__ = ("blocks", "count", *_ENTRY_COLUMNS)
+    blocks: list[np.ndarray]
+    count: int
+    start: _Column
+    end: _Column
+    line_no: _Column
+    rows: _Column
+    step: _Column
+    kind: _Column
+    shape: _Column
+    malformed: _Column
+    content_hash: _Column
+    slot: _Column
+    tallied: _Column
+    groups: _Column
+    tied_start: _Column
+    tied_count: _Column
+    distinct_2_sum: _Column
+    distinct_2_count: _Column
+    overlap_sum: _Column
+    overlap_count: _Column
+    repetition_sum: _Column
+    follows_format: _Column
+    uses_markers: _Column
+    truncated: _Column
+    chars: _Column
+
+    def __init__(self) -> None:
+        self.blocks = []
+        self.count = 0
+        for name in _ENTRY_COLUMNS:
+            setattr(self, name, _Column(self, name))
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self) -> int:
+        """Room for one more entry (its fields still to be written); its index."""
+        index = self.count
+        if index >> _BLOCK_SHIFT == len(self.blocks):
+            self.blocks.append(np.zeros(_BLOCK, dtype=_ENTRY))
+        self.count = index + 1
+        return index
+
+    def blocks_between(self, start: int, stop: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(first entry, records) of the entries in [start, stop), a block at a time."""
+        while start < stop:
+            block = start >> _BLOCK_SHIFT
+            offset = block << _BLOCK_SHIFT
+            end = min(stop, offset + _BLOCK)
+            yield start, self.blocks[block][start - offset : end - offset]
+            start = end
+
+    def blocks_back(self, start: int, stop: int) -> Iterator[tuple[int, np.ndarray]]:
+        """As `blocks_between`, newest block first."""
+        while start < stop:
+            block = (stop - 1) >> _BLOCK_SHIFT
+            offset = block << _BLOCK_SHIFT
+            begin = max(start, offset)
+            yield begin, self.blocks[block][begin - offset : stop - offset]
+            stop = begin
+
+
+class _StepMap:
+    """Step label → the slot of its step (-1: seen, counting towards no step).
+
+    Labels that are the decimal of their number ("6") are kept as that number in a
+    sorted array (steps mostly rise: an append); other labels in a dict.
+    """
+
+    __slots__ = ("_count", "_last", "_numbers", "_odd", "_slots")
+
+    def __init__(self) -> None:
+        self._numbers = np.empty(0, dtype=np.float64)
+        self._slots = np.empty(0, dtype=np.int32)
+        self._count = 0
+        self._last = -math.inf
+        self._odd: dict[str, int] = {}
+
+    def _find(self, number: float) -> tuple[int, bool]:
+        if number > self._last:
+            return self._count, False
+        position = int(np.searchsorted(self._numbers[: self._count], number))
+        return position, position < self._count and self._numbers[position] == number
+
+    def get(self, label: str, key: tuple[float, bool]) -> int | None:
+        """The label's slot, -1 when seen without one, None when never seen."""
+        number, decimal = key
+        if not decimal:
+            return self._odd.get(label)
+        position, found = self._find(number)
+        return int(self._slots[position]) if found else None
+
+    def put(self, label: str, key: tuple[float, bool], slot: int) -> None:
+        number, decimal = key
+        if not decimal:
+            self._odd[label] = slot
+            return
+        position, found = self._find(number)
+        if found:
+            self._slots[position] = slot
+            return
+        count = self._count
+        self._numbers = _grown(self._numbers, count, count + 1)
+        self._slots = _grown(self._slots, count, count + 1)
+        if position < count:
+            self._numbers[position + 1 : count + 1] = self._numbers[position:count].copy()
+            self._slots[position + 1 : count + 1] = self._slots[position:count].copy()
+        self._numbers[position] = number
+        self._slots[position] = slot
+        self._count = count + 1
+        self._last = max(self._last, number)
 
 
 class CompletionsIndex:
@@ -693,13 +896,33 @@ class CompletionsIndex:
         self._reset()
 
     def _reset(self) -> None:
-        self._entries: list[_Entry] = []
+        self._entries = _Entries()
+        #: step labels that are not the decimal of their number (entry → label)
+        self._odd_labels: dict[int, str] = {}
+        #: distinct step labels of an entry's rows, where they are not just its step label
+        self._odd_steps: dict[int, tuple[str, ...]] = {}
+        #: the shared totals of zero-spread groups, every entry's run after the other
+        self._tied = np.empty(0, dtype=np.float64)
+        self._tied_used = 0
         self._newest_shown: int | None = None
         self._shown_count = 0
-        self._slots: list[_StepSlot] = []
-        self._slot_stats: list[StepSampleStats | None] = []
-        self._slot_by_label: dict[str, int] = {}
-        self._seen_steps: set[str] = set()
+        #: steps of the summary ("slots"): the entry whose rollouts count for each, and
+        #: the entries merged into it after that (ms-swift 3.1's several lines per step)
+        self._slot_count = 0
+        self._slot_entry = np.empty(0, dtype=np.int32)
+        self._slot_more: dict[int, list[int]] = {}
+        #: one summary row per slot (StepSampleStats' fields; groups 0 = no statistics), in
+        #: blocks of _BLOCK rows. The first `_stats_shared` rows are held by the summary
+        #: handed out last: a block holding one of them is copied before it is written
+        #: (`_stats_owned`: blocks copied since). Rows from `_stats_clean` on, and the
+        #: slots in `_stats_dirty`, are stale.
+        self._stats: list[np.ndarray] = []
+        self._stats_shared = 0
+        self._stats_owned: set[int] = set()
+        self._stats_clean = 0
+        self._stats_dirty: set[int] = set()
+        #: every step label seen, with its slot
+        self._step_map = _StepMap()
         self._cache: OrderedDict[int, _Analysed] = OrderedDict()
         #: entries whose tally is pending (a growing Megatron-Ray batch, or a failed re-read)
         self._untallied: set[int] = set()
@@ -825,75 +1048,118 @@ class CompletionsIndex:
         self._finish_open_batch()
         analysed = _analyse(rows, self.group_size)
         tally = _tally(analysed)
-        self._format_seen = self._format_seen or tally.uses_markers > 0
         step = rows.steps[-1] if rows.steps else "?"
-        previous = self._entries[-1] if self._entries else None
+        key = _step_key(step)
+        entries = self._entries
+        last = entries.count - 1
         kind: EntryKind
-        if previous is not None and previous.content_hash == analysed.content_hash:
+        if (
+            last >= 0
+            and entries.shape[last] != _RAY
+            and int(entries.content_hash[last]) == analysed.content_hash
+        ):
             kind = "repeat"
-        elif step in self._seen_steps and rows.shape != "messages":
+        elif rows.shape != "messages" and self._step_map.get(step, key) is not None:
             kind = "eval_or_end"
         else:
             kind = "new"
-        index = len(self._entries)
-        entry = _Entry(
-            start=line.offset,
-            end=line.offset + len(line.data),
-            line_no=line.line_no,
-            step=step,
-            steps=tuple(dict.fromkeys(rows.steps))[:_STEP_LABELS_KEPT],
-            rows=len(rows),
-            shape=rows.shape,
-            kind=kind,
-            malformed=rows.malformed,
-            content_hash=analysed.content_hash,
-            tally=tally,
-            slot=None,
-        )
-        self._entries.append(entry)
+        index = self._add_entry(line, step, key, len(rows), rows.shape, kind, rows.malformed)
+        entries.content_hash[index] = analysed.content_hash
+        steps = tuple(dict.fromkeys(rows.steps))[:_STEP_LABELS_KEPT]
+        if steps != (step,):
+            self._odd_steps[index] = steps
+        self._store_tally(index, tally)
         self._count_shown(index, kind)
-        self._seen_steps.add(step)
         if kind == "new":
-            self._assign_slot(index, merge=rows.shape == "messages")
+            self._assign_slot(index, step, key, merge=rows.shape == "messages")
+        elif self._step_map.get(step, key) is None:
+            self._step_map.put(step, key, -1)
         self._remember(index, analysed)
+
+    def _add_entry(
+        self,
+        line: TailLine,
+        step: str,
+        key: tuple[float, bool],
+        rows: int,
+        shape: Shape,
+        kind: EntryKind,
+        malformed: bool,
+    ) -> int:
+        """A new entry of one line, untallied (the tally is written by `_store_tally`)."""
+        entries = self._entries
+        index = entries.append()
+        entries.start[index] = line.offset
+        entries.end[index] = line.offset + len(line.data)
+        entries.line_no[index] = line.line_no
+        entries.rows[index] = rows
+        entries.step[index] = key[0]
+        entries.kind[index] = _KIND_CODE[kind]
+        entries.shape[index] = _SHAPE_CODE[shape]
+        entries.malformed[index] = malformed
+        entries.content_hash[index] = 0
+        entries.slot[index] = -1
+        entries.tallied[index] = False
+        entries.tied_start[index] = self._tied_used
+        entries.tied_count[index] = 0
+        if not key[1]:
+            self._odd_labels[index] = step
+        return index
+
+    def _label(self, index: int) -> str:
+        """The step label of an entry's newest row, as logged."""
+        odd = self._odd_labels.get(index)
+        return odd if odd is not None else _decimal(float(self._entries.step[index]))
+
+    def _store_tally(self, index: int, tally: _Tally) -> None:
+        entries = self._entries
+        tied = tally.tied_totals
+        start = int(entries.tied_start[index])
+        if start + int(entries.tied_count[index]) != self._tied_used:
+            start = self._tied_used  # its earlier run is not the last one: a new run
+        self._tied = _grown(self._tied, start, start + len(tied))
+        self._tied[start : start + len(tied)] = tied
+        self._tied_used = start + len(tied)
+        entries.tied_start[index] = start
+        entries.tied_count[index] = len(tied)
+        entries.groups[index] = tally.groups
+        entries.distinct_2_sum[index] = tally.distinct_2_sum
+        entries.distinct_2_count[index] = tally.distinct_2_count
+        entries.overlap_sum[index] = tally.overlap_sum
+        entries.overlap_count[index] = tally.overlap_count
+        entries.repetition_sum[index] = tally.repetition_sum
+        entries.follows_format[index] = tally.follows_format
+        entries.uses_markers[index] = tally.uses_markers
+        entries.truncated[index] = tally.truncated
+        entries.chars[index] = tally.chars
+        entries.tallied[index] = True
+        self._format_seen = self._format_seen or tally.uses_markers > 0
 
     def _ingest_ray_row(self, line: TailLine, rows: _Rows) -> None:
         step = rows.steps[0] if rows.steps else "?"
-        last = self._entries[-1] if self._entries else None
-        if last is not None and last.shape == "ray" and last.step == step:
-            last.end = line.offset + len(line.data)
-            last.rows += len(rows)
-            last.malformed = last.malformed or rows.malformed
-            last.tally = None
-            self._untallied.add(len(self._entries) - 1)
-            self._cache.pop(len(self._entries) - 1, None)
-            if last.slot is not None:
-                self._slot_stats[last.slot] = None
+        entries = self._entries
+        last = entries.count - 1
+        if last >= 0 and entries.shape[last] == _RAY and self._label(last) == step:
+            entries.end[last] = line.offset + len(line.data)
+            entries.rows[last] += len(rows)
+            entries.malformed[last] |= rows.malformed
+            entries.tallied[last] = False
+            self._untallied.add(last)
+            self._cache.pop(last, None)
+            slot = int(entries.slot[last])
+            if slot >= 0:
+                self._stale(slot)
             return
         self._finish_open_batch()
-        index = len(self._entries)
-        kind: EntryKind = "eval_or_end" if step in self._seen_steps else "new"
+        key = _step_key(step)
+        kind: EntryKind = "eval_or_end" if self._step_map.get(step, key) is not None else "new"
+        index = self._add_entry(line, step, key, len(rows), "ray", kind, rows.malformed)
         self._count_shown(index, kind)
-        self._entries.append(
-            _Entry(
-                start=line.offset,
-                end=line.offset + len(line.data),
-                line_no=line.line_no,
-                step=step,
-                steps=(step,),
-                rows=len(rows),
-                shape="ray",
-                kind=kind,
-                malformed=rows.malformed,
-                content_hash=None,
-                tally=None,
-                slot=None,
-            )
-        )
         self._untallied.add(index)
-        self._seen_steps.add(step)
         if kind == "new":
-            self._assign_slot(index, merge=False)
+            self._assign_slot(index, step, key, merge=False)
+        elif self._step_map.get(step, key) is None:
+            self._step_map.put(step, key, -1)
 
     def _count_shown(self, index: int, kind: EntryKind) -> None:
         if kind != "repeat":
@@ -902,23 +1168,35 @@ class CompletionsIndex:
 
     def _finish_open_batch(self) -> None:
         """Tally the growing Megatron-Ray batch once the next entry shows it is complete."""
-        if self._entries and self._entries[-1].tally is None:
-            self._ensure_tally(len(self._entries) - 1)
+        last = self._entries.count - 1
+        if last >= 0 and not self._entries.tallied[last]:
+            self._ensure_tally(last)
 
-    def _assign_slot(self, index: int, *, merge: bool) -> None:
-        entry = self._entries[index]
-        slot_index = self._slot_by_label.get(entry.step) if merge else None
-        if slot_index is None:
-            slot_index = len(self._slots)
-            number = _step_number(entry.step)
-            self._slots.append(
-                _StepSlot(entry.step, float(slot_index) if math.isnan(number) else number, [])
+    def _assign_slot(self, index: int, step: str, key: tuple[float, bool], *, merge: bool) -> None:
+        slot = self._step_map.get(step, key) if merge else None
+        if slot is None or slot < 0:
+            slot = self._slot_count
+            count = slot + 1
+            self._slot_entry = _grown(self._slot_entry, slot, count)
+            self._slot_entry[slot] = index
+            if slot >> _BLOCK_SHIFT == len(self._stats):
+                self._stats.append(np.empty((_BLOCK, _STAT_WIDTH)))
+            # (a row no summary holds yet: written in place)
+            number = key[0]
+            self._stats[slot >> _BLOCK_SHIFT][slot & _IN_BLOCK, 0] = (
+                float(slot) if math.isnan(number) else number
             )
-            self._slot_stats.append(None)
-            self._slot_by_label[entry.step] = slot_index
-        self._slots[slot_index].entries.append(index)
-        self._slot_stats[slot_index] = None
-        entry.slot = slot_index
+            self._slot_count = count
+            self._step_map.put(step, key, slot)
+        else:
+            self._slot_more.setdefault(slot, []).append(index)
+            self._stale(slot)
+        self._entries.slot[index] = slot
+
+    def _stale(self, slot: int) -> None:
+        """The slot's summary row needs computing again."""
+        if slot < self._stats_clean:
+            self._stats_dirty.add(slot)
 
     def _add_bad(self, line: TailLine, reason: str) -> None:
         self._bad_count += 1
@@ -935,11 +1213,12 @@ class CompletionsIndex:
         while len(self._cache) > self.cache_cap:
             self._cache.popitem(last=False)
 
-    def _read_range(self, entry: _Entry) -> list[_Rows]:
-        size = entry.end - entry.start
+    def _read_range(self, index: int) -> list[_Rows]:
+        start = int(self._entries.start[index])
+        size = int(self._entries.end[index]) - start
         try:
             with open(self.path, "rb") as handle:
-                handle.seek(entry.start)
+                handle.seek(start)
                 data = handle.read(size)
         except OSError:
             return []
@@ -964,35 +1243,39 @@ class CompletionsIndex:
         if cached is not None:
             self._cache.move_to_end(index)
             return cached
-        entry = self._entries[index]
-        parts = self._read_range(entry)
+        entries = self._entries
+        parts = self._read_range(index)
         if not parts:
             return None
         rows = _concat(parts)
-        if len(rows) != entry.rows:
+        if len(rows) != entries.rows[index]:
             return None  # rewritten since it was indexed: the next poll restarts
         analysed = _analyse(rows, self.group_size)
-        if entry.content_hash is not None and analysed.content_hash != entry.content_hash:
+        if entries.shape[index] != _RAY and analysed.content_hash != int(
+            entries.content_hash[index]
+        ):
             return None
         self._remember(index, analysed)
         return analysed
 
-    def _ensure_tally(self, index: int) -> _Tally | None:
-        entry = self._entries[index]
-        if entry.tally is None:
+    def _ensure_tally(self, index: int) -> bool:
+        """Tally the entry if it is not; False when it could not be read again."""
+        if not self._entries.tallied[index]:
             analysed = self._load(index)
             if analysed is None:
-                return None
-            entry.tally = _tally(analysed)
+                return False
+            self._store_tally(index, _tally(analysed))
             self._untallied.discard(index)
-            self._format_seen = self._format_seen or entry.tally.uses_markers > 0
-        return entry.tally
+            slot = int(self._entries.slot[index])
+            if slot >= 0:
+                self._stale(slot)
+        return True
 
     # ----------------------------------------------------------------- looking
 
     def __len__(self) -> int:
         """Index entries: one per line (a Megatron-Ray batch of lines is one entry)."""
-        return len(self._entries)
+        return self._entries.count
 
     def _resolve(self, line: int) -> int:
         index = line + len(self._entries) if line < 0 else line
@@ -1007,19 +1290,20 @@ class CompletionsIndex:
             return self._info(index)
 
     def _info(self, index: int) -> LineInfo:
-        entry = self._entries[index]
-        tally = entry.tally
+        entries = self._entries
+        tallied = bool(entries.tallied[index])
+        step = self._label(index)
         return LineInfo(
             index=index,
-            line_no=entry.line_no,
-            step=entry.step,
-            steps=entry.steps,
-            rows=entry.rows,
-            shape=entry.shape,
-            kind=entry.kind,
-            malformed=entry.malformed,
-            groups=None if tally is None else tally.groups,
-            zero_spread_groups=None if tally is None else len(tally.tied_totals),
+            line_no=int(entries.line_no[index]),
+            step=step,
+            steps=self._odd_steps.get(index, (step,)),
+            rows=int(entries.rows[index]),
+            shape=_SHAPES[entries.shape[index]],
+            kind=_KINDS[entries.kind[index]],
+            malformed=bool(entries.malformed[index]),
+            groups=int(entries.groups[index]) if tallied else None,
+            zero_spread_groups=int(entries.tied_count[index]) if tallied else None,
         )
 
     def groups(self, line: int = -1) -> list[Group]:
@@ -1029,7 +1313,7 @@ class CompletionsIndex:
         file changed under the index (the next poll restarts it).
         """
         with self._locked():
-            if not self._entries:
+            if not self._entries.count:
                 return []
             analysed = self._load(self._resolve(line))
             if analysed is None:
@@ -1040,7 +1324,7 @@ class CompletionsIndex:
         """One entry with its groups (negative counts from the newest); None when the index
         is empty or the file changed under it."""
         with self._locked():
-            if not self._entries:
+            if not self._entries.count:
                 return None
             index = self._resolve(line)
             analysed = self._load(index)
@@ -1096,29 +1380,40 @@ class CompletionsIndex:
         with `zero_spread_only`, one holding a group whose completions all got the same
         reward. `current` None stands for the preview: every entry is before it."""
         with self._locked():
-            count = len(self._entries)
+            entries = self._entries
+            count = entries.count
             if current is None:
                 if forward:
                     return None
                 current = count
-            positions = range(current + 1, count) if forward else range(current - 1, -1, -1)
-            for index in positions:
-                entry = self._entries[index]
-                if entry.kind == "repeat":
-                    continue
+            if forward:
+                blocks = entries.blocks_between(max(0, current + 1), count)
+            else:
+                blocks = entries.blocks_back(0, min(current, count))
+            for first, records in blocks:
+                wanted = records["kind"] != _REPEAT
                 if zero_spread_only:
-                    tally = self._ensure_tally(index)
-                    if tally is None or not tally.tied_totals:
+                    # an untallied entry is tallied (read again) to tell
+                    wanted &= ~records["tallied"] | (records["tied_count"] > 0)
+                found = np.flatnonzero(wanted) + first
+                for index in (found if forward else found[::-1]).tolist():
+                    if (
+                        zero_spread_only
+                        and not entries.tallied[index]
+                        and (not self._ensure_tally(index) or not entries.tied_count[index])
+                    ):
                         continue
-                return index
+                    return int(index)
             return None
 
     def shown_between(self, after: int, upto: int) -> int:
         """Entries worth showing in (after, upto]: what "N new" counts (repeats are not new)."""
         with self._locked():
-            stop = min(upto + 1, len(self._entries))
+            entries = self._entries
+            stop = min(upto + 1, entries.count)
             return sum(
-                1 for i in range(max(0, after + 1), stop) if self._entries[i].kind != "repeat"
+                int(np.count_nonzero(records["kind"] != _REPEAT))
+                for _, records in entries.blocks_between(max(0, after + 1), stop)
             )
 
     @property
@@ -1156,11 +1451,11 @@ class CompletionsIndex:
         started = time.perf_counter()
         searched = 0
         with self._locked():
-            count = len(self._entries)
+            count = self._entries.count
         index = start
         while 0 <= index < count:
             with self._locked():
-                if index >= len(self._entries):
+                if index >= self._entries.count:
                     break
                 analysed = self._load(index)
             searched += 1
@@ -1246,52 +1541,117 @@ class CompletionsIndex:
         split uses the totals observed so far, and once any completion in the file used a
         format marker, every step's format rate counts its completions (a step that drops
         the tags scores 0, not "unknown"); both are re-judged here, not frozen at read time.
+        Only the steps that changed since the last summary are computed again; the steps
+        handed out are never written (see `_reset`).
         """
         with self._locked():
             for index in sorted(self._untallied):
-                if self._entries[index].slot is not None:
+                if self._entries.slot[index] >= 0:
                     self._ensure_tally(index)
+            count = self._slot_count
             key = (self._total_min, self._total_max, self._format_seen)
             if key != self._stats_key:
-                self._slot_stats = [None] * len(self._slots)
                 if self._stats_key is not None:
                     self._revision += 1
                 self._stats_key = key
-            steps: list[StepSampleStats] = []
-            for slot_index, slot in enumerate(self._slots):
-                stats = self._slot_stats[slot_index]
-                if stats is None:
-                    stats = self._step_stats(slot)
-                    self._slot_stats[slot_index] = stats
-                if stats is not None:
-                    steps.append(stats)
-            return CompletionsSummary(
-                lines=self._good_lines, steps=tuple(steps), revision=self._revision
-            )
+                # every step again, into new blocks (the summaries keep the old ones)
+                for number, block in enumerate(self._stats):
+                    fresh = np.empty_like(block)
+                    fresh[:, 0] = block[:, 0]
+                    self._stats[number] = fresh
+                    self._stats_owned.add(number)
+                stale: Sequence[int] = range(count)
+            else:
+                stale = sorted(self._stats_dirty) + list(range(self._stats_clean, count))
+            # a block of slots at a time: what a revision of a long run computes stays small
+            for first in range(0, len(stale), _BLOCK):
+                slots = np.array(stale[first : first + _BLOCK], dtype=np.int64)
+                self._write_rows(slots, self._slot_rows(slots))
+            self._stats_dirty.clear()
+            self._stats_owned.clear()
+            self._stats_clean = self._stats_shared = count
+            steps = StepColumns(self._stats, count)
+            known = steps.column("groups") > 0  # 0 where a step has no statistics
+            if not known.all():
+                steps = steps.select(known)
+            return CompletionsSummary(lines=self._good_lines, steps=steps, revision=self._revision)
 
-    def _step_stats(self, slot: _StepSlot) -> StepSampleStats | None:
-        tally = _Tally()
-        for index in slot.entries:
-            part = self._entries[index].tally
-            if part is not None:
-                tally.add(part)
-        if tally.completions == 0 or tally.groups == 0:
-            return None
-        positions = [self._tie_position(value) for value in tally.tied_totals]
-        return StepSampleStats(
-            step=slot.step,
-            groups=tally.groups,
-            completions=tally.completions,
-            zero_spread_fraction=len(tally.tied_totals) / tally.groups,
-            zero_spread_all_fail=sum(low for low, _ in positions) / tally.groups,
-            zero_spread_all_pass=sum(high for _, high in positions) / tally.groups,
-            distinct_2=_mean(tally.distinct_2_sum, tally.distinct_2_count),
-            pairwise_overlap=_mean(tally.overlap_sum, tally.overlap_count),
-            format_rate=tally.follows_format / tally.completions if self._format_seen else None,
-            mean_chars=tally.chars / tally.completions,
-            repetition=tally.repetition_sum / tally.completions,
-            truncated_rate=tally.truncated / tally.completions if tally.uses_markers else None,
-        )
+    def _write_rows(self, slots: np.ndarray, rows: np.ndarray) -> None:
+        """Write summary rows (every column but the step), copying a block first where the
+        last summary handed out holds a row of it."""
+        block_of = slots >> _BLOCK_SHIFT
+        for block in np.unique(block_of).tolist():
+            chosen = block_of == block
+            if block not in self._stats_owned and slots[chosen].min() < self._stats_shared:
+                self._stats[block] = self._stats[block].copy()
+                self._stats_owned.add(block)
+            self._stats[block][slots[chosen] & _IN_BLOCK, 1:] = rows[chosen]
+
+    def _slot_rows(self, slots: np.ndarray) -> np.ndarray:
+        """The summary rows of these slots (every column but the step), from the tallies
+        of their entries (vectorised: a revision computes every step again)."""
+        entries = self._entries
+        members = self._slot_entry[slots].astype(np.int64)
+        places = np.arange(slots.size)
+        if self._slot_more:
+            more: list[int] = []
+            more_places: list[int] = []
+            for place, slot in enumerate(slots.tolist()):
+                merged = self._slot_more.get(slot)
+                if merged:
+                    more += merged
+                    more_places += [place] * len(merged)
+            if more:
+                members = np.concatenate([members, np.array(more, dtype=np.int64)])
+                places = np.concatenate([places, np.array(more_places, dtype=np.int64)])
+        tallied = entries.tallied[members]
+        members, places = members[tallied], places[tallied]
+        width = slots.size
+
+        def total(column: _Column) -> np.ndarray:
+            return np.bincount(places, weights=column[members], minlength=width)
+
+        groups = total(entries.groups)
+        completions = total(entries.rows)
+        tied = entries.tied_count[members]
+        at_low: np.ndarray = np.zeros(width)
+        at_high: np.ndarray = at_low
+        low, high = self._total_min, self._total_max
+        if tied.any() and high > low:
+            # every tied total of these entries: its entry's run in the flat array
+            firsts = np.cumsum(tied) - tied
+            where = np.repeat(entries.tied_start[members] - firsts, tied) + np.arange(tied.sum())
+            values = self._tied[where]
+            tolerance = _TIE_TOLERANCE * max(1.0, abs(low), abs(high))
+            owner = np.repeat(places, tied)
+            at_low = np.bincount(owner, weights=np.abs(values - low) <= tolerance, minlength=width)
+            at_high = np.bincount(
+                owner, weights=np.abs(values - high) <= tolerance, minlength=width
+            )
+        distinct_count = total(entries.distinct_2_count)
+        overlap_count = total(entries.overlap_count)
+        markers = total(entries.uses_markers)
+        rows = np.empty((width, _STAT_WIDTH - 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rows[:, 0] = groups
+            rows[:, 1] = completions
+            rows[:, 2] = np.bincount(places, weights=tied, minlength=width) / groups
+            rows[:, 3] = at_low / groups
+            rows[:, 4] = at_high / groups
+            rows[:, 5] = np.where(
+                distinct_count > 0, total(entries.distinct_2_sum) / distinct_count, math.nan
+            )
+            rows[:, 6] = np.where(
+                overlap_count > 0, total(entries.overlap_sum) / overlap_count, math.nan
+            )
+            rows[:, 7] = (
+                total(entries.follows_format) / completions if self._format_seen else math.nan
+            )
+            rows[:, 8] = total(entries.chars) / completions
+            rows[:, 9] = np.where(markers > 0, total(entries.truncated) / completions, math.nan)
+            rows[:, 10] = total(entries.repetition_sum) / completions
+        rows[(groups == 0) | (completions == 0), 0] = 0  # no statistics: left out
+        return rows
 
     # ----------------------------------------------------------------- bookkeeping
 
@@ -1331,8 +1691,11 @@ class CompletionsIndex:
 
     def entry_indices(self, kinds: Iterable[EntryKind] = ("new",)) -> list[int]:
         """Indices of the entries of the given kinds, oldest first (e.g. to skip repeats)."""
-        wanted = set(kinds)
-        return [index for index, entry in enumerate(self._entries) if entry.kind in wanted]
+        codes = [_KIND_CODE[kind] for kind in set(kinds) if kind in _KIND_CODE]
+        found: list[int] = []
+        for first, records in self._entries.blocks_between(0, self._entries.count):
+            found += (np.flatnonzero(np.isin(records["kind"], codes)) + first).tolist()
+        return found
 
 
 def _group_contains(analysed: _Analysed, group: _GroupStats, needle: str) -> bool:
@@ -1345,7 +1708,3 @@ def _group_contains(analysed: _Analysed, group: _GroupStats, needle: str) -> boo
 def _optional_float(value: float | np.floating) -> float | None:
     number = float(value)
     return None if math.isnan(number) else number
-
-
-def _mean(total: float, count: int) -> float:
-    return total / count if count else math.nan

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
+from grpo_tui.run.completion_stats import STEP_FIELDS, CompletionsSummary, StepSampleStats
 from grpo_tui.run.metrics import MetricStore
 
 PREFIX = "samples/"
@@ -102,12 +102,14 @@ class SamplePlacer:
             self.placed = 0
         wrote = False
         steps = summary.steps
-        if 0 < self.placed <= len(steps) and steps[self.placed - 1] != self._last:
-            # the newest placed step can still grow (a Megatron-Ray batch, ms-swift 3.1's
-            # several lines per step): write it again when its statistics changed
-            self._last = steps[self.placed - 1]
-            store.annotate(self._last.step, sample_values(self._last))
-            wrote = True
+        if 0 < self.placed <= len(steps):
+            newest = steps[self.placed - 1]
+            if not _same(newest, self._last):
+                # the newest placed step can still grow (a Megatron-Ray batch, ms-swift
+                # 3.1's several lines per step): write it again when its statistics changed
+                self._last = newest
+                store.annotate(newest.step, sample_values(newest))
+                wrote = True
         while self.placed < len(steps):
             stats = steps[self.placed]
             if not store.annotate(stats.step, sample_values(stats)):
@@ -116,3 +118,20 @@ class SamplePlacer:
             self._last = stats
             wrote = True
         return wrote
+
+
+def _same(stats: StepSampleStats, other: StepSampleStats | None) -> bool:
+    """The same statistics, NaN (no value) matching NaN: a summary builds its steps anew
+    each time one is looked at."""
+    if other is None:
+        return False
+    for name in STEP_FIELDS:
+        mine, theirs = getattr(stats, name), getattr(other, name)
+        if mine != theirs and not (
+            isinstance(mine, float)
+            and isinstance(theirs, float)
+            and math.isnan(mine)
+            and math.isnan(theirs)
+        ):
+            return False
+    return True
