@@ -4,10 +4,11 @@ ms-swift writes one JSON line per log call (column-oriented lists, one row per c
 every version's shape is in `formats/ms-swift.md` §5). Files of several GB are normal, so
 the index keeps, per line, only its byte range, step, row count, a 64-bit content digest
 and a small tally of its sample statistics, computed once when the line is first read:
-one packed numpy record per line, in blocks (no Python object per line; with its step's
-summary row and the rest, about 240 bytes a line). Step labels are kept as numbers, the
-few that are not a number's plain decimal apart. Texts are re-read from disk when a
-line's groups are asked for; at most `cache_lines` parsed lines stay in memory (LRU).
+one packed numpy record per line, in blocks, and the tally summed into its step's row of
+the summary (no Python object per line: about 190 bytes a line, summary included). Step
+labels are kept as numbers, the few that are not a number's plain decimal apart. Texts
+are re-read from disk when a line's groups are asked for; at most `cache_lines` parsed
+lines stay in memory (LRU).
 
 Which lines count for the per-step summary (ms-swift 4.x gives no mode field):
 - A line whose rollouts are identical to the previous line's, hashed on (prompt,
@@ -637,6 +638,9 @@ _BLOCK = 1 << _BLOCK_SHIFT
 _IN_BLOCK = _BLOCK - 1
 #: columns of a summary row (StepSampleStats' fields, in order)
 _STAT_WIDTH = len(STEP_FIELDS)
+_COL = {name: position for position, name in enumerate(STEP_FIELDS)}
+#: the columns a revision re-judges (the totals' range, the format seen so far)
+_JUDGED = [_COL["zero_spread_all_fail"], _COL["zero_spread_all_pass"], _COL["format_rate"]]
 
 
 def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
@@ -677,25 +681,18 @@ _ENTRY_COLUMNS: dict[str, type] = {
     "content_hash": np.int64,
     # the step slot it counts towards (-1: none, for repeats and eval/end lines)
     "slot": np.int32,
-    # the tally: false while a Megatron-Ray batch grows (or its re-read failed)
+    # what of its tally a revision re-judges (the rest went into its step's summary row);
+    # false while a Megatron-Ray batch grows (or its re-read failed)
     "tallied": np.bool_,
     "groups": np.int32,
     # the shared totals of its zero-spread groups: [tied_start, +tied_count) of a flat array
-    "tied_start": np.int64,
+    "tied_start": np.int32,
     "tied_count": np.int32,
-    "distinct_2_sum": np.float64,
-    "distinct_2_count": np.int32,
-    "overlap_sum": np.float64,
-    "overlap_count": np.int32,
-    "repetition_sum": np.float64,
     "follows_format": np.int32,
-    "uses_markers": np.int32,
-    "truncated": np.int32,
-    "chars": np.int64,
 }
 
 
-#: one index entry, packed (about 120 bytes)
+#: one index entry, packed (68 bytes)
 _ENTRY = np.dtype(list(_ENTRY_COLUMNS.items()))
 
 
@@ -739,8 +736,7 @@ class _Column:
 
 class _Entries:
     """The index entries (a line, or a Megatron-Ray batch of consecutive lines) as packed
-    records in blocks of _BLOCK; one _Column per field of _ENTRY_COLUMNS. A tally's
-    completions are the entry's rows."""
+    records in blocks of _BLOCK; one _Column per field of _ENTRY_COLUMNS."""
 
     __slots__ = ("blocks", "count", *_ENTRY_COLUMNS)
     blocks: list[np.ndarray]
@@ -759,15 +755,7 @@ class _Entries:
     groups: _Column
     tied_start: _Column
     tied_count: _Column
-    distinct_2_sum: _Column
-    distinct_2_count: _Column
-    overlap_sum: _Column
-    overlap_count: _Column
-    repetition_sum: _Column
     follows_format: _Column
-    uses_markers: _Column
-    truncated: _Column
-    chars: _Column
 
     def __init__(self) -> None:
         self.blocks = []
@@ -1070,11 +1058,12 @@ class CompletionsIndex:
             self._odd_steps[index] = steps
         self._store_tally(index, tally)
         self._count_shown(index, kind)
+        self._remember(index, analysed)
         if kind == "new":
-            self._assign_slot(index, step, key, merge=rows.shape == "messages")
+            slot = self._assign_slot(index, step, key, merge=rows.shape == "messages")
+            self._fill_row(slot, {index: tally})
         elif self._step_map.get(step, key) is None:
             self._step_map.put(step, key, -1)
-        self._remember(index, analysed)
 
     def _add_entry(
         self,
@@ -1112,6 +1101,7 @@ class CompletionsIndex:
         return odd if odd is not None else _decimal(float(self._entries.step[index]))
 
     def _store_tally(self, index: int, tally: _Tally) -> None:
+        """Keep what a revision re-judges of an entry's tally (and what its page shows)."""
         entries = self._entries
         tied = tally.tied_totals
         start = int(entries.tied_start[index])
@@ -1123,15 +1113,7 @@ class CompletionsIndex:
         entries.tied_start[index] = start
         entries.tied_count[index] = len(tied)
         entries.groups[index] = tally.groups
-        entries.distinct_2_sum[index] = tally.distinct_2_sum
-        entries.distinct_2_count[index] = tally.distinct_2_count
-        entries.overlap_sum[index] = tally.overlap_sum
-        entries.overlap_count[index] = tally.overlap_count
-        entries.repetition_sum[index] = tally.repetition_sum
         entries.follows_format[index] = tally.follows_format
-        entries.uses_markers[index] = tally.uses_markers
-        entries.truncated[index] = tally.truncated
-        entries.chars[index] = tally.chars
         entries.tallied[index] = True
         self._format_seen = self._format_seen or tally.uses_markers > 0
 
@@ -1172,7 +1154,7 @@ class CompletionsIndex:
         if last >= 0 and not self._entries.tallied[last]:
             self._ensure_tally(last)
 
-    def _assign_slot(self, index: int, step: str, key: tuple[float, bool], *, merge: bool) -> None:
+    def _assign_slot(self, index: int, step: str, key: tuple[float, bool], *, merge: bool) -> int:
         slot = self._step_map.get(step, key) if merge else None
         if slot is None or slot < 0:
             slot = self._slot_count
@@ -1181,17 +1163,17 @@ class CompletionsIndex:
             self._slot_entry[slot] = index
             if slot >> _BLOCK_SHIFT == len(self._stats):
                 self._stats.append(np.empty((_BLOCK, _STAT_WIDTH)))
-            # (a row no summary holds yet: written in place)
+            # (a row no summary holds yet: written in place); no statistics until filled
             number = key[0]
-            self._stats[slot >> _BLOCK_SHIFT][slot & _IN_BLOCK, 0] = (
-                float(slot) if math.isnan(number) else number
-            )
+            row = self._stats[slot >> _BLOCK_SHIFT][slot & _IN_BLOCK]
+            row[_COL["step"]] = float(slot) if math.isnan(number) else number
+            row[_COL["groups"]] = 0
             self._slot_count = count
             self._step_map.put(step, key, slot)
         else:
             self._slot_more.setdefault(slot, []).append(index)
-            self._stale(slot)
         self._entries.slot[index] = slot
+        return slot
 
     def _stale(self, slot: int) -> None:
         """The slot's summary row needs computing again."""
@@ -1260,16 +1242,78 @@ class CompletionsIndex:
 
     def _ensure_tally(self, index: int) -> bool:
         """Tally the entry if it is not; False when it could not be read again."""
-        if not self._entries.tallied[index]:
-            analysed = self._load(index)
-            if analysed is None:
-                return False
-            self._store_tally(index, _tally(analysed))
-            self._untallied.discard(index)
-            slot = int(self._entries.slot[index])
+        if self._entries.tallied[index]:
+            return True
+        slot = int(self._entries.slot[index])
+        analysed = self._load(index)
+        if analysed is None:
             if slot >= 0:
-                self._stale(slot)
+                self._fill_row(slot, {})  # its step counts it no more
+            return False
+        tally = _tally(analysed)
+        self._store_tally(index, tally)
+        self._untallied.discard(index)
+        if slot >= 0:
+            self._fill_row(slot, {index: tally})
         return True
+
+    def _slot_tallies(self, slot: int, known: dict[int, _Tally]) -> list[_Tally]:
+        """The tallies of a slot's tallied entries, oldest first: from `known`, else from
+        their parse (cached: a step's lines are consecutive)."""
+        entries = self._entries
+        tallies = []
+        for member in (int(self._slot_entry[slot]), *self._slot_more.get(slot, ())):
+            tally = known.get(member)
+            if tally is None and entries.tallied[member]:
+                analysed = self._load(member)
+                tally = None if analysed is None else _tally(analysed)
+            if tally is not None:
+                tallies.append(tally)
+        return tallies
+
+    def _fill_row(self, slot: int, known: dict[int, _Tally]) -> None:
+        """Write a step's summary row from the tallies of its entries, all but the columns a
+        revision re-judges (all-fail, all-pass, format rate: see `summary`)."""
+        groups = completions = tied = distinct_count = overlap_count = 0
+        markers = truncated = chars = 0
+        distinct_sum = overlap_sum = repetition_sum = 0.0
+        for tally in self._slot_tallies(slot, known):
+            groups += tally.groups
+            completions += tally.completions
+            tied += len(tally.tied_totals)
+            distinct_sum += tally.distinct_2_sum
+            distinct_count += tally.distinct_2_count
+            overlap_sum += tally.overlap_sum
+            overlap_count += tally.overlap_count
+            repetition_sum += tally.repetition_sum
+            markers += tally.uses_markers
+            truncated += tally.truncated
+            chars += tally.chars
+        row = self._writable(slot)
+        if groups == 0 or completions == 0:
+            row[_COL["groups"]] = 0  # no statistics: left out of the summary
+        else:
+            row[_COL["groups"]] = groups
+            row[_COL["completions"]] = completions
+            row[_COL["zero_spread_fraction"]] = tied / groups
+            row[_COL["distinct_2"]] = distinct_sum / distinct_count if distinct_count else math.nan
+            row[_COL["pairwise_overlap"]] = (
+                overlap_sum / overlap_count if overlap_count else math.nan
+            )
+            row[_COL["mean_chars"]] = chars / completions
+            row[_COL["truncated_rate"]] = truncated / completions if markers else math.nan
+            row[_COL["repetition"]] = repetition_sum / completions
+        self._stale(slot)
+
+    def _writable(self, slot: int) -> np.ndarray:
+        """The slot's summary row, to write: its block copied first when the summary handed
+        out last holds the row."""
+        block = slot >> _BLOCK_SHIFT
+        if slot < self._stats_shared and block not in self._stats_owned:
+            self._stats[block] = self._stats[block].copy()
+            self._stats_owned.add(block)
+        row: np.ndarray = self._stats[block][slot & _IN_BLOCK]
+        return row
 
     # ----------------------------------------------------------------- looking
 
@@ -1554,19 +1598,16 @@ class CompletionsIndex:
                 if self._stats_key is not None:
                     self._revision += 1
                 self._stats_key = key
-                # every step again, into new blocks (the summaries keep the old ones)
+                # every step re-judged, in copies (the summaries keep the old blocks)
                 for number, block in enumerate(self._stats):
-                    fresh = np.empty_like(block)
-                    fresh[:, 0] = block[:, 0]
-                    self._stats[number] = fresh
+                    self._stats[number] = block.copy()
                     self._stats_owned.add(number)
                 stale: Sequence[int] = range(count)
             else:
                 stale = sorted(self._stats_dirty) + list(range(self._stats_clean, count))
             # a block of slots at a time: what a revision of a long run computes stays small
             for first in range(0, len(stale), _BLOCK):
-                slots = np.array(stale[first : first + _BLOCK], dtype=np.int64)
-                self._write_rows(slots, self._slot_rows(slots))
+                self._judge(np.array(stale[first : first + _BLOCK], dtype=np.int64))
             self._stats_dirty.clear()
             self._stats_owned.clear()
             self._stats_clean = self._stats_shared = count
@@ -1576,20 +1617,10 @@ class CompletionsIndex:
                 steps = steps.select(known)
             return CompletionsSummary(lines=self._good_lines, steps=steps, revision=self._revision)
 
-    def _write_rows(self, slots: np.ndarray, rows: np.ndarray) -> None:
-        """Write summary rows (every column but the step), copying a block first where the
-        last summary handed out holds a row of it."""
-        block_of = slots >> _BLOCK_SHIFT
-        for block in np.unique(block_of).tolist():
-            chosen = block_of == block
-            if block not in self._stats_owned and slots[chosen].min() < self._stats_shared:
-                self._stats[block] = self._stats[block].copy()
-                self._stats_owned.add(block)
-            self._stats[block][slots[chosen] & _IN_BLOCK, 1:] = rows[chosen]
-
-    def _slot_rows(self, slots: np.ndarray) -> np.ndarray:
-        """The summary rows of these slots (every column but the step), from the tallies
-        of their entries (vectorised: a revision computes every step again)."""
+    def _judge(self, slots: np.ndarray) -> None:
+        """Write the columns of these slots' summary rows that depend on the whole file so
+        far: all-fail and all-pass (against the totals observed) and the format rate
+        (known once any completion used a marker). Vectorised: a revision re-judges all."""
         entries = self._entries
         members = self._slot_entry[slots].astype(np.int64)
         places = np.arange(slots.size)
@@ -1607,12 +1638,13 @@ class CompletionsIndex:
         tallied = entries.tallied[members]
         members, places = members[tallied], places[tallied]
         width = slots.size
-
-        def total(column: _Column) -> np.ndarray:
-            return np.bincount(places, weights=column[members], minlength=width)
-
-        groups = total(entries.groups)
-        completions = total(entries.rows)
+        block_of = slots >> _BLOCK_SHIFT
+        groups, completions = np.empty(width), np.empty(width)
+        for block in np.unique(block_of).tolist():
+            chosen = block_of == block
+            rows = self._stats[block][slots[chosen] & _IN_BLOCK]
+            groups[chosen] = rows[:, _COL["groups"]]
+            completions[chosen] = rows[:, _COL["completions"]]
         tied = entries.tied_count[members]
         at_low: np.ndarray = np.zeros(width)
         at_high: np.ndarray = at_low
@@ -1624,34 +1656,22 @@ class CompletionsIndex:
             values = self._tied[where]
             tolerance = _TIE_TOLERANCE * max(1.0, abs(low), abs(high))
             owner = np.repeat(places, tied)
-            at_low = np.bincount(owner, weights=np.abs(values - low) <= tolerance, minlength=width)
-            at_high = np.bincount(
-                owner, weights=np.abs(values - high) <= tolerance, minlength=width
-            )
-        distinct_count = total(entries.distinct_2_count)
-        overlap_count = total(entries.overlap_count)
-        markers = total(entries.uses_markers)
-        rows = np.empty((width, _STAT_WIDTH - 1))
+            with np.errstate(over="ignore", invalid="ignore"):  # huge logged totals: inf
+                bottom, top = np.abs(values - low) <= tolerance, np.abs(values - high) <= tolerance
+            at_low = np.bincount(owner, weights=bottom, minlength=width)
+            at_high = np.bincount(owner, weights=top, minlength=width)
+        judged = np.empty((width, 3))
         with np.errstate(divide="ignore", invalid="ignore"):
-            rows[:, 0] = groups
-            rows[:, 1] = completions
-            rows[:, 2] = np.bincount(places, weights=tied, minlength=width) / groups
-            rows[:, 3] = at_low / groups
-            rows[:, 4] = at_high / groups
-            rows[:, 5] = np.where(
-                distinct_count > 0, total(entries.distinct_2_sum) / distinct_count, math.nan
-            )
-            rows[:, 6] = np.where(
-                overlap_count > 0, total(entries.overlap_sum) / overlap_count, math.nan
-            )
-            rows[:, 7] = (
-                total(entries.follows_format) / completions if self._format_seen else math.nan
-            )
-            rows[:, 8] = total(entries.chars) / completions
-            rows[:, 9] = np.where(markers > 0, total(entries.truncated) / completions, math.nan)
-            rows[:, 10] = total(entries.repetition_sum) / completions
-        rows[(groups == 0) | (completions == 0), 0] = 0  # no statistics: left out
-        return rows
+            judged[:, 0] = at_low / groups
+            judged[:, 1] = at_high / groups
+            follows = np.bincount(places, weights=entries.follows_format[members], minlength=width)
+            judged[:, 2] = follows / completions if self._format_seen else math.nan
+        for block in np.unique(block_of).tolist():
+            chosen = block_of == block
+            if block not in self._stats_owned and slots[chosen].min() < self._stats_shared:
+                self._stats[block] = self._stats[block].copy()
+                self._stats_owned.add(block)
+            self._stats[block][np.ix_(slots[chosen] & _IN_BLOCK, _JUDGED)] = judged[chosen]
 
     # ----------------------------------------------------------------- bookkeeping
 
