@@ -506,7 +506,7 @@ class _Analysed:
 @dataclass(slots=True)
 class _Tally:
     """Sums over one line's groups: enough to build (and merge) its StepSampleStats.
-    Transient: the index keeps it as one row of its entry columns."""
+    Transient: the index sums it into its step's summary row and keeps a few fields."""
 
     groups: int = 0
     completions: int = 0
