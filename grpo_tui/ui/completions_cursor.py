@@ -42,22 +42,22 @@ def _rank_key(group: Group) -> tuple[float, float]:
     )
 
 
+def _ranked(groups: Sequence[Group], visible: Sequence[int]) -> list[int]:
+    """Visible groups with a known mean total (all of them when none is known), worst first."""
+    known = [i for i in visible if not math.isnan(groups[i].mean_total)]
+    return sorted(known or visible, key=lambda i: _rank_key(groups[i]))
+
+
 def worst_group(groups: Sequence[Group], visible: Sequence[int]) -> int | None:
     """The visible group with the lowest mean total reward (ties: the smallest spread)."""
-    if not visible:
-        return None
-    known = [i for i in visible if not math.isnan(groups[i].mean_total)]
-    pool = known or list(visible)
-    return min(pool, key=lambda i: _rank_key(groups[i]))
+    ranked = _ranked(groups, visible)
+    return ranked[0] if ranked else None
 
 
 def best_group(groups: Sequence[Group], visible: Sequence[int]) -> int | None:
     """The visible group with the highest mean total reward (ties: the largest spread)."""
-    if not visible:
-        return None
-    known = [i for i in visible if not math.isnan(groups[i].mean_total)]
-    pool = known or list(visible)
-    return max(pool, key=lambda i: _rank_key(groups[i]))
+    ranked = _ranked(groups, visible)
+    return ranked[-1] if ranked else None
 
 
 class CompletionsCursor:

@@ -30,28 +30,18 @@ import math
 import re
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from grpo_tui.sources.formats.base import FormatAdapter
-from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+from grpo_tui.sources.formats.trl import TRL
 
 #: the key the parser adds for the tqdm progress of a train dict ("N/M")
 PROGRESS_KEY = "global_step/max_steps"
 
-CONSOLE = FormatAdapter(
-    name="TRL console log",
-    aliases=GRPO_ALIASES,
-    families=GRPO_FAMILIES,
-    fraction_step_keys=(PROGRESS_KEY,),
-    int_step_keys=("step",),
-    ignored_keys=frozenset({"total_flos"}),
-    version_hints=(
-        ("completion_length", "TRL ≤ 0.16 (completion_length)"),
-        ("frac_reward_zero_std", "TRL ≥ 0.18 (frac_reward_zero_std)"),
-        ("entropy", "TRL ≥ 0.20 (entropy)"),
-        ("step_time", "TRL ≥ 0.26 (step_time)"),
-    ),
+#: TRL's vocabulary and version hints, with the progress the parser adds as the step
+#: (fresh plan caches: a key set reads differently here)
+CONSOLE = replace(
+    TRL, name="TRL console log", fraction_step_keys=(PROGRESS_KEY,), _plans={}, _canonical={}
 )
 
 #: keys that make a printed dict a trainer's log line (user code prints other dicts)
