@@ -172,7 +172,8 @@ def main() -> None:
         small, big = results["20 MB"], results["big"]
         print(f"{'':28}{'20 MB':>12}{'big':>12}{'ratio':>10}  target")
         print(
-            f"{'completions.jsonl bytes':28}{sizes['20 MB']:>12,}{sizes['big']:>12,}"
+            f"{'completions.jsonl (MB)':28}{sizes['20 MB'] / 1e6:>12,.0f}"
+            f"{sizes['big'] / 1e6:>12,.0f}"
             f"{sizes['big'] / sizes['20 MB']:>10.0f}"
         )
         print(
