@@ -261,6 +261,7 @@ class CompletionsPanel(Vertical):
             group: int | None,
             at_end: bool,
             note: str | None = None,
+            resume: tuple[str, int] | None = None,
         ) -> None:
             super().__init__()
             self.request = request
@@ -268,6 +269,8 @@ class CompletionsPanel(Vertical):
             self.group = group
             self.at_end = at_end
             self.note = note
+            #: (text, entry) a search that ran out of time goes on from
+            self.resume = resume
 
     class OpenCompletion(Message):
         """The user asked for one whole completion (the app opens the full view)."""
@@ -472,6 +475,8 @@ class CompletionsPanel(Vertical):
         self._loading = False
         if message.note is not None:
             self._note = message.note
+        if message.resume is not None:
+            self._search_resume = message.resume
         page = message.page
         if page is None:
             self._draw_status()
@@ -718,12 +723,13 @@ class CompletionsPanel(Vertical):
     ) -> None:
         hit = index.search(text, start, backwards=True, after_group=group)
         if hit.entry is None:
+            resume = None
             if hit.exhausted:
                 note = f"no more matches (searched {hit.searched} steps back)"
             else:
-                self._search_resume = (text, start - hit.searched)
+                resume = (text, start - hit.searched)
                 note = f"not found in {hit.searched} steps; / enter searches further back"
-            self.post_message(self.PageLoaded(request, None, None, False, note))
+            self.post_message(self.PageLoaded(request, None, None, False, note, resume))
             return
         page = index.page(hit.entry)
         self.post_message(self.PageLoaded(request, page, hit.group, False, "found"))
