@@ -231,3 +231,31 @@ def test_a_console_log_of_any_name_is_found_by_its_content(tmp_path: Path) -> No
     plain = tmp_path / "metrics"
     plain.write_bytes(b'{"loss": 0.1, "step": 1}\n')
     assert discover(plain).mode == "jsonl"
+
+
+def test_rediscovery_does_not_read_a_known_console_log_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PATH is re-resolved every few seconds: a file found to be a console log is not read
+    again while it grows, and one that is not is looked at again only when it changed."""
+    import grpo_tui.sources.discover as discovery
+
+    reads: list[Path] = []
+    sniff = discovery._sniff_console
+
+    def counted(path: Path) -> bool:
+        reads.append(path)
+        return sniff(path)
+
+    monkeypatch.setattr(discovery, "_sniff_console", counted)
+    log = tmp_path / "run-output"
+    log.write_bytes(b"loading...\n")
+    assert discover(log).mode == "jsonl" and discover(log).mode == "jsonl"
+    assert len(reads) == 1  # unchanged: not read again
+    with open(log, "ab") as handle:
+        handle.write(CONSOLE_TEXT)
+    assert discover(log).mode == "console"
+    with open(log, "ab") as handle:
+        handle.write(b"{'loss': 0.1, 'reward': 0.2}\n")
+    assert discover(log).mode == "console"
+    assert len(reads) == 2

@@ -190,8 +190,31 @@ def _jsonl_layout(metrics: Path, output_dir: Path | None = None) -> RunLayout:
     )
 
 
+#: sniff verdicts, so rediscovery (every few seconds) does not read megabytes again: a file
+#: that showed a log dict stays a console log while it grows (keyed without its size); one
+#: that did not is looked at again only once its size changed
+_SNIFFED: dict[tuple[str, int, int, int], bool] = {}
+_SNIFFED_KEPT = 256
+
+
 def is_console_log(path: Path) -> bool:
     """The file's start or end shows a trainer's printed log dict."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    known = (str(path), info.st_dev, info.st_ino, -1)
+    unknown = (str(path), info.st_dev, info.st_ino, info.st_size)
+    if _SNIFFED.get(known) or unknown in _SNIFFED:
+        return _SNIFFED.get(known, False)
+    verdict = _sniff_console(path)
+    if len(_SNIFFED) >= _SNIFFED_KEPT:
+        _SNIFFED.clear()
+    _SNIFFED[known if verdict else unknown] = verdict
+    return verdict
+
+
+def _sniff_console(path: Path) -> bool:
     try:
         with open_regular(path) as handle:
             head = handle.read(_SNIFF_HEAD)
