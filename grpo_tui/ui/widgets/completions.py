@@ -365,8 +365,10 @@ class CompletionsPanel(Vertical):
     def _started_over(self, previous: CompletionsSource | None, source: CompletionsSource) -> bool:
         """Another completions file (a newer run directory), or the file was truncated or
         replaced and is being read again: the pages held belong to what is gone."""
-        if previous is None or previous.index is not source.index:
-            return previous is not None or source.index is None
+        if previous is None:
+            return False
+        if previous.index is not source.index:
+            return True
         seen = self.cursor.newest_seen
         state = source.state
         if state is None or seen is None:
