@@ -18,6 +18,7 @@ from grpo_tui.commands.output import (
 )
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.feed import SourceOptions
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export")
 #: set to get the traceback of an internal error instead of the one-line message
@@ -72,6 +73,35 @@ def _cycle_option(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _source_options(command: argparse.ArgumentParser, *, format_flag: str = "--format") -> None:
+    from grpo_tui.sources.formats import ADAPTERS
+
+    command.add_argument(
+        format_flag,
+        dest="source_format",
+        choices=list(ADAPTERS),
+        metavar="NAME",
+        help=f"read PATH as this framework's files, whatever its content says ({', '.join(ADAPTERS)})",
+    )
+    command.add_argument(
+        "--run",
+        dest="run_name",
+        help="the run to follow in a store of many (trackio; default: newest)",
+    )
+    command.add_argument(
+        "--completions",
+        type=Path,
+        help="the completions file or folder when it is not beside the log "
+        "(verl's rollout_data_dir, TRL's completions/)",
+    )
+
+
+def _source(args: argparse.Namespace) -> SourceOptions:
+    return SourceOptions(
+        only=args.source_format, run_name=args.run_name, completions=args.completions
+    )
+
+
 def _given(args: argparse.Namespace) -> RunContext:
     """What the command line says about the run (the run's own files win)."""
     return RunContext(max_completion_length=args.max_completion_length)
@@ -93,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cap_option(tail)
     _cycle_option(tail)
+    _source_options(tail)
 
     check = sub.add_parser(
         "check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)"
@@ -103,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="one JSON object instead of text")
     check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cap_option(check)
+    _source_options(check)
 
     rules = sub.add_parser("rules", help="print the effective health rules (defaults + overrides)")
     rules.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
@@ -129,6 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--format", choices=("csv", "parquet"), help="default: from the output's suffix"
     )
+    # --format names the output's format here, so the source's is --from
+    _source_options(export, format_flag="--from")
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument(
@@ -138,6 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument(
         "--follow", action="store_true", help="keep reading; print a line per batch"
     )
+    _source_options(inspect)
     return parser
 
 
@@ -186,6 +221,7 @@ def _main(argv: list[str] | None) -> int:
             rules_file=args.rules,
             given=_given(args),
             cycle_seconds=args.cycle,
+            source=_source(args),
         )
     if args.command == "demo":
         from grpo_tui.commands.tail import demo_command
@@ -201,12 +237,16 @@ def _main(argv: list[str] | None) -> int:
         from grpo_tui.commands.check import check_command
 
         return check_command(
-            args.path, as_json=args.json, rules_file=args.rules, given=_given(args)
+            args.path,
+            as_json=args.json,
+            rules_file=args.rules,
+            given=_given(args),
+            source=_source(args),
         )
     if args.command == "export":
         from grpo_tui.commands.export import export_command
 
-        return export_command(args.path, args.output, args.format)
+        return export_command(args.path, args.output, args.format, _source(args))
     if args.command == "rules":
         from grpo_tui.commands.check import rules_command
 
@@ -214,7 +254,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "inspect":
         from grpo_tui.commands.inspect import inspect_command
 
-        return inspect_command(args.path, as_json=args.json, follow=args.follow)
+        return inspect_command(
+            args.path, as_json=args.json, follow=args.follow, source=_source(args)
+        )
     _parser().print_help()
     return EXIT_USAGE
 

@@ -238,16 +238,17 @@ def test_rediscovery_does_not_read_a_known_console_log_again(
 ) -> None:
     """PATH is re-resolved every few seconds: a file found to be a console log is not read
     again while it grows, and one that is not is looked at again only when it changed."""
-    import grpo_tui.sources.discover as discovery
+    import grpo_tui.sources.formats.layout as layout
 
     reads: list[Path] = []
-    sniff = discovery._sniff_console
+    sniff = layout._head_and_tail
 
-    def counted(path: Path) -> bool:
+    def counted(path: Path) -> tuple[bytes, ...]:
         reads.append(path)
         return sniff(path)
 
-    monkeypatch.setattr(discovery, "_sniff_console", counted)
+    # one read serves every console adapter's test of the same file and size
+    monkeypatch.setattr(layout, "_head_and_tail", counted)
     log = tmp_path / "run-output"
     log.write_bytes(b"loading...\n")
     assert discover(log).mode == "jsonl" and discover(log).mode == "jsonl"

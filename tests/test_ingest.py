@@ -248,7 +248,7 @@ def test_trl_trainer_state_directory(tmp_path: Path) -> None:
         tmp_path / "checkpoint-9" / "trainer_state.json",
     )
     run = load_run(tmp_path)
-    assert run.framework == "trl"
+    assert run.framework == "TRL"
     assert run.store.count("reward") >= 1
     assert run.store.source_key("entropy") == "entropy"
     assert "rewards/format_reward/mean" in run.store

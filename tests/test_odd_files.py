@@ -409,3 +409,32 @@ def test_nothing_readable_yet_is_not_unreadable(tmp_path: Path) -> None:
     empty = tmp_path / "logging.jsonl"
     empty.write_text("")
     assert cli("check", str(empty)).returncode == EXIT_NOTHING
+
+
+def test_args_json_bytes_that_are_not_utf8_are_said(tmp_path: Path) -> None:
+    """A setting named with invalid UTF-8 is lost: the notes say so instead of silence."""
+    directory = run_dir(tmp_path)
+    (directory / "args.json").write_bytes(b'{"max_completion_length\xff": 24, "beta": 0.1}')
+    run = load_run(directory)
+    assert run.context.beta == 0.1
+    assert run.context.max_completion_length is None
+    assert any("not UTF-8" in note for note in run.notes), run.notes
+    done = cli("check", str(directory))
+    assert "not UTF-8" in done.stdout
+
+
+def test_export_of_a_folder_it_may_not_enter_is_unreadable_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Path.is_dir` raises for a folder this process may not enter (as root the mode bits
+    do not stop it, so the refusal is simulated): export says why, with the unreadable code."""
+    from grpo_tui.commands import export
+
+    target = tmp_path / "locked" / "logging.jsonl"
+
+    def refuse(self: Path) -> bool:
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "is_dir", refuse)
+    code = export.export_command(target, str(tmp_path / "out.csv"), "csv")
+    assert code in (EXIT_UNREADABLE, EXIT_NOTHING)

@@ -24,6 +24,7 @@ from grpo_tui.health.rules import Rules, RulesError, load_rules, rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
 from grpo_tui.sources.context import RunContext
+from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.vocabulary import Status
 
 
@@ -59,6 +60,7 @@ def check_command(
     now: float | None = None,
     out: TextIO | None = None,
     given: RunContext | None = None,
+    source: SourceOptions | None = None,
 ) -> int:
     """Diagnose the run at `path` once and print the verdict (human or JSON); see
     `exit_code` (and 4 for an unusable rules file). `given` fills what the run's files do
@@ -66,7 +68,7 @@ def check_command(
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
-    run = read_run(path)
+    run = read_run(path, options=source)
     if given is not None:
         run.given = given
     diagnosis = diagnose(run, rules)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from grpo_tui.commands.headless import read_run
 from grpo_tui.commands.output import EXIT_NOTHING, EXIT_UNREADABLE, EXIT_USAGE, say
+from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.untrusted import printable
 
 FORMATS = ("csv", "parquet")
@@ -36,12 +37,17 @@ def _inside(target: Path, folder: Path) -> bool:
     return True
 
 
-def export_command(path: Path, output: str, chosen: str | None) -> int:
+def export_command(
+    path: Path, output: str, chosen: str | None, source: SourceOptions | None = None
+) -> int:
     kind = export_format(output, chosen)
     if kind is None:
         say(f"say --format csv or parquet (or end {printable(output)} in .csv / .parquet)")
         return EXIT_USAGE
-    run_folder = path if path.is_dir() else path.parent
+    try:
+        run_folder = path if path.is_dir() else path.parent
+    except OSError:  # a folder this process may not enter: reading it says so below
+        run_folder = path.parent
     if output != "-" and _inside(Path(output), run_folder):
         say(
             f"{printable(output)} is inside the run directory: grpo-tui never writes there; "
@@ -52,7 +58,7 @@ def export_command(path: Path, output: str, chosen: str | None) -> int:
         # pandas writes parquet through pyarrow, an optional extra
         say("parquet needs pyarrow: pip install 'grpo-tui[parquet]' (or export --format csv)")
         return EXIT_USAGE
-    run = read_run(path)
+    run = read_run(path, options=source)
     if len(run.store) == 0:
         if run.unreadable:
             say(printable(run.unreadable))

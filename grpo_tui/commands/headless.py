@@ -12,16 +12,19 @@ from pathlib import Path
 
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
+from grpo_tui.sources.feed import SourceOptions
 
 
-def read_run(path: Path, *, follower: RunFollower | None = None) -> Run:
+def read_run(
+    path: Path, *, follower: RunFollower | None = None, options: SourceOptions | None = None
+) -> Run:
     """`load_run(path)` in a daemon thread; re-raises what it raised."""
     result: list[Run] = []
     failure: list[BaseException] = []
 
     def work() -> None:
         try:
-            result.append(load_run(path, follower=follower))
+            result.append(load_run(path, follower=follower, options=options))
         except BaseException as error:
             failure.append(error)
 

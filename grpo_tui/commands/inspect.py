@@ -19,6 +19,7 @@ from grpo_tui.numbers import format_value
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
+from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.untrusted import json_dumps
 
 _BAD_LINES_SHOWN = 5
@@ -49,6 +50,8 @@ def inspect_data(run: Run) -> dict[str, Any]:
     return {
         "path": str(run.path),
         "framework": run.framework,
+        "chosen_because": run.status.chosen_because,
+        "passed_over": list(run.status.passed_over),
         "version_hints": run.version_hints,
         "files": run.files,
         "followed": run.followed,
@@ -91,10 +94,14 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
         write(f"warning    {note}\n")
     write(f"framework  {data['framework'] or 'unknown'}")
     write(f"  ({'; '.join(data['version_hints'])})\n" if data["version_hints"] else "\n")
+    if data["chosen_because"]:
+        write(f"chosen     {data['chosen_because']}\n")
     for path in data["files"]:
         mark = "following" if path in data["followed"] else "read     "
         write(f"  {mark}  {path}\n")
-    context = {k: v for k, v in data["context"].items() if v not in (None, [])}
+    for other in data["passed_over"]:
+        write(f"  not read   {other}\n")
+    context = {k: v for k, v in data["context"].items() if v not in (None, [], ())}
     if context:
         write("context    " + ", ".join(f"{k}={v}" for k, v in context.items()) + "\n")
     lines = data["lines"]
@@ -127,11 +134,18 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             write(f"{name:<{width}}  {info['count']:>6}  {shown:<9}  {tail}".rstrip() + "\n")
 
 
-def inspect_command(path: Path, *, as_json: bool, follow: bool, out: TextIO | None = None) -> int:
+def inspect_command(
+    path: Path,
+    *,
+    as_json: bool,
+    follow: bool,
+    out: TextIO | None = None,
+    source: SourceOptions | None = None,
+) -> int:
     """Run `inspect`. Exit code 0 when something was read, 3 when nothing was (yet), 5 when
     PATH cannot be read."""
     out = out or sys.stdout
-    follower = RunFollower(path)
+    follower = RunFollower(path, source)
     run = read_run(path, follower=follower)
     data = inspect_data(run)
     if as_json:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from grpo_tui.commands.check import effective_rules
 from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
 from grpo_tui.presentation import DEFAULT_CYCLE_S
+from grpo_tui.run.follow import RunFollower
+from grpo_tui.sources.feed import SourceOptions
 
 if TYPE_CHECKING:
     from grpo_tui.sources.context import RunContext
@@ -44,6 +46,7 @@ def tail_command(
     rules_file: Path | None = None,
     given: RunContext | None = None,
     cycle_seconds: float = DEFAULT_CYCLE_S,
+    source: SourceOptions | None = None,
 ) -> int:
     """Open the live monitor on PATH until the user quits. Returns the exit status.
     `given` fills what the run's files do not say (`--max-completion-length`)."""
@@ -55,7 +58,12 @@ def tail_command(
         return EXIT_BAD_RULES
     try:
         app = GrpoTuiApp(
-            Path(path), theme=theme, rules=rules, given=given, cycle_seconds=cycle_seconds
+            Path(path),
+            theme=theme,
+            rules=rules,
+            given=given,
+            cycle_seconds=cycle_seconds,
+            follower=RunFollower(Path(path), source),
         )
     except ThemeError as error:
         say(str(error))

@@ -28,8 +28,11 @@ from grpo_tui.health.verdict import num, pct
 from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Zone
 
-#: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler
+#: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler. Its
+#: mean stays near 1 while many tokens sit far outside the band, so the per-batch minimum
+#: is judged where it is logged (TRL caps the ratio from above, so `/max` cannot run off)
 IS_RATIO_MEAN = "sampling/importance_sampling_ratio/mean"
+IS_RATIO_MIN = "sampling/importance_sampling_ratio/min"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,7 @@ class Findings:
     grad_zero_share: float
     eval_reward: Judgement | None
     is_ratio: Judgement | None
+    is_ratio_min: Judgement | None
     functions: tuple[RewardFunction, ...]
     spread_kind: SpreadKind
     spread_why: str
@@ -99,11 +103,23 @@ class Findings:
 
     @cached_property
     def is_ratio_collapsed(self) -> bool:
-        """The importance-sampling ratio's mean fell far below 1 after sitting near it."""
-        ratio = self.is_ratio
-        if ratio is None or ratio.shape is None:
-            return False
-        return ratio.level < self.rules.blow_up.is_ratio_collapse and ratio.shape.start.value > 0.5
+        """The importance-sampling ratio's mean fell far below 1 after sitting near it, or
+        its per-batch minimum fell tenfold from where it sat (a healthy run's minimum sits
+        well below 1 and stays there: 0.35-0.55 in the corpus's vanilla TRL run, going to
+        0 in its lr 1e-4 collapse while the mean still read 0.8 for a while)."""
+        limit = self.rules.blow_up.is_ratio_collapse
+        ratio, lowest = self.is_ratio, self.is_ratio_min
+        if (
+            ratio is not None
+            and ratio.shape is not None
+            and ratio.level < limit
+            and ratio.shape.start.value > 0.5
+        ):
+            return True
+        if lowest is not None and lowest.shape is not None:
+            start = lowest.shape.start.value
+            return start >= limit and lowest.level < limit * start
+        return False
 
     @cached_property
     def lengths_ran_to_cap(self) -> bool:
@@ -137,9 +153,15 @@ class Findings:
         companions = []
         if self.entropy_exploded and self.entropy is not None:
             companions.append(f"entropy {self.entropy.reason}")
-        if self.is_ratio_collapsed and self.is_ratio is not None:
-            start = self.is_ratio.shape.start.value if self.is_ratio.shape else math.nan
-            companions.append(f"{self.is_ratio.name} {num(start)} → {num(self.is_ratio.level)}")
+        if self.is_ratio_collapsed:
+            # one signal, said with both of its statistics where both are logged
+            companions.append(
+                ", ".join(
+                    f"{ratio.name} {num(ratio.shape.start.value)} → {num(ratio.level)}"
+                    for ratio in (self.is_ratio, self.is_ratio_min)
+                    if ratio is not None and ratio.shape is not None
+                )
+            )
         if self.lengths_ran_to_cap and self.clipped is not None:
             start = self.clipped.shape.start.value if self.clipped.shape else math.nan
             companions.append(
@@ -243,7 +265,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     grad = _maybe(view("grad_norm"), lambda v: jd.judge_grad_norm(v, rules))
     kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
     covered = {"reward", "reward_std", "frac_reward_zero_std", "clip_ratio", "kl", "entropy", "completion_length",
-               "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN}  # fmt: skip
+               "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}  # fmt: skip
     others = {}
     for name in snap.names():
         other = view(name)
@@ -271,6 +293,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         grad_zero_share=jd.zero_share(grad, rules) if grad is not None else math.nan,
         eval_reward=_maybe(view("eval_reward"), lambda v: jd.no_bands(v, _eval_rules(rules))),
         is_ratio=_maybe(view(IS_RATIO_MEAN), lambda v: jd.no_bands(v, rules)),
+        is_ratio_min=_maybe(view(IS_RATIO_MIN), lambda v: jd.no_bands(v, rules)),
         functions=functions,
         spread_kind=kind,
         spread_why=why,

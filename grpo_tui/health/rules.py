@@ -298,8 +298,10 @@ class BlowUpRules:
     """The reward has collapsed when its recent level sits in the lowest this-fraction of its
     range after having been clearly higher."""
     is_ratio_collapse: float = 0.1
-    """An importance-sampling ratio mean below this (it should sit near 1): the trainer's
-    policy and the sampler's have parted (TRL `sampling/importance_sampling_ratio/mean`)."""
+    """An importance-sampling ratio below this (it should sit near 1): the trainer's policy
+    and the sampler's have parted (TRL `sampling/importance_sampling_ratio/min`, its per-batch
+    minimum, where logged: the mean stays near 1 while many tokens are out of the band;
+    else `/mean`)."""
     clipped_run_to_cap: float = 0.5
     """Lengths ran to the cap: clipped_ratio rose above this from well below it."""
 

@@ -10,6 +10,10 @@ labels are kept as numbers, the few that are not a number's plain decimal apart.
 are re-read from disk when a line's groups are asked for; at most `cache_lines` parsed
 lines stay in memory (LRU).
 
+The lines come through a `LineSource`: the file itself, or a folder of one file per step
+(TRL's parquet files, verl's rollout dumps) presented as one growing file whose lines are
+those files converted to this column shape (sources/batch_files.py).
+
 Which lines count for the per-step summary (ms-swift 4.x gives no mode field):
 - A line whose rollouts are identical to the previous line's, hashed on (prompt,
   completion, advantage) per row, is a *repeat*: the end-of-train line repeats the last
@@ -59,8 +63,9 @@ import orjson
 
 from grpo_tui.run.completion_stats import STEP_FIELDS, CompletionsSummary, StepColumns
 from grpo_tui.run.text_stats import REPETITIVE_SHARE, GroupTextStats, group_text_stats
+from grpo_tui.sources.batch_files import PROBLEM_KEY, FileLines, LineSource
 from grpo_tui.sources.records import BadLine
-from grpo_tui.sources.tail import TailLine, TailReader, read_tail_lines
+from grpo_tui.sources.tail import TailLine
 
 #: parsed lines kept in memory by default (one line can hold thousands of long completions)
 DEFAULT_CACHE_LINES = 4
@@ -337,7 +342,8 @@ def parse_record(record: dict[str, object], *, clean: bool = False) -> _Rows:
     lone surrogates in the texts (only the lenient decoder can produce them).
     """
     if "completion" not in record:
-        raise NotCompletionsError("no 'completion' field")
+        problem = record.get(PROBLEM_KEY)  # a step file its source could not read
+        raise NotCompletionsError(problem if isinstance(problem, str) else "no 'completion' field")
     step_value = record.get("step", record.get("gen_step"))
     # Megatron-Ray: one completion per line, scalar values
     row_oriented = not isinstance(record["completion"], list) or (
@@ -854,16 +860,21 @@ class CompletionsIndex:
         cache_lines: int = DEFAULT_CACHE_LINES,
         group_size: int | None = None,
         chunk_size: int | None = None,
+        source: LineSource | None = None,
     ) -> None:
-        """`group_size`: num_generations when known (args.json); see `_partition`."""
+        """`group_size`: num_generations when known (args.json); see `_partition`.
+        `source`: where the lines come from when they are not the file at `path` (a folder
+        of one file per step: sources/batch_files.py); `path` then names it in messages."""
         self.path = Path(path)
         self.cache_cap = max(1, cache_lines)
         self.group_size = group_size
-        self._reader = (
-            TailReader(self.path)
-            if chunk_size is None
-            else TailReader(self.path, chunk_size=chunk_size)
-        )
+        self._reader: LineSource
+        if source is not None:
+            self._reader = source
+        elif chunk_size is None:
+            self._reader = FileLines(self.path)
+        else:
+            self._reader = FileLines(self.path, chunk_size=chunk_size)
         #: unread complete data remained after the last poll (its byte budget ran out)
         self.more = False
         #: polls so far
@@ -967,7 +978,7 @@ class CompletionsIndex:
             return
         if size < PREVIEW_FROM_BYTES:
             return  # indexed from the start in well under a second
-        lines = read_tail_lines(self.path, PREVIEW_MAX_BYTES)
+        lines = self._reader.tail_lines(PREVIEW_MAX_BYTES)
         parts: list[_Rows] = []
         for line in reversed(lines):
             try:
@@ -1199,9 +1210,7 @@ class CompletionsIndex:
         start = int(self._entries.start[index])
         size = int(self._entries.end[index]) - start
         try:
-            with open(self.path, "rb") as handle:
-                handle.seek(start)
-                data = handle.read(size)
+            data = self._reader.read_range(start, size)
         except OSError:
             return []
         if len(data) != size:

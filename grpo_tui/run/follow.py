@@ -16,7 +16,8 @@ from pathlib import Path
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
-from grpo_tui.sources.feed import RunFeed
+from grpo_tui.sources.batch_files import BatchFilesSource
+from grpo_tui.sources.feed import RunFeed, SourceOptions
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.watch import DirectoryWaker
 
@@ -32,9 +33,9 @@ FIRST_COMPLETIONS_CHUNK = 64 << 10
 class RunFollower:
     """Reads a PATH's sources in bounded slices (metrics log and completions)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, options: SourceOptions | None = None) -> None:
         self.path = Path(path)
-        self.feed = RunFeed(self.path)
+        self.feed = RunFeed(self.path, options=options)
         self.completions: CompletionsIndex | None = None
         self._backlog = False
 
@@ -81,20 +82,34 @@ class RunFollower:
         )
 
     def _completions_index(self) -> CompletionsIndex | None:
-        path = self.feed.status.completions_file
-        if path is None:
+        ref = self.feed.status.completions
+        if ref is None:
             return None
-        if self.completions is None or self.completions.path != path:
+        if self.completions is None or self.completions.path != ref.path:
             # num_generations lets a prompt that repeats within one batch split into its groups
             group_size = self.feed.status.context.num_generations
-            self.completions = CompletionsIndex(path, group_size=group_size)
+            folder = ref.folder
+            source = (
+                None
+                if folder is None
+                else BatchFilesSource(
+                    ref.path, folder.pattern, folder.convert, settle_s=folder.settle_s
+                )
+            )
+            self.completions = CompletionsIndex(ref.path, group_size=group_size, source=source)
         return self.completions
 
 
-def load_run(path: Path, *, follower: RunFollower | None = None, time_budget: float = 5.0) -> Run:
+def load_run(
+    path: Path,
+    *,
+    follower: RunFollower | None = None,
+    time_budget: float = 5.0,
+    options: SourceOptions | None = None,
+) -> Run:
     """Read everything a PATH holds now into a Run (no waiting for more). Pass the
     follower to keep following the same sources afterwards."""
-    follower = follower or RunFollower(path)
+    follower = follower or RunFollower(path, options)
     run = Run(Path(path))
     while True:
         # big chunks: a backfill has no screen to keep responsive

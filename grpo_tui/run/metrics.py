@@ -291,11 +291,12 @@ class MetricStore:
                 self.add(block.record(start))
                 start += 1
 
-    def annotate(self, step: float, values: dict[str, float]) -> bool:
+    def annotate(self, step: float, values: dict[str, float], source: str | None = None) -> bool:
         """Write derived values (e.g. the samples' statistics) into the train row that
         covers `step`: the first train row at or after it (a metrics line averages the
         steps since the previous one). Values already there are replaced. False when no
-        train row reaches that step yet (the caller tries again later)."""
+        train row reaches that step yet (the caller tries again later). `source` is what a
+        new column says it came from (its own name when None)."""
         if step > self._last_train_step:
             return False
         rows = self._train_rows()
@@ -307,7 +308,7 @@ class MetricStore:
         for name, value in values.items():
             column = self._columns.get(name)
             if column is None:
-                column = _Column(self._capacity, name, self._lock)
+                column = _Column(self._capacity, source or name, self._lock)
                 self._columns[name] = column
             elif not np.isnan(column.values[row]) or row in column.nonfinite_rows:
                 column.clear_rows(row, row + 1)

@@ -68,6 +68,22 @@ SAMPLE_SERIES: tuple[SampleSeries, ...] = (
 SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
 
 
+#: what a GRPO metric derived from the completions says it came from (`inspect`'s key)
+DERIVED_SOURCE = "derived from the logged completions"
+
+
+def derived_values(stats: StepSampleStats, store: MetricStore) -> dict[str, float]:
+    """GRPO signals the framework does not log, derived from its completions (verl logs
+    no zero-spread fraction; its rollout dumps show every group). A logged value always
+    wins: a column the log filled is never written over."""
+    values: dict[str, float] = {}
+    name = "frac_reward_zero_std"
+    if name not in store or store.source_key(name) == DERIVED_SOURCE:
+        if stats.groups and math.isfinite(stats.zero_spread_fraction):
+            values[name] = float(stats.zero_spread_fraction)
+    return values
+
+
 def sample_values(stats: StepSampleStats) -> dict[str, float]:
     """The step's values of every sample metric it knows (unknown ones are left out)."""
     values: dict[str, float] = {}
@@ -108,16 +124,26 @@ class SamplePlacer:
                 # the newest placed step can still grow (a Megatron-Ray batch, ms-swift
                 # 3.1's several lines per step): write it again when its statistics changed
                 self._last = newest
-                store.annotate(newest.step, sample_values(newest))
+                self._annotate(store, newest)
                 wrote = True
         while self.placed < len(steps):
             stats = steps[self.placed]
-            if not store.annotate(stats.step, sample_values(stats)):
+            if not self._annotate(store, stats):
                 break
             self.placed += 1
             self._last = stats
             wrote = True
         return wrote
+
+
+    @staticmethod
+    def _annotate(store: MetricStore, stats: StepSampleStats) -> bool:
+        derived = derived_values(stats, store)
+        if not store.annotate(stats.step, sample_values(stats)):
+            return False
+        if derived:
+            store.annotate(stats.step, derived, source=DERIVED_SOURCE)
+        return True
 
 
 def _same(stats: StepSampleStats, other: StepSampleStats | None) -> bool:

@@ -8,21 +8,26 @@ end has not arrived yet waits in the parser for the next read.
 
 from __future__ import annotations
 
-from grpo_tui.sources.formats.console import CONSOLE, ConsoleDict, ConsoleParser
+from grpo_tui.sources.formats.base import FormatAdapter, TextDict, TextParser
+from grpo_tui.sources.formats.console import CONSOLE
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.records import BadLine, Batch
 
 
 class ConsoleReader(LogReader):
-    """Reads one console log (any name: train.log, nohup.out) as it grows."""
+    """Reads one console log (any name: train.log, nohup.out) as it grows, through its
+    adapter's text parser (TRL's printed dicts by default)."""
 
-    def __init__(self, origin: str) -> None:
-        super().__init__(CONSOLE, origin)
-        self.parser = ConsoleParser()
+    def __init__(self, origin: str, adapter: FormatAdapter = CONSOLE) -> None:
+        super().__init__(adapter, origin)
+        if adapter.parser is None:
+            raise ValueError(f"{adapter.name} has no console parser")
+        self._make_parser = adapter.parser
+        self.parser: TextParser = self._make_parser()
         self._bad_seen = 0
 
     def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
-        found: list[ConsoleDict] = []
+        found: list[TextDict] = []
         text = data.decode("utf-8", errors="replace")
         lines = text.split("\n")
         if lines and lines[-1] == "":
@@ -39,6 +44,6 @@ class ConsoleReader(LogReader):
 
     def restart(self) -> None:
         """The file started over: forget what was half read."""
-        self.parser = ConsoleParser()
+        self.parser = self._make_parser()
         self._bad_seen = 0
         self.last_step = 0

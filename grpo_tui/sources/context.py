@@ -189,12 +189,19 @@ def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
 def read_json_file(path: Path) -> Any:
     """Parse a whole JSON file, accepting NaN/Infinity tokens and a byte order mark.
     Only a regular file is opened (a FIFO would block). Raises OSError/ValueError."""
+    return read_json_document(path)[0]
+
+
+def read_json_document(path: Path) -> tuple[Any, bool]:
+    """`read_json_file`, and whether bytes that are not UTF-8 had to be replaced (a key
+    or value holding them is no longer what the file says)."""
     data = read_regular(path).removeprefix(UTF8_BOM)
     try:
-        return orjson.loads(data)
+        return orjson.loads(data), False
     except orjson.JSONDecodeError:
+        text = data.decode("utf-8", errors="replace")
         try:
-            return json.loads(data.decode("utf-8", errors="replace"))
+            return json.loads(text), "\ufffd" in text and b"\xef\xbf\xbd" not in data
         except json.JSONDecodeError as error:
             raise ValueError(describe_json_error(error, data)) from None
         except RecursionError:
@@ -205,14 +212,19 @@ def read_args_json(path: Path) -> tuple[RunContext, list[str]]:
     """The context from an args file and notes on what in it could not be used. Raises
     ArgsError (with a message for the user) when the file cannot be used at all."""
     try:
-        args = read_json_file(path)
+        args, lossy = read_json_document(path)
     except OSError as error:
         raise ArgsError(describe_os_error(error, path)) from None
     except ValueError as error:
         raise ArgsError(f"{path.name} is {error}") from None
     if not isinstance(args, dict):
         raise ArgsError(f"{path.name} holds a JSON {_json_type(args)}, not an object")
-    return context_and_problems(args)
+    context, problems = context_and_problems(args)
+    if lossy:
+        problems.insert(
+            0, "holds bytes that are not UTF-8 (shown as �): a setting named with them is lost"
+        )
+    return context, problems
 
 
 def _json_type(value: Any) -> str:

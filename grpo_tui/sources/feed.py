@@ -24,8 +24,11 @@ from grpo_tui.sources.context import (
     read_json_file,
 )
 from grpo_tui.sources.discover import RunLayout, discover
-from grpo_tui.sources.formats import FormatAdapter, choose_adapter
+from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
+from grpo_tui.sources.formats.completions import completions_in
+from grpo_tui.sources.formats.layout import CompletionsRef, Reading
 from grpo_tui.sources.logreader import LogReader
+from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
 
@@ -41,11 +44,27 @@ class _StateFile:
     unreadable: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """What the user said about the sources on the command line."""
+
+    #: read PATH as this adapter's files (`--format NAME`; formats.ADAPTERS keys)
+    only: str | None = None
+    #: the run inside a store that holds many (`--run NAME`; trackio), else the newest
+    run_name: str | None = None
+    #: a completions file or folder given by hand (`--completions PATH`)
+    completions: Path | None = None
+
+
 @dataclass
 class FeedStatus:
     """What the feed knows about the run besides its metric rows."""
 
     framework: str | None = None
+    #: the file followed and why it was chosen, and other metrics files passed over
+    #: (`inspect` says what it chose and why)
+    chosen_because: str = ""
+    passed_over: list[str] = field(default_factory=list)
     context: RunContext = field(default_factory=RunContext)
     #: every file read so far
     files: list[str] = field(default_factory=list)
@@ -60,6 +79,8 @@ class FeedStatus:
     #: a file skipped): shown beside the data, which is still read
     notes: list[str] = field(default_factory=list)
     completions_file: Path | None = None
+    #: where the completions are and in which shape (the file above, or a folder)
+    completions: CompletionsRef | None = None
     #: mtime of the newest metrics data read
     data_time: float | None = None
     #: (bytes read, bytes in the file) while the metrics log holds more than one read
@@ -87,6 +108,7 @@ class FeedStatus:
             self,
             files=list(self.files),
             followed=list(self.followed),
+            passed_over=list(self.passed_over),
             version_hints=list(self.version_hints),
             notes=list(self.notes),
             context=replace(self.context, reward_funcs=list(self.context.reward_funcs)),
@@ -96,14 +118,22 @@ class FeedStatus:
 class RunFeed:
     """Follows one PATH's metrics source; call `poll()` whenever data may have arrived."""
 
-    def __init__(self, path: Path, *, rediscover_every: float = 2.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        rediscover_every: float = 2.0,
+        options: SourceOptions | None = None,
+    ) -> None:
         self.path = Path(path)
         self.rediscover_every = rediscover_every
+        self.options = options or SourceOptions()
         self.status = FeedStatus()
         self._layout: RunLayout | None = None
         self._tail: TailReader | None = None
         self._reader: LogReader | None = None
         self._state: _StateFile | None = None
+        self._store: RecordStore | None = None
         self._next_discovery = 0.0
         self._announced_wait = False
         #: notes about the layout's files (skipped files, the args file), renewed per layout
@@ -120,9 +150,11 @@ class RunFeed:
         layout = self._layout
         if layout is None or layout.mode in ("waiting", "unreadable"):
             return batch, False
-        if layout.mode == "trainer_state":
+        if layout.mode == Reading.DOCUMENT:
             self._poll_state(batch)
             return batch, False
+        if layout.mode == Reading.STORE:
+            return batch, self._poll_store(batch)
         return batch, self._poll_tail(batch, max_bytes)
 
     def wake(self) -> None:
@@ -146,19 +178,24 @@ class RunFeed:
 
     # -- discovery ---------------------------------------------------------------------
     def _rediscover(self, batch: Batch) -> None:
-        layout = discover(self.path)
         current = self._layout
+        layout = discover(
+            self.path, only=self.options.only, current=current.metrics_file if current else None
+        )
+        if self.options.completions is not None:
+            layout = replace(layout, completions=completions_at(self.options.completions))
         self.status.unreadable = layout.problem or None
         if (
             current is not None
             and layout.metrics_file == current.metrics_file
             and layout.mode == current.mode
+            and layout.adapter == current.adapter
         ):
             if (layout.args_file, layout.skipped) != (current.args_file, current.skipped):
                 self._layout = layout
                 self._read_context(layout)
             return
-        if current is not None and current.mode in ("jsonl", "console") and self._tail is not None:
+        if current is not None and self._tail is not None:
             # a newer run directory: drain the old file so nothing it wrote is lost
             while self._poll_tail(batch, DEFAULT_CHUNK):
                 pass
@@ -179,32 +216,37 @@ class RunFeed:
         self._layout = layout
         self._tail = None
         self._state = None
-        if layout.mode == "jsonl" and layout.metrics_file is not None:
-            self._tail = TailReader(layout.metrics_file)
-            adapter = choose_adapter(layout.metrics_file, layout.args_file)
-            self._reader = self._reader_for(adapter, layout.metrics_file)
-        elif layout.mode == "console" and layout.metrics_file is not None:
-            self._tail = TailReader(layout.metrics_file)
-            self._reader = ConsoleReader(str(layout.metrics_file))
-            self.status.framework = self._reader.adapter.name
-        elif layout.mode == "trainer_state" and layout.metrics_file is not None:
-            self._state = _StateFile(layout.metrics_file)
-            if previous_state is not None:
-                # a newer checkpoint: its history starts with what was already read
-                self._state.last_item = previous_state.last_item
+        self._store = None
+        adapter = ADAPTERS.get(layout.adapter or "")
+        path = layout.metrics_file
+        if adapter is not None and path is not None:
+            if layout.mode in (Reading.JSONL, Reading.CONSOLE):
+                self._tail = TailReader(path)
+            elif layout.mode == Reading.DOCUMENT:
+                self._state = _StateFile(path)
+                if previous_state is not None:
+                    # a newer checkpoint: its history starts with what was already read
+                    self._state.last_item = previous_state.last_item
+            elif layout.mode == Reading.STORE and adapter.open_store is not None:
+                self._store = adapter.open_store(path, self.options.run_name)
+            self._reader = self._reader_for(adapter, path, layout.mode == Reading.CONSOLE)
+        self.status.chosen_because = layout.why
+        self.status.passed_over = list(layout.passed_over)
         self._read_context(layout)
+        self.status.completions = layout.completions
         self.status.completions_file = layout.completions_file
         self.status.followed = [str(p) for p in (layout.metrics_file,) if p is not None]
 
-    def _reader_for(self, adapter: FormatAdapter, path: Path) -> LogReader:
-        # keep the step counter across a resumed run's new file
-        reader = LogReader(adapter, str(path))
+    def _reader_for(self, adapter: FormatAdapter, path: Path, console: bool) -> LogReader:
+        reader = ConsoleReader(str(path), adapter) if console else LogReader(adapter, str(path))
         if self._reader is not None and self._reader.adapter is adapter:
-            reader.last_step = self._reader.last_step
-            reader.max_steps = self._reader.max_steps
-            reader.version_hints = self._reader.version_hints
-        self.status.framework = adapter.name
+            # a resumed run's new file: the step counter and what was learnt go on
+            reader.carry_over(self._reader)
+        self._show_framework(reader)
         return reader
+
+    def _show_framework(self, reader: LogReader) -> None:
+        self.status.framework = reader.flavour or reader.adapter.shown_name
 
     def _read_context(self, layout: RunLayout) -> None:
         """Read the args file (again): the context, or a note saying why it is unknown."""
@@ -251,7 +293,26 @@ class RunFeed:
             batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
             self.status.data_time = tail.mtime
             self.status.version_hints = reader.version_hints
+            self._show_framework(reader)
         return chunk.more
+
+    def _poll_store(self, batch: Batch) -> bool:
+        store, reader = self._store, self._reader
+        if store is None or reader is None:
+            return False
+        polled = store.poll()
+        self.status.unreadable = polled.problem
+        if polled.restarted:
+            batch.events.append(f"{store.path.name} started over: reading it from the start")
+            batch.restarted = True
+            reader.restart()
+        if polled.records:
+            self._note_file(store.path)
+            batch.extend(reader.read_objects(enumerate(polled.records, 1)))
+            self.status.data_time = polled.data_time
+            self.status.version_hints = reader.version_hints
+            self._show_framework(reader)
+        return polled.more
 
     def _poll_state(self, batch: Batch) -> None:
         state = self._state
@@ -297,14 +358,17 @@ class RunFeed:
                     start = index + 1
                     break
         new_items = items[start:]
-        if new_items:
+        if new_items and self._reader is not None:
             state.last_item = new_items[-1]
-            if self._reader is None:
-                layout = self._layout
-                args_file = layout.args_file if layout is not None else None
-                self._reader = self._reader_for(choose_adapter(state.path, args_file), state.path)
             batch.extend(self._reader.read_objects(enumerate(new_items, start + 1)))
+            self._show_framework(self._reader)
 
     def _apply_state_header(self, document: dict[str, Any], path: Path) -> None:
         header = context_from_args(document)
         self.status.context.merge_missing(header)
+
+
+def completions_at(path: Path) -> CompletionsRef:
+    """A completions source given by hand: a file of JSON lines, or a folder of per-step
+    files, read the way the adapter that owns such a folder reads it."""
+    return completions_in(Path(path))

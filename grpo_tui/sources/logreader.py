@@ -34,6 +34,10 @@ class LogReader:
         self.last_step: int = 0
         self.max_steps: int | None = None
         self.version_hints: list[str] = []
+        #: the framework's own keys seen so far, and what they say of the tool on top
+        #: of it ("Unsloth (TRL)"; None when nothing more than the adapter)
+        self.keys_seen: set[str] = set()
+        self.flavour: str | None = None
 
     def restart(self) -> None:
         """The file started over: steps count from the start again."""
@@ -60,11 +64,27 @@ class LogReader:
             for hint in part.version_hints:
                 if hint not in self.version_hints:
                     self.version_hints.append(hint)
+            self._note_keys(part)
             if len(steps):
                 batch.blocks.append(RowBlock(part.kinds, steps, part.groups, self.max_steps))
             batch.bad_lines.extend(part.bad_lines)
             batch.finished = batch.finished or part.finished
         return batch
+
+    def _note_keys(self, part: Part) -> None:
+        before = len(self.keys_seen)
+        for group in part.groups:
+            self.keys_seen.update(group.source_keys.values())
+        if self.adapter.flavour is not None and len(self.keys_seen) != before:
+            self.flavour = self.adapter.flavour(self.keys_seen)
+
+    def carry_over(self, previous: LogReader) -> None:
+        """Go on from another reader of the same run (a resumed run's new file)."""
+        self.last_step = previous.last_step
+        self.max_steps = previous.max_steps
+        self.version_hints = previous.version_hints
+        self.keys_seen = previous.keys_seen
+        self.flavour = previous.flavour
 
     def _fill_steps(self, kinds: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Steps for the lines that named none, in order; updates `last_step`."""

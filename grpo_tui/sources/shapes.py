@@ -126,6 +126,10 @@ class ShapeStacker:
         """Log objects in order (a slice of lines or of log_history items)."""
         if not objs:
             return
+        flatten = self.adapter.flatten
+        if flatten is not None:
+            # nested records (verl's {"step", "data"}, EasyR1's dicts) become log dicts
+            objs = [flatten(dict(obj)) for obj in objs]
         slabs = self._slabs(objs)
         if any(slab.plan.kind == LineKind.SUMMARY for slab in slabs):
             # the summary line marks the run finished and is not a metric row

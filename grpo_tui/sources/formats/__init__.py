@@ -1,31 +1,21 @@
-"""Framework adapters: key aliases and line shapes as data, one small module each."""
+"""Framework adapters, one module each: the files a framework writes, how each is read, and
+its key vocabulary as data. Adding a framework is adding a module and listing it here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.console import CONSOLE
+from grpo_tui.sources.formats.easyr1 import EASYR1
 from grpo_tui.sources.formats.msswift import MSSWIFT
+from grpo_tui.sources.formats.openrlhf import OPENRLHF
+from grpo_tui.sources.formats.tensorboard import TENSORBOARD
 from grpo_tui.sources.formats.trl import TRL
+from grpo_tui.sources.formats.verl import VERL, VERL_CONSOLE
 
-ADAPTERS: dict[str, FormatAdapter] = {adapter.name: adapter for adapter in (MSSWIFT, TRL)}
+#: every adapter, by the name `--format` takes; on a tie (same tier, same age) the first wins
+ADAPTERS: dict[str, FormatAdapter] = {
+    adapter.name: adapter
+    for adapter in (MSSWIFT, VERL, EASYR1, TRL, TENSORBOARD, CONSOLE, VERL_CONSOLE, OPENRLHF)
+}
 
-
-def choose_adapter(metrics_file: Path, args_file: Path | None) -> FormatAdapter:
-    """Whose file this is: the framework that writes a log by that name, else the one that
-    writes the context file found beside it, else the first that reads that kind of file."""
-    adapters = list(ADAPTERS.values())
-    for adapter in adapters:
-        if metrics_file.name in adapter.log_files:
-            return adapter
-    if args_file is not None:
-        for adapter in adapters:
-            if adapter.args_file == args_file.name:
-                return adapter
-    for adapter in adapters:
-        if metrics_file.suffix in adapter.suffixes:
-            return adapter
-    return adapters[0]
-
-
-__all__ = ["ADAPTERS", "MSSWIFT", "TRL", "FormatAdapter", "choose_adapter"]
+__all__ = ["ADAPTERS", "CONSOLE", "MSSWIFT", "TRL", "FormatAdapter"]

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from grpo_tui.sources.formats.layout import BatchFolder, Found, Probe, Reading
 from grpo_tui.sources.formats.values import ColumnParser
+from grpo_tui.sources.polled import RecordStore
 from grpo_tui.vocabulary import LineKind
 
 #: a getter that returns some of a line's values as a tuple (raises KeyError when missing)
@@ -64,20 +67,38 @@ class LinePlan:
         return self.columns + tuple(canonical for _, canonical, _ in self.parsed)
 
 
+@dataclass(frozen=True, slots=True)
+class TextDict:
+    """One log dict a text parser found in a console log, with the line it started on."""
+
+    line_no: int
+    values: dict[str, Any]
+
+
+class TextParser(Protocol):
+    """Finds log dicts in console text fed line by line (its state carries over)."""
+
+    #: (line number, reason, excerpt) of records that could not be read, in order
+    bad: list[tuple[int, str, str]]
+
+    def feed(self, line: str, line_no: int) -> Iterable[TextDict]:
+        """The log dicts completed by one line (without its newline)."""
+        ...
+
+
 @dataclass(frozen=True)
 class FormatAdapter:
-    """One framework's log-line vocabulary."""
+    """One framework's vocabulary and files: which files it reads and how, which keys
+    mean which canonical metric, and what its lines look like."""
 
     name: str
-    """Short id (`ms-swift`, `trl`)."""
+    """Short id (`ms-swift`, `trl`, `verl`): what `--format` takes."""
     aliases: Mapping[str, tuple[str, ...]]
     """canonical metric → the framework keys that mean it, highest priority first."""
-    log_files: tuple[str, ...] = ()
-    """Names of the JSONL metric logs this framework writes (`logging.jsonl`)."""
-    args_file: str | None = None
-    """The run-context file it writes beside its logs and checkpoints (`args.json`)."""
-    suffixes: tuple[str, ...] = ()
-    """Kinds of metric file it reads when nothing more specific says whose a file is."""
+    title: str = ""
+    """What the header and `check` call it ("TRL console log"); the name when empty."""
+    reading: Reading = Reading.JSONL
+    """How its metrics files are read (a file `--format` forces on it is read so)."""
     families: tuple[tuple[str, str], ...] = ()
     """(regex, template) for keyed families, e.g. legacy `rewards/<fn>` → `rewards/<fn>/mean`."""
     fraction_step_keys: tuple[str, ...] = ("global_step/max_steps", "iteration")
@@ -91,6 +112,9 @@ class FormatAdapter:
     iterations per second into seconds per iteration."""
     eval_prefix: str = "eval_"
     """Eval lines are the lines with keys starting with this."""
+    eval_needs_all: bool = False
+    """A line is an eval line only when every key but the step is an eval key (verl merges
+    validation keys into train steps); else any eval key makes it one (HF's eval dicts)."""
     end_keys: tuple[str, ...] = ("train_runtime",)
     """Any of these marks the end-of-train line."""
     summary_keys: tuple[str, ...] = ("log_history",)
@@ -99,8 +123,28 @@ class FormatAdapter:
     """Keys that are never metrics (bookkeeping numbers)."""
     version_hints: tuple[tuple[str, str], ...] = ()
     """(key, what its presence says about the version) for `inspect`."""
+    flatten: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Turns one parsed record into a flat log dict (verl's `{"step", "data": {…}}`,
+    EasyR1's nested dicts); None when records are flat already."""
+    parser: Callable[[], TextParser] | None = None
+    """Makes the text parser of its console logs (Reading.CONSOLE files)."""
+    completion_folders: tuple[BatchFolder, ...] = ()
+    """Its kinds of completions folder (one file per step), for a folder given by hand."""
+    claim: Callable[[Path, Probe], Found | None] | None = None
+    """Whether a file is one of its metrics files, and how it is read (PATH is a file)."""
+    find: Callable[[Path], list[Found]] | None = None
+    """Its metrics files in a directory (PATH is a directory), in any order."""
+    open_store: Callable[[Path, str | None], RecordStore] | None = None
+    """Opens a record store it reads (Reading.STORE), given the run name `--run` chose."""
+    flavour: Callable[[Collection[str]], str | None] | None = None
+    """The name of the tool on top of this framework that the logged keys show
+    ("Unsloth (TRL)"), or None."""
     _plans: dict[tuple[str, ...], LinePlan] = field(default_factory=dict, repr=False, compare=False)
     _canonical: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def shown_name(self) -> str:
+        return self.title or self.name
 
     # -- canonical names -------------------------------------------------------------
     def canonical(self, key: str) -> str:
@@ -112,14 +156,16 @@ class FormatAdapter:
         return found
 
     def _resolve(self, key: str) -> str:
-        if key.startswith(self.eval_prefix):
-            return self.eval_prefix + self.canonical(key[len(self.eval_prefix) :])
+        # whole keys first: an eval key can have a name of its own (verl's
+        # `val-core/<data>/acc/mean@N` is the eval reward)
         for canonical, keys in self.aliases.items():
             if key in keys:
                 return canonical
         for pattern, template in self.families:
             if re.fullmatch(pattern, key):
                 return re.sub(pattern, template, key)
+        if key.startswith(self.eval_prefix):
+            return self.eval_prefix + self.canonical(key[len(self.eval_prefix) :])
         if key in self.number_transforms:
             return self.number_transforms[key][0]
         return key
@@ -139,6 +185,11 @@ class FormatAdapter:
         if any(k in keys for k in self.end_keys):
             return LineKind.END
         prefix = self.eval_prefix
+        if self.eval_needs_all:
+            named = [k for k in keys if k not in self.int_step_keys]
+            if named and all(k.startswith(prefix) for k in named):
+                return LineKind.EVAL
+            return LineKind.TRAIN
         if any(k.startswith(prefix) for k in keys):
             return LineKind.EVAL
         return LineKind.TRAIN

@@ -30,3 +30,14 @@ GRPO_ALIASES: dict[str, tuple[str, ...]] = {
 #: legacy per-function reward `rewards/<fn>` (TRL ≤ 0.16, ms-swift 3.1–3.2) → `/mean`;
 #: a function name can hold "." and "-" (reward-model basenames) but not "/"
 GRPO_FAMILIES: tuple[tuple[str, str], ...] = ((r"rewards/([^/]+)", r"rewards/\1/mean"),)
+
+
+def merged_aliases(*tables: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Several frameworks' alias tables as one (priority: earlier tables first), for a
+    store any of them may have written."""
+    merged: dict[str, tuple[str, ...]] = {}
+    for table in tables:
+        for canonical, keys in table.items():
+            held = merged.get(canonical, ())
+            merged[canonical] = held + tuple(key for key in keys if key not in held)
+    return merged

@@ -31,18 +31,27 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from grpo_tui.sources.formats.base import TextDict
+from grpo_tui.sources.formats.layout import (
+    CONSOLE_SUFFIXES,
+    Found,
+    Probe,
+    Reading,
+    Tier,
+    console_candidate,
+    console_claim,
+    console_find,
+    found_file,
+)
 from grpo_tui.sources.formats.trl import TRL
 
+NAME = "trl-console"
 #: the key the parser adds for the tqdm progress of a train dict ("N/M")
 PROGRESS_KEY = "global_step/max_steps"
-
-#: TRL's vocabulary and version hints, with the progress the parser adds as the step
-#: (fresh plan caches: a key set reads differently here)
-CONSOLE = replace(
-    TRL, name="TRL console log", fraction_step_keys=(PROGRESS_KEY,), _plans={}, _canonical={}
-)
+_WHAT = "HF Trainer log dicts ({'loss': …})"
 
 #: keys that make a printed dict a trainer's log line (user code prints other dicts)
 _LOG_KEYS = ("loss", "reward", "train_runtime", "eval_loss", "learning_rate", "grad_norm")
@@ -62,12 +71,8 @@ def looks_like_console(text: str) -> bool:
     return _LOG_DICT_START.search(_ANSI.sub("", text)) is not None
 
 
-@dataclass
-class ConsoleDict:
-    """One log dict found in the console, with the line it started on."""
-
-    line_no: int
-    values: dict[str, Any]
+#: one log dict found in the console, with the line it started on
+ConsoleDict = TextDict
 
 
 @dataclass
@@ -147,23 +152,11 @@ class ConsoleParser:
             yield from self._segment(rest, self._pending_line)
 
     def _parse(self, body: str) -> dict[str, Any] | None:
-        source = _WRAPPED_NUMBER.sub(lambda m: m.group(1) or m.group(2) or "", body)
-        source = _BARE.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", source)
         try:
-            value = ast.literal_eval(source)
-        except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
-            reason = type(error).__name__
-            self.bad.append((self._pending_line, f"not a readable dict ({reason})", body[:80]))
+            values = read_dict_repr(body)
+        except ValueError as error:
+            self.bad.append((self._pending_line, str(error), body[:80]))
             return None
-        if not isinstance(value, dict):
-            return None
-        values: dict[str, Any] = {}
-        for key, raw in value.items():
-            if not isinstance(key, str):
-                continue
-            number = _number(raw)
-            if number is not None:
-                values[key] = number
         if not values:
             return None
         return self._stamp(values)
@@ -190,6 +183,33 @@ class ConsoleParser:
         values[PROGRESS_KEY] = f"{step}/{self.progress[1]}"
         self.last_train_step = step
         return values
+
+
+def read_dict_repr(body: str) -> dict[str, Any]:
+    """The numbers of a printed Python dict (`str(dict)`): numbers, '%.4g' strings,
+    nan/inf, np.float64(…) and tensor(…) read; other values left out. A dict a paste
+    abridged (`…, ...}`) keeps what it shows. Raises ValueError saying why it cannot be read."""
+    source = _WRAPPED_NUMBER.sub(lambda m: m.group(1) or m.group(2) or "", body)
+    source = _BARE.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", source)
+    source = _ABRIDGED.sub("}", source)
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
+        raise ValueError(f"not a readable dict ({type(error).__name__})") from error
+    if not isinstance(value, dict):
+        raise ValueError("not a dict")
+    values: dict[str, Any] = {}
+    for key, raw in value.items():
+        if not isinstance(key, str):
+            continue
+        number = _number(raw)
+        if number is not None:
+            values[key] = number
+    return values
+
+
+#: `, ...}`: an author shortened a pasted dict
+_ABRIDGED = re.compile(r",\s*\.\.\.\s*\}")
 
 
 def _closing(text: str) -> int:
@@ -224,3 +244,39 @@ def _number(raw: object) -> float | None:
 
 
 _SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})
+
+
+def claim(path: Path, seen: Probe) -> Found | None:
+    found = console_claim(path, NAME, looks_like_console, _WHAT)
+    if found is None and console_candidate(path) and path.name.endswith(CONSOLE_SUFFIXES):
+        # named like a console log, no log dict in it yet: read it as one meanwhile (a
+        # record another console format shows later makes discovery choose again)
+        return found_file(
+            path,
+            NAME,
+            Reading.CONSOLE,
+            Tier.GUESS,
+            "named like a console log (no log record in it yet)",
+            args_name="args.json",
+        )
+    return found
+
+
+def find(directory: Path) -> list[Found]:
+    return console_find(directory, NAME, looks_like_console, _WHAT)
+
+
+#: TRL's vocabulary and version hints, with the progress the parser adds as the step
+#: (fresh plan caches: a key set reads differently here)
+CONSOLE = replace(
+    TRL,
+    name=NAME,
+    title="TRL console log",
+    fraction_step_keys=(PROGRESS_KEY,),
+    reading=Reading.CONSOLE,
+    parser=ConsoleParser,
+    claim=claim,
+    find=find,
+    _plans={},
+    _canonical={},
+)

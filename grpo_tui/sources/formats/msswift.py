@@ -2,19 +2,108 @@
 
 See shared/formats/ms-swift.md. Progress strings ride along on every line; the speed key
 flipped meaning in 3.12.5 (`iter/s` → `s/it`); Megatron 4.x says `iteration`.
+
+Files: `<output_dir>/vN-YYYYMMDD-HHMMSS/logging.jsonl`, with `completions.jsonl` and
+`args.json` beside it. A newer `v*` folder under the same output directory is a resumed
+run (it is followed, the older history kept). Any other `.jsonl` is read with this
+vocabulary too, as the weakest guess, since ms-swift-style JSON lines are what generic
+loggers write.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+from grpo_tui.sources.formats.layout import (
+    CompletionsRef,
+    Found,
+    Probe,
+    Reading,
+    Tier,
+    entry_is_dir,
+    found_file,
+    probe,
+    scan,
+)
 from grpo_tui.sources.formats.values import duration_column, percentage_column
 
+NAME = "ms-swift"
+RUN_DIR_PATTERN = re.compile(r"^v(\d+)-(\d{8})-(\d{6})$")
+LOGGING_FILE = "logging.jsonl"
+COMPLETIONS_FILE = "completions.jsonl"
+ARGS_FILE = "args.json"
+
+
+def newest_run_dir(output_dir: Path) -> Path | None:
+    """The `vN-YYYYMMDD-HHMMSS` directory with the highest N (then the newest stamp)."""
+    best: tuple[int, str] | None = None
+    best_path: Path | None = None
+    entries, _ = scan(output_dir)
+    for entry in entries:
+        match = RUN_DIR_PATTERN.match(entry.name)
+        if match and entry_is_dir(entry):
+            key = (int(match.group(1)), match.group(2) + match.group(3))
+            if best is None or key > best:
+                best, best_path = key, Path(entry.path)
+    return best_path
+
+
+def _log(path: Path, why: str, tier: Tier = Tier.LOG, output_dir: Path | None = None) -> Found:
+    named = path.name == LOGGING_FILE
+    return found_file(
+        path,
+        NAME,
+        Reading.JSONL,
+        tier,
+        why,
+        output_dir=output_dir,
+        completions=CompletionsRef(path.parent / COMPLETIONS_FILE) if named else None,
+        args_name=ARGS_FILE,
+    )
+
+
+def claim(path: Path, seen: Probe) -> Found | None:
+    if path.name == LOGGING_FILE:
+        return _log(path, f"named {LOGGING_FILE} (ms-swift's metrics log)")
+    if path.name == COMPLETIONS_FILE:
+        return _log(
+            path.parent / LOGGING_FILE,
+            f"{COMPLETIONS_FILE} is ms-swift's: following the {LOGGING_FILE} beside it",
+        )
+    if path.suffix == ".jsonl":
+        return _log(path, "a .jsonl file no framework claims: read as JSON lines", Tier.GUESS)
+    if seen.is_file:
+        # nothing else recognised it: read as JSON lines, so its lines are counted and shown
+        return _log(path, "no framework recognised it: read as JSON lines", Tier.LAST)
+    return None
+
+
+def find(directory: Path) -> list[Found]:
+    """logging.jsonl in the folder; else in the newest `v*` run folder under it (an output
+    directory), waited for when that folder is fresh; else in a fresh `v*` folder itself."""
+    log = directory / LOGGING_FILE
+    if probe(log).exists:
+        return [_log(log, f"{LOGGING_FILE} in the folder (ms-swift's metrics log)")]
+    newest = newest_run_dir(directory)
+    if newest is not None:
+        return [
+            _log(
+                newest / LOGGING_FILE,
+                f"{LOGGING_FILE} of the newest ms-swift run folder {newest.name}",
+                output_dir=directory,
+            )
+        ]
+    if RUN_DIR_PATTERN.match(directory.name):
+        # a fresh ms-swift run folder: logging.jsonl comes with the first log line
+        return [_log(log, "a fresh ms-swift run folder: its logging.jsonl is waited for")]
+    return []
+
+
 MSSWIFT = FormatAdapter(
-    name="ms-swift",
-    log_files=("logging.jsonl",),
-    args_file="args.json",
-    suffixes=(".jsonl",),
+    name=NAME,
     aliases={**GRPO_ALIASES, "memory": ("memory(GiB)",)},
     families=GRPO_FAMILIES,
     fraction_step_keys=("global_step/max_steps", "iteration"),
@@ -38,4 +127,7 @@ MSSWIFT = FormatAdapter(
         ("completion_length", "ms-swift 3.1–3.2 (completion_length)"),
         ("step_time", "TRL ≥ 0.26 underneath (step_time)"),
     ),
+    reading=Reading.JSONL,
+    claim=claim,
+    find=find,
 )

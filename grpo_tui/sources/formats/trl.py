@@ -2,17 +2,139 @@
 
 HF Trainer log dicts: an int `step`, no progress strings. Key names are the shared GRPO
 vocabulary (TRL 0.14 → 1.16); `policy_loss` (≥ 1.8) is kept under its own name.
+
+Files: TRL writes no metrics log of its own. `trainer_state.json` lands in every
+`checkpoint-N/` (and at the top when the script calls `save_state()`, as open-r1 does);
+the newest wins. Completions (TRL ≥ 0.28, `log_completions=True`) are one parquet file per
+logged step in `<output_dir>/completions/`.
+
+Unsloth patches TRL's trainer and open-r1 drives it unchanged, so both log TRL's keys;
+`flavour` names them where the keys show it (frameworks.md §2.5, §2.6).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
+from pathlib import Path
+
+from grpo_tui.sources.formats import trl_completions as parquet
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+from grpo_tui.sources.formats.layout import (
+    BatchFolder,
+    CompletionsRef,
+    Found,
+    Probe,
+    Reading,
+    Tier,
+    found_file,
+    probe,
+    scan,
+)
+
+NAME = "trl"
+TRAINER_STATE_FILE = "trainer_state.json"
+CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
+#: reward functions only open-r1's recipes define (`accuracy_reward` and `format_reward`
+#: are TRL's own examples too, so they say nothing)
+OPEN_R1_REWARDS = frozenset(
+    {
+        "tag_count_reward",
+        "reasoning_steps_reward",
+        "len_reward",
+        "cosine_scaled_reward",
+        "repetition_penalty_reward",
+        "binary_code_reward",
+        "ioi_code_reward",
+        "cf_code_reward",
+        "code_format_reward",
+        "soft_overlong_punishment_reward",
+    }
+)
+
+
+def flavour(keys: Collection[str]) -> str | None:
+    """Unsloth logs the legacy `completion_length` beside TRL's `completions/mean_length`
+    (its patched compute_loss adds it); open-r1 shows by its reward functions' names."""
+    if "completion_length" in keys and "completions/mean_length" in keys:
+        return "Unsloth (TRL)"
+    for key in keys:
+        if key.startswith("rewards/") and key.split("/")[1] in OPEN_R1_REWARDS:
+            return "open-r1 (TRL)"
+    return None
+
+
+def newest_trainer_state(directory: Path) -> Path | None:
+    """`trainer_state.json` of the highest-numbered `checkpoint-N/`, or the top one when
+    it is at least as new: `trainer.save_state()` writes the top one after training, and
+    only it holds the history's last item (the `train_runtime` line that says the run
+    ended, logged after the last checkpoint was saved). An older top one is a previous
+    run's, left behind."""
+    best_step = -1
+    best: tuple[Path, Probe] | None = None
+    entries, _ = scan(directory)
+    for entry in entries:
+        match = CHECKPOINT_PATTERN.match(entry.name)
+        if match and int(match.group(1)) > best_step:
+            candidate = Path(entry.path) / TRAINER_STATE_FILE
+            seen = probe(candidate)
+            if seen.is_file:
+                best_step, best = int(match.group(1)), (candidate, seen)
+    top = directory / TRAINER_STATE_FILE
+    top_seen = probe(top)
+    if not top_seen.is_file:
+        return None if best is None else best[0]
+    if best is None or top_seen.mtime >= best[1].mtime:
+        return top
+    return best[0]
+
+
+def _state(path: Path, why: str) -> Found:
+    holder = path.parent
+    run_dir = holder.parent if CHECKPOINT_PATTERN.match(holder.name) else holder
+    return found_file(
+        path,
+        NAME,
+        Reading.DOCUMENT,
+        Tier.STORE,
+        why,
+        run_dir=run_dir,
+        completions=trl_completions(run_dir),
+        args_name="args.json",
+        args_dirs=(run_dir, holder),
+    )
+
+
+def claim(path: Path, seen: Probe) -> Found | None:
+    if path.suffix != ".json":
+        return None
+    if path.name == TRAINER_STATE_FILE:
+        return _state(path, f"named {TRAINER_STATE_FILE} (the HF Trainer's log_history)")
+    return _state(path, "a .json file: read as a trainer_state.json log_history")
+
+
+def find(directory: Path) -> list[Found]:
+    state = newest_trainer_state(directory)
+    if state is None:
+        return []
+    where = "the top" if state.parent == directory else state.parent.name
+    return [_state(state, f"{TRAINER_STATE_FILE} in {where} (the newest)")]
+
+
+#: TRL ≥ 0.28's `completions/completions_NNNNN.parquet`, one file per logged step
+TRL_COMPLETIONS = BatchFolder(parquet.FILE_PATTERN, parquet.convert)
+
+
+def trl_completions(run_dir: Path) -> CompletionsRef | None:
+    """The run's completions folder, once TRL made it (`log_completions=True`)."""
+    folder = run_dir / parquet.COMPLETIONS_DIR
+    return CompletionsRef(folder, TRL_COMPLETIONS) if probe(folder).is_dir else None
+
 
 TRL = FormatAdapter(
-    name="trl",
-    # no log of its own: trainer_state.json log_history, next to no args.json
-    suffixes=(".json",),
+    name=NAME,
+    title="TRL",
     aliases=GRPO_ALIASES,
     families=GRPO_FAMILIES,
     fraction_step_keys=(),
@@ -25,4 +147,9 @@ TRL = FormatAdapter(
         ("step_time", "TRL ≥ 0.26 (step_time)"),
         ("policy_loss", "TRL ≥ 1.8 (policy_loss)"),
     ),
+    reading=Reading.DOCUMENT,
+    completion_folders=(TRL_COMPLETIONS,),
+    claim=claim,
+    find=find,
+    flavour=flavour,
 )

@@ -10,6 +10,7 @@ cannot vouch for every value, so both always give the same numbers (a test check
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -244,3 +245,24 @@ def fraction_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
             if parsed[1] is not None:
                 maxes[i] = parsed[1]
     return steps, maxes
+
+
+#: `np.float64(0.5)`, `np.int64(3)`, `float32(…)`, `tensor(0.5, device=…)`: numbers numpy,
+#: torch and pprint print inside a constructor
+_WRAPPED = re.compile(r"^(?:np\.|numpy\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\(([^,()]*)")
+_SPECIAL_WORDS = frozenset({"nan", "-nan", "inf", "-inf", "+inf", "infinity", "-infinity"})
+
+
+def wrapped_number(text: str) -> float | None:
+    """A number printed as text: plain, nan/inf, or wrapped as numpy or torch print it."""
+    text = text.strip()
+    match = _WRAPPED.match(text)
+    if match is not None:
+        text = (match.group(1) or match.group(2) or "").strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if number != number or number in (float("inf"), float("-inf")):
+        return number if text.lower() in _SPECIAL_WORDS else None
+    return number

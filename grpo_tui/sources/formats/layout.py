@@ -1,0 +1,345 @@
+"""Where a framework's files are: the vocabulary adapters use to declare their files.
+
+An adapter says which files it reads (exact names, a name pattern, a content fingerprint),
+how each is read (`Reading`) and, for the run directories a framework builds (ms-swift's
+`vN-…` folders, TRL's `checkpoint-N/`), how to find its newest files in a folder. Discovery
+(sources/discover.py) only asks every adapter and picks the best answer: it knows no
+framework. Every look at the disk goes through `probe` and `scan`, which answer what is
+there or why it cannot be looked at, never by raising.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from grpo_tui.files import describe_os_error, file_kind, open_regular
+
+
+class Reading(str, Enum):
+    """How a metrics file is read."""
+
+    #: a JSON-lines log, tailed line by line (ms-swift, verl's and EasyR1's file loggers)
+    JSONL = "jsonl"
+    #: a console log, tailed line by line through the adapter's text parser
+    CONSOLE = "console"
+    #: a JSON document rewritten whole (trainer_state.json), re-read when it changes
+    DOCUMENT = "document"
+    #: a record store polled for new records (TensorBoard events, trackio's SQLite)
+    STORE = "store"
+
+
+class Tier(int, Enum):
+    """Which of several metrics files found for one run wins (lower first). Within the
+    freshest tier the newest file wins; a file already followed keeps its place."""
+
+    #: a log the framework appends per logging step, at full precision
+    LOG = 0
+    #: a store a tracker or a checkpoint writes (TensorBoard, trackio, trainer_state.json)
+    STORE = 1
+    #: a console log: readable, but rounded and with steps guessed from progress bars
+    CONSOLE = 2
+    #: a file only its suffix points at (any .jsonl, a .log with no record yet)
+    GUESS = 3
+    #: a file nothing recognised, read as JSON lines so its lines are counted and shown
+    LAST = 4
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFolder:
+    """A framework's completions written as one file per step in a folder (TRL's parquet
+    files, verl's rollout dumps): which files, and how one becomes rows."""
+
+    #: a step file's whole name; its group `step` (else its first group) is the step
+    pattern: re.Pattern[str]
+    #: one file → its rows as columns (prompt, completion, step, reward columns, …), None
+    #: while it is still being written
+    convert: Callable[[Path], dict[str, list[Any]] | None]
+    #: seconds a file must be left unchanged before it is read (a writer with no end mark)
+    settle_s: float = 0.0
+    #: a content check of one matching file, where the name alone says little (`12.jsonl`)
+    recognise: Callable[[Path], bool] | None = None
+
+    def holds(self, folder: Path) -> bool:
+        """The folder holds at least one file of this kind."""
+        for path, _ in files_named(folder, lambda name: self.pattern.fullmatch(name) is not None):
+            return self.recognise is None or self.recognise(path)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionsRef:
+    """Where a run's sampled completions are, and in which shape."""
+
+    path: Path
+    #: None: one JSON line per batch in one file (ms-swift's completions.jsonl); else the
+    #: folder's kind of per-step file
+    folder: BatchFolder | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A metrics file an adapter reads, found on disk, and why it was chosen."""
+
+    path: Path
+    #: the adapter's name (formats.ADAPTERS key)
+    adapter: str
+    reading: Reading
+    tier: Tier
+    #: why this adapter reads it, in words for `inspect` ("named logging.jsonl")
+    why: str
+    #: the run directory the file belongs to
+    run_dir: Path
+    #: a directory whose newer run folders are followed (a resumed ms-swift run)
+    output_dir: Path | None = None
+    completions: CompletionsRef | None = None
+    #: the run-context file beside it (args.json), when there is one
+    args_file: Path | None = None
+    #: sort key among files of one tier (newer first): the file's mtime
+    mtime: float = 0.0
+    #: the file is there and is a regular file (False: expected, waited for)
+    exists: bool = True
+    #: why it is there but cannot be read ("permission denied: …", a FIFO), else ""
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What `stat` says about a path: its mode, or why it could not be looked at."""
+
+    mode: int | None = None
+    #: the OSError other than "no such file" (permission, loop, I/O)
+    error: OSError | None = None
+    mtime: float = 0.0
+    size: int = 0
+
+    @property
+    def exists(self) -> bool:
+        return self.mode is not None or self.error is not None
+
+    @property
+    def is_dir(self) -> bool:
+        return self.mode is not None and stat.S_ISDIR(self.mode)
+
+    @property
+    def is_file(self) -> bool:
+        return self.mode is not None and stat.S_ISREG(self.mode)
+
+    def why_not_file(self, path: Path) -> str:
+        """Why this path is not a readable regular file, in words ("" when it is one or absent)."""
+        if self.error is not None:
+            return describe_os_error(self.error, path)
+        if self.mode is not None and not stat.S_ISREG(self.mode):
+            return f"not a regular file ({file_kind(self.mode)}), skipped: {path}"
+        return ""
+
+
+def probe(path: Path) -> Probe:
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return Probe()
+    except OSError as error:  # permission denied on a parent, a symlink loop, EIO
+        return Probe(error=error)
+    return Probe(mode=info.st_mode, mtime=info.st_mtime, size=info.st_size)
+
+
+def scan(path: Path) -> tuple[list[os.DirEntry[str]], OSError | None]:
+    """A directory's entries, or why it cannot be listed."""
+    try:
+        with os.scandir(path) as entries:
+            return list(entries), None
+    except OSError as error:
+        return [], error
+
+
+def entry_is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def entry_is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def entry_mtime(entry: os.DirEntry[str]) -> float:
+    try:
+        return entry.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """The first bytes of a regular file (b"" when it cannot be read)."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read(size)
+    except OSError:
+        return b""
+
+
+def first_line(path: Path, limit: int = 1 << 16) -> bytes:
+    """The file's first complete line (b"" when there is none yet within `limit`)."""
+    head = read_head(path, limit)
+    end = head.find(b"\n")
+    return head[:end].removeprefix(b"\xef\xbb\xbf") if end >= 0 else b""
+
+
+def found_file(
+    path: Path,
+    adapter: str,
+    reading: Reading,
+    tier: Tier,
+    why: str,
+    *,
+    run_dir: Path | None = None,
+    output_dir: Path | None = None,
+    completions: CompletionsRef | None = None,
+    args_name: str | None = None,
+    args_dirs: tuple[Path, ...] = (),
+) -> Found:
+    """A Found for `path`, its problem said when it is there but cannot be read, and the
+    first regular `args_name` file in `args_dirs` (else the run directory) as its context."""
+    seen = probe(path)
+    folder_store = reading is Reading.STORE
+    run_dir = run_dir or path.parent
+    args_file: Path | None = None
+    if args_name is not None:
+        for directory in args_dirs or (run_dir,):
+            if probe(directory / args_name).exists:
+                args_file = directory / args_name
+                break
+    return Found(
+        path=path,
+        adapter=adapter,
+        reading=reading,
+        tier=tier,
+        why=why,
+        run_dir=run_dir,
+        output_dir=output_dir,
+        completions=completions,
+        args_file=args_file,
+        mtime=seen.mtime,
+        # a store may be a folder (TensorBoard's event files are read as one)
+        exists=seen.is_file or (folder_store and seen.is_dir),
+        problem="" if folder_store and seen.is_dir else seen.why_not_file(path),
+    )
+
+
+def files_named(directory: Path, accept: Callable[[str], bool]) -> list[tuple[Path, float]]:
+    """Regular files in `directory` whose name `accept`s, with their mtimes."""
+    entries, _ = scan(directory)
+    return [
+        (Path(entry.path), entry_mtime(entry))
+        for entry in entries
+        if accept(entry.name) and entry_is_file(entry)
+    ]
+
+
+#: bytes of a file's start (and end) read to tell a console log by its content: the first
+#: log record can come after many screens of warnings and progress bars
+SNIFF_HEAD = 4 << 20
+SNIFF_TAIL = 1 << 20
+#: console logs usually have one of these names (the content must still say whose)
+CONSOLE_SUFFIXES = (".log", ".out", ".txt")
+#: what `text_shows` learnt, so rediscovery (every few seconds) does not read megabytes
+#: again: the test a file passed (a file is one framework's console log: it stays so while
+#: it grows), and the (file, size) pairs that passed none (looked at again once it grew)
+_MATCHED: dict[tuple[str, int, int], str] = {}
+_FAILED: dict[tuple[str, int, int, int], set[str]] = {}
+_KEPT = 256
+#: the sample read last, shared by every adapter's test of the same file and size
+_SAMPLE: dict[tuple[str, int, int, int], tuple[str, ...]] = {}
+
+
+def text_shows(path: Path, test_name: str, test: Callable[[str], bool]) -> bool:
+    """The file's first 4 MB or last 1 MB pass `test` (decoded leniently)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    identity = (str(path), info.st_dev, info.st_ino)
+    matched = _MATCHED.get(identity)
+    if matched is not None:
+        return matched == test_name
+    sized = (*identity, info.st_size)
+    failed = _FAILED.setdefault(sized, set())
+    if test_name in failed:
+        return False
+    sample = _SAMPLE.get(sized)
+    if sample is None:
+        _SAMPLE.clear()
+        sample = _SAMPLE[sized] = tuple(
+            part.decode("utf-8", errors="replace") for part in _head_and_tail(path)
+        )
+    if any(test(part) for part in sample):
+        if len(_MATCHED) >= _KEPT:
+            _MATCHED.clear()
+        _MATCHED[identity] = test_name
+        return True
+    if len(_FAILED) >= _KEPT:
+        _FAILED.clear()
+    _FAILED.setdefault(sized, set()).add(test_name)
+    return False
+
+
+def _head_and_tail(path: Path) -> tuple[bytes, ...]:
+    try:
+        with open_regular(path) as handle:
+            head = handle.read(SNIFF_HEAD)
+            size = os.fstat(handle.fileno()).st_size
+            if size <= len(head):
+                return (head,)
+            handle.seek(max(len(head), size - SNIFF_TAIL))
+            return head, handle.read(SNIFF_TAIL)
+    except OSError:
+        return ()
+
+
+def console_candidate(path: Path) -> bool:
+    """A name a console log may have: not JSON, and a log-ish suffix or no telling one."""
+    return path.suffix not in (".jsonl", ".json", ".parquet", ".db")
+
+
+def console_claim(
+    path: Path,
+    adapter: str,
+    test: Callable[[str], bool],
+    what: str,
+) -> Found | None:
+    """A console log of this adapter: its content shows `test` (any name)."""
+    if not console_candidate(path) or not text_shows(path, adapter, test):
+        return None
+    return found_file(
+        path,
+        adapter,
+        Reading.CONSOLE,
+        Tier.CONSOLE,
+        f"its content shows {what}",
+        args_name="args.json",
+    )
+
+
+def console_find(
+    directory: Path, adapter: str, test: Callable[[str], bool], what: str
+) -> list[Found]:
+    """The console logs of this adapter in a folder (by name, then content)."""
+    found: list[Found] = []
+    for path, _ in files_named(
+        directory, lambda name: name.endswith(CONSOLE_SUFFIXES) or name == "nohup.out"
+    ):
+        claimed = console_claim(path, adapter, test, what)
+        if claimed is not None:
+            found.append(claimed)
+    return found

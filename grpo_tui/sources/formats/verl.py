@@ -1,0 +1,283 @@
+"""verl (0.2 – 0.9) and its forks: the file logger's JSONL and the console logger's lines.
+
+File logger (`trainer.logger` with "file", ≥ 0.6): `{"step": N, "data": {"actor/pg_loss": …}}`
+per step in `$VERL_FILE_LOGGER_PATH` or `<root>/<project>/<experiment>.jsonl`; NaN as
+`null` (≥ 0.7) or a bare `NaN` (0.6); truncated when a run (re)starts, which the tail
+reader sees as a start over. Console logger: `(TaskRunner pid=N) step:12 - actor/entropy:0.41 - …`,
+values `{:.3f}` (≤ 0.4) or full `pformat` (≥ 0.5, `np.float64(0.5)` under numpy 2); pasted
+logs break the line anywhere, mid-key included.
+
+Semantics (frameworks.md §3, the traps):
+- `critic/score/mean` is the reward functions' raw score: the reward. `critic/rewards/mean`
+  is after the in-reward KL penalty: second choice.
+- `actor/pg_clipfrac` is the PPO clip fraction, both sides together: `clip_ratio`.
+  `actor/pg_clipfrac_lower` is the dual-clip bound, not the low side: kept as it is.
+- `actor/ppo_kl` is the drift from the rollout policy, not KL to the reference: kept as it
+  is. KL to the reference is `actor/kl_loss` (use_kl_loss, the GRPO setting), else the
+  in-reward `actor/reward_kl_penalty` (≤ 0.3 `critic/kl`).
+- `response_length/clip_ratio` counts responses as long as the padded batch width, which
+  follows the longest response of the batch when rollouts are not padded to the limit, so
+  it need not read 0 in a healthy run: kept as it is, not read as truncation. Truncation
+  is judged from the lengths against the cap (`response_length/max` pinned at one value).
+- verl logs no reward std, no zero-spread fraction and no per-function means: they are
+  unknown here, and come from the rollout dumps when those are read.
+- Validation keys (`val-core/…`, `val-aux/…`, ≤ 0.3 `val/…`) ride on train steps (a step
+  0 record holds only them): a record is an eval row only when every key is a val key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from grpo_tui.sources.formats import verl_rollouts as rollouts
+from grpo_tui.sources.formats.base import FormatAdapter, TextDict
+from grpo_tui.sources.formats.layout import (
+    BatchFolder,
+    CompletionsRef,
+    Found,
+    Probe,
+    Reading,
+    Tier,
+    console_claim,
+    console_find,
+    entry_is_dir,
+    files_named,
+    first_line,
+    found_file,
+    scan,
+)
+from grpo_tui.sources.formats.values import wrapped_number
+
+NAME = "verl"
+CONSOLE_NAME = "verl-console"
+
+VERL_ALIASES: dict[str, tuple[str, ...]] = {
+    "reward": ("critic/score/mean", "critic/rewards/mean"),
+    "clip_ratio": ("actor/pg_clipfrac",),
+    "kl": ("actor/kl_loss", "actor/reward_kl_penalty", "critic/kl"),
+    "entropy": ("actor/entropy", "actor/entropy_loss"),
+    "completion_length": ("response_length/mean",),
+    "completion_length_min": ("response_length/min",),
+    "completion_length_max": ("response_length/max",),
+    "loss": ("actor/pg_loss", "actor/loss"),
+    "grad_norm": ("actor/grad_norm",),
+    "learning_rate": ("actor/lr",),
+    "epoch": ("training/epoch",),
+}
+
+#: the core validation score (`acc` when the data has it, else `reward`) at the largest N,
+#: and ≤ 0.3's `val/test_score/<data>`: the eval reward (the first data source's wins)
+VERL_FAMILIES: tuple[tuple[str, str], ...] = (
+    (r"val-core/.+/(?:acc|reward)/mean@\d+", "eval_reward"),
+    (r"val/test_score/.+", "eval_reward"),
+)
+
+#: `val-core/…`, `val-aux/…`, `val/…`: the eval prefix is `val` and eval rows hold only these
+_EVAL_PREFIX = "val"
+
+
+def flatten(record: dict[str, Any]) -> dict[str, Any]:
+    """`{"step": N, "data": {…}}` → `{"step": N, …}` (null values stay None: not logged)."""
+    data = record.get("data")
+    if not isinstance(data, dict):
+        return record
+    return {"step": record.get("step"), **data}
+
+
+def is_file_logger_line(line: bytes) -> bool:
+    """The first line of verl's file logger: exactly `step` and a `data` object."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return (
+        isinstance(value, dict)
+        and set(value) == {"step", "data"}
+        and isinstance(value["data"], dict)
+    )
+
+
+#: `trainer.rollout_data_dir=<dir>`: `<dir>/<global_step>.jsonl`, one response per line
+VERL_ROLLOUTS = BatchFolder(
+    rollouts.FILE_PATTERN,
+    rollouts.convert,
+    settle_s=rollouts.SETTLE_S,
+    recognise=rollouts.looks_like_rollouts,
+)
+#: folders beside a log looked into for rollout dumps (their name is the user's choice)
+_ROLLOUT_FOLDERS_LOOKED_AT = 32
+
+
+def rollouts_near(run_dir: Path) -> CompletionsRef | None:
+    """A folder of rollout dumps in the log's folder or one level down (verl names none:
+    `rollout_data_dir` is the user's), so the panel and the derived spread have them."""
+    if VERL_ROLLOUTS.holds(run_dir):
+        return CompletionsRef(run_dir, VERL_ROLLOUTS)
+    entries, _ = scan(run_dir)
+    folders = [Path(e.path) for e in entries if entry_is_dir(e)][:_ROLLOUT_FOLDERS_LOOKED_AT]
+    for folder in sorted(folders):
+        if VERL_ROLLOUTS.holds(folder):
+            return CompletionsRef(folder, VERL_ROLLOUTS)
+    return None
+
+
+def claim(path: Path, seen: Probe) -> Found | None:
+    if path.suffix != ".jsonl" or not is_file_logger_line(first_line(path)):
+        return None
+    return found_file(
+        path,
+        NAME,
+        Reading.JSONL,
+        Tier.LOG,
+        'its lines are verl\'s file logger ({"step", "data"})',
+        completions=rollouts_near(path.parent),
+    )
+
+
+def find(directory: Path) -> list[Found]:
+    found: list[Found] = []
+    for path, _ in files_named(directory, lambda name: name.endswith(".jsonl")):
+        claimed = claim(path, Probe())
+        if claimed is not None:
+            found.append(claimed)
+    return found
+
+
+# -- the console logger ----------------------------------------------------------------
+
+#: `step:N - ` at a line's start or after a Ray prefix `(TaskRunner pid=N) `
+_STEP = re.compile(r"(?:^|\)\s+)step:(\d+)\s+-\s+")
+#: one `key:value` field; values are numbers, nan/inf, or np.float64(…)
+_FIELD = re.compile(r"^([^\s:][^:]*):(\S+)$")
+#: a wrapped line's rest: key characters and ` - ` separators, no prefix, no other text
+_CONTINUATION = re.compile(r"^[\w/@.+\-:()]+(?: - [\w/@.+\-:()]*)*(?: -)?$")
+
+
+def shows_console(text: str) -> bool:
+    return re.search(r"(?:^|\)\s+)step:\d+ - [\w/@.\-]+:", text, re.MULTILINE) is not None
+
+
+class VerlConsoleParser:
+    """Finds verl's `step:N - key:value - …` lines, joining lines a paste broke.
+
+    A step line is handed out as soon as it arrives (live, the next line is the next
+    step, minutes later). Lines a paste broke off it (no step marker, nothing but key
+    characters and ` - ` separators) are joined to it without a separator, since the
+    break can fall inside a key or a number; the step then comes out again with every
+    field read so far (the store keeps the newest record of a re-logged step).
+    """
+
+    def __init__(self) -> None:
+        self.bad: list[tuple[int, str, str]] = []
+        self._body: str | None = None
+        self._step = 0
+        self._line = 0
+        self._given: set[str] = set()
+
+    def feed(self, line: str, line_no: int) -> list[TextDict]:
+        text = line.rstrip("\r")
+        match = _STEP.search(text)
+        if match is None:
+            if self._body is not None and _CONTINUATION.match(text.strip()):
+                self._body += text.strip()
+                return self._emit(quiet=True)
+            if text.strip():
+                self._body = None  # other output: the step line is over
+            return []
+        self._body = text[match.end() :].strip()
+        self._step = int(match.group(1))
+        self._line = line_no
+        self._given = set()
+        return self._emit(quiet=False)
+
+    def _emit(self, *, quiet: bool) -> list[TextDict]:
+        """The fields of the step line not handed out yet (a cut last field waits)."""
+        body = self._body or ""
+        fields = body.split(" - ")
+        if not _complete(body):
+            fields = fields[:-1]  # cut inside its key or value: the next line may finish it
+        values: dict[str, Any] = {}
+        for field in fields:
+            match = _FIELD.match(field.strip())
+            if match is None:
+                continue
+            number = wrapped_number(match.group(2))
+            if number is not None:
+                values[match.group(1)] = number
+        if not values or values.keys() == self._given:
+            if not quiet and not values:
+                self.bad.append((self._line, "a step line with no readable value", body[:80]))
+            return []
+        self._given = set(values)
+        return [TextDict(self._line, {"step": self._step, **values})]
+
+
+def _complete(body: str) -> bool:
+    """The text ends on a whole `key:value` field (a break leaves a key or ` -` hanging)."""
+    last = body.rsplit(" - ", 1)[-1].strip()
+    match = _FIELD.match(last)
+    return match is not None and wrapped_number(match.group(2)) is not None
+
+
+def console_claim_verl(path: Path, seen: Probe) -> Found | None:
+    found = console_claim(
+        path, CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)"
+    )
+    return found if found is None else replace(found, completions=rollouts_near(path.parent))
+
+
+def console_find_verl(directory: Path) -> list[Found]:
+    found = console_find(
+        directory, CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)"
+    )
+    return [replace(f, completions=rollouts_near(directory)) for f in found]
+
+
+VERL = FormatAdapter(
+    name=NAME,
+    title="verl",
+    aliases=VERL_ALIASES,
+    fraction_step_keys=(),
+    int_step_keys=("step",),
+    families=VERL_FAMILIES,
+    eval_prefix=_EVAL_PREFIX,
+    eval_needs_all=True,
+    end_keys=(),
+    summary_keys=(),
+    ignored_keys=frozenset({"training/global_step"}),
+    version_hints=(
+        ("actor/entropy_loss", "verl ≤ 0.3 (actor/entropy_loss)"),
+        ("critic/kl", "verl ≤ 0.3 (critic/kl)"),
+        ("actor/entropy", "verl ≥ 0.4 (actor/entropy)"),
+        ("actor/loss", "verl ≥ 0.7 new engine (actor/loss)"),
+    ),
+    reading=Reading.JSONL,
+    completion_folders=(VERL_ROLLOUTS,),
+    flatten=flatten,
+    claim=claim,
+    find=find,
+)
+
+VERL_CONSOLE = FormatAdapter(
+    name=CONSOLE_NAME,
+    title="verl console log",
+    aliases=VERL_ALIASES,
+    fraction_step_keys=(),
+    int_step_keys=("step",),
+    families=VERL_FAMILIES,
+    eval_prefix=_EVAL_PREFIX,
+    eval_needs_all=True,
+    end_keys=(),
+    summary_keys=(),
+    ignored_keys=frozenset({"training/global_step"}),
+    version_hints=VERL.version_hints,
+    reading=Reading.CONSOLE,
+    parser=VerlConsoleParser,
+    claim=console_claim_verl,
+    find=console_find_verl,
+)

@@ -1,0 +1,800 @@
+"""trackio's local store as a record store: one run's metrics rows, read as trackio writes them.
+
+trackio (`report_to="trackio"`) keeps one SQLite database per project, `<project>.db` in
+`$TRACKIO_DIR` (else `$HF_HOME/trackio`). Its `metrics` table holds one row per
+`trackio.log` call: an AUTOINCREMENT `id`, the run (`run_id`, `run_name`), trackio's own
+call counter `step`, and the logged dict as JSON (`metrics`). The training process queues
+rows and writes them every 0.5 s, each time through a new connection it closes again, in
+WAL mode. Rows are read in `id` order past the last one examined, so each poll returns
+only new rows, each once. transformers' TrackioCallback logs without a step and adds
+`train/global_step`: when present that is the record's step (trackio's counter counts log
+calls, evals included). `train/` is removed and `eval/` becomes `eval_` (its `rewrite_logs`
+undone); tables, media and histograms are dropped: they are not numbers.
+
+Reading never writes into trackio's files: the database is opened by URI with `mode=ro`,
+through one short connection per poll, so no lock outlives a poll and trackio's closing
+connection still checkpoints and removes its `-wal`/`-shm`. SQLite reads a WAL database
+only through those two files. While they exist (trackio mid-write, a dashboard holding the
+database open) they are opened with `readonly_shm=1`: not even SQLite's read marks go into
+trackio's shared memory. While they do not (the database at rest: most of the time) SQLite
+creates them, a 0-byte `-wal` and a 32 KiB `-shm`, which a read-only connection cannot
+remove; trackio's next write uses and removes them. `immutable=1`, the one way to create
+nothing, reads without any lock and could see a checkpoint half-copied. SQLite gives the
+files it creates the database's mode but the reader's owner, which could stop another
+user's trackio from writing: another user's idle database is not read (root's files SQLite
+hands to the database's owner), and the poll says why.
+
+On a network filesystem trackio does not write the database: each flush becomes an
+immutable JSONL fragment, `inbox/<writer>/<seq>.jsonl` beside the databases (a writer
+folder per run), which only a trackio dashboard or Space imports into the database, then
+deletes. Those fragments are read too, each once; the rows an import adds to the database
+later are recognised by their `log_id` and not handed out twice.
+
+Which run: the newest (whose first row is last), or the newest run of a given name. A run
+that starts later (and has that name, when one is given) is followed from its first row,
+with `restarted`. trackio's `resume="allow"` (transformers uses it) continues the same run:
+not a restart.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sqlite3
+import stat
+import time
+from collections.abc import Iterable
+from contextlib import closing, suppress
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, read_regular
+from grpo_tui.sources.polled import PolledRecords
+
+#: rows (and inbox records) read per poll at most: a bite of GRPO rows (~30 metrics each)
+#: takes ~0.25 s, most of it turning JSON into records; a backlog follows with `more`
+MAX_ROWS_PER_POLL = 20_000
+DB_SUFFIX = ".db"
+INBOX = "inbox"
+#: trackio reserves this prefix for artifact registries, stored as databases beside projects
+_REGISTRY_PREFIX = "registry-"
+#: where transformers' TrackioCallback puts the trainer's step (trackio's own counts calls)
+_GLOBAL_STEP = "train/global_step"
+#: the strings trackio stores for non-finite floats (JSON has no literal for them)
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+#: SQLite's primary result codes that mean "not now": a writer mid-commit (BUSY 5, LOCKED
+#: 6), a wal-index being rebuilt (READONLY 8, PROTOCOL 15), a -wal or -shm going between
+#: the look and the open (CANTOPEN 14). Numbers: Python 3.10 has no sqlite3.SQLITE_BUSY.
+_NOT_NOW = {5, 6, 8, 14, 15}
+_BUSY_TIMEOUT = 0.1  # seconds SQLite waits on a lock before answering busy
+#: consecutive "not now" answers before a poll says so (a crashed writer's hot journal)
+_PATIENCE = 5
+#: an inbox folder whose mtime is this much older than its last listing is not re-listed
+_SETTLED_NS = 2_000_000_000
+_IN_CHUNK = 500  # log ids per `IN (...)` lookup
+#: an inbox fragment is one 0.5 s flush of a run (kilobytes); a larger file is not one
+_MAX_FRAGMENT_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One trackio run of a project, as `list_runs` finds it."""
+
+    name: str
+    #: trackio's id of the run (None in databases written before trackio 0.24)
+    run_id: str | None
+    #: metrics rows logged (database rows and inbox records not imported yet)
+    rows: int
+    #: the training step of its last row (`train/global_step`, else trackio's step)
+    last_step: int | None
+    #: when its last row was written (trackio's timestamp; an inbox fragment's mtime)
+    last_time: float | None
+
+
+def find_trackio_dir() -> Path | None:
+    """trackio's directory, found as trackio finds it: `$TRACKIO_DIR`, else
+    `$HF_HOME/trackio` (HF_HOME as huggingface_hub resolves it); None if not a directory."""
+    configured = os.environ.get("TRACKIO_DIR")
+    if configured:
+        directory = Path(configured)
+    else:
+        cache = os.getenv("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+        hf_home = os.getenv("HF_HOME", os.path.join(cache, "huggingface"))
+        directory = Path(os.path.expandvars(os.path.expanduser(hf_home))) / "trackio"
+    return directory if directory.is_dir() else None
+
+
+def canonical_project(project: str) -> str:
+    """The on-disk name trackio gives a project (its `canonical_project_name`)."""
+    safe = "".join(c for c in project if c.isalnum() or c in ("-", "_")).rstrip()
+    return safe or "default"
+
+
+def list_projects(directory: Path) -> list[str]:
+    """The projects of a trackio directory: its databases, and projects found only as
+    inbox fragments (a network filesystem before any dashboard imported them)."""
+    names: set[str] = set()
+    with suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name.endswith(DB_SUFFIX) and not entry.name.startswith(_REGISTRY_PREFIX):
+                with suppress(OSError):
+                    if entry.is_file():
+                        names.add(entry.name.removesuffix(DB_SUFFIX))
+    for folder in _writer_dirs(directory / INBOX):
+        first = _first_fragment(folder, _fragment_names(folder))
+        if first is not None:
+            names.add(first.project)
+    return sorted(names)
+
+
+def list_runs(db_path: Path) -> list[RunInfo]:
+    """A project's runs, oldest first: by their first database row, then the runs found
+    only in the inbox by their first fragment. Raises OSError or sqlite3.Error when the
+    database cannot be read (a live view polls `TrackioStore` instead, which never raises)."""
+    project = db_path.name.removesuffix(DB_SUFFIX)
+    inbox = _inbox_runs(db_path.parent / INBOX, project)
+    runs: dict[str, _RunRows] = {}
+    imported: set[str] = set()
+    if os.path.lexists(db_path):
+        info = _check_files(db_path)
+        refusal = _refusal(db_path, info)
+        if refusal is not None:
+            raise PermissionError(errno.EACCES, refusal)
+        with closing(_connect(db_path)) as conn:
+            schema = _Schema.of(conn)
+            if schema is not None:
+                runs = _database_runs(conn, schema, last_rows=True)
+                ids = (entry.log_id for _, entries in inbox.values() for entry in entries)
+                imported = _logged(conn, schema, ids)
+    for key, (name, entries) in inbox.items():
+        fresh = [entry for entry in entries if entry.log_id not in imported]
+        run = runs.get(key)
+        if run is None:
+            run = runs[key] = _RunRows(name, key, key, order=(1, entries[0].mtime))
+        run.rows += len(fresh)
+        if fresh:
+            run.last = (fresh[-1].step, fresh[-1].metrics, fresh[-1].mtime)
+    return [run.info() for run in sorted(runs.values(), key=lambda run: run.order)]
+
+
+class TrackioStore:
+    """A trackio project's database (and inbox): one run of it followed row by row."""
+
+    def __init__(
+        self, path: Path, run_name: str | None = None, *, max_rows: int = MAX_ROWS_PER_POLL
+    ) -> None:
+        #: the project's database, `<trackio dir>/<project>.db` (it may not exist yet)
+        self.path = path
+        #: the run asked for by name; None follows the newest run
+        self.run_name = run_name
+        self._max_rows = max_rows
+        self._project = path.name.removesuffix(DB_SUFFIX)
+        self._inbox = path.parent / INBOX
+        self._writers: dict[str, _Writer] = {}  # inbox folder name → what is known of it
+        self._names: dict[str, str | None] = {}  # stored key → record key (None: the step)
+        self._not_now = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._chosen = False  # the run to follow was chosen (it may not have a row yet)
+        self._run: str | None = None  # its key: run_id, or run_name in old databases
+        #: the name of the run followed, once there is one
+        self.current_run: str | None = None
+        self._handed_out = False  # records of the run followed were returned
+        self._known: set[str] = set()  # every run key seen: one not seen is a newer run
+        self._mark = 0  # the highest metrics id examined
+        self._db_identity: tuple[int, int] | None = None
+        self._pending: set[str] = set()  # log ids taken from the inbox, not in the db yet
+        self._global_step: int | None = None
+        for writer in self._writers.values():
+            writer.taken.clear()
+
+    # -- polling -----------------------------------------------------------------------
+    def poll(self) -> PolledRecords:
+        """Rows new since the last call (at most `max_rows`, `more` when others wait)."""
+        result = PolledRecords()
+        try:
+            db_stat: os.stat_result | None = _check_files(self.path)
+        except FileNotFoundError:
+            db_stat = None  # not created yet (or an inbox-only project)
+        except OSError as error:
+            result.problem = describe_os_error(error, error.filename or self.path)
+            return result
+        if db_stat is not None and self._db_identity not in (None, _identity(db_stat)):
+            result.restarted = self._handed_out  # replaced: what follows is all new
+            self._reset()
+        try:
+            fetched = self._fetch(db_stat)
+        except sqlite3.Error as error:
+            result.problem = self._sqlite_problem(error)
+            return result
+        except OSError as error:
+            result.problem = describe_os_error(error, error.filename or self.path)
+            return result
+        self._not_now = 0
+        if fetched.problem is not None:
+            result.problem = fetched.problem
+        elif fetched.rebuilt:  # ids went back below the rows read: a rebuilt database
+            result.restarted = result.restarted or self._handed_out
+            result.more = True
+            self._reset()
+        else:
+            self._take(fetched, result)
+        result.data_time = self._data_time(db_stat, fetched)
+        return result
+
+    def _sqlite_problem(self, error: sqlite3.Error) -> str | None:
+        """What a failed read tells the user: nothing for "not now" (nothing was taken; the
+        next poll reads it) unless it keeps happening, else the error."""
+        code = getattr(error, "sqlite_errorcode", None)
+        if isinstance(error, sqlite3.OperationalError) and (
+            code is None or code & 0xFF in _NOT_NOW
+        ):
+            self._not_now += 1
+            if self._not_now < _PATIENCE:
+                return None
+            return f"trackio's database stays unreadable ({error}): {self.path}"
+        return f"cannot read trackio's database ({error}): {self.path}"
+
+    def _data_time(self, db_stat: os.stat_result | None, fetched: _Fetched) -> float | None:
+        times = [fragment.mtime for fragment in fetched.fragments]
+        if db_stat is not None:
+            times.append(db_stat.st_mtime)
+            with suppress(OSError):
+                times.append(os.stat(_sibling(self.path, "-wal")).st_mtime)
+        return max(times, default=None)
+
+    # -- reading: I/O only, nothing is taken until `_take` ------------------------------
+    def _fetch(self, db_stat: os.stat_result | None) -> _Fetched:
+        fetched = _Fetched()
+        folders = self._scan_inbox()
+        if db_stat is None:
+            if not self._chosen:
+                self._choose({}, 0)
+            fetched.fragments = self._read_inbox(folders, self._max_rows)
+            return fetched
+        fetched.problem = _refusal(self.path, db_stat)
+        if fetched.problem is not None:
+            return fetched
+        with closing(_connect(self.path)) as conn:
+            schema = _Schema.of(conn)
+            if schema is None:  # trackio is creating the tables
+                return fetched
+            top = conn.execute("SELECT MAX(id) FROM metrics").fetchone()[0] or 0
+            if top < self._mark:
+                fetched.rebuilt = True
+                return fetched
+            if not self._chosen:
+                self._choose(_database_runs(conn, schema, last_rows=False), top)
+            fetched.rows = conn.execute(
+                f"SELECT id, {schema.key}, run_name, step, metrics, {schema.log_id} "
+                "FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
+                (self._mark, self._max_rows),
+            ).fetchall()
+            budget = self._max_rows - len(fetched.rows)
+            fetched.fragments = self._read_inbox(folders, budget)
+            ids = (entry.log_id for fragment in fetched.fragments for entry in fragment.entries)
+            fetched.imported = _logged(conn, schema, ids)
+        self._db_identity = _identity(db_stat)
+        return fetched
+
+    def _choose(self, database_runs: dict[str, _RunRows], top: int) -> None:
+        """Choose the run to follow, at the first read: the newest (or the newest of that
+        name). Every run there now is known: a run not known later is a newer one."""
+        runs = [(run.key, run.name, run.first_id - 1) for run in database_runs.values()]
+        runs.sort(key=lambda run: run[2])
+        for writer in sorted(self._writers.values(), key=lambda writer: writer.first_mtime):
+            run = writer.run
+            if writer.project == self._project and run is not None and run not in database_runs:
+                runs.append((run, writer.run_name or run, top))
+        self._known.update(run[0] for run in runs)
+        if self.run_name is not None:
+            runs = [run for run in runs if run[1] == self.run_name]
+        self._chosen = True
+        self._mark = top
+        if runs:
+            self._run, self.current_run, self._mark = runs[-1]
+
+    def _scan_inbox(self) -> list[tuple[Path, _Writer, list[str]]]:
+        """This project's inbox folders with their fragments (a folder's project and run
+        are learnt once, from its first fragment)."""
+        found: list[tuple[Path, _Writer, list[str]]] = []
+        now = time.time_ns()
+        for folder in _writer_dirs(self._inbox):
+            writer = self._writers.setdefault(folder.name, _Writer())
+            if writer.project is not None and writer.project != self._project:
+                continue
+            names = writer.listing(folder, now)
+            if writer.project is None:
+                first = _first_fragment(folder, names, writer.junk)
+                if first is None:
+                    continue
+                writer.project, writer.run, writer.run_name = (
+                    first.project,
+                    first.run,
+                    first.run_name,
+                )
+                writer.first_mtime = first.mtime
+            if writer.project == self._project and writer.run is not None:
+                found.append((folder, writer, names))
+        found.sort(key=lambda item: item[1].first_mtime)
+        return found
+
+    def _read_inbox(
+        self, folders: list[tuple[Path, _Writer, list[str]]], budget: int
+    ) -> list[_Fragment]:
+        """The fragments not taken yet of the run followed, and the first of a run not
+        known (it may be a newer run), within the poll's budget of records."""
+        fragments: list[_Fragment] = []
+        for folder, writer, names in folders:
+            new_run = writer.run not in self._known
+            if writer.run != self._run and not new_run:
+                continue
+            for name in names:
+                if budget <= 0:
+                    return fragments
+                if name in writer.taken or name in writer.junk:
+                    continue
+                fragment = _read_fragment(folder / name)
+                if fragment is None:
+                    writer.junk.add(name)  # unreadable, not trackio's, or gone: not again
+                    continue
+                fragments.append(fragment)
+                budget -= len(fragment.entries)
+                if new_run:
+                    break
+        return fragments
+
+    # -- taking ----------------------------------------------------------------------------
+    def _take(self, fetched: _Fetched, result: PolledRecords) -> None:
+        records = result.records
+        rows = fetched.rows or []
+        for row_id, key, name, step, metrics, log_id in rows:
+            if key not in self._known:
+                if self._follows(name):
+                    if records:  # these first; the newer run starts at the next poll
+                        result.more = True
+                        return
+                    self._switch(key, name, result)
+                self._known.add(key)
+            self._mark = row_id
+            if key != self._run:
+                continue
+            if log_id is not None and log_id in self._pending:
+                self._pending.discard(log_id)  # taken from the inbox before its import
+                continue
+            self._append(records, step, _json(metrics))
+        result.more = len(rows) >= self._max_rows
+        for fragment in fetched.fragments:
+            writer = self._writers[fragment.folder]
+            run = writer.run or ""
+            if run not in self._known:
+                if self._follows(writer.run_name):
+                    if records:
+                        result.more = True
+                        return
+                    self._switch(run, writer.run_name, result)
+                    result.more = True  # its next fragments come with the next poll
+                self._known.add(run)
+            if run != self._run:
+                continue
+            writer.taken.add(fragment.name)
+            for entry in fragment.entries:
+                if entry.log_id is not None:
+                    if entry.log_id in fetched.imported:
+                        continue  # imported already: read from the database
+                    self._pending.add(entry.log_id)
+                self._append(records, entry.step, entry.metrics)
+            if len(records) >= self._max_rows:
+                result.more = True
+                return
+
+    def _follows(self, run_name: str | None) -> bool:
+        """Whether a run not seen before is followed instead of the current one."""
+        return self.run_name is None or run_name == self.run_name
+
+    def _switch(self, key: str, name: str | None, result: PolledRecords) -> None:
+        result.restarted = result.restarted or self._handed_out
+        self._run, self.current_run = key, name or key
+        self._handed_out = False
+        self._pending.clear()
+        self._global_step = None
+
+    def _append(self, records: list[dict[str, Any]], row_step: Any, metrics: Any) -> None:
+        """A metrics row as a log dict: numbers only, TRL's key names, the trainer's step.
+        A row without `train/global_step` (an eval of `trainer.predict`) takes the last one."""
+        if not isinstance(metrics, dict):
+            return
+        record: dict[str, Any] = {"step": None}
+        names = self._names
+        for stored, value in metrics.items():  # the hot loop: ~30 keys a row
+            kind = type(value)
+            if kind is str:
+                value = _NON_FINITE.get(value)
+                if value is None:
+                    continue
+            elif kind is not float and kind is not int:
+                continue  # bool, None, a table, media, a histogram
+            if stored not in names:
+                names[stored] = _record_key(stored)
+            name = names[stored]
+            if name:
+                record[name] = value
+            elif name is None and float(value).is_integer():
+                self._global_step = int(value)
+        if len(record) == 1:
+            return
+        step = self._global_step
+        if step is None and isinstance(row_step, int) and not isinstance(row_step, bool):
+            step = row_step
+        if step is None:
+            return
+        record["step"] = step
+        records.append(record)
+        self._handed_out = True
+
+
+# -- the database --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    """The columns that differ between trackio versions."""
+
+    key: str  # what tells runs apart: run_id (trackio >= 0.24), else run_name
+    log_id: str  # the log_id column, or NULL (written before trackio had one)
+
+    @staticmethod
+    def of(conn: sqlite3.Connection) -> _Schema | None:
+        """None while the metrics table does not exist yet (trackio creating the file)."""
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
+        if not {"id", "run_name", "step", "metrics"} <= columns:
+            return None
+        return _Schema(
+            "run_id" if "run_id" in columns else "run_name",
+            "log_id" if "log_id" in columns else "NULL",
+        )
+
+
+@dataclass(slots=True)
+class _RunRows:
+    """A run as counted for `list_runs` and the first choice of a run."""
+
+    name: str
+    key: str
+    run_id: str | None
+    #: how old it is: (0, its first metrics id), or (1, its first fragment's mtime)
+    order: tuple[int, float]
+    rows: int = 0
+    first_id: int = 0
+    last: tuple[Any, Any, float | None] | None = None  # its last row: step, metrics, time
+
+    def info(self) -> RunInfo:
+        if self.last is None:
+            return RunInfo(self.name, self.run_id, self.rows, None, None)
+        row_step, metrics, last_time = self.last
+        return RunInfo(
+            self.name, self.run_id, self.rows, _training_step(row_step, metrics), last_time
+        )
+
+
+def _database_runs(
+    conn: sqlite3.Connection, schema: _Schema, *, last_rows: bool
+) -> dict[str, _RunRows]:
+    """Every run in the database with its first id and row count: one scan of an index,
+    ~0.2 s for a million rows (once per reader, and per `list_runs`)."""
+    runs: dict[str, _RunRows] = {}
+    query = (
+        f"SELECT {schema.key}, MIN(run_name), COUNT(*), MIN(id), MAX(id) "
+        f"FROM metrics GROUP BY {schema.key}"
+    )
+    for key, name, count, first, last_id in conn.execute(query).fetchall():
+        run_id = str(key) if schema.key == "run_id" else None
+        run = _RunRows(str(name), str(key), run_id, (0, first), int(count), int(first))
+        runs[run.key] = run
+        if last_rows:
+            row = conn.execute(
+                "SELECT step, metrics, timestamp FROM metrics WHERE id = ?", (last_id,)
+            ).fetchone()
+            if row is not None:
+                run.last = (row[0], _json(row[1]), _timestamp(row[2]))
+    return runs
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A read-only connection: `readonly_shm=1` when trackio's `-wal` and `-shm` exist (no
+    write at all, not even read marks), plain `mode=ro` when they do not (SQLite creates
+    them then: see the module docstring)."""
+    uri = path.absolute().as_uri() + "?mode=ro"
+    if _has_wal_files(path):
+        uri += "&readonly_shm=1"
+    conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, isolation_level=None)
+    try:
+        conn.execute("PRAGMA query_only = 1")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_files(path: Path) -> os.stat_result:
+    """The database's stat, once it and its `-wal`, `-shm` and `-journal` (those present)
+    are known to be regular files: SQLite would block forever reading a FIFO. Raises
+    OSError (NotRegularFile, FileNotFoundError for the database)."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = file_kind(info.st_mode)
+        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
+    for suffix in ("-wal", "-shm", "-journal"):
+        try:
+            mode = os.stat(_sibling(path, suffix)).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            kind = file_kind(mode)
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path) + suffix)
+    return info
+
+
+def _refusal(path: Path, info: os.stat_result) -> str | None:
+    """Why an idle WAL database is not read (SQLite would create its `-wal` and `-shm`,
+    see the module docstring), or None."""
+    if _has_wal_files(path) or not _is_wal(path):
+        return None
+    euid = os.geteuid() if hasattr(os, "geteuid") else info.st_uid
+    if euid not in (0, info.st_uid):
+        return (
+            "not read: SQLite reads an idle trackio database only by creating its -wal and "
+            f"-shm files, which would be yours beside another user's database: {path}"
+        )
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return (
+            "not readable while idle: SQLite reads a trackio database only with its -wal "
+            f"and -shm files, and cannot create them in a read-only folder: {path}"
+        )
+    return None
+
+
+def _is_wal(path: Path) -> bool:
+    """The file header says WAL mode (bytes 18 and 19, the format versions, are 2)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(20)[18:20] == b"\x02\x02"
+    except OSError:
+        return False
+
+
+def _has_wal_files(path: Path) -> bool:
+    return _exists(_sibling(path, "-wal")) and _exists(_sibling(path, "-shm"))
+
+
+def _logged(conn: sqlite3.Connection, schema: _Schema, log_ids: Iterable[str | None]) -> set[str]:
+    """Which of these log ids the database has (inbox fragments imported already)."""
+    wanted = [log_id for log_id in log_ids if log_id is not None]
+    found: set[str] = set()
+    if schema.log_id == "NULL":
+        return found
+    for start in range(0, len(wanted), _IN_CHUNK):
+        chunk = wanted[start : start + _IN_CHUNK]
+        query = f"SELECT log_id FROM metrics WHERE log_id IN ({','.join('?' * len(chunk))})"
+        found.update(row[0] for row in conn.execute(query, chunk))
+    return found
+
+
+# -- the inbox -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One metrics record of an inbox fragment."""
+
+    step: Any
+    metrics: Any
+    log_id: str | None
+    mtime: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Fragment:
+    """One inbox fragment: immutable once trackio renamed it into place."""
+
+    folder: str
+    name: str
+    project: str
+    run: str | None  # run_id, else the run's name
+    run_name: str | None
+    entries: list[_Entry]
+    mtime: float
+
+
+@dataclass(slots=True)
+class _Writer:
+    """One inbox folder: the fragments of one trackio run (a FragmentWriter per Run)."""
+
+    project: str | None = None
+    run: str | None = None
+    run_name: str | None = None
+    first_mtime: float = 0.0
+    taken: set[str] = field(default_factory=set)
+    junk: set[str] = field(default_factory=set)  # fragments that are not trackio's
+    names: list[str] = field(default_factory=list)  # the last listing
+    mtime_ns: int = -1
+    listed_ns: int = 0
+
+    def listing(self, folder: Path, now_ns: int) -> list[str]:
+        """Its fragments in order. A folder unchanged since a listing made well after its
+        last change is not listed again (thousands pile up when nothing imports them)."""
+        try:
+            mtime_ns = os.stat(folder).st_mtime_ns
+        except OSError:
+            return []
+        if mtime_ns == self.mtime_ns and self.listed_ns - mtime_ns > _SETTLED_NS:
+            return self.names
+        self.names, self.mtime_ns, self.listed_ns = _fragment_names(folder), mtime_ns, now_ns
+        self.taken.intersection_update(self.names)  # imported and deleted: forgotten
+        self.junk.intersection_update(self.names)
+        return self.names
+
+
+def _writer_dirs(inbox: Path) -> list[Path]:
+    try:
+        with os.scandir(inbox) as entries:
+            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def _fragment_names(folder: Path) -> list[str]:
+    """A writer folder's finished fragments in order (`.tmp` files are being written)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(
+                e.name
+                for e in entries
+                if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
+            )
+    except OSError:
+        return []
+
+
+def _first_fragment(
+    folder: Path, names: list[str], junk: set[str] | None = None
+) -> _Fragment | None:
+    """A writer folder's first readable fragment (the others not trackio's go to `junk`)."""
+    for name in names:
+        if junk is not None and name in junk:
+            continue
+        fragment = _read_fragment(folder / name)
+        if fragment is not None:
+            return fragment
+        if junk is not None:
+            junk.add(name)
+    return None
+
+
+def _read_fragment(path: Path) -> _Fragment | None:
+    """A fragment's metrics records; None when it cannot be read (gone: imported)."""
+    try:
+        info = os.stat(path)
+        if info.st_size > _MAX_FRAGMENT_BYTES:
+            return None
+        data = read_regular(path)
+    except OSError:
+        return None
+    mtime = info.st_mtime
+    head: dict[str, Any] | None = None
+    entries: list[_Entry] = []
+    for line in data.splitlines():
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("project"), str):
+            continue
+        head = head or item
+        if item.get("kind") == "metric":
+            log_id = item.get("log_id")
+            log_id = log_id if isinstance(log_id, str) else None
+            entries.append(_Entry(item.get("step"), item.get("metrics"), log_id, mtime))
+    if head is None:
+        return None
+    name, run_id = head.get("run"), head.get("run_id")
+    run_name = name if isinstance(name, str) else None
+    run = run_id if isinstance(run_id, str) else run_name
+    project = canonical_project(head["project"])
+    return _Fragment(path.parent.name, path.name, project, run, run_name, entries, mtime)
+
+
+def _inbox_runs(inbox: Path, project: str) -> dict[str, tuple[str, list[_Entry]]]:
+    """A project's runs in the inbox, each with its name and every metrics record."""
+    runs: dict[str, tuple[str, list[_Entry]]] = {}
+    for folder in _writer_dirs(inbox):
+        for name in _fragment_names(folder):
+            fragment = _read_fragment(folder / name)
+            if fragment is None or fragment.project != project or fragment.run is None:
+                continue
+            if fragment.entries:
+                _, entries = runs.setdefault(fragment.run, (fragment.run_name or fragment.run, []))
+                entries.extend(fragment.entries)
+    return runs
+
+
+# -- values --------------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Fetched:
+    """What one poll read, before any of it is taken."""
+
+    rows: list[tuple[Any, ...]] | None = None
+    fragments: list[_Fragment] = field(default_factory=list)
+    imported: set[str] = field(default_factory=set)  # the fragments' log ids in the db
+    rebuilt: bool = False
+    problem: str | None = None
+
+
+def _record_key(stored: str) -> str | None:
+    """The log-dict key of a stored metric name: None for the trainer's step, "" for one
+    dropped. trackio stores a key named like its own fields ("step") or starting with "__"
+    as "__" + key; transformers' `rewrite_logs` (`train/x`, `eval/x`) is undone."""
+    key = stored[2:] if stored.startswith("__") else stored
+    if key == _GLOBAL_STEP:
+        return None
+    if key.startswith("train/"):
+        key = key[len("train/") :]
+    elif key.startswith("eval/"):
+        key = "eval_" + key[len("eval/") :]
+    return "" if key == "step" else key
+
+
+def _training_step(row_step: Any, metrics: Any) -> int | None:
+    """A row's step as a record would have it (without a step carried from earlier rows)."""
+    if isinstance(metrics, dict):
+        for stored, value in metrics.items():
+            number = _number(value)
+            if number is None or not isinstance(stored, str) or _record_key(stored) is not None:
+                continue
+            if isinstance(number, int) or number.is_integer():
+                return int(number)
+    return row_step if isinstance(row_step, int) and not isinstance(row_step, bool) else None
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str):
+        return _NON_FINITE.get(value)
+    return None
+
+
+def _json(data: Any) -> Any:
+    """A metrics cell (trackio stores orjson bytes, older versions text) parsed."""
+    if not isinstance(data, (bytes, str)):
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _timestamp(text: Any) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino

@@ -1,0 +1,463 @@
+"""trackio's local store read as trackio writes it: rows mapped to TRL's keys with the
+trainer's step, each row once while trackio logs, the run chosen (newest, by name, a newer
+one starting), runs and projects listed, nothing created that trackio does not create,
+busy and missing databases, and the inbox fragments trackio writes on network filesystems.
+
+trackio itself writes, in a separate process like a training script: it reads TRACKIO_DIR
+when imported, starts background threads and atexit hooks, so one writer process per
+module (driven line by line over a pipe) keeps the test process free of it. The writer's
+environment names no Space, server, bucket or dataset, so nothing reaches the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grpo_tui.sources.trackio import (
+    TrackioStore,
+    find_trackio_dir,
+    list_projects,
+    list_runs,
+)
+
+Record = dict[str, Any]
+
+#: the writer: one JSON command a line on stdin, one JSON answer a line on stdout (trackio's
+#: own prints go to stderr)
+WRITER = r"""
+import json, os, sys
+answers = sys.stdout
+sys.stdout = sys.stderr
+import trackio
+from trackio import fragments
+for line in sys.stdin:
+    command = json.loads(line)
+    op = command.pop("op")
+    answer = None
+    if op == "init":
+        os.environ["TRACKIO_STORAGE_MODE"] = command.pop("storage", "sqlite")
+        run = trackio.init(embed=False, auto_log_gpu=False, auto_log_cpu=False, **command)
+        answer = run.name
+    elif op == "log":
+        trackio.log(command["metrics"], step=command.get("step"))
+    elif op == "log_table":
+        trackio.log({"train/completions": trackio.Table(data=[["a", 1.0]], columns=["text", "r"])})
+    elif op == "finish":
+        trackio.finish()
+    elif op == "import_inbox":
+        answer = fragments.import_inbox_dir()
+    answers.write(json.dumps({"ok": answer}) + "\n")
+    answers.flush()
+"""
+
+#: what could send trackio to the network (a Space, a server, a bucket, a dataset, a
+#: webhook) or change where and how it writes
+UNSET = (
+    "TRACKIO_SPACE_ID",
+    "TRACKIO_SERVER_URL",
+    "TRACKIO_WRITE_TOKEN",
+    "TRACKIO_BUCKET_ID",
+    "TRACKIO_DATASET_ID",
+    "TRACKIO_WEBHOOK_URL",
+    "TRACKIO_STORAGE_MODE",
+    "TRACKIO_SQLITE_JOURNAL_MODE",
+    "TRACKIO_SQLITE_LOCKING_MODE",
+    "TRACKIO_PAUSE_WRITES",
+    "SPACE_ID",
+    "SPACE_HOST",
+    "SPACE_REPO_NAME",
+    "SYSTEM",
+)
+
+
+class Writer:
+    """A trackio process the tests drive: `init`, `log`, `finish`, as a trainer would."""
+
+    def __init__(self, directory: Path) -> None:
+        env = {key: value for key, value in os.environ.items() if key not in UNSET}
+        env.update(
+            TRACKIO_DIR=str(directory),
+            HF_HUB_OFFLINE="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+            GRADIO_ANALYTICS_ENABLED="False",
+        )
+        self.directory = directory
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WRITER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+
+    def send(self, op: str, **arguments: Any) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"op": op, **arguments}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        assert answer, f"the trackio writer stopped at {op}"
+        return json.loads(answer)["ok"]
+
+    def init(self, project: str, name: str, **arguments: Any) -> str:
+        return str(self.send("init", project=project, name=name, **arguments))
+
+    def log(self, metrics: Record, step: int | None = None) -> None:
+        self.send("log", metrics=metrics, step=step)
+
+    def finish(self) -> None:
+        """trackio.finish(): every queued row is in the database when it returns."""
+        self.send("finish")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Writer]:
+    process = Writer(tmp_path_factory.mktemp("trackio"))
+    yield process
+    process.close()
+
+
+def poll_until(store: TrackioStore, count: int, timeout: float = 20.0) -> list[Record]:
+    """Poll until `count` records arrived in all (trackio writes every 0.5 s), no more."""
+    records: list[Record] = []
+    deadline = time.monotonic() + timeout
+    while len(records) < count:
+        polled = store.poll()
+        assert polled.problem is None
+        records.extend(polled.records)
+        if len(records) < count:
+            assert time.monotonic() < deadline, f"{len(records)} of {count} records arrived"
+            time.sleep(0.05)
+    assert len(records) == count, records
+    return records
+
+
+def train_row(step: int) -> Record:
+    """What transformers' TrackioCallback logs for a GRPO step (no step argument)."""
+    return {
+        "train/reward": step / 100,
+        "train/kl": step / 1000,
+        "train/rewards/accuracy_reward/mean": 0.5,
+        "train/global_step": step,
+    }
+
+
+def trl_record(step: int) -> Record:
+    """The record `train_row(step)` becomes: TRL's own key names, the trainer's step."""
+    return {
+        "step": step,
+        "reward": step / 100,
+        "kl": step / 1000,
+        "rewards/accuracy_reward/mean": 0.5,
+    }
+
+
+def test_rows_arrive_with_trl_keys_and_the_trainers_step(writer: Writer) -> None:
+    writer.init("mapped", "run-a")
+    writer.log(train_row(10))
+    writer.log({"eval/reward": 0.7, "eval/loss": 1.5, "train/global_step": 10})
+    writer.log({"train/reward": float("nan"), "train/kl": float("inf"), "train/global_step": 20})
+    writer.send("log_table")  # a table: not a number, dropped (it keeps global step 20)
+    writer.log({"custom/x": 3, "note": "text", "flag": True, "step": 99, "time": 1.5})
+    writer.log({"train/loss": 0.25}, step=7)  # no global step: the last one (20)
+    writer.finish()
+    store = TrackioStore(writer.directory / "mapped.db")
+    records = poll_until(store, 5)
+    assert records[:2] == [
+        {"step": 10, "reward": 0.1, "kl": 0.01, "rewards/accuracy_reward/mean": 0.5},
+        {"step": 10, "eval_reward": 0.7, "eval_loss": 1.5},
+    ]
+    assert records[0] == trl_record(10)
+    nan_row = records[2]
+    assert nan_row["step"] == 20 and nan_row["kl"] == float("inf")
+    assert nan_row["reward"] != nan_row["reward"]  # NaN
+    # a user's "step" (stored as "__step") is not the record's step; "time" keeps its name
+    assert records[3:] == [{"step": 20, "custom/x": 3, "time": 1.5}, {"step": 20, "loss": 0.25}]
+    assert store.current_run == "run-a"
+    assert store.poll().records == []
+    assert "trackio" not in sys.modules  # the reader reads SQLite, never through trackio
+
+
+def test_each_row_once_while_trackio_logs(writer: Writer) -> None:
+    writer.init("live", "run-live")
+    store = TrackioStore(writer.directory / "live.db")
+    assert store.poll().records == []  # trackio creates the database at its first write
+    seen: list[Record] = []
+    for step in range(1, 7):
+        writer.log(train_row(step))
+        new = poll_until(store, 1)
+        assert new == [trl_record(step)]
+        seen.extend(new)
+        polled = store.poll()  # nothing twice
+        assert polled.records == [] and not polled.restarted
+        assert polled.data_time is not None and abs(polled.data_time - time.time()) < 60
+    writer.finish()
+    assert store.poll().records == []
+    assert [record["step"] for record in seen] == [1, 2, 3, 4, 5, 6]
+    # a fresh reader reads the same rows in bites
+    bitten = TrackioStore(writer.directory / "live.db", max_rows=4)
+    first, second, third = bitten.poll(), bitten.poll(), bitten.poll()
+    assert (len(first.records), first.more) == (4, True)
+    assert (len(second.records), second.more) == (2, False)
+    assert first.records + second.records == seen and third.records == []
+
+
+@pytest.fixture(scope="module")
+def two_runs(writer: Writer) -> Path:
+    """Project "runs": run alpha (steps 1, 2), then run beta (steps 5, 6, 7), finished."""
+    writer.init("runs", "alpha")
+    for step in (1, 2):
+        writer.log(train_row(step))
+    writer.init("runs", "beta")  # finishes alpha
+    for step in (5, 6, 7):
+        writer.log(train_row(step))
+    writer.finish()
+    return writer.directory / "runs.db"
+
+
+def copy_database(source: Path, target: Path) -> Path:
+    """A copy made through SQLite (the source's -wal included), left at rest."""
+    with closing(sqlite3.connect(source)) as conn, closing(sqlite3.connect(target)) as copy:
+        conn.backup(copy)
+    return target
+
+
+def test_newest_run_by_default_a_named_run_when_asked(writer: Writer, two_runs: Path) -> None:
+    db = two_runs
+    newest = TrackioStore(db)
+    assert [record["step"] for record in poll_until(newest, 3)] == [5, 6, 7]
+    assert newest.current_run == "beta"
+    alpha = TrackioStore(db, "alpha")
+    assert [record["step"] for record in poll_until(alpha, 2)] == [1, 2]
+    assert alpha.current_run == "alpha"
+    runs = list_runs(db)
+    assert [(run.name, run.rows, run.last_step) for run in runs] == [
+        ("alpha", 2, 2),
+        ("beta", 3, 7),
+    ]
+    assert all(run.run_id and len(run.run_id) == 32 for run in runs)
+    assert all(run.last_time and abs(run.last_time - time.time()) < 120 for run in runs)
+    assert "runs" in list_projects(writer.directory)
+    assert "mapped" in list_projects(writer.directory)
+
+
+def test_a_newer_run_is_a_restart_and_a_named_run_stays(writer: Writer) -> None:
+    writer.init("restart", "one")
+    writer.log(train_row(1))
+    writer.log(train_row(2))
+    db = writer.directory / "restart.db"
+    following = TrackioStore(db)
+    named = TrackioStore(db, "one")
+    assert [record["step"] for record in poll_until(following, 2)] == [1, 2]
+    assert [record["step"] for record in poll_until(named, 2)] == [1, 2]
+    writer.init("restart", "two")
+    writer.log(train_row(1))
+    writer.finish()
+    deadline = time.monotonic() + 20
+    polled = following.poll()
+    while not polled.records:
+        assert not polled.restarted and time.monotonic() < deadline
+        time.sleep(0.05)
+        polled = following.poll()
+    assert polled.restarted
+    assert polled.records == [trl_record(1)]
+    assert following.current_run == "two"
+    assert following.poll().records == []
+    stayed = named.poll()
+    assert (stayed.records, stayed.restarted, named.current_run) == ([], False, "one")
+
+
+def listing(directory: Path) -> dict[str, int]:
+    return {path.name: path.stat().st_size for path in directory.iterdir() if path.is_file()}
+
+
+def test_reading_creates_only_what_sqlite_needs_and_trackio_removes(writer: Writer) -> None:
+    writer.init("quiet", "run-q")
+    writer.log(train_row(1))
+    writer.finish()
+    db = writer.directory / "quiet.db"
+    before = listing(writer.directory)
+    assert "quiet.db-wal" not in before and "quiet.db-shm" not in before  # trackio cleaned up
+    store = TrackioStore(db)
+    assert len(poll_until(store, 1)) == 1
+    list_runs(db)
+    after = listing(writer.directory)
+    # an idle WAL database cannot be read without its -wal and -shm: SQLite creates them
+    # (names trackio itself creates and removes), a 0-byte -wal; nothing else
+    assert set(after) - set(before) == {"quiet.db-wal", "quiet.db-shm"}
+    assert after["quiet.db-wal"] == 0
+    assert {name: after[name] for name in before} == before
+    # while they exist, reading writes nothing at all, not even into the -shm
+    shm = (writer.directory / "quiet.db-shm").read_bytes()
+    for _ in range(3):
+        assert store.poll().records == []
+        assert len(TrackioStore(db).poll().records) == 1
+    assert (writer.directory / "quiet.db-shm").read_bytes() == shm
+    assert listing(writer.directory) == after
+    # trackio's next write uses and removes them; the resumed run is the same run
+    writer.init("quiet", "run-q", resume="allow")
+    writer.log(train_row(2))
+    writer.finish()
+    assert listing(writer.directory).keys() == before.keys()
+    polled = store.poll()
+    assert ([record["step"] for record in polled.records], polled.restarted) == ([2], False)
+
+
+def test_a_locked_database_is_read_at_the_next_poll(writer: Writer, tmp_path: Path) -> None:
+    writer.init("locked", "run-l")
+    writer.log(train_row(1))
+    writer.log(train_row(2))
+    writer.finish()
+    db = copy_database(writer.directory / "locked.db", tmp_path / "locked.db")
+    with closing(sqlite3.connect(db)) as conn:  # rollback mode: a writer locks readers out
+        conn.execute("PRAGMA journal_mode = DELETE")
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    store = TrackioStore(db)
+    locked = store.poll()
+    assert (locked.records, locked.problem, locked.restarted) == ([], None, False)
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert [record["step"] for record in store.poll().records] == [1, 2]
+
+
+def test_missing_and_odd_paths(tmp_path: Path) -> None:
+    missing = TrackioStore(tmp_path / "nothing.db").poll()
+    assert (missing.records, missing.problem, missing.more) == ([], None, False)
+    assert list(tmp_path.iterdir()) == []  # nothing created
+    assert list_runs(tmp_path / "nothing.db") == []
+    assert list_projects(tmp_path / "no-such-dir") == []
+    (tmp_path / "folder.db").mkdir()
+    folder = TrackioStore(tmp_path / "folder.db").poll()
+    assert folder.problem == f"not a regular file (a directory), skipped: {tmp_path / 'folder.db'}"
+    os.mkfifo(tmp_path / "fifo.db")
+    fifo = TrackioStore(tmp_path / "fifo.db").poll()  # refused, never opened (it would block)
+    assert fifo.problem == f"not a regular file (a FIFO), skipped: {tmp_path / 'fifo.db'}"
+    (tmp_path / "junk.db").write_bytes(b"not a database" * 100)
+    junk = TrackioStore(tmp_path / "junk.db").poll()
+    assert junk.problem is not None and "file is not a database" in junk.problem
+
+
+def test_trackio_dir_is_found_as_trackio_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "hf" / "trackio").mkdir(parents=True)
+    monkeypatch.delenv("TRACKIO_DIR", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert find_trackio_dir() == tmp_path / "hf" / "trackio"
+    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path))
+    assert find_trackio_dir() == tmp_path
+    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "absent"))
+    assert find_trackio_dir() is None
+    monkeypatch.setenv("TRACKIO_DIR", "")  # empty is unset for trackio too
+    monkeypatch.delenv("HF_HOME")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "huggingface" / "trackio").mkdir(parents=True)
+    assert find_trackio_dir() == tmp_path / "cache" / "huggingface" / "trackio"
+
+
+def test_inbox_fragments_of_a_network_filesystem(writer: Writer) -> None:
+    """TRACKIO_STORAGE_MODE=jsonl is what trackio picks on NFS, Lustre, GPFS...: fragments
+    only, until a dashboard imports them into the database and deletes them."""
+    writer.init("remote", "run-r", storage="jsonl")
+    db = writer.directory / "remote.db"
+    store = TrackioStore(db)
+    for step in (1, 2, 3):
+        writer.log(train_row(step))
+    assert [record["step"] for record in poll_until(store, 3)] == [1, 2, 3]
+    assert not db.exists()
+    assert "remote" in list_projects(writer.directory)
+    [run] = list_runs(db)
+    assert (run.name, run.rows, run.last_step) == ("run-r", 3, 3)
+    assert writer.send("import_inbox") == 3  # what `trackio show` does every 15 s
+    assert db.exists() and not list((writer.directory / "inbox").glob("*/*.jsonl"))
+    writer.log(train_row(4))
+    writer.finish()
+    assert [record["step"] for record in poll_until(store, 1)] == [4]
+    [run] = list_runs(db)
+    assert (run.rows, run.last_step) == (4, 4)  # imported rows and the fragment, once each
+    assert writer.send("import_inbox") == 1
+    assert store.poll().records == []  # step 4 now in the database too: not again
+    again = TrackioStore(db)
+    assert [record["step"] for record in poll_until(again, 4)] == [1, 2, 3, 4]
+
+
+def test_another_users_idle_database_is_not_read(
+    two_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The -wal and -shm SQLite would create would be the reader's, with the database's
+    mode: the owner's trackio could not write through them."""
+    db = copy_database(two_runs, tmp_path / "runs.db")
+    with closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    owner = db.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1000)
+    before = listing(tmp_path)
+    polled = TrackioStore(db).poll()
+    assert polled.records == [] and polled.problem is not None
+    assert "another user's database" in polled.problem and str(db) in polled.problem
+    with pytest.raises(PermissionError, match="another user's database"):
+        list_runs(db)
+    assert listing(tmp_path) == before
+    # while the owner's trackio (or dashboard) has the database open, it is read
+    with closing(sqlite3.connect(db)) as owners:
+        owners.execute("SELECT COUNT(*) FROM metrics").fetchone()
+        assert {"runs.db-wal", "runs.db-shm"} <= set(listing(tmp_path))
+        store = TrackioStore(db)
+        assert [record["step"] for record in store.poll().records] == [5, 6, 7]
+
+
+def test_databases_of_trackio_before_0_24_have_no_run_id(two_runs: Path, tmp_path: Path) -> None:
+    """Runs were told apart by name, and rows had no log id."""
+    db = copy_database(two_runs, tmp_path / "runs.db")
+    with closing(sqlite3.connect(db)) as conn:
+        indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'metrics'"
+        for (index,) in conn.execute(indexes).fetchall():
+            conn.execute(f"DROP INDEX {index}")
+        for column in ("run_id", "log_id", "space_id"):
+            conn.execute(f"ALTER TABLE metrics DROP COLUMN {column}")
+    assert [(run.name, run.run_id, run.rows) for run in list_runs(db)] == [
+        ("alpha", None, 2),
+        ("beta", None, 3),
+    ]
+    assert [record["step"] for record in TrackioStore(db).poll().records] == [5, 6, 7]
+    assert [record["step"] for record in TrackioStore(db, "alpha").poll().records] == [1, 2]
+
+
+def test_a_fifo_beside_the_database_is_refused(two_runs: Path, tmp_path: Path) -> None:
+    db = copy_database(two_runs, tmp_path / "runs.db")
+    os.mkfifo(tmp_path / "runs.db-wal")  # SQLite would block reading it
+    polled = TrackioStore(db).poll()
+    wal = tmp_path / "runs.db-wal"
+    assert polled.problem == f"not a regular file (a FIFO), skipped: {wal}"
+
+
+def test_what_is_not_a_fragment_in_the_inbox(tmp_path: Path) -> None:
+    """Junk and a FIFO named like fragments: skipped, never blocking, nothing raised."""
+    folder = tmp_path / "inbox" / "0123456789abcdef"
+    folder.mkdir(parents=True)
+    (folder / "00000000.jsonl").write_bytes(b"\x00garbage\n[1, 2]\n")
+    os.mkfifo(folder / "00000001.jsonl")
+    (folder / "00000002.jsonl.tmp").write_text('{"kind": "metric", "project": "p"}')
+    store = TrackioStore(tmp_path / "p.db")
+    for _ in range(2):
+        polled = store.poll()
+        assert (polled.records, polled.problem, polled.restarted) == ([], None, False)
+    assert list_projects(tmp_path) == []
+    assert list_runs(tmp_path / "p.db") == []
