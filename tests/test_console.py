@@ -63,7 +63,7 @@ def test_terminal_wrapped_dicts_glued_to_the_progress_bar() -> None:
     the paste holds step 51, then steps 18-19 of a relaunched run (the bar went back:
     those count on)."""
     run = load_run(WRAPPED)
-    assert run.framework == "TRL console log"
+    assert run.framework == "Unsloth (TRL console log)"  # completion_length beside completions/*
     points = run.store.points("frac_reward_zero_std")
     assert points.steps[0] == 51 and points.values[0] == 1
     assert run.store.points("kl").values[0] == pytest.approx(1.098)
@@ -72,8 +72,14 @@ def test_terminal_wrapped_dicts_glued_to_the_progress_bar() -> None:
 
 
 def test_trl_014_floats_and_rewards_per_function() -> None:
+    """Line 3 is cut off at the right edge (the paste): its whole values are read, and
+    the line is counted bad."""
     steps, metrics = read(OPENR1)
-    assert steps == [1, 2]
+    assert steps == [1, 2, 3]
+    assert metrics["rewards/accuracy_reward/mean"][2] == pytest.approx(0.06428571762517095)
+    run = load_run(OPENR1)
+    assert run.framework == "open-r1 (TRL console log)"
+    assert run.bad_line_count == 1 and "cut off" in run.bad_lines[0].reason
     assert metrics["rewards/accuracy_reward/mean"][0] == pytest.approx(0.15982143627479672)
     assert metrics["completion_length"][0] == pytest.approx(387.50359020233157)
 

@@ -461,3 +461,32 @@ def test_what_is_not_a_fragment_in_the_inbox(tmp_path: Path) -> None:
         assert (polled.records, polled.problem, polled.restarted) == ([], None, False)
     assert list_projects(tmp_path) == []
     assert list_runs(tmp_path / "p.db") == []
+
+
+# -- as a user reaches it: discovery, the adapter, `--run` --------------------------------
+
+
+def test_a_trackio_folder_is_found_read_and_mapped(writer: Writer, two_runs: Path) -> None:
+    """PATH = the trackio folder: its newest project database; the newest run, or the
+    one `--run` names; TRL's keys mapped like any other source's."""
+    from grpo_tui import load_run
+    from grpo_tui.sources.discover import discover
+
+    layout = discover(writer.directory)
+    assert layout.adapter == "trackio" and layout.mode == "store"
+    assert discover(two_runs).adapter == "trackio"
+    run = load_run(two_runs)
+    assert run.framework == "trackio"
+    assert list(run.store.steps) == [5.0, 6.0, 7.0]
+    assert list(run.store.column("reward")) == pytest.approx([0.05, 0.06, 0.07])
+    assert list(run.store.column("rewards/accuracy_reward/mean")) == [0.5, 0.5, 0.5]
+    alpha = load_run(two_runs, run="alpha")
+    assert list(alpha.store.steps) == [1.0, 2.0]
+    done = subprocess.run(
+        [sys.executable, "-m", "grpo_tui.cli", "inspect", str(two_runs), "--run", "alpha"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "steps      1 .. 2" in done.stdout and "chosen     trackio:" in done.stdout

@@ -117,6 +117,10 @@ def load_run(
         run.apply(update)
         if not update.more:
             break
+    # the end of what is there: a record the file ends inside (a cut paste) is read too
+    last = follower.feed.finish()
+    if last.blocks or last.bad_lines:
+        run.ingest(last)
     return run
 
 

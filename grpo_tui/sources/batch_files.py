@@ -22,7 +22,7 @@ parquet file without its footer yet, a JSONL file whose last line has no newline
 is tried again once its size, times or inode change, never half read. When `settle_s` is
 given, a file is also left alone until it has not changed for that long (or across two
 polls): a JSONL file written line by line can end on a newline half way through. A file
-that changes while it is being converted is read again at the next poll.
+that changes while it is being converted is not taken; it is read again later.
 
 A file that changes after it was read (same name, other size, times or inode):
 - same content as before (TRL's end-of-train `log()` writes the last step again): nothing;
@@ -304,8 +304,8 @@ class BatchFilesSource:
         more = False
         for item in candidates:
             known = self._files[item.name]
-            if known.tried == item.signature:
-                continue  # tried above
+            if known.tried == item.signature or (known.digest is not None and item.step < newest):
+                continue  # tried above, or an older step to be judged above at the next poll
             if spent and spent >= budget:
                 more = True
                 break

@@ -37,10 +37,23 @@ class ConsoleReader(LogReader):
         batch = (
             self.read_objects((item.line_no, item.values) for item in found) if found else Batch()
         )
+        self._bad_since(batch)
+        return batch
+
+    def finish(self) -> Batch:
+        """The end of a one-shot read: a record the file ends inside is read as far as
+        it goes (and counted bad)."""
+        found = list(self.parser.flush())
+        batch = (
+            self.read_objects((item.line_no, item.values) for item in found) if found else Batch()
+        )
+        self._bad_since(batch)
+        return batch
+
+    def _bad_since(self, batch: Batch) -> None:
         for line_no, reason, excerpt in self.parser.bad[self._bad_seen :]:
             batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
         self._bad_seen = len(self.parser.bad)
-        return batch
 
     def restart(self) -> None:
         """The file started over: forget what was half read."""

@@ -100,7 +100,10 @@ def discover(path: Path, *, only: str | None = None, current: Path | None = None
         founds = [_forced(adapters[0], path)]
     if not founds:
         return RunLayout("waiting", None, None, None, None, None, waiting_for=str(path))
-    return _layout(_choose(founds, current), founds)
+    usable = [f for f in founds if not f.problem]
+    if not usable:
+        return _unreadable(founds[0].problem, path.parent)
+    return _layout(_choose(usable, current), founds)
 
 
 def _claims(path: Path, seen: Probe, adapters: Sequence[FormatAdapter]) -> list[Found]:

@@ -157,6 +157,13 @@ class RunFeed:
             return batch, self._poll_store(batch)
         return batch, self._poll_tail(batch, max_bytes)
 
+    def finish(self) -> Batch:
+        """A one-shot read reached the end of what is there: what a reader still holds
+        open (a console dict the file ends inside) is read as far as it goes."""
+        if self._reader is None or self._tail is None:
+            return Batch()
+        return self._reader.finish()
+
     def wake(self) -> None:
         """Something changed on disk (a watchdog event): re-resolve PATH at the next poll."""
         self._next_discovery = 0.0
@@ -246,7 +253,8 @@ class RunFeed:
         return reader
 
     def _show_framework(self, reader: LogReader) -> None:
-        self.status.framework = reader.flavour or reader.adapter.shown_name
+        title = reader.adapter.shown_name
+        self.status.framework = f"{reader.flavour} ({title})" if reader.flavour else title
 
     def _read_context(self, layout: RunLayout) -> None:
         """Read the args file (again): the context, or a note saying why it is unknown."""

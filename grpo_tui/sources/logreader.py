@@ -48,6 +48,10 @@ class LogReader:
         counted with their line number and a reason, never fatal."""
         return self._settle([read_part(self.adapter, self.origin, data, first_line_no)])
 
+    def finish(self) -> Batch:
+        """The end of a one-shot read: nothing waits in a line reader."""
+        return Batch()
+
     def read_objects(self, items: Iterable[tuple[int, Mapping[str, Any]]]) -> Batch:
         """Already parsed log dicts (log_history items) → a Batch."""
         stacker = ShapeStacker(self.adapter, self.origin)
@@ -73,8 +77,7 @@ class LogReader:
 
     def _note_keys(self, part: Part) -> None:
         before = len(self.keys_seen)
-        for group in part.groups:
-            self.keys_seen.update(group.source_keys.values())
+        self.keys_seen.update(part.keys)
         if self.adapter.flavour is not None and len(self.keys_seen) != before:
             self.flavour = self.adapter.flavour(self.keys_seen)
 

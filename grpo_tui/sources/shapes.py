@@ -61,6 +61,8 @@ class Part:
     #: a final summary line was read: the run ended
     finished: bool = False
     version_hints: list[str] = field(default_factory=list)
+    #: every key the lines had, as the framework wrote them (one key set per shape)
+    keys: set[str] = field(default_factory=set)
 
 
 class _Stack:
@@ -115,6 +117,7 @@ class ShapeStacker:
         # rows arrive in order, so every stack's rows are increasing
         self._stacks: dict[int, _Stack] = {}
         self._hints: list[str] = []
+        self._keys: set[str] = set()
 
     # -- input ---------------------------------------------------------------------------
     def add_lines(self, lines: Sequence[bytes], first_line_no: int) -> None:
@@ -161,7 +164,9 @@ class ShapeStacker:
             groups.append(ColumnGroup(rows, stack.plan.all_columns, stack.plan.source_keys, values))
         named = np.flatnonzero(~np.isnan(maxes))
         max_steps = int(maxes[named[-1]]) if named.size else None
-        return Part(kinds, steps, groups, max_steps, self.bad_lines, self.finished, self._hints)
+        return Part(
+            kinds, steps, groups, max_steps, self.bad_lines, self.finished, self._hints, self._keys
+        )
 
     # -- parsing -------------------------------------------------------------------------
     def _parse(self, lines: Sequence[bytes], first_line_no: int) -> list[Mapping[str, Any]]:
@@ -272,6 +277,7 @@ class ShapeStacker:
         stack = self._stacks.get(id(plan))
         if stack is None:
             stack = self._stacks[id(plan)] = _Stack(plan)
+            self._keys.update(slab.objs[0])
             for key, hint in self.adapter.version_hints:
                 if key in slab.objs[0] and hint not in self._hints:
                     self._hints.append(hint)

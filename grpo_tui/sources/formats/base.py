@@ -85,6 +85,11 @@ class TextParser(Protocol):
         """The log dicts completed by one line (without its newline)."""
         ...
 
+    def flush(self) -> Iterable[TextDict]:
+        """The text ended (a one-shot read reached the end of the file): what a record
+        still open holds, read as far as it goes."""
+        ...
+
 
 @dataclass(frozen=True)
 class FormatAdapter:
@@ -138,7 +143,7 @@ class FormatAdapter:
     """Opens a record store it reads (Reading.STORE), given the run name `--run` chose."""
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
-    ("Unsloth (TRL)"), or None."""
+    ("Unsloth"), or None; shown as "Unsloth (TRL)"."""
     _plans: dict[tuple[str, ...], LinePlan] = field(default_factory=dict, repr=False, compare=False)
     _canonical: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 

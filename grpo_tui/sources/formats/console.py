@@ -56,6 +56,10 @@ _WHAT = "HF Trainer log dicts ({'loss': …})"
 #: keys that make a printed dict a trainer's log line (user code prints other dicts)
 _LOG_KEYS = ("loss", "reward", "train_runtime", "eval_loss", "learning_rate", "grad_norm")
 _LOG_DICT_START = re.compile(r"\{\s*'(?:" + "|".join(_LOG_KEYS) + r")'\s*:")
+#: a pasted dict whose opening brace the copy left out: it starts a line with a log key
+_CUT_DICT_START = re.compile(r"^\s*'(?:" + "|".join(_LOG_KEYS) + r")'\s*:")
+#: one `'key': value` pair of a dict repr (what a cut-off dict still shows whole)
+_PAIR = re.compile(r"'([^'\\]+)'\s*:\s*('[^']*'|[^,{}]+?)\s*(?=,|\}|$)")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
 #: tqdm's "N/M [" (also inside a Ray or logging prefix)
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
@@ -101,7 +105,27 @@ class ConsoleParser:
         for segment in text.split("\r"):
             yield from self._segment(segment, line_no)
 
+    def flush(self) -> Iterator[ConsoleDict]:
+        """The text ended (a one-shot read reached the end): a dict still open was cut off;
+        its whole `'key': value` pairs are read and the dict counted as bad."""
+        yield from self._cut_off()
+
+    def _cut_off(self) -> Iterator[ConsoleDict]:
+        if not self._pending:
+            return
+        text = " ".join(self._pending)
+        self._pending = []
+        values = salvage_dict_repr(text)
+        self.bad.append(
+            (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
+        )
+        if values:
+            yield ConsoleDict(self._pending_line, self._stamp(values))
+
     def _segment(self, segment: str, line_no: int) -> Iterator[ConsoleDict]:
+        if self._pending and _LOG_DICT_START.match(segment.strip()):
+            # a new dict starts while one is open: that one was cut off (a paste)
+            yield from self._cut_off()
         if self._pending:
             # a dict the terminal wrapped (or that arrives in pieces): lines join as they
             # are, without the padding a terminal capture adds at both ends
@@ -109,6 +133,8 @@ class ConsoleParser:
             self._pending_chars += len(segment)
             yield from self._maybe_finish()
             return
+        if _LOG_DICT_START.search(segment) is None and _CUT_DICT_START.match(segment):
+            segment = "{" + segment.strip()  # a paste that lost the dict's opening brace
         start = _LOG_DICT_START.search(segment)
         before = segment if start is None else segment[: start.start()]
         glued: int | None = None
@@ -166,6 +192,8 @@ class ConsoleParser:
         glued, self._glued = self._glued, None
         if any(key.startswith("eval_") for key in values) or "train_runtime" in values:
             return values  # eval and end lines take the step of the line before
+        if PROGRESS_KEY in values:
+            return values  # the dict says its step itself (ms-swift prints it)
         self.train_dicts += 1
         while self.marks and self.marks[0] <= self.last_train_step:
             self.marks.popleft()
@@ -205,11 +233,36 @@ def read_dict_repr(body: str) -> dict[str, Any]:
         number = _number(raw)
         if number is not None:
             values[key] = number
+        elif isinstance(raw, str):
+            values[key] = raw  # "5/3766", "1d 2h": an adapter's string parsers read them
     return values
 
 
 #: `, ...}`: an author shortened a pasted dict
 _ABRIDGED = re.compile(r",\s*\.\.\.\s*\}")
+
+
+def salvage_dict_repr(text: str) -> dict[str, Any]:
+    """The whole `'key': value` pairs of a dict repr cut off before its end, as numbers
+    (strings and values cut in the middle left out)."""
+    values: dict[str, Any] = {}
+    pairs = list(_PAIR.finditer(text))
+    if pairs and pairs[-1].end() >= len(text.rstrip()):
+        pairs.pop()  # the last pair runs to the cut: its value may be cut too
+    for match in pairs:
+        raw = match.group(2).strip()
+        if raw.startswith("'"):
+            number = _number(raw.strip("'"))
+            values[match.group(1)] = raw.strip("'") if number is None else number
+            continue
+        number = _number(_WRAPPED_NUMBER.sub(lambda m: m.group(1) or m.group(2) or "", raw))
+        if number is None:
+            try:
+                number = float(raw)
+            except ValueError:
+                continue
+        values[match.group(1)] = number
+    return values
 
 
 def _closing(text: str) -> int:

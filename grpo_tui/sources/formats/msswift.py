@@ -13,6 +13,7 @@ loggers write.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from grpo_tui.sources.formats.base import FormatAdapter
@@ -26,6 +27,7 @@ from grpo_tui.sources.formats.layout import (
     entry_is_dir,
     found_file,
     probe,
+    read_head,
     scan,
 )
 from grpo_tui.sources.formats.values import duration_column, percentage_column
@@ -76,6 +78,13 @@ def claim(path: Path, seen: Probe) -> Found | None:
     if path.suffix == ".jsonl":
         return _log(path, "a .jsonl file no framework claims: read as JSON lines", Tier.GUESS)
     if seen.is_file:
+        head = read_head(path, 4096)
+        if head.startswith(b"PAR1") or b"\x00" in head:
+            # a binary file (a parquet table, a database): no lines to count
+            found = _log(path, "a binary file", Tier.LAST)
+            return replace(
+                found, exists=False, problem=f"not a metrics log (a binary file): {path}"
+            )
         # nothing else recognised it: read as JSON lines, so its lines are counted and shown
         return _log(path, "no framework recognised it: read as JSON lines", Tier.LAST)
     return None

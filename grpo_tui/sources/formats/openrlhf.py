@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict
-from grpo_tui.sources.formats.console import read_dict_repr
+from grpo_tui.sources.formats.console import read_dict_repr, salvage_dict_repr
 from grpo_tui.sources.formats.layout import (
     Found,
     Probe,
@@ -88,6 +88,23 @@ class OpenRlhfParser:
         self._pending_line = line_no
         self._pending_chars = len(body)
         return self._maybe_finish()
+
+    def flush(self) -> list[TextDict]:
+        """A dict still open at the end was cut off: its whole pairs are read (counted bad)."""
+        if not self._pending:
+            return []
+        text = " ".join(self._pending)
+        self._pending = []
+        values: dict[str, Any] = salvage_dict_repr(text)
+        self.bad.append(
+            (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
+        )
+        if not values:
+            return []
+        if self._pending_step is not None:
+            self.last_step = self._pending_step
+        values["step"] = self.last_step
+        return [TextDict(self._pending_line, values)]
 
     def _maybe_finish(self) -> list[TextDict]:
         text = " ".join(self._pending)

@@ -58,10 +58,10 @@ def flavour(keys: Collection[str]) -> str | None:
     """Unsloth logs the legacy `completion_length` beside TRL's `completions/mean_length`
     (its patched compute_loss adds it); open-r1 shows by its reward functions' names."""
     if "completion_length" in keys and "completions/mean_length" in keys:
-        return "Unsloth (TRL)"
+        return "Unsloth"
     for key in keys:
         if key.startswith("rewards/") and key.split("/")[1] in OPEN_R1_REWARDS:
-            return "open-r1 (TRL)"
+            return "open-r1"
     return None
 
 
@@ -107,6 +107,10 @@ def _state(path: Path, why: str) -> Found:
 
 
 def claim(path: Path, seen: Probe) -> Found | None:
+    if path.parent.name == parquet.COMPLETIONS_DIR and parquet.FILE_PATTERN.fullmatch(path.name):
+        # a completions file of a TRL run: follow the run it belongs to
+        states = find(path.parent.parent)
+        return states[0] if states else None
     if path.suffix != ".json":
         return None
     if path.name == TRAINER_STATE_FILE:

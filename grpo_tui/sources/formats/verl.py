@@ -195,6 +195,10 @@ class VerlConsoleParser:
         self._given = set()
         return self._emit(quiet=False)
 
+    def flush(self) -> list[TextDict]:
+        """Nothing waits: a step line is handed out when it arrives."""
+        return []
+
     def _emit(self, *, quiet: bool) -> list[TextDict]:
         """The fields of the step line not handed out yet (a cut last field waits)."""
         body = self._body or ""

@@ -1,0 +1,84 @@
+"""trackio (TRL's `report_to="trackio"`, local-first): one SQLite database per project.
+
+Where: `$TRACKIO_DIR`, else `$HF_HOME/trackio` (`~/.cache/huggingface/trackio`), one
+`<project>.db` each; PATH is that folder (its newest project) or one database. A project
+holds many runs: the newest is followed (a newer one starting is a new run), `--run NAME`
+picks one. On network filesystems trackio writes JSONL fragments under `inbox/` instead,
+and the reader (sources/trackio.py) reads them too. Keys are TRL's (`train/` and `eval/`
+prefixes removed by the reader), so the vocabulary and the Unsloth/open-r1 names are TRL's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+from grpo_tui.sources.formats.layout import (
+    Found,
+    Probe,
+    Reading,
+    Tier,
+    files_named,
+    found_file,
+    read_head,
+)
+from grpo_tui.sources.formats.trl import flavour
+from grpo_tui.sources.polled import RecordStore
+from grpo_tui.sources.trackio import DB_SUFFIX, TrackioStore
+
+NAME = "trackio"
+#: the first bytes of every SQLite database
+_SQLITE_HEADER = b"SQLite format 3\x00"
+#: trackio's own bookkeeping databases, not projects
+_NOT_PROJECTS = ("registry-",)
+
+
+def _is_database(path: Path) -> bool:
+    return read_head(path, len(_SQLITE_HEADER)) == _SQLITE_HEADER
+
+
+def claim(path: Path, seen: Probe) -> Found | None:
+    if path.suffix != DB_SUFFIX or not _is_database(path):
+        return None
+    return found_file(
+        path, NAME, Reading.STORE, Tier.STORE, "a SQLite database: trackio's project store"
+    )
+
+
+def find(directory: Path) -> list[Found]:
+    """The project databases of a trackio folder (the newest wins, as any store's)."""
+    found: list[Found] = []
+    for path, _ in files_named(
+        directory,
+        lambda name: name.endswith(DB_SUFFIX) and not name.startswith(_NOT_PROJECTS),
+    ):
+        if _is_database(path):
+            found.append(
+                found_file(path, NAME, Reading.STORE, Tier.STORE, f"trackio project {path.stem}")
+            )
+    return found
+
+
+def open_store(path: Path, run_name: str | None) -> RecordStore:
+    return TrackioStore(path, run_name)
+
+
+TRACKIO = FormatAdapter(
+    name=NAME,
+    title="trackio",
+    aliases=GRPO_ALIASES,
+    families=GRPO_FAMILIES,
+    fraction_step_keys=(),
+    int_step_keys=("step",),
+    ignored_keys=frozenset({"total_flos", "global_step"}),
+    version_hints=(
+        ("frac_reward_zero_std", "TRL ≥ 0.18 (frac_reward_zero_std)"),
+        ("entropy", "TRL ≥ 0.20 (entropy)"),
+    ),
+    reading=Reading.STORE,
+    claim=claim,
+    find=find,
+    open_store=open_store,
+    flavour=flavour,
+)
