@@ -12,13 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.run.completions import (
-    NON_REWARD_KEYS,
-    CompletionsIndex,
-    NotCompletionsError,
-    decode_line,
-    parse_record,
-)
+from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.text_stats import (
     MAX_EXACT_PAIRS,
     STATS_CHAR_CAP,
@@ -29,6 +23,12 @@ from grpo_tui.run.text_stats import (
     pairwise_overlap,
     sampled_pairs,
     truncated_rate,
+)
+from grpo_tui.sources.formats.msswift_completions import (
+    NON_REWARD_KEYS,
+    NotCompletionsError,
+    decode_line,
+    parse_record,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ms-swift"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -340,3 +341,66 @@ def test_every_fixture_framework_reads_without_bad_lines() -> None:
         assert run.bad_line_count == 0, path
         steps = np.asarray(run.store.steps)
         assert np.all(np.isfinite(steps)), path
+
+
+# -- verl's rollout dumps: the group signals verl does not log -----------------------------
+
+
+def _rollouts(folder: Path, step: int, groups: list[list[float]]) -> None:
+    """One rollout dump as verl writes it: a response per line, `input` the prompt."""
+    rows = [
+        json.dumps(
+            {
+                "input": f"q{g} @{step}",
+                "output": f"a{i}",
+                "gts": "4",
+                "score": score,
+                "step": step,
+                "acc": score,
+            }
+        )
+        for g, scores in enumerate(groups)
+        for i, score in enumerate(scores)
+    ]
+    path = folder / f"{step}.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    os.utime(path, (1, 1))  # long settled: verl writes a dump whole after its step
+
+
+def test_verl_rollout_dumps_give_the_spread_verl_does_not_log(tmp_path: Path) -> None:
+    """Grouped by prompt: the zero-spread fraction, the mean group std and the reward
+    function's mean are derived (and say so), next to the logged metrics."""
+    (tmp_path / "gsm8k.jsonl").write_bytes(_verl_lines(range(1, 3)))
+    dumps = tmp_path / "rollouts"
+    dumps.mkdir()
+    _rollouts(dumps, 1, [[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 0, 0]])
+    _rollouts(dumps, 2, [[1, 1, 1, 1], [1, 0, 0, 0], [1, 0, 1, 0], [1, 1, 0, 0]])
+    layout = discover(tmp_path)
+    assert layout.completions is not None and layout.completions.path == dumps
+    run = load_run(tmp_path)
+    assert run.completions is not None and run.completions.lines == 2
+    assert values(run, "frac_reward_zero_std") == [0.5, 0.25]
+    # population std of each group's scores, averaged over the step's groups
+    assert values(run, "reward_std") == pytest.approx(
+        [0.25, (0 + math.sqrt(3) / 4 + 0.5 + 0.5) / 4]
+    )
+    assert values(run, "rewards/acc/mean") == pytest.approx([0.5, 0.5625])
+    assert run.store.source_key("frac_reward_zero_std") == "derived from the logged completions"
+
+
+def test_a_logged_group_signal_is_never_overwritten_by_a_derived_one(tmp_path: Path) -> None:
+    lines = [
+        orjson.dumps(
+            {"step": step, "data": {"critic/score/mean": 0.5, "frac_reward_zero_std": 0.9}}
+        )
+        for step in (1, 2)
+    ]
+    (tmp_path / "exp.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    dumps = tmp_path / "rollouts"
+    dumps.mkdir()
+    _rollouts(dumps, 1, [[1, 0], [1, 1]])
+    _rollouts(dumps, 2, [[1, 0], [1, 1]])
+    run = load_run(tmp_path)
+    assert values(run, "frac_reward_zero_std") == [0.9, 0.9]
+    assert run.store.source_key("frac_reward_zero_std") == "frac_reward_zero_std"
+    assert values(run, "reward_std") == pytest.approx([0.25, 0.25])  # not logged: derived

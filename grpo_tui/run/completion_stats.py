@@ -11,8 +11,8 @@ when one step is looked at.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import overload
 
 import numpy as np
@@ -43,6 +43,9 @@ class StepSampleStats:
     truncated_rate: float | None
     #: mean share of repeated word 3-grams inside a completion (0 = no loops)
     repetition: float = 0.0
+    #: mean over groups of the std of their total rewards (GRPO's advantage scale), None
+    #: when no group had a known total
+    group_std: float | None = None
 
 
 #: the columns of a StepColumns row, in StepSampleStats' field order
@@ -55,7 +58,7 @@ def _row_of(stats: StepSampleStats) -> list[float]:
 
 
 def _stats_of(row: list[float]) -> StepSampleStats:
-    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep = row
+    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep, std = row
     return StepSampleStats(
         step,
         int(groups),
@@ -69,6 +72,7 @@ def _stats_of(row: list[float]) -> StepSampleStats:
         chars,
         None if math.isnan(cut) else cut,
         rep,
+        None if math.isnan(std) else std,
     )
 
 
@@ -210,6 +214,9 @@ class CompletionsSummary:
     #: changes whenever earlier steps were re-judged (e.g. a new highest total moves what
     #: counts as all-pass) or the file started over: earlier copies are stale
     revision: int = 0
+    #: reward function → its mean over each step's completions, aligned with `steps`
+    #: (NaN where a step did not log it)
+    function_means: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.steps, StepColumns):

@@ -1,7 +1,8 @@
 """An index over a growing `completions.jsonl`: offsets in memory, texts parsed on demand.
 
-ms-swift writes one JSON line per log call (column-oriented lists, one row per completion;
-every version's shape is in `formats/ms-swift.md` §5). Files of several GB are normal, so
+A line is one batch of completions in the column shape ms-swift writes; the adapter
+module sources/formats/msswift_completions.py reads every version's shape into rows, and
+other frameworks' files are converted to it. Files of several GB are normal, so
 the index keeps, per line, only its byte range, step, row count, a 64-bit content digest
 and a small tally of its sample statistics, computed once when the line is first read:
 one packed numpy record per line, in blocks, and the tally summed into its step's row of
@@ -46,7 +47,6 @@ hands out until the index has caught up with it.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import threading
@@ -59,11 +59,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import orjson
 
 from grpo_tui.run.completion_stats import STEP_FIELDS, CompletionsSummary, StepColumns
 from grpo_tui.run.text_stats import REPETITIVE_SHARE, GroupTextStats, group_text_stats
-from grpo_tui.sources.batch_files import PROBLEM_KEY, FileLines, LineSource
+from grpo_tui.sources.batch_files import FileLines, LineSource
+from grpo_tui.sources.formats.msswift_completions import (
+    NotCompletionsError,
+    Rows,
+    Shape,
+    concat_rows,
+    decode_line,
+    parse_record,
+)
 from grpo_tui.sources.records import BadLine
 from grpo_tui.sources.tail import TailLine
 
@@ -71,25 +78,6 @@ from grpo_tui.sources.tail import TailLine
 DEFAULT_CACHE_LINES = 4
 #: bad lines kept with their reason (the count goes on); the most recent ones
 BAD_LINES_KEPT = 100
-#: keys that are not reward functions; every other numeric column is one
-NON_REWARD_KEYS = frozenset(
-    {
-        "step",
-        "gen_step",
-        "prompt",
-        "messages",
-        "completion",
-        "advantages",
-        "advantage",
-        "entropy",
-        "solution",
-        "num_turns",
-        "trajectory_infos",
-        "reward",
-    }
-)
-#: per-row columns besides the rewards (a non-list value there makes the line malformed)
-_ROW_COLUMNS = frozenset({"prompt", "messages", "advantages", "advantage", "entropy", "solution"})
 #: distinct step labels remembered per index entry
 _STEP_LABELS_KEPT = 8
 #: characters of a bad line quoted with its reason
@@ -104,11 +92,8 @@ PREVIEW_MAX_BYTES = 64 << 20
 SEARCH_BUDGET_S = 0.5
 #: how long a poll sleeps between chunks while another thread waits for the index
 _GIVE_WAY_S = 0.002
-#: message nesting rendered before giving up (hostile input can nest arbitrarily)
-_RENDER_DEPTH = 4
 _LEADING_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
 
-Shape = Literal["columns", "prompt_messages", "messages", "advantage_singular", "megatron", "ray"]
 EntryKind = Literal["new", "repeat", "eval_or_end"]
 
 
@@ -239,254 +224,6 @@ class SearchHit:
 # --------------------------------------------------------------------------- parsing
 
 
-class NotCompletionsError(ValueError):
-    """A JSON line that is not a completions record (the reason is the message)."""
-
-
-@dataclass(slots=True)
-class _Rows:
-    """One batch of rollouts, column-wise, all lists of equal length."""
-
-    shape: Shape
-    steps: list[str]
-    prompts: list[str]
-    completions: list[str]
-    rewards: dict[str, np.ndarray]
-    totals: np.ndarray
-    advantages: np.ndarray | None
-    entropy: np.ndarray | None
-    solutions: list[str | None] | None
-    malformed: bool = False
-
-    def __len__(self) -> int:
-        return len(self.completions)
-
-
-def decode_line(data: bytes) -> tuple[object, bool]:
-    """The JSON value of one line and whether the lenient fallback decoder was needed.
-
-    orjson is strict; the stdlib parser accepts the `NaN`/`Infinity` tokens trainers write,
-    and undecodable bytes become U+FFFD. Raises ValueError when neither can read it.
-    """
-    try:
-        return orjson.loads(data), False
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(data.decode("utf-8", errors="replace")), True
-    except RecursionError as exc:
-        raise ValueError("nested too deeply") from exc
-
-
-def _clean(text: str) -> str:
-    # lone surrogates (a `\\ud800` escape read by the stdlib parser) cannot be encoded or drawn
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", errors="replace").decode("utf-8")
-    return text
-
-
-def _render(value: object, depth: int = 0) -> str:
-    """Text of a prompt or completion: strings as they are, chat messages as "role: content"."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if depth >= _RENDER_DEPTH:
-        return "…"
-    if isinstance(value, dict):
-        if "role" in value or "content" in value:
-            role = _render(value.get("role", "?"), depth + 1)
-            return f"{role}: {_render(value.get('content'), depth + 1)}"
-        if "text" in value:
-            return _render(value["text"], depth + 1)
-        return f"[{_render(value.get('type', 'object'), depth + 1)}]"
-    if isinstance(value, list):
-        return "\n".join(_render(item, depth + 1) for item in value)
-    try:
-        return str(value)
-    except ValueError:
-        return "…"  # an integer too long to print (Python caps int → str conversion)
-
-
-def _numeric(values: list[object]) -> np.ndarray | None:
-    """A float column (None → NaN), or None when any value is not a number or null."""
-    if not all(v is None or isinstance(v, (int, float)) for v in values):
-        return None
-    try:
-        return np.array(values, dtype=np.float64) if values else np.empty(0)
-    except OverflowError:
-        return None  # an integer beyond float range: not a reward anyone logged
-
-
-def _shape_of(record: dict[str, object], row_oriented: bool) -> Shape:
-    if row_oriented:
-        return "ray"
-    if "gen_step" in record:
-        return "megatron"
-    if "prompt" not in record and "messages" in record:
-        return "messages"
-    prompts = record.get("prompt")
-    if isinstance(prompts, list) and prompts and isinstance(prompts[0], list):
-        return "prompt_messages"
-    if "advantage" in record and "advantages" not in record:
-        return "advantage_singular"
-    return "columns"
-
-
-def parse_record(record: dict[str, object], *, clean: bool = False) -> _Rows:
-    """The rows of one completions line, whatever its ms-swift shape (§5).
-
-    Raises NotCompletionsError for an object that holds no completions. `clean` replaces
-    lone surrogates in the texts (only the lenient decoder can produce them).
-    """
-    if "completion" not in record:
-        problem = record.get(PROBLEM_KEY)  # a step file its source could not read
-        raise NotCompletionsError(problem if isinstance(problem, str) else "no 'completion' field")
-    step_value = record.get("step", record.get("gen_step"))
-    # Megatron-Ray: one completion per line, scalar values
-    row_oriented = not isinstance(record["completion"], list) or (
-        "gen_step" in record and not isinstance(record["gen_step"], list)
-    )
-    columns: dict[str, object] = (
-        {key: [value] for key, value in record.items()} if row_oriented else dict(record)
-    )
-    malformed = False
-    aligned: dict[str, list[object]] = {}
-    for key, value in columns.items():
-        if isinstance(value, list):
-            aligned[key] = value
-        elif key in _ROW_COLUMNS:
-            malformed = True  # a per-row column that is not a list: ignored
-    prompt_key = "prompt" if "prompt" in aligned else "messages" if "messages" in aligned else None
-    used = [aligned["completion"]]
-    if prompt_key is None:
-        malformed = True
-    else:
-        used.append(aligned[prompt_key])
-    steps_list = aligned.get("step", aligned.get("gen_step"))
-    if steps_list is not None:
-        used.append(steps_list)
-    reward_columns: dict[str, np.ndarray] = {}
-    numeric_extras: dict[str, np.ndarray] = {}
-    for key, values in aligned.items():
-        if key in NON_REWARD_KEYS and key not in ("advantages", "advantage", "entropy", "reward"):
-            continue
-        column = _numeric(values)
-        if column is None:
-            continue  # a text column some plugin gathered: not a reward
-        if key in NON_REWARD_KEYS:
-            numeric_extras[key] = column
-        else:
-            reward_columns[_clean(key) if clean else key] = column
-        used.append(values)
-    if "solution" in aligned:
-        used.append(aligned["solution"])
-    lengths = {len(values) for values in used}
-    count = min(lengths)
-    malformed = malformed or len(lengths) > 1
-
-    if steps_list is not None:
-        steps = [_render(v) for v in steps_list[:count]]
-    else:
-        label = (
-            "?"
-            if step_value is None or isinstance(step_value, (list, dict))
-            else _render(step_value)
-        )
-        steps = [label] * count
-    prompts = [_render(v) for v in aligned[prompt_key][:count]] if prompt_key else [""] * count
-    completions = [_render(v) for v in aligned["completion"][:count]]
-    solutions = (
-        [None if v is None else _render(v) for v in aligned["solution"][:count]]
-        if "solution" in aligned
-        else None
-    )
-    if clean:
-        steps = [_clean(s) for s in steps]
-        prompts = [_clean(p) for p in prompts]
-        completions = [_clean(c) for c in completions]
-        if solutions is not None:
-            solutions = [None if s is None else _clean(s) for s in solutions]
-    rewards = {name: column[:count] for name, column in reward_columns.items()}
-    logged_total = numeric_extras.get("reward")
-    advantages = numeric_extras.get("advantages", numeric_extras.get("advantage"))
-    entropy = numeric_extras.get("entropy")
-    return _Rows(
-        shape=_shape_of(record, row_oriented),
-        steps=steps,
-        prompts=prompts,
-        completions=completions,
-        rewards=rewards,
-        totals=_totals(rewards, None if logged_total is None else logged_total[:count], count),
-        advantages=None if advantages is None else advantages[:count],
-        entropy=None if entropy is None else entropy[:count],
-        solutions=solutions,
-        malformed=malformed,
-    )
-
-
-def _totals(
-    rewards: dict[str, np.ndarray], logged_total: np.ndarray | None, count: int
-) -> np.ndarray:
-    """Total reward per row: the logged total when there is one, else the sum of the functions.
-
-    ms-swift logs each function's raw, unweighted value and the reward weights are not
-    known here, so the sum is unweighted: fine for ties and ranking inside a group, not a
-    copy of the trainer's weighted `reward`. Null/NaN values are skipped; a row with no
-    known value has an unknown (NaN) total.
-    """
-    if logged_total is not None:
-        return logged_total
-    if not rewards:
-        return np.full(count, math.nan)
-    matrix = np.vstack(list(rewards.values()))
-    known = ~np.isnan(matrix)
-    with np.errstate(invalid="ignore"):
-        sums = np.where(known, matrix, 0.0).sum(axis=0)
-    return np.where(known.any(axis=0), sums, math.nan)
-
-
-def _concat(parts: Sequence[_Rows]) -> _Rows:
-    """One batch from consecutive row-oriented lines (Megatron-Ray)."""
-    if len(parts) == 1:
-        return parts[0]
-    names = list(dict.fromkeys(name for part in parts for name in part.rewards))
-
-    def column(part: _Rows, name: str) -> np.ndarray:
-        return part.rewards.get(name, np.full(len(part), math.nan))
-
-    def optional(arrays: list[np.ndarray | None], sizes: list[int]) -> np.ndarray | None:
-        if all(a is None for a in arrays):
-            return None
-        return np.concatenate(
-            [np.full(n, math.nan) if a is None else a for a, n in zip(arrays, sizes, strict=True)]
-        )
-
-    sizes = [len(part) for part in parts]
-    solutions: list[str | None] | None = None
-    if any(part.solutions is not None for part in parts):
-        solutions = []
-        for part, size in zip(parts, sizes, strict=True):
-            solutions.extend(part.solutions if part.solutions is not None else [None] * size)
-    return _Rows(
-        shape=parts[0].shape,
-        steps=[s for part in parts for s in part.steps],
-        prompts=[p for part in parts for p in part.prompts],
-        completions=[c for part in parts for c in part.completions],
-        rewards={name: np.concatenate([column(part, name) for part in parts]) for name in names},
-        totals=np.concatenate([part.totals for part in parts]),
-        advantages=optional([part.advantages for part in parts], sizes),
-        entropy=optional([part.entropy for part in parts], sizes),
-        solutions=solutions,
-        malformed=any(part.malformed for part in parts),
-    )
-
-
-# --------------------------------------------------------------------------- analysis
-
-
 @dataclass(slots=True)
 class _GroupStats:
     """What one group's rows say, computed once per parse."""
@@ -503,7 +240,7 @@ class _GroupStats:
 class _Analysed:
     """A parsed line with its groups: what the LRU cache holds."""
 
-    rows: _Rows
+    rows: Rows
     groups: list[_GroupStats]
     #: 64-bit digest of the rollouts (see `_content_hash`)
     content_hash: int
@@ -527,6 +264,11 @@ class _Tally:
     uses_markers: int = 0
     truncated: int = 0
     chars: int = 0
+    #: the groups' reward std (GRPO's advantage scale), summed over groups that have one
+    std_sum: float = 0.0
+    std_count: int = 0
+    #: reward function → (sum, count) of its known values over the line's completions
+    functions: dict[str, tuple[float, int]] = field(default_factory=dict)
 
 
 def _partition(prompts: list[str], group_size: int | None) -> list[list[int]]:
@@ -547,7 +289,7 @@ def _partition(prompts: list[str], group_size: int | None) -> list[list[int]]:
     ]
 
 
-def _content_hash(rows: _Rows) -> int:
+def _content_hash(rows: Rows) -> int:
     """A 64-bit digest of (prompt, completion, advantage) per row: enough to tell a repeat
     of the previous line, and a line rewritten under a lazy re-read."""
     digest = hashlib.blake2b(digest_size=8)
@@ -576,7 +318,7 @@ def _spread(values: list[float]) -> tuple[float, bool, float]:
     return spread, tied, mean if tied else math.nan
 
 
-def _analyse(rows: _Rows, group_size: int | None) -> _Analysed:
+def _analyse(rows: Rows, group_size: int | None) -> _Analysed:
     totals = rows.totals.tolist()
     groups: list[_GroupStats] = []
     for indices in _partition(rows.prompts, group_size):
@@ -609,7 +351,14 @@ def _tally(analysed: _Analysed) -> _Tally:
             tally.uses_markers += check.uses_markers
             tally.truncated += check.cut_off
         tally.repetition_sum += sum(group.text.repetition)
+        if not math.isnan(group.spread):
+            tally.std_sum += group.spread
+            tally.std_count += 1
     tally.chars = sum(len(text) for text in analysed.rows.completions)
+    for name, column in analysed.rows.rewards.items():
+        known = column[np.isfinite(column)]
+        if known.size:
+            tally.functions[name] = (float(known.sum()), int(known.size))
     return tally
 
 
@@ -903,6 +652,8 @@ class CompletionsIndex:
         #: the shared totals of zero-spread groups, every entry's run after the other
         self._tied = np.empty(0, dtype=np.float64)
         self._tied_used = 0
+        #: reward function → its mean per summary slot (NaN where not logged)
+        self._function_means: dict[str, np.ndarray] = {}
         self._newest_shown: int | None = None
         self._shown_count = 0
         #: steps of the summary ("slots"): the entry whose rollouts count for each, and
@@ -979,7 +730,7 @@ class CompletionsIndex:
         if size < PREVIEW_FROM_BYTES:
             return  # indexed from the start in well under a second
         lines = self._reader.tail_lines(PREVIEW_MAX_BYTES)
-        parts: list[_Rows] = []
+        parts: list[Rows] = []
         for line in reversed(lines):
             try:
                 value, lenient = decode_line(line.data)
@@ -995,7 +746,7 @@ class CompletionsIndex:
                 break
         if not parts:
             return
-        rows = _concat(parts)
+        rows = concat_rows(parts)
         analysed = _analyse(rows, self.group_size)
         step = rows.steps[-1] if rows.steps else "?"
         known = rows.totals[np.isfinite(rows.totals)]
@@ -1043,7 +794,7 @@ class CompletionsIndex:
         else:
             self._ingest_line(line, rows)
 
-    def _ingest_line(self, line: TailLine, rows: _Rows) -> None:
+    def _ingest_line(self, line: TailLine, rows: Rows) -> None:
         self._finish_open_batch()
         analysed = _analyse(rows, self.group_size)
         tally = _tally(analysed)
@@ -1128,7 +879,7 @@ class CompletionsIndex:
         entries.tallied[index] = True
         self._format_seen = self._format_seen or tally.uses_markers > 0
 
-    def _ingest_ray_row(self, line: TailLine, rows: _Rows) -> None:
+    def _ingest_ray_row(self, line: TailLine, rows: Rows) -> None:
         step = rows.steps[0] if rows.steps else "?"
         entries = self._entries
         last = entries.count - 1
@@ -1206,7 +957,7 @@ class CompletionsIndex:
         while len(self._cache) > self.cache_cap:
             self._cache.popitem(last=False)
 
-    def _read_range(self, index: int) -> list[_Rows]:
+    def _read_range(self, index: int) -> list[Rows]:
         start = int(self._entries.start[index])
         size = int(self._entries.end[index]) - start
         try:
@@ -1215,7 +966,7 @@ class CompletionsIndex:
             return []
         if len(data) != size:
             return []
-        parts: list[_Rows] = []
+        parts: list[Rows] = []
         for raw in data.split(b"\n"):
             raw = raw.removesuffix(b"\r")
             if not raw.strip():
@@ -1238,7 +989,7 @@ class CompletionsIndex:
         parts = self._read_range(index)
         if not parts:
             return None
-        rows = _concat(parts)
+        rows = concat_rows(parts)
         if len(rows) != entries.rows[index]:
             return None  # rewritten since it was indexed: the next poll restarts
         analysed = _analyse(rows, self.group_size)
@@ -1284,9 +1035,15 @@ class CompletionsIndex:
         """Write a step's summary row from the tallies of its entries, all but the columns a
         revision re-judges (all-fail, all-pass, format rate: see `summary`)."""
         groups = completions = tied = distinct_count = overlap_count = 0
-        markers = truncated = chars = 0
-        distinct_sum = overlap_sum = repetition_sum = 0.0
+        markers = truncated = chars = std_count = 0
+        distinct_sum = overlap_sum = repetition_sum = std_sum = 0.0
+        functions: dict[str, tuple[float, int]] = {}
         for tally in self._slot_tallies(slot, known):
+            std_sum += tally.std_sum
+            std_count += tally.std_count
+            for name, (total, count) in tally.functions.items():
+                held = functions.get(name, (0.0, 0))
+                functions[name] = (held[0] + total, held[1] + count)
             groups += tally.groups
             completions += tally.completions
             tied += len(tally.tied_totals)
@@ -1312,7 +1069,24 @@ class CompletionsIndex:
             row[_COL["mean_chars"]] = chars / completions
             row[_COL["truncated_rate"]] = truncated / completions if markers else math.nan
             row[_COL["repetition"]] = repetition_sum / completions
+            row[_COL["group_std"]] = std_sum / std_count if std_count else math.nan
+        self._put_function_means(slot, functions)
         self._stale(slot)
+
+    def _put_function_means(self, slot: int, functions: dict[str, tuple[float, int]]) -> None:
+        """Each reward function's mean at this step, in a float column per function (8
+        bytes a step: no Python object per step)."""
+        for name, column in self._function_means.items():
+            if slot < column.shape[0] and name not in functions:
+                column[slot] = math.nan
+        for name, (total, count) in functions.items():
+            held = self._function_means.get(name)
+            if held is None or held.shape[0] <= slot:
+                grown = np.full(max(_FIRST_CAPACITY, 2 * (slot + 1)), math.nan)
+                if held is not None:
+                    grown[: held.shape[0]] = held
+                held = self._function_means[name] = grown
+            held[slot] = total / count
 
     def _writable(self, slot: int) -> np.ndarray:
         """The slot's summary row, to write: its block copied first when the summary handed
@@ -1540,7 +1314,7 @@ class CompletionsIndex:
         return abs(value - low) <= tolerance, abs(value - high) <= tolerance
 
     def _build_group(
-        self, rows: _Rows, stats: _GroupStats, span: tuple[float, float] | None = None
+        self, rows: Rows, stats: _GroupStats, span: tuple[float, float] | None = None
     ) -> Group:
         indices = stats.rows
         rewards = {name: column[indices] for name, column in rows.rewards.items()}
@@ -1624,7 +1398,15 @@ class CompletionsIndex:
             known = steps.column("groups") > 0  # 0 where a step has no statistics
             if not known.all():
                 steps = steps.select(known)
-            return CompletionsSummary(lines=self._good_lines, steps=steps, revision=self._revision)
+            means = {}
+            for name, column in self._function_means.items():
+                padded = np.full(count, math.nan)
+                used = min(count, column.shape[0])
+                padded[:used] = column[:used]
+                means[name] = padded[known]
+            return CompletionsSummary(
+                lines=self._good_lines, steps=steps, revision=self._revision, function_means=means
+            )
 
     def _judge(self, slots: np.ndarray) -> None:
         """Write the columns of these slots' summary rows that depend on the whole file so

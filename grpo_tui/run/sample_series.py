@@ -72,16 +72,25 @@ SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
 DERIVED_SOURCE = "derived from the logged completions"
 
 
-def derived_values(stats: StepSampleStats, store: MetricStore) -> dict[str, float]:
-    """GRPO signals the framework does not log, derived from its completions (verl logs
-    no zero-spread fraction; its rollout dumps show every group). A logged value always
-    wins: a column the log filled is never written over."""
-    values: dict[str, float] = {}
-    name = "frac_reward_zero_std"
-    if name not in store or store.source_key(name) == DERIVED_SOURCE:
-        if stats.groups and math.isfinite(stats.zero_spread_fraction):
-            values[name] = float(stats.zero_spread_fraction)
-    return values
+def derived_values(
+    stats: StepSampleStats, functions: dict[str, float], store: MetricStore
+) -> dict[str, float]:
+    """GRPO signals the framework does not log, derived from its completions (verl logs no
+    zero-spread fraction, no group std and no per-function means; its rollout dumps show
+    every group). A logged value always wins: a column the log filled is never written
+    over. `functions`: each reward function's mean over the step's completions."""
+    wanted: dict[str, float] = {}
+    if stats.groups:
+        wanted["frac_reward_zero_std"] = stats.zero_spread_fraction
+        if stats.group_std is not None:
+            wanted["reward_std"] = stats.group_std
+    for function, mean in functions.items():
+        wanted[f"rewards/{function}/mean"] = mean
+    return {
+        name: float(value)
+        for name, value in wanted.items()
+        if math.isfinite(value) and (name not in store or store.source_key(name) == DERIVED_SOURCE)
+    }
 
 
 def sample_values(stats: StepSampleStats) -> dict[str, float]:
@@ -124,21 +133,22 @@ class SamplePlacer:
                 # the newest placed step can still grow (a Megatron-Ray batch, ms-swift
                 # 3.1's several lines per step): write it again when its statistics changed
                 self._last = newest
-                self._annotate(store, newest)
+                self._annotate(store, summary, self.placed - 1)
                 wrote = True
         while self.placed < len(steps):
             stats = steps[self.placed]
-            if not self._annotate(store, stats):
+            if not self._annotate(store, summary, self.placed):
                 break
             self.placed += 1
             self._last = stats
             wrote = True
         return wrote
 
-
     @staticmethod
-    def _annotate(store: MetricStore, stats: StepSampleStats) -> bool:
-        derived = derived_values(stats, store)
+    def _annotate(store: MetricStore, summary: CompletionsSummary, index: int) -> bool:
+        stats = summary.steps[index]
+        functions = {name: float(means[index]) for name, means in summary.function_means.items()}
+        derived = derived_values(stats, functions, store)
         if not store.annotate(stats.step, sample_values(stats)):
             return False
         if derived:

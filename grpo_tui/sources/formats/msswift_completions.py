@@ -1,0 +1,296 @@
+"""ms-swift's completions lines: every version's shape, read into one batch of rows.
+
+ms-swift writes one JSON line per log call to `completions.jsonl` (formats/ms-swift.md §5):
+column-oriented lists in 4.x (`{"step": [...], "prompt": [...], "completion": [...], "<fn>":
+[...], "advantages": [...]}`), `messages` in 3.1-3.2, message-list prompts in 3.3,
+`advantage` in 3.7, Megatron's `gen_step`, and Megatron-Ray's one line per completion. The
+completions index (run/completions.py) reads this column shape; other frameworks' files are
+converted to it (trl_completions.py, verl_rollouts.py), so this is the shape every adapter
+hands the index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import orjson
+
+from grpo_tui.sources.batch_files import PROBLEM_KEY
+
+#: keys that are not reward functions; every other numeric column is one
+NON_REWARD_KEYS = frozenset(
+    {
+        "step",
+        "gen_step",
+        "prompt",
+        "messages",
+        "completion",
+        "advantages",
+        "advantage",
+        "entropy",
+        "solution",
+        "num_turns",
+        "trajectory_infos",
+        "reward",
+    }
+)
+#: per-row columns besides the rewards (a non-list value there makes the line malformed)
+_ROW_COLUMNS = frozenset({"prompt", "messages", "advantages", "advantage", "entropy", "solution"})
+
+#: message nesting rendered before giving up (hostile input can nest arbitrarily)
+_RENDER_DEPTH = 4
+
+Shape = Literal["columns", "prompt_messages", "messages", "advantage_singular", "megatron", "ray"]
+
+
+class NotCompletionsError(ValueError):
+    """A JSON line that is not a completions record (the reason is the message)."""
+
+
+@dataclass(slots=True)
+class Rows:
+    """One batch of rollouts, column-wise, all lists of equal length."""
+
+    shape: Shape
+    steps: list[str]
+    prompts: list[str]
+    completions: list[str]
+    rewards: dict[str, np.ndarray]
+    totals: np.ndarray
+    advantages: np.ndarray | None
+    entropy: np.ndarray | None
+    solutions: list[str | None] | None
+    malformed: bool = False
+
+    def __len__(self) -> int:
+        return len(self.completions)
+
+
+def decode_line(data: bytes) -> tuple[object, bool]:
+    """The JSON value of one line and whether the lenient fallback decoder was needed.
+
+    orjson is strict; the stdlib parser accepts the `NaN`/`Infinity` tokens trainers write,
+    and undecodable bytes become U+FFFD. Raises ValueError when neither can read it.
+    """
+    try:
+        return orjson.loads(data), False
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data.decode("utf-8", errors="replace")), True
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+
+
+def _clean(text: str) -> str:
+    # lone surrogates (a `\\ud800` escape read by the stdlib parser) cannot be encoded or drawn
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+def _render(value: object, depth: int = 0) -> str:
+    """Text of a prompt or completion: strings as they are, chat messages as "role: content"."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if depth >= _RENDER_DEPTH:
+        return "…"
+    if isinstance(value, dict):
+        if "role" in value or "content" in value:
+            role = _render(value.get("role", "?"), depth + 1)
+            return f"{role}: {_render(value.get('content'), depth + 1)}"
+        if "text" in value:
+            return _render(value["text"], depth + 1)
+        return f"[{_render(value.get('type', 'object'), depth + 1)}]"
+    if isinstance(value, list):
+        return "\n".join(_render(item, depth + 1) for item in value)
+    try:
+        return str(value)
+    except ValueError:
+        return "…"  # an integer too long to print (Python caps int → str conversion)
+
+
+def _numeric(values: list[object]) -> np.ndarray | None:
+    """A float column (None → NaN), or None when any value is not a number or null."""
+    if not all(v is None or isinstance(v, (int, float)) for v in values):
+        return None
+    try:
+        return np.array(values, dtype=np.float64) if values else np.empty(0)
+    except OverflowError:
+        return None  # an integer beyond float range: not a reward anyone logged
+
+
+def _shape_of(record: dict[str, object], row_oriented: bool) -> Shape:
+    if row_oriented:
+        return "ray"
+    if "gen_step" in record:
+        return "megatron"
+    if "prompt" not in record and "messages" in record:
+        return "messages"
+    prompts = record.get("prompt")
+    if isinstance(prompts, list) and prompts and isinstance(prompts[0], list):
+        return "prompt_messages"
+    if "advantage" in record and "advantages" not in record:
+        return "advantage_singular"
+    return "columns"
+
+
+def parse_record(record: dict[str, object], *, clean: bool = False) -> Rows:
+    """The rows of one completions line, whatever its ms-swift shape (§5).
+
+    Raises NotCompletionsError for an object that holds no completions. `clean` replaces
+    lone surrogates in the texts (only the lenient decoder can produce them).
+    """
+    if "completion" not in record:
+        problem = record.get(PROBLEM_KEY)  # a step file its source could not read
+        raise NotCompletionsError(problem if isinstance(problem, str) else "no 'completion' field")
+    step_value = record.get("step", record.get("gen_step"))
+    # Megatron-Ray: one completion per line, scalar values
+    row_oriented = not isinstance(record["completion"], list) or (
+        "gen_step" in record and not isinstance(record["gen_step"], list)
+    )
+    columns: dict[str, object] = (
+        {key: [value] for key, value in record.items()} if row_oriented else dict(record)
+    )
+    malformed = False
+    aligned: dict[str, list[object]] = {}
+    for key, value in columns.items():
+        if isinstance(value, list):
+            aligned[key] = value
+        elif key in _ROW_COLUMNS:
+            malformed = True  # a per-row column that is not a list: ignored
+    prompt_key = "prompt" if "prompt" in aligned else "messages" if "messages" in aligned else None
+    used = [aligned["completion"]]
+    if prompt_key is None:
+        malformed = True
+    else:
+        used.append(aligned[prompt_key])
+    steps_list = aligned.get("step", aligned.get("gen_step"))
+    if steps_list is not None:
+        used.append(steps_list)
+    reward_columns: dict[str, np.ndarray] = {}
+    numeric_extras: dict[str, np.ndarray] = {}
+    for key, values in aligned.items():
+        if key in NON_REWARD_KEYS and key not in ("advantages", "advantage", "entropy", "reward"):
+            continue
+        column = _numeric(values)
+        if column is None:
+            continue  # a text column some plugin gathered: not a reward
+        if key in NON_REWARD_KEYS:
+            numeric_extras[key] = column
+        else:
+            reward_columns[_clean(key) if clean else key] = column
+        used.append(values)
+    if "solution" in aligned:
+        used.append(aligned["solution"])
+    lengths = {len(values) for values in used}
+    count = min(lengths)
+    malformed = malformed or len(lengths) > 1
+
+    if steps_list is not None:
+        steps = [_render(v) for v in steps_list[:count]]
+    else:
+        label = (
+            "?"
+            if step_value is None or isinstance(step_value, (list, dict))
+            else _render(step_value)
+        )
+        steps = [label] * count
+    prompts = [_render(v) for v in aligned[prompt_key][:count]] if prompt_key else [""] * count
+    completions = [_render(v) for v in aligned["completion"][:count]]
+    solutions = (
+        [None if v is None else _render(v) for v in aligned["solution"][:count]]
+        if "solution" in aligned
+        else None
+    )
+    if clean:
+        steps = [_clean(s) for s in steps]
+        prompts = [_clean(p) for p in prompts]
+        completions = [_clean(c) for c in completions]
+        if solutions is not None:
+            solutions = [None if s is None else _clean(s) for s in solutions]
+    rewards = {name: column[:count] for name, column in reward_columns.items()}
+    logged_total = numeric_extras.get("reward")
+    advantages = numeric_extras.get("advantages", numeric_extras.get("advantage"))
+    entropy = numeric_extras.get("entropy")
+    return Rows(
+        shape=_shape_of(record, row_oriented),
+        steps=steps,
+        prompts=prompts,
+        completions=completions,
+        rewards=rewards,
+        totals=_totals(rewards, None if logged_total is None else logged_total[:count], count),
+        advantages=None if advantages is None else advantages[:count],
+        entropy=None if entropy is None else entropy[:count],
+        solutions=solutions,
+        malformed=malformed,
+    )
+
+
+def _totals(
+    rewards: dict[str, np.ndarray], logged_total: np.ndarray | None, count: int
+) -> np.ndarray:
+    """Total reward per row: the logged total when there is one, else the sum of the functions.
+
+    ms-swift logs each function's raw, unweighted value and the reward weights are not
+    known here, so the sum is unweighted: fine for ties and ranking inside a group, not a
+    copy of the trainer's weighted `reward`. Null/NaN values are skipped; a row with no
+    known value has an unknown (NaN) total.
+    """
+    if logged_total is not None:
+        return logged_total
+    if not rewards:
+        return np.full(count, math.nan)
+    matrix = np.vstack(list(rewards.values()))
+    known = ~np.isnan(matrix)
+    with np.errstate(invalid="ignore"):
+        sums = np.where(known, matrix, 0.0).sum(axis=0)
+    return np.where(known.any(axis=0), sums, math.nan)
+
+
+def concat_rows(parts: Sequence[Rows]) -> Rows:
+    """One batch from consecutive row-oriented lines (Megatron-Ray)."""
+    if len(parts) == 1:
+        return parts[0]
+    names = list(dict.fromkeys(name for part in parts for name in part.rewards))
+
+    def column(part: Rows, name: str) -> np.ndarray:
+        return part.rewards.get(name, np.full(len(part), math.nan))
+
+    def optional(arrays: list[np.ndarray | None], sizes: list[int]) -> np.ndarray | None:
+        if all(a is None for a in arrays):
+            return None
+        return np.concatenate(
+            [np.full(n, math.nan) if a is None else a for a, n in zip(arrays, sizes, strict=True)]
+        )
+
+    sizes = [len(part) for part in parts]
+    solutions: list[str | None] | None = None
+    if any(part.solutions is not None for part in parts):
+        solutions = []
+        for part, size in zip(parts, sizes, strict=True):
+            solutions.extend(part.solutions if part.solutions is not None else [None] * size)
+    return Rows(
+        shape=parts[0].shape,
+        steps=[s for part in parts for s in part.steps],
+        prompts=[p for part in parts for p in part.prompts],
+        completions=[c for part in parts for c in part.completions],
+        rewards={name: np.concatenate([column(part, name) for part in parts]) for name in names},
+        totals=np.concatenate([part.totals for part in parts]),
+        advantages=optional([part.advantages for part in parts], sizes),
+        entropy=optional([part.entropy for part in parts], sizes),
+        solutions=solutions,
+        malformed=any(part.malformed for part in parts),
+    )
+
+
+# --------------------------------------------------------------------------- analysis
