@@ -107,7 +107,7 @@ def frame_seconds(store: MetricStore, frames: int) -> float:
 
 def diagnosis_seconds(store: MetricStore, repeats: int = 3) -> float:
     run = Run(Path("bench"), store=store)
-    run.context = RunContext(max_completion_length=512, num_iterations=1, beta=0.04)
+    run.given = RunContext(max_completion_length=512, num_iterations=1, beta=0.04)
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()

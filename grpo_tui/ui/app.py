@@ -33,6 +33,7 @@ from textual.containers import Horizontal
 from textual.events import Key, Resize
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Tab, Tabs
 
 from grpo_tui.health.diagnose import Diagnosis, LiveJudge
@@ -60,8 +61,11 @@ from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.untrusted import printable
 
-#: at most ~10 frames a second (slow frames are spaced further: ui/pacing.py)
+#: at most ~10 frames a second (slow frames are spaced further: ui/pacing.py); a frame is
+#: drawn only when something changed (new data, a diagnosis, a theme), never on a timer
 FRAME_INTERVAL_S = 0.1
+#: the header's clock ("last data 3s ago", "STALLED") is the one thing time alone changes
+CLOCK_INTERVAL_S = 1.0
 #: at most one diagnosis per this many seconds
 DIAGNOSIS_INTERVAL_S = 1.0
 #: wide layout (grid and diagnosis side by side) from this many columns
@@ -168,6 +172,9 @@ class GrpoTuiApp(App[None]):
         self._replaced_rows = 0
         self._drawn: tuple[object, ...] | None = None
         self._frames = Pacer(FRAME_INTERVAL_S)
+        #: a frame is asked for and not drawn yet (one, however many asks)
+        self._frame_asked = False
+        self._diagnosis_timer: Timer | None = None
         self._header_drawn: tuple[object, ...] | None = None
         self._charts_warm = False
         self._shutting_down = False
@@ -208,7 +215,9 @@ class GrpoTuiApp(App[None]):
         self._apply_layout(self.size.width)
         self._show_pane(self._pane)
         self._grid.focus()
-        self.set_interval(FRAME_INTERVAL_S, self._tick)
+        # idle means idle: no timer redraws what did not change; the clock only redraws the
+        # header (its "last data 3s ago"), and data, diagnoses and keys ask for frames
+        self.set_interval(CLOCK_INTERVAL_S, self._clock)
         self._reader.start()
         self._tick()
 
@@ -267,9 +276,8 @@ class GrpoTuiApp(App[None]):
                 max(events_before, len(self.run_state.events) - 3) :
             ]:
                 self.notify(printable(event), title="source", timeout=8, markup=False)
-        if (update.batch.rows() or update.new_samples) and self._frames.ready():
-            # draw new data now rather than at the next tick
-            self.call_later(self._tick)
+        self._maybe_diagnose()
+        self._request_frame()
 
     @on(IngestFailed)
     def _on_ingest_failed(self, message: IngestFailed) -> None:
@@ -297,10 +305,17 @@ class GrpoTuiApp(App[None]):
             self._judge.reset()
         # the first diagnosis with data comes at once; then at most one a second
         if not self._diagnoses.ready() and self._diagnosed_rows > 0:
+            if self._diagnosis_timer is None:
+                delay = max(0.01, self._diagnoses.next_at - time.monotonic())
+                self._diagnosis_timer = self.set_timer(delay, self._diagnose_later)
             return
         self._diagnosing = True
         self._diagnosed_rows = len(run.store)
         self._diagnose(run.version)
+
+    def _diagnose_later(self) -> None:
+        self._diagnosis_timer = None
+        self._maybe_diagnose()
 
     @work(thread=True, exclusive=False, group="diagnose", name="diagnose")
     def _diagnose(self, version: int) -> None:
@@ -370,6 +385,29 @@ class GrpoTuiApp(App[None]):
         self._frames.now()
         self._tick()
 
+    def _clock(self) -> None:
+        """Once a second: the header's clock, and a diagnosis or frame still owed."""
+        if self._shutting_down or self.paused:
+            return
+        self._draw_header()
+        self._maybe_diagnose()
+
+    def _request_frame(self) -> None:
+        """Draw soon: at once when the last frame was long enough ago, else when the pacer
+        allows (many asks in between make one frame)."""
+        if self._frame_asked or self._shutting_down:
+            return
+        self._frame_asked = True
+        delay = self._frames.next_at - time.monotonic()
+        if delay > 0:
+            self.set_timer(delay, self._frame_due)
+        else:
+            self.call_later(self._frame_due)
+
+    def _frame_due(self) -> None:
+        self._frame_asked = False
+        self._tick()
+
     def _tick(self) -> None:
         """One frame: draw what changed since the last one (nothing while paused)."""
         if self._shutting_down or self.paused or not self._grid.is_attached:
@@ -379,7 +417,10 @@ class GrpoTuiApp(App[None]):
         run = self.run_state
         spec = self.theme_spec
         key = (run.version, self.diagnosis, self.diagnosis_error, spec.name)
-        if key == self._drawn or not self._frames.ready():
+        if key == self._drawn:
+            return
+        if not self._frames.ready():
+            self._request_frame()
             return
         started = time.perf_counter()
         self._drawn = key
