@@ -63,7 +63,7 @@ def tail_command(
             rules=rules,
             given=given,
             cycle_seconds=cycle_seconds,
-            follower=RunFollower(Path(path), source),
+            follower=RunFollower(Path(path), source, newest_first=True),
         )
     except ThemeError as error:
         say(str(error))

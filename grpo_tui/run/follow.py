@@ -33,9 +33,15 @@ FIRST_COMPLETIONS_CHUNK = 64 << 10
 class RunFollower:
     """Reads a PATH's sources in bounded slices (metrics log and completions)."""
 
-    def __init__(self, path: Path, options: SourceOptions | None = None) -> None:
+    def __init__(
+        self, path: Path, options: SourceOptions | None = None, *, newest_first: bool = False
+    ) -> None:
+        """`newest_first`: the first read of a big log also hands out its newest lines,
+        read from the end, so a screen shows the latest state before the history is in."""
         self.path = Path(path)
         self.feed = RunFeed(self.path, options=options)
+        self.newest_first = newest_first
+        self._previewed = False
         self.completions: CompletionsIndex | None = None
         self._backlog = False
 
@@ -45,12 +51,18 @@ class RunFollower:
         chunk is parsed faster per line: fewer numpy calls per row)."""
         started = time.perf_counter()
         batch = Batch()
+        preview: Batch | None = None
         more = True
         while more:
             size = chunk_bytes or (BACKFILL_CHUNK if self._backlog else LIVE_CHUNK)
             part, more = self.feed.poll(size)
             self._backlog = more
             batch.extend(part)
+            if more and self.newest_first and not self._previewed:
+                # a backlog: the newest lines first, the history from the next read on
+                self._previewed = True
+                preview = self.feed.preview()
+                break
             if time.perf_counter() - started >= time_budget:
                 break
         new_samples = 0
@@ -79,6 +91,7 @@ class RunFollower:
             new_samples=new_samples,
             completions=index,
             completions_state=None if index is None else index.state(),
+            preview=preview,
         )
 
     def _completions_index(self) -> CompletionsIndex | None:
@@ -126,6 +139,8 @@ def load_run(
 
 #: seconds between reads when nothing is pending (file events wake the loop earlier)
 POLL_INTERVAL_S = 1.0
+#: seconds the reader leaves the CPU to the screen after handing out a preview
+PREVIEW_PAUSE_S = 0.25
 #: seconds one read may take before its update is handed on (keeps a backfill's first
 #: screen quick and its progress visible)
 READ_BUDGET_S = 0.05
@@ -196,9 +211,12 @@ class FollowLoop:
             if self._stop.is_set():
                 return
             status = update.status.signature()
-            if update or status != last_status:
+            if update or status != last_status or update.preview is not None:
                 last_status = status
                 self._deliver(update)
+                if update.preview is not None:
+                    # let the screen draw the newest lines before the history takes the CPU
+                    self._stop.wait(PREVIEW_PAUSE_S)
             if self._waker is not None:
                 self._waker.watch(self.follower.feed.watched_dirs)
                 if self._waker.failure is not None and not told_no_events:

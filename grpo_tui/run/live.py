@@ -70,6 +70,9 @@ class Run:
     completions: CompletionsIndex | None = None
     #: what that index held at the newest read (the screen reads this, never the index)
     completions_state: IndexState | None = None
+    #: the whole history being read behind a preview of the newest lines: `store` shows the
+    #: preview until this has caught up, then becomes it (see `apply`)
+    history: MetricStore | None = None
     _max_steps: int | None = None
     _samples_placer: SamplePlacer = field(default_factory=SamplePlacer)
 
@@ -130,17 +133,31 @@ class Run:
         if update.samples is not None:
             self.samples = update.samples
             self.version += 1
+        if update.preview is not None and self.history is None and len(self.store) == 0:
+            # newest first: the screen shows the log's newest lines while its history is
+            # read into a store of its own, which takes the preview's place once it is in
+            self.history, self.store = self.store, MetricStore()
+            for block in update.preview.blocks:
+                self.store.add_block(block)
+                if block.max_steps:
+                    self._max_steps = block.max_steps
         self.ingest(update.batch)
+        if self.history is not None and status.backlog is None:
+            self.store, self.history = self.history, None
+            self._samples_placer = SamplePlacer()
+            self.version += 1
         # the samples' statistics go into the train rows of their steps, once those exist
-        if self._samples_placer.place(self.samples, self.store):
+        # (in the whole history: not while a preview of the newest lines is shown)
+        if self.history is None and self._samples_placer.place(self.samples, self.store):
             self.version += 1
 
     def ingest(self, batch: Batch) -> None:
         """Add one batch from the sources."""
         if not batch:
             return
+        target = self.store if self.history is None else self.history
         for block in batch.blocks:
-            self.store.add_block(block)
+            target.add_block(block)
             kinds, counts = np.unique(block.kinds, return_counts=True)
             for kind, count in zip(kinds.tolist(), counts.tolist()):
                 self.line_counts[LineKind(kind).name.lower()] += count

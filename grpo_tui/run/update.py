@@ -26,6 +26,8 @@ class Update:
     completions: CompletionsIndex | None = None
     #: what that index held at the end of this read (read without its lock)
     completions_state: IndexState | None = None
+    #: the newest lines of a big log, read ahead of its history (newest first on screen)
+    preview: Batch | None = None
 
     def __bool__(self) -> bool:
         return bool(self.batch) or self.new_samples > 0
@@ -48,4 +50,5 @@ class Update:
                 if later.completions_state is None
                 else later.completions_state
             ),
+            preview=self.preview if later.preview is None else later.preview,
         )

@@ -30,7 +30,12 @@ from grpo_tui.sources.formats.layout import CompletionsRef, Reading
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
-from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
+from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader, read_tail_lines
+
+#: a log at least this big is previewed from its end before its history is read
+PREVIEW_FROM_BYTES = 8 << 20
+#: bytes of the newest lines previewed (a few thousand lines)
+PREVIEW_BYTES = 4 << 20
 
 
 @dataclass
@@ -156,6 +161,26 @@ class RunFeed:
         if layout.mode == Reading.STORE:
             return batch, self._poll_store(batch)
         return batch, self._poll_tail(batch, max_bytes)
+
+    def preview(self, max_bytes: int = PREVIEW_BYTES) -> Batch | None:
+        """The newest lines of a big JSON-lines log, read from its end before its history
+        (the screen shows the latest state at once). None when the log is small, is read
+        another way, or its lines do not name their steps (a preview would count them from
+        1). The history is still read whole, from the start: this is a look ahead only."""
+        layout, tail = self._layout, self._tail
+        if layout is None or layout.mode != Reading.JSONL or tail is None or self._reader is None:
+            return None
+        if tail.size < PREVIEW_FROM_BYTES:
+            return None
+        lines = read_tail_lines(tail.path, max_bytes, block=max_bytes)
+        if not lines:
+            return None
+        reader = LogReader(self._reader.adapter, str(tail.path))
+        batch = reader.read_chunk(b"".join(line.data + b"\n" for line in lines), 0)
+        if reader.counted_steps:
+            return None
+        batch.bad_lines.clear()  # the history's read counts them, at their line numbers
+        return batch
 
     def finish(self) -> Batch:
         """A one-shot read reached the end of what is there: what a reader still holds

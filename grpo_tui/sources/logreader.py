@@ -38,6 +38,8 @@ class LogReader:
         #: of it ("Unsloth (TRL)"; None when nothing more than the adapter)
         self.keys_seen: set[str] = set()
         self.flavour: str | None = None
+        #: a train line named no step, so the reader counted (generic logs)
+        self.counted_steps = False
 
     def restart(self) -> None:
         """The file started over: steps count from the start again."""
@@ -99,6 +101,8 @@ class LogReader:
             for i, (kind, step) in enumerate(zip(kinds.tolist(), filled)):
                 if math.isnan(step):  # no step key: an eval/end line belongs to the step
                     # before it; a train line without one (generic logs) is counted
+                    if kind == LineKind.TRAIN:
+                        self.counted_steps = True
                     step = last + 1 if kind == LineKind.TRAIN else last
                     filled[i] = step
                 last = int(step)

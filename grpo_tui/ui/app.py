@@ -153,7 +153,7 @@ class GrpoTuiApp(App[None]):
         self.diagnosis_seconds: float | None = None
         self.paused = False
         self._reader = FollowLoop(
-            follower or RunFollower(self.path),
+            follower or RunFollower(self.path, newest_first=True),
             lambda update: self.post_message(self.Ingested(update)),
             on_error=lambda error: self.post_message(self.IngestFailed(error)),
             on_notice=lambda notice: self.post_message(self.SourceNotice(notice)),
@@ -276,7 +276,6 @@ class GrpoTuiApp(App[None]):
                 max(events_before, len(self.run_state.events) - 3) :
             ]:
                 self.notify(printable(event), title="source", timeout=8, markup=False)
-        self._maybe_diagnose()
         self._request_frame()
 
     @on(IngestFailed)
@@ -412,7 +411,6 @@ class GrpoTuiApp(App[None]):
         """One frame: draw what changed since the last one (nothing while paused)."""
         if self._shutting_down or self.paused or not self._grid.is_attached:
             return
-        self._maybe_diagnose()
         self._draw_header()
         run = self.run_state
         spec = self.theme_spec
@@ -447,6 +445,8 @@ class GrpoTuiApp(App[None]):
         if isinstance(self.screen, DetailScreen):
             self.screen.show(self._detail_source())
         self._frames.done(time.perf_counter() - started)
+        # after the frame: the diagnosis thread would slow the first screen down
+        self.call_later(self._maybe_diagnose)
 
     def _draw_header(self) -> None:
         view = header_view(self.run_state, self.now(), paused=self.paused)

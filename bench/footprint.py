@@ -1,0 +1,231 @@
+"""What grpo-tui costs on the GPU box, next to a bare Textual app started the same way.
+
+Every figure is taken side by side in this one run, in a real terminal (tmux), so the
+machine's noise hits both alike:
+
+1. first screen: seconds from launch until the screen shows the run's latest step (the
+   bare app: until it shows its one word), for a small real run and for generated logs of
+   1 000, 100 000 and (with --big) 1 000 000 steps, from real ms-swift line shapes;
+2. idle CPU: share of a core over --idle seconds while tailing a run that gets no lines;
+3. RSS: memory once a log of 100 000 steps × 60 metrics is read (and at 1 000 / 1 M).
+
+    python bench/footprint.py            # 1k and 100k, ~2 minutes
+    python bench/footprint.py --big      # adds the 1 M-step (~1 GB) log
+
+Needs tmux. Generated logs are kept in $TMPDIR/grpo-tui-footprint (reused when present).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL_RUN = ROOT / "tests/fixtures/ms-swift/deepclima-r1_sft-v3.x_logging.jsonl"
+LINE_SHAPES = ROOT / "tests/fixtures/ms-swift/local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+CACHE = Path(tempfile.gettempdir()) / "grpo-tui-footprint"
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Static
+class Bare(App):
+    def compose(self):
+        yield Static("BARE-READY")
+Bare().run()
+"""
+SIZE = ("-x", "120", "-y", "40")
+
+
+# -- logs --------------------------------------------------------------------------------
+
+
+def build_log(steps: int, metrics: int) -> Path:
+    """A logging.jsonl of `steps` train lines from a real ms-swift 4.6 line, padded to
+    `metrics` numeric keys with extra reward functions (an eval line every 50 steps)."""
+    path = CACHE / f"{steps}x{metrics}" / "logging.jsonl"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.loads(line) for line in LINE_SHAPES.read_text().splitlines()]
+    train, evaluation = lines[0], lines[2]
+    numeric = [k for k, v in train.items() if isinstance(v, float)]
+    extra = [f"rewards/extra_{i}/mean" for i in range(max(0, metrics - len(numeric)))]
+    rng = np.random.default_rng(0)
+    tmp = path.with_suffix(".part")
+    with open(tmp, "w") as out:
+        for start in range(1, steps + 1, 10_000):
+            chunk = []
+            for step in range(start, min(steps, start + 9_999) + 1):
+                row = dict(train)
+                for key in numeric:
+                    row[key] = round(train[key] * float(rng.uniform(0.5, 1.5)), 8)
+                for key in extra:
+                    row[key] = round(float(rng.uniform()), 6)
+                row["global_step/max_steps"] = f"{step}/{steps}"
+                row["elapsed_time"] = f"{step // 3600}h {step // 60 % 60}m {step % 60}s"
+                chunk.append(json.dumps(row))
+                if step % 50 == 0:
+                    ev = dict(evaluation)
+                    ev["global_step/max_steps"] = f"{step}/{steps}"
+                    chunk.append(json.dumps(ev))
+            out.write("\n".join(chunk) + "\n")
+    tmp.rename(path)
+    return path
+
+
+# -- a command in a terminal ---------------------------------------------------------------
+
+
+class Pane:
+    """One command in a tmux session of its own."""
+
+    def __init__(self, name: str, command: list[str]) -> None:
+        self.name = f"fp-{name}-{os.getpid()}"
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        self.started = time.perf_counter()
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", self.name, *SIZE, shlex.join(command)], check=True
+        )
+        self.pid = int(
+            subprocess.run(
+                ["tmux", "list-panes", "-t", self.name, "-F", "#{pane_pid}"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()[0]
+        )
+
+    def screen(self) -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True
+        ).stdout
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> float:
+        """Seconds from launch until `text` is on the screen."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if text in self.screen():
+                return time.perf_counter() - self.started
+            time.sleep(0.01)
+        raise TimeoutError(f"{text!r} never appeared:\n{self.screen()}")
+
+    def wait_until_gone(self, text: str, timeout: float = 600.0) -> float:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if text not in self.screen():
+                return time.perf_counter() - self.started
+            time.sleep(0.05)
+        raise TimeoutError(f"{text!r} stayed on the screen")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def ours(path: Path) -> list[str]:
+    return [sys.executable, "-m", "grpo_tui.cli", "tail", str(path)]
+
+
+def bare() -> list[str]:
+    return [sys.executable, "-c", BARE_APP]
+
+
+def first_screen(path: Path, steps_text: str) -> tuple[float, float]:
+    """(grpo-tui, bare app) seconds to the first screen that shows the data."""
+    pane = Pane("ours", ours(path))
+    try:
+        mine = pane.wait_for(steps_text)
+    finally:
+        pane.close()
+    pane = Pane("bare", bare())
+    try:
+        theirs = pane.wait_for("BARE-READY")
+    finally:
+        pane.close()
+    return mine, theirs
+
+
+def idle_cpu(seconds: float) -> tuple[float, float]:
+    """(grpo-tui, bare app) share of one core while nothing happens."""
+    shares = []
+    for pane, ready in ((Pane("ours", ours(SMALL_RUN)), "step 438/438"), (Pane("bare", bare()), "BARE-READY")):
+        try:
+            pane.wait_for(ready)
+            time.sleep(3)  # the first diagnosis and chart warm-up are over
+            before, started = pane.cpu_seconds(), time.perf_counter()
+            time.sleep(seconds)
+            shares.append(100 * (pane.cpu_seconds() - before) / (time.perf_counter() - started))
+        finally:
+            pane.close()
+    return shares[0], shares[1]
+
+
+def rss_after_history(path: Path, steps_text: str) -> tuple[float, float, float]:
+    """(grpo-tui RSS once the whole history is read, bare app RSS, seconds to read it)."""
+    pane = Pane("ours", ours(path))
+    try:
+        pane.wait_for(steps_text)
+        seconds = pane.wait_until_gone("READING HISTORY")
+        time.sleep(2)  # the diagnosis of the whole run
+        mine = pane.rss_mb()
+    finally:
+        pane.close()
+    pane = Pane("bare", bare())
+    try:
+        pane.wait_for("BARE-READY")
+        theirs = pane.rss_mb()
+    finally:
+        pane.close()
+    return mine, theirs, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--big", action="store_true", help="also the 1 M-step (~1 GB) log")
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle measured")
+    args = parser.parse_args()
+    sizes = [1_000, 100_000] + ([1_000_000] if args.big else [])
+
+    print("first screen (s)            grpo-tui   bare app   ratio   target")
+    mine, theirs = first_screen(SMALL_RUN, "step 438/438")
+    print(f"  real run, 51 lines         {mine:8.2f}   {theirs:8.2f}   {mine / theirs:5.2f}   ≤ 0.4 s")
+    for steps in sizes:
+        path = build_log(steps, 31)
+        size_mb = path.stat().st_size / 1e6
+        mine, theirs = first_screen(path, f"step {steps}/{steps}")
+        label = f"{steps:,} steps ({size_mb:,.0f} MB)"
+        print(f"  latest step, {label:<14}{mine:8.2f}   {theirs:8.2f}   {mine / theirs:5.2f}   ≤ 0.5 s")
+
+    mine, theirs = idle_cpu(args.idle)
+    print(f"idle CPU (% of a core, {args.idle:.0f} s)  {mine:6.2f}   {theirs:8.2f}   {mine / max(theirs, 1e-9):5.2f}   ≤ 0.5 %")
+
+    print("RSS once read (MB)          grpo-tui   bare app   ratio   history read in")
+    for steps in sizes:
+        metrics = 60
+        path = build_log(steps, metrics)
+        mine, theirs, seconds = rss_after_history(path, f"step {steps}/{steps}")
+        target = "   (target ≤ 110 MB)" if steps == 100_000 else ""
+        print(
+            f"  {steps:>9,} steps × {metrics}     {mine:8.1f}   {theirs:8.1f}   {mine / theirs:5.2f}   {seconds:6.1f} s{target}"
+        )
+
+
+if __name__ == "__main__":
+    main()
