@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_tui.run.metrics import BLOCK, FINE, Buckets, MetricStore
-from grpo_tui.sources.records import ColumnGroup, RowBlock
+from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 
 TRAIN, EVAL, END = LineKind.TRAIN, LineKind.EVAL, LineKind.END
@@ -575,3 +575,19 @@ def test_block_buckets_summarise_exactly_the_rows_they_span(size: int, seed: int
         assert (buckets.min[i], buckets.max[i]) == (finite.min(), finite.max())
         assert buckets.last[i] == finite[-1]
     assert covered == n
+
+
+def test_compact_keeps_every_value_and_gives_back_the_headroom() -> None:
+    """A read history grew the store in quarters; compacting keeps every row and value
+    and leaves a little room, and the store grows again as a live run adds rows."""
+    store = MetricStore()
+    for step in range(1, 5001):
+        store.add(Record(LineKind.TRAIN, step, {"reward": step / 10, "kl": 0.1}))
+    before = store.column("reward").copy()
+    store.compact()
+    assert store._capacity < 5001 * 1.1
+    assert np.array_equal(store.column("reward"), before)
+    for step in range(5001, 7001):
+        store.add(Record(LineKind.TRAIN, step, {"reward": step / 10}))
+    assert len(store) == 7000 and store.column("reward")[-1] == 700.0
+    assert np.isnan(store.column("kl")[-1])

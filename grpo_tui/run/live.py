@@ -14,6 +14,7 @@ import numpy as np
 
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.completions import CompletionsIndex, IndexState
+from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.sample_series import SamplePlacer
 from grpo_tui.run.update import Update
@@ -75,6 +76,7 @@ class Run:
     history: MetricStore | None = None
     _max_steps: int | None = None
     _samples_placer: SamplePlacer = field(default_factory=SamplePlacer)
+    _reading_history: bool = False
 
     # -- what the sources say (read-only views of `status`) ------------------------------
     @property
@@ -146,6 +148,11 @@ class Run:
             self.store, self.history = self.history, None
             self._samples_placer = SamplePlacer()
             self.version += 1
+        if self._reading_history and status.backlog is None:
+            # the whole history is in: what grew for it and what parsing it left free go back
+            self.store.compact()
+            release_free_memory()
+        self._reading_history = status.backlog is not None
         # the samples' statistics go into the train rows of their steps, once those exist
         # (in the whole history: not while a preview of the newest lines is shown)
         if self.history is None and self._samples_placer.place(self.samples, self.store):

@@ -26,6 +26,8 @@ BLOCK = 256
 #: rows per fine block: medium runs (up to 2 × BLOCK rows per bucket) are bucketed from these
 FINE = 16
 _INITIAL_ROWS = 1024
+#: how much the rows' capacity grows when full
+_GROWTH = 1.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,11 +428,25 @@ class MetricStore:
         train_rows = np.flatnonzero(self._kinds[:cut] == LineKind.TRAIN)
         self._last_train_step = float(self._steps[train_rows[-1]]) if train_rows.size else -np.inf
 
+    def compact(self, headroom: float = 0.05) -> None:
+        """Shrink the capacity to the rows held plus `headroom` (a history read in full
+        grew it in quarters; what a live run adds from now on is a few rows a minute)."""
+        wanted = -(-int(self._n * (1 + headroom) + 1) // BLOCK) * BLOCK
+        if wanted >= self._capacity:
+            return
+        self._capacity = wanted
+        self._steps = self._steps[:wanted].copy()
+        self._kinds = self._kinds[:wanted].copy()
+        for column in self._columns.values():
+            column.values = column.values[:wanted].copy()
+
     def _grow(self, rows: int = 0) -> None:
-        """Double the capacity (at least to `rows`), in one copy per array."""
-        capacity = self._capacity * 2
-        while capacity < rows:
-            capacity *= 2
+        """Grow the capacity by a quarter (at least to `rows`), in one copy per array: a
+        quarter, not double, keeps what is held but unused under 25% of what is used
+        (each row is a float per metric), for a few more copies while a history loads."""
+        capacity = self._capacity
+        while capacity < max(rows, self._capacity + 1):
+            capacity = -(-int(capacity * _GROWTH) // BLOCK) * BLOCK
         self._capacity = capacity
         extra = capacity - self._steps.shape[0]
         self._steps = np.concatenate([self._steps, np.full(extra, np.nan)])

@@ -40,11 +40,11 @@ PREVIEW_BYTES = 4 << 20
 
 @dataclass
 class _StateFile:
-    """A trainer_state.json being re-read whenever it changes."""
+    """A JSON document rewritten whole (a trainer_state.json), re-read whenever it changes."""
 
     path: Path
     signature: tuple[int, int, float, int] | None = None
-    #: (kind-free) the last log_history item handed out, to skip what was already read
+    #: (kind-free) the last log record handed out, to skip what was already read
     last_item: dict[str, Any] | None = None
     unreadable: str | None = None
 
@@ -377,11 +377,15 @@ class RunFeed:
         state.unreadable = None
         self._note_file(state.path)
         self.status.data_time = stat.st_mtime
-        history = document.get("log_history") if isinstance(document, dict) else None
-        if not isinstance(history, list):
-            batch.events.append(f"{state.path.name} has no log_history list")
+        reader = self._reader
+        records = None if reader is None else reader.adapter.document_records
+        history = None if records is None else records(document)
+        if history is None:
+            batch.events.append(f"{state.path.name} holds no log records")
             return
-        self._apply_state_header(document, state.path)
+        if isinstance(document, dict):
+            # the document's own settings (max_steps, logging_steps) fill the run context
+            self.status.context.merge_missing(context_from_args(document))
         items = [item for item in history if isinstance(item, dict)]
         start = 0
         if state.last_item is not None:
@@ -395,10 +399,6 @@ class RunFeed:
             state.last_item = new_items[-1]
             batch.extend(self._reader.read_objects(enumerate(new_items, start + 1)))
             self._show_framework(self._reader)
-
-    def _apply_state_header(self, document: dict[str, Any], path: Path) -> None:
-        header = context_from_args(document)
-        self.status.context.merge_missing(header)
 
 
 def completions_at(path: Path) -> CompletionsRef:

@@ -128,6 +128,9 @@ class FormatAdapter:
     """Keys that are never metrics (bookkeeping numbers)."""
     version_hints: tuple[tuple[str, str], ...] = ()
     """(key, what its presence says about the version) for `inspect`."""
+    document_records: Callable[[Any], list[Any] | None] | None = None
+    """The log records of a document it rewrites whole (Reading.DOCUMENT), None when the
+    document holds none."""
     flatten: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """Turns one parsed record into a flat log dict (verl's `{"step", "data": {…}}`,
     EasyR1's nested dicts); None when records are flat already."""

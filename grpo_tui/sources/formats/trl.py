@@ -65,6 +65,12 @@ def flavour(keys: Collection[str]) -> str | None:
     return None
 
 
+def log_history(document: object) -> list[object] | None:
+    """trainer_state.json's `log_history` list (None when the document has none)."""
+    history = document.get("log_history") if isinstance(document, dict) else None
+    return history if isinstance(history, list) else None
+
+
 def newest_trainer_state(directory: Path) -> Path | None:
     """`trainer_state.json` of the highest-numbered `checkpoint-N/`, or the top one when
     it is at least as new: `trainer.save_state()` writes the top one after training, and
@@ -152,6 +158,7 @@ TRL = FormatAdapter(
         ("policy_loss", "TRL ≥ 1.8 (policy_loss)"),
     ),
     reading=Reading.DOCUMENT,
+    document_records=log_history,
     completion_folders=(TRL_COMPLETIONS,),
     claim=claim,
     find=find,
