@@ -18,10 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from grpo_tui.sources.formats.base import FormatAdapter
-from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, first_line, found_file
+from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, first_record, found_file
 
 NAME = "easyr1"
 LOG_FILE = "experiment_log.jsonl"
@@ -53,24 +51,20 @@ def flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def is_nested_log_line(line: bytes) -> bool:
+def is_nested_record(record: dict[str, Any] | None) -> bool:
     """A `step` and at least one nested object: EasyR1's unflattened metrics."""
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
     return (
-        isinstance(value, dict)
-        and "step" in value
-        and "data" not in value
-        and any(isinstance(v, dict) for v in value.values())
+        record is not None
+        and "step" in record
+        and "data" not in record
+        and any(isinstance(v, dict) for v in record.values())
     )
 
 
 def claim(path: Path, seen: Probe) -> Found | None:
     if path.name == LOG_FILE:
         why = f"named {LOG_FILE} (EasyR1's file logger)"
-    elif path.suffix == ".jsonl" and is_nested_log_line(first_line(path)):
+    elif path.suffix == ".jsonl" and is_nested_record(first_record(path)):
         why = "its lines are nested step records (EasyR1's file logger)"
     else:
         return None

@@ -19,6 +19,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from grpo_tui.files import describe_os_error, file_kind, open_regular
 
 
@@ -187,6 +189,15 @@ def read_head(path: Path, size: int) -> bytes:
             return handle.read(size)
     except OSError:
         return b""
+
+
+def first_record(path: Path) -> dict[str, Any] | None:
+    """The file's first line as a JSON object (None: no whole line yet, or not an object)."""
+    try:
+        value = orjson.loads(first_line(path))
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def first_line(path: Path, limit: int = 1 << 16) -> bytes:

@@ -32,8 +32,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from grpo_tui.sources.formats import verl_rollouts as rollouts
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict
 from grpo_tui.sources.formats.layout import (
@@ -47,7 +45,7 @@ from grpo_tui.sources.formats.layout import (
     console_find,
     entry_is_dir,
     files_named,
-    first_line,
+    first_record,
     found_file,
     scan,
 )
@@ -89,16 +87,10 @@ def flatten(record: dict[str, Any]) -> dict[str, Any]:
     return {"step": record.get("step"), **data}
 
 
-def is_file_logger_line(line: bytes) -> bool:
-    """The first line of verl's file logger: exactly `step` and a `data` object."""
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
+def is_file_logger_record(record: dict[str, Any] | None) -> bool:
+    """verl's file logger writes exactly `step` and a `data` object."""
     return (
-        isinstance(value, dict)
-        and set(value) == {"step", "data"}
-        and isinstance(value["data"], dict)
+        record is not None and set(record) == {"step", "data"} and isinstance(record["data"], dict)
     )
 
 
@@ -127,7 +119,7 @@ def rollouts_near(run_dir: Path) -> CompletionsRef | None:
 
 
 def claim(path: Path, seen: Probe) -> Found | None:
-    if path.suffix != ".jsonl" or not is_file_logger_line(first_line(path)):
+    if path.suffix != ".jsonl" or not is_file_logger_record(first_record(path)):
         return None
     return found_file(
         path,
@@ -267,21 +259,16 @@ VERL = FormatAdapter(
     find=find,
 )
 
-VERL_CONSOLE = FormatAdapter(
+#: the same vocabulary, read from the console logger's lines (fresh plan caches)
+VERL_CONSOLE = replace(
+    VERL,
     name=CONSOLE_NAME,
     title="verl console log",
-    aliases=VERL_ALIASES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
-    families=VERL_FAMILIES,
-    eval_prefix=_EVAL_PREFIX,
-    eval_needs_all=True,
-    end_keys=(),
-    summary_keys=(),
-    ignored_keys=frozenset({"training/global_step"}),
-    version_hints=VERL.version_hints,
     reading=Reading.CONSOLE,
+    flatten=None,
     parser=VerlConsoleParser,
     claim=console_claim_verl,
     find=console_find_verl,
+    _plans={},
+    _canonical={},
 )
