@@ -191,13 +191,31 @@ def read_head(path: Path, size: int) -> bytes:
         return b""
 
 
+#: first records found, by file identity: a file's first line does not change once written,
+#: and rediscovery asks for it every few seconds
+_FIRST_RECORDS: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
 def first_record(path: Path) -> dict[str, Any] | None:
     """The file's first line as a JSON object (None: no whole line yet, or not an object)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    identity = (str(path), info.st_dev, info.st_ino)
+    known = _FIRST_RECORDS.get(identity)
+    if known is not None:
+        return known
     try:
         value = orjson.loads(first_line(path))
     except orjson.JSONDecodeError:
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    if len(_FIRST_RECORDS) >= _KEPT:
+        _FIRST_RECORDS.clear()
+    _FIRST_RECORDS[identity] = value
+    return value
 
 
 def first_line(path: Path, limit: int = 1 << 16) -> bytes:
