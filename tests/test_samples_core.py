@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import grpo_tui.run.completions as completions_module
@@ -226,6 +226,9 @@ def _lines_strategy() -> st.SearchStrategy[tuple[list[tuple[bytes, bytes]], byte
 
 @settings(
     max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@example(  # CI found it: a 2-byte first line read whole into a 1-byte window
+    layout=([(b"\x00", b"\n")], b"", False), max_bytes=1, block=1
 )
 @given(
     layout=_lines_strategy(),

@@ -226,7 +226,10 @@ def read_tail_lines(path: Path, max_bytes: int, *, block: int = 1 << 20) -> list
     if end < 0:
         return []
     data = data[: end + 1]
-    if start > 0:
+    # the window holds max_bytes: the one byte more read is for the newline before a line
+    # that fills it, so when the read reached the file's start with that byte used, the
+    # first line does not fit either (from the start no newline comes before it)
+    if start > 0 or len(data) > max_bytes:
         first = data.find(b"\n")
         if first == end:
             return []  # the newest line is longer than the window
