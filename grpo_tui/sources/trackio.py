@@ -52,8 +52,17 @@ from typing import Any
 
 import orjson
 
-from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, read_regular
+from grpo_tui.files import NotRegularFile, describe_os_error, file_kind
 from grpo_tui.sources.polled import PolledRecords
+from grpo_tui.sources.trackio_inbox import (
+    Fragment,
+    WriterFolder,
+    first_fragment,
+    fragment_names,
+    inbox_runs,
+    read_fragment,
+    writer_dirs,
+)
 
 #: rows (and inbox records) read per poll at most: a bite of GRPO rows (~30 metrics each)
 #: takes ~0.25 s, most of it turning JSON into records; a backlog follows with `more`
@@ -73,11 +82,7 @@ _NOT_NOW = {5, 6, 8, 14, 15}
 _BUSY_TIMEOUT = 0.1  # seconds SQLite waits on a lock before answering busy
 #: consecutive "not now" answers before a poll says so (a crashed writer's hot journal)
 _PATIENCE = 5
-#: an inbox folder whose mtime is this much older than its last listing is not re-listed
-_SETTLED_NS = 2_000_000_000
 _IN_CHUNK = 500  # log ids per `IN (...)` lookup
-#: an inbox fragment is one 0.5 s flush of a run (kilobytes); a larger file is not one
-_MAX_FRAGMENT_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,12 +113,6 @@ def find_trackio_dir() -> Path | None:
     return directory if directory.is_dir() else None
 
 
-def canonical_project(project: str) -> str:
-    """The on-disk name trackio gives a project (its `canonical_project_name`)."""
-    safe = "".join(c for c in project if c.isalnum() or c in ("-", "_")).rstrip()
-    return safe or "default"
-
-
 def list_projects(directory: Path) -> list[str]:
     """The projects of a trackio directory: its databases, and projects found only as
     inbox fragments (a network filesystem before any dashboard imported them)."""
@@ -124,8 +123,8 @@ def list_projects(directory: Path) -> list[str]:
                 with suppress(OSError):
                     if entry.is_file():
                         names.add(entry.name.removesuffix(DB_SUFFIX))
-    for folder in _writer_dirs(directory / INBOX):
-        first = _first_fragment(folder, _fragment_names(folder))
+    for folder in writer_dirs(directory / INBOX):
+        first = first_fragment(folder, fragment_names(folder))
         if first is not None:
             names.add(first.project)
     return sorted(names)
@@ -136,7 +135,7 @@ def list_runs(db_path: Path) -> list[RunInfo]:
     only in the inbox by their first fragment. Raises OSError or sqlite3.Error when the
     database cannot be read (a live view polls `TrackioStore` instead, which never raises)."""
     project = db_path.name.removesuffix(DB_SUFFIX)
-    inbox = _inbox_runs(db_path.parent / INBOX, project)
+    inbox = inbox_runs(db_path.parent / INBOX, project)
     runs: dict[str, _RunRows] = {}
     imported: set[str] = set()
     if os.path.lexists(db_path):
@@ -174,7 +173,7 @@ class TrackioStore:
         self._max_rows = max_rows
         self._project = path.name.removesuffix(DB_SUFFIX)
         self._inbox = path.parent / INBOX
-        self._writers: dict[str, _Writer] = {}  # inbox folder name → what is known of it
+        self._writers: dict[str, WriterFolder] = {}  # inbox folder name → what is known of it
         self._names: dict[str, str | None] = {}  # stored key → record key (None: the step)
         self._not_now = 0
         self._reset()
@@ -299,18 +298,18 @@ class TrackioStore:
         if runs:
             self._run, self.current_run, self._mark = runs[-1]
 
-    def _scan_inbox(self) -> list[tuple[Path, _Writer, list[str]]]:
+    def _scan_inbox(self) -> list[tuple[Path, WriterFolder, list[str]]]:
         """This project's inbox folders with their fragments (a folder's project and run
         are learnt once, from its first fragment)."""
-        found: list[tuple[Path, _Writer, list[str]]] = []
+        found: list[tuple[Path, WriterFolder, list[str]]] = []
         now = time.time_ns()
-        for folder in _writer_dirs(self._inbox):
-            writer = self._writers.setdefault(folder.name, _Writer())
+        for folder in writer_dirs(self._inbox):
+            writer = self._writers.setdefault(folder.name, WriterFolder())
             if writer.project is not None and writer.project != self._project:
                 continue
             names = writer.listing(folder, now)
             if writer.project is None:
-                first = _first_fragment(folder, names, writer.junk)
+                first = first_fragment(folder, names, writer.junk)
                 if first is None:
                     continue
                 writer.project, writer.run, writer.run_name = (
@@ -325,11 +324,11 @@ class TrackioStore:
         return found
 
     def _read_inbox(
-        self, folders: list[tuple[Path, _Writer, list[str]]], budget: int
-    ) -> list[_Fragment]:
+        self, folders: list[tuple[Path, WriterFolder, list[str]]], budget: int
+    ) -> list[Fragment]:
         """The fragments not taken yet of the run followed, and the first of a run not
         known (it may be a newer run), within the poll's budget of records."""
-        fragments: list[_Fragment] = []
+        fragments: list[Fragment] = []
         for folder, writer, names in folders:
             new_run = writer.run not in self._known
             if writer.run != self._run and not new_run:
@@ -339,7 +338,7 @@ class TrackioStore:
                     return fragments
                 if name in writer.taken or name in writer.junk:
                     continue
-                fragment = _read_fragment(folder / name)
+                fragment = read_fragment(folder / name)
                 if fragment is None:
                     writer.junk.add(name)  # unreadable, not trackio's, or gone: not again
                     continue
@@ -583,149 +582,13 @@ def _logged(conn: sqlite3.Connection, schema: _Schema, log_ids: Iterable[str | N
     return found
 
 
-# -- the inbox -------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One metrics record of an inbox fragment."""
-
-    step: Any
-    metrics: Any
-    log_id: str | None
-    mtime: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Fragment:
-    """One inbox fragment: immutable once trackio renamed it into place."""
-
-    folder: str
-    name: str
-    project: str
-    run: str | None  # run_id, else the run's name
-    run_name: str | None
-    entries: list[_Entry]
-    mtime: float
-
-
-@dataclass(slots=True)
-class _Writer:
-    """One inbox folder: the fragments of one trackio run (a FragmentWriter per Run)."""
-
-    project: str | None = None
-    run: str | None = None
-    run_name: str | None = None
-    first_mtime: float = 0.0
-    taken: set[str] = field(default_factory=set)
-    junk: set[str] = field(default_factory=set)  # fragments that are not trackio's
-    names: list[str] = field(default_factory=list)  # the last listing
-    mtime_ns: int = -1
-    listed_ns: int = 0
-
-    def listing(self, folder: Path, now_ns: int) -> list[str]:
-        """Its fragments in order. A folder unchanged since a listing made well after its
-        last change is not listed again (thousands pile up when nothing imports them)."""
-        try:
-            mtime_ns = os.stat(folder).st_mtime_ns
-        except OSError:
-            return []
-        if mtime_ns == self.mtime_ns and self.listed_ns - mtime_ns > _SETTLED_NS:
-            return self.names
-        self.names, self.mtime_ns, self.listed_ns = _fragment_names(folder), mtime_ns, now_ns
-        self.taken.intersection_update(self.names)  # imported and deleted: forgotten
-        self.junk.intersection_update(self.names)
-        return self.names
-
-
-def _writer_dirs(inbox: Path) -> list[Path]:
-    try:
-        with os.scandir(inbox) as entries:
-            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
-
-
-def _fragment_names(folder: Path) -> list[str]:
-    """A writer folder's finished fragments in order (`.tmp` files are being written)."""
-    try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                e.name
-                for e in entries
-                if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
-            )
-    except OSError:
-        return []
-
-
-def _first_fragment(
-    folder: Path, names: list[str], junk: set[str] | None = None
-) -> _Fragment | None:
-    """A writer folder's first readable fragment (the others not trackio's go to `junk`)."""
-    for name in names:
-        if junk is not None and name in junk:
-            continue
-        fragment = _read_fragment(folder / name)
-        if fragment is not None:
-            return fragment
-        if junk is not None:
-            junk.add(name)
-    return None
-
-
-def _read_fragment(path: Path) -> _Fragment | None:
-    """A fragment's metrics records; None when it cannot be read (gone: imported)."""
-    try:
-        info = os.stat(path)
-        if info.st_size > _MAX_FRAGMENT_BYTES:
-            return None
-        data = read_regular(path)
-    except OSError:
-        return None
-    mtime = info.st_mtime
-    head: dict[str, Any] | None = None
-    entries: list[_Entry] = []
-    for line in data.splitlines():
-        try:
-            item = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(item, dict) or not isinstance(item.get("project"), str):
-            continue
-        head = head or item
-        if item.get("kind") == "metric":
-            log_id = item.get("log_id")
-            log_id = log_id if isinstance(log_id, str) else None
-            entries.append(_Entry(item.get("step"), item.get("metrics"), log_id, mtime))
-    if head is None:
-        return None
-    name, run_id = head.get("run"), head.get("run_id")
-    run_name = name if isinstance(name, str) else None
-    run = run_id if isinstance(run_id, str) else run_name
-    project = canonical_project(head["project"])
-    return _Fragment(path.parent.name, path.name, project, run, run_name, entries, mtime)
-
-
-def _inbox_runs(inbox: Path, project: str) -> dict[str, tuple[str, list[_Entry]]]:
-    """A project's runs in the inbox, each with its name and every metrics record."""
-    runs: dict[str, tuple[str, list[_Entry]]] = {}
-    for folder in _writer_dirs(inbox):
-        for name in _fragment_names(folder):
-            fragment = _read_fragment(folder / name)
-            if fragment is None or fragment.project != project or fragment.run is None:
-                continue
-            if fragment.entries:
-                _, entries = runs.setdefault(fragment.run, (fragment.run_name or fragment.run, []))
-                entries.extend(fragment.entries)
-    return runs
-
-
 # -- values --------------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Fetched:
     """What one poll read, before any of it is taken."""
 
     rows: list[tuple[Any, ...]] | None = None
-    fragments: list[_Fragment] = field(default_factory=list)
+    fragments: list[Fragment] = field(default_factory=list)
     imported: set[str] = field(default_factory=set)  # the fragments' log ids in the db
     rebuilt: bool = False
     problem: str | None = None
