@@ -51,7 +51,6 @@ from grpo_tui.ui.themes import (
     resolve_theme_name,
 )
 from grpo_tui.ui.widgets.chart import warm_up
-from grpo_tui.ui.widgets.completion_screen import CompletionScreen
 from grpo_tui.ui.widgets.completions import CompletionsPanel, CompletionsSource
 from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
@@ -475,6 +474,9 @@ class GrpoTuiApp(App[None]):
     # -- actions ------------------------------------------------------------------------
     @on(CompletionsPanel.OpenCompletion)
     def _open_completion(self, message: CompletionsPanel.OpenCompletion) -> None:
+        # imported when first asked for: Textual's TextArea costs ~65 ms of every start-up
+        from grpo_tui.ui.widgets.completion_screen import CompletionScreen
+
         group = message.page.groups[message.group]
         if 0 <= message.row < group.size:
             self.push_screen(CompletionScreen(group, message.row, self.theme_spec.palette))
