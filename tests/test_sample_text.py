@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -608,7 +609,8 @@ def test_empty_state_names_the_file_and_how_to_log(tmp_path: Path) -> None:
     assert "(present, no completions in it yet)" in text
     assert "2 lines could not be read" in text
     trl = empty_state(CompletionsSource(None, None, None, "TRL")).plain
-    assert "This TRL run has no completions file" in trl and HOW_TO_LOG in trl
+    assert "This TRL run shows no completions grpo-tui reads" in trl and HOW_TO_LOG in trl
+    assert "rollout_data_dir" in trl  # verl's way is said too
     assert empty_state(None).plain.startswith("No completions logged yet.")
     assert HOW_TO_LOG in empty_state(None).plain
 
@@ -620,6 +622,18 @@ def test_empty_state_is_empty_once_completions_were_read(tmp_path: Path) -> None
     index = CompletionsIndex(path)
     index.poll()
     assert empty_state(CompletionsSource(index, index.state(), path, "ms-swift")).plain == ""
+
+
+def test_empty_state_names_why_a_completions_file_cannot_be_read(tmp_path: Path) -> None:
+    """A FIFO named completions.jsonl is skipped (it would block): the panel says so rather
+    than "(not there)"."""
+    fifo = tmp_path / "completions.jsonl"
+    os.mkfifo(fifo)
+    index = CompletionsIndex(fifo)
+    index.poll()
+    text = empty_state(CompletionsSource(index, index.state(), fifo, "ms-swift")).plain
+    assert "(not there)" not in text
+    assert "not a regular file (a FIFO)" in text
 
 
 def test_empty_state_of_an_existing_empty_file(tmp_path: Path) -> None:

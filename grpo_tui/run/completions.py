@@ -206,6 +206,8 @@ class IndexState:
     progress: tuple[int, int]
     file_exists: bool
     bad_line_count: int
+    #: why the file cannot be read (a FIFO skipped, permission denied), None when it can
+    problem: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1185,6 +1187,7 @@ class CompletionsIndex:
                 progress=(self._reader.offset, max(self._reader.size, self._reader.offset)),
                 file_exists=self._reader.exists,
                 bad_line_count=self._bad_count,
+                problem=self._reader.problem,
             )
 
     @contextmanager

@@ -94,6 +94,8 @@ class LineSource(Protocol):
     offset: int
     size: int
     exists: bool
+    #: why it cannot be read ("permission denied: …", a FIFO skipped), None when it can
+    problem: str | None
 
     def poll(self, max_bytes: int | None = None) -> TailChunk:
         """The complete lines added since the last poll (about `max_bytes` of work)."""

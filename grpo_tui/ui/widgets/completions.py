@@ -52,7 +52,8 @@ REWARD_NAME_CHARS = 7
 HOW_TO_LOG = (
     "Turn completion logging on to see what the model writes, grouped by prompt:\n"
     "  ms-swift   --log_completions true   (writes completions.jsonl next to logging.jsonl)\n"
-    "  TRL        GRPOConfig(log_completions=True)"
+    "  TRL        GRPOConfig(log_completions=True)   (≥ 0.28: <output_dir>/completions/)\n"
+    "  verl       trainer.rollout_data_dir=DIR   (beside the log, or --completions DIR)"
 )
 
 
@@ -218,11 +219,15 @@ def empty_state(source: CompletionsSource | None) -> Text:
             text.append("Looked for: ")
             text.append(printable(str(source.looked_for)))
             exists = state is not None and state.file_exists
-            text.append(" (present, no completions in it yet)\n" if exists else " (not there)\n")
+            if state is not None and state.problem:
+                text.append(f" ({printable(state.problem)})\n")
+            else:
+                text.append(
+                    " (present, no completions in it yet)\n" if exists else " (not there)\n"
+                )
         elif source is not None and source.framework is not None:
             text.append(
-                f"This {printable(source.framework)} run has no completions file "
-                "grpo-tui reads (it reads ms-swift's completions.jsonl).\n"
+                f"This {printable(source.framework)} run shows no completions grpo-tui reads.\n"
             )
         text.append(HOW_TO_LOG, style="dim")
         bad = state.bad_line_count if state is not None else 0
