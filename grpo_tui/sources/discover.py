@@ -19,7 +19,7 @@ can act on, never as an exception.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_tui.files import describe_os_error
@@ -196,8 +196,3 @@ def _unreadable(
     return RunLayout(
         "unreadable", None, None, None, run_dir, output_dir, problem=problem, skipped=skipped
     )
-
-
-def with_completions(layout: RunLayout, completions: CompletionsRef | None) -> RunLayout:
-    """The layout with its completions source replaced (`--completions PATH`)."""
-    return replace(layout, completions=completions)

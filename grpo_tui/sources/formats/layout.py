@@ -191,6 +191,8 @@ def read_head(path: Path, size: int) -> bytes:
         return b""
 
 
+#: entries each of the caches below keeps at most (cleared when full)
+_KEPT = 256
 #: first records found, by file identity: a file's first line does not change once written,
 #: and rediscovery asks for it every few seconds
 _FIRST_RECORDS: dict[tuple[str, int, int], dict[str, Any]] = {}
@@ -287,7 +289,6 @@ CONSOLE_SUFFIXES = (".log", ".out", ".txt")
 #: it grows), and the (file, size) pairs that passed none (looked at again once it grew)
 _MATCHED: dict[tuple[str, int, int], str] = {}
 _FAILED: dict[tuple[str, int, int, int], set[str]] = {}
-_KEPT = 256
 #: the sample read last, shared by every adapter's test of the same file and size
 _SAMPLE: dict[tuple[str, int, int, int], tuple[str, ...]] = {}
 
