@@ -15,30 +15,17 @@ from grpo_tui.commands.output import (
     EXIT_PROBLEM,
     EXIT_UNREADABLE,
     print_renderable,
-    say,
     write_json,
     write_text,
 )
+from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.health.diagnose import Diagnosis, diagnose
-from grpo_tui.health.rules import Rules, RulesError, load_rules, rules_as_toml
+from grpo_tui.health.rules import rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
 from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.vocabulary import Status
-
-
-def effective_rules(rules_file: Path | None) -> Rules | None:
-    """The effective rules, warnings printed to stderr; None (after saying why) when the
-    rules file cannot be used."""
-    try:
-        rules, warnings = load_rules(rules_file)
-    except RulesError as exc:
-        say(str(exc))
-        return None
-    for warning in warnings:
-        say(f"warning: {warning}")
-    return rules
 
 
 def exit_code(run: Run, diagnosis: Diagnosis) -> int:

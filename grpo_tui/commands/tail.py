@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_tui.commands.check import effective_rules
 from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
+from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.follow import RunFollower
 from grpo_tui.sources.feed import SourceOptions

@@ -18,11 +18,12 @@ How data flows:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -36,8 +37,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Tab, Tabs
 
-from grpo_tui.health.diagnose import Diagnosis, LiveJudge
 from grpo_tui.health.rules import Rules
+from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
@@ -59,6 +60,9 @@ from grpo_tui.ui.widgets.help import HelpScreen, help_notes, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.untrusted import printable
+
+if TYPE_CHECKING:
+    from grpo_tui.health.diagnose import LiveJudge
 
 #: at most ~10 frames a second (slow frames are spaced further: ui/pacing.py); a frame is
 #: drawn only when something changed (new data, a diagnosis, a theme), never on a timer
@@ -151,9 +155,13 @@ class GrpoTuiApp(App[None]):
         self.diagnosis_error: str | None = None
         self.diagnosis_seconds: float | None = None
         self.paused = False
+        #: updates read before the screen is mounted, drawn by its first frame (None once
+        #: mounted: from then on they come as messages). Guarded by `_early_lock`.
+        self._early_updates: list[Update] | None = []
+        self._early_lock = threading.Lock()
         self._reader = FollowLoop(
             follower or RunFollower(self.path, newest_first=True),
-            lambda update: self.post_message(self.Ingested(update)),
+            self._deliver,
             on_error=lambda error: self.post_message(self.IngestFailed(error)),
             on_notice=lambda notice: self.post_message(self.SourceNotice(notice)),
             watch_files=watch_files,
@@ -166,8 +174,10 @@ class GrpoTuiApp(App[None]):
         self._diagnosed_version = -1
         self._diagnosed_rows = 0
         self._diagnoses = Pacer(DIAGNOSIS_INTERVAL_S)
-        #: the steady judgement of the run as it goes (core's; replays the history first)
-        self._judge = LiveJudge(self.rules)
+        #: the steady judgement of the run as it goes (core's; replays the history first).
+        #: Made by the first diagnosis, in its thread: the diagnosis modules are imported
+        #: there, after the first screen, not before it
+        self._judge: LiveJudge | None = None
         self._replaced_rows = 0
         self._drawn: tuple[object, ...] | None = None
         self._frames = Pacer(FRAME_INTERVAL_S)
@@ -217,8 +227,17 @@ class GrpoTuiApp(App[None]):
         # idle means idle: no timer redraws what did not change; the clock only redraws the
         # header (its "last data 3s ago"), and data, diagnoses and keys ask for frames
         self.set_interval(CLOCK_INTERVAL_S, self._clock)
-        self._reader.start()
+        with self._early_lock:
+            early, self._early_updates = self._early_updates or [], None
+        for update in early:
+            self._apply(update)
         self._tick()
+
+    def on_load(self) -> None:
+        # reading starts before the screen is composed and styled (~0.1 s): the first
+        # lines are usually in by the first frame, which draws them (not an empty frame
+        # and then a second one)
+        self._reader.start()
 
     def on_resize(self, event: Resize) -> None:
         self._apply_layout(event.size.width)
@@ -243,6 +262,15 @@ class GrpoTuiApp(App[None]):
             self._show_pane(pane)
 
     # -- reading (core's follow loop, in its thread) ---------------------------------------
+    def _deliver(self, update: Update) -> None:
+        """The reader thread's hand-off: kept for the first frame until the screen is
+        mounted, a message after."""
+        with self._early_lock:
+            if self._early_updates is not None:
+                self._early_updates.append(update)
+                return
+        self.post_message(self.Ingested(update))
+
     @on(Ingested)
     def _on_ingested(self, message: Ingested) -> None:
         if self._shutting_down:
@@ -300,7 +328,8 @@ class GrpoTuiApp(App[None]):
         if run.store.replaced_rows != self._replaced_rows:
             # a restarted or resumed run re-logged steps: its history changed under the judge
             self._replaced_rows = run.store.replaced_rows
-            self._judge.reset()
+            if self._judge is not None:
+                self._judge.reset()
         # the first diagnosis with data comes at once; then at most one a second
         if not self._diagnoses.ready() and self._diagnosed_rows > 0:
             if self._diagnosis_timer is None:
@@ -319,6 +348,10 @@ class GrpoTuiApp(App[None]):
     def _diagnose(self, version: int) -> None:
         started = time.perf_counter()
         try:
+            if self._judge is None:
+                from grpo_tui.health.diagnose import LiveJudge
+
+                self._judge = LiveJudge(self.rules)
             result: Diagnosis | None = self._judge.judge(self.run_state)
             error = None
         except Exception as exc:
@@ -443,9 +476,13 @@ class GrpoTuiApp(App[None]):
         )
         if isinstance(self.screen, DetailScreen):
             self.screen.show(self._detail_source())
-        self._frames.done(time.perf_counter() - started)
-        # after the frame: the diagnosis thread would slow the first screen down
-        self.call_later(self._maybe_diagnose)
+        if len(run.store):
+            self._frames.done(time.perf_counter() - started)
+        else:
+            # a frame of no data paces nothing: the first lines read are drawn at once
+            self._frames.now()
+        # once the frame is on the screen: the diagnosis thread would slow its painting down
+        self.call_after_refresh(self._maybe_diagnose)
 
     def _draw_header(self) -> None:
         view = header_view(self.run_state, self.now(), paused=self.paused)

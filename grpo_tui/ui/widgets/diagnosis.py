@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from grpo_tui.health.diagnose import Diagnosis
+from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.numbers import format_step
 from grpo_tui.presentation import history_lines, no_verdict_words
 from grpo_tui.ui.themes import ZonePalette

@@ -19,8 +19,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from grpo_tui.health.diagnose import Diagnosis
 from grpo_tui.health.rules import Rules
+from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.context import RunContext
