@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from grpo_tui.vocabulary import Zone
+
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_RUN = ROOT / "tests/fixtures/ms-swift/deepclima-r1_sft-v3.x_logging.jsonl"
 LINE_SHAPES = (
@@ -148,9 +150,10 @@ class Pane:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def rss_mb(self) -> float:
+    def rss_mb(self, field: str = "VmRSS") -> float:
+        """Resident memory now (VmRSS), or at its highest so far (VmHWM)."""
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
         return float("nan")
 
@@ -222,14 +225,17 @@ def idle_cpu(seconds: float) -> tuple[float, float]:
     return shares[0], shares[1]
 
 
-def rss_after_history(path: Path, steps_text: str) -> tuple[float, float, float]:
-    """(grpo-tui RSS once the whole history is read, bare app RSS, seconds to read it)."""
+def rss_after_history(path: Path, steps_text: str) -> tuple[float, float, float, float]:
+    """(grpo-tui RSS once the whole history is read and judged, its peak while reading,
+    bare app RSS, seconds to read the history)."""
     pane = Pane("ours", ours(path))
     try:
         pane.wait_for(steps_text)
         seconds = pane.wait_until_gone("READING HISTORY")
-        time.sleep(2)  # the diagnosis of the whole run
-        mine = pane.rss_mb()
+        # the diagnosis of the whole run: its tab shows a verdict once it is in
+        pane.wait_until_gone(f"{Zone.UNKNOWN.glyph} Diagnosis")
+        time.sleep(2)
+        mine, peak = pane.rss_mb(), pane.rss_mb("VmHWM")
     finally:
         pane.close()
     pane = Pane("bare", bare())
@@ -238,7 +244,7 @@ def rss_after_history(path: Path, steps_text: str) -> tuple[float, float, float]
         theirs = pane.rss_mb()
     finally:
         pane.close()
-    return mine, theirs, seconds
+    return mine, peak, theirs, seconds
 
 
 def main() -> None:
@@ -284,15 +290,15 @@ def first_screens(sizes: list[int]) -> None:
 
 
 def memory(sizes: list[int]) -> None:
-    print("RSS once read (MB)          grpo-tui   bare app   ratio   history read in")
+    print("RSS once read (MB)          grpo-tui   bare app   ratio   history read in   peak")
     for steps in sizes:
         # the 1 M-step log keeps 31 metrics: 60 would be 2 GB to write for one figure
         metrics = 60 if steps < 1_000_000 else 31
         path = build_log(steps, metrics)
-        mine, theirs, seconds = rss_after_history(path, f"step {steps}/{steps}")
+        mine, peak, theirs, seconds = rss_after_history(path, f"step {steps}/{steps}")
         target = "   (target ≤ 110 MB)" if steps == 100_000 else ""
         print(
-            f"  {steps:>9,} steps × {metrics}     {mine:8.1f}   {theirs:8.1f}   {mine / theirs:5.2f}   {seconds:6.1f} s{target}"
+            f"  {steps:>9,} steps × {metrics}     {mine:8.1f}   {theirs:8.1f}   {mine / theirs:5.2f}   {seconds:6.1f} s        {peak:6.1f}{target}"
         )
 
 

@@ -1,4 +1,7 @@
-"""The metric store: one float64 numpy column per canonical metric, NaN = not logged.
+"""The metric store: one float64 column per canonical metric over the log's rows.
+
+A column is held densely (a value per row, NaN = not logged) or, when few rows log it (an
+eval metric), as its logged rows and values (run/cells.py); the store picks by density.
 
 Rows are log lines (train, eval, end-of-train) in step order. Each column keeps small
 per-block summaries (min / max / sum / count / last) at two block sizes, `FINE` and `BLOCK`
@@ -14,10 +17,12 @@ from __future__ import annotations
 import bisect
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_tui.run.cells import DenseCells, SparseCells, to_dense, to_sparse
 from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 
@@ -28,6 +33,11 @@ FINE = 16
 _INITIAL_ROWS = 1024
 #: how much the rows' capacity grows when full
 _GROWTH = 1.25
+#: a column logged on fewer than this share of rows is held sparsely (12 bytes a value
+#: against 8 a row: sparse wins below 2/3; below 1/4 it saves at least 60%)...
+SPARSE_BELOW = 0.25
+#: ...and goes back to dense above this share (apart, so no column flips back and forth)
+DENSE_ABOVE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +94,9 @@ class _Summaries:
             self.stale_start = min(self.stale_start, start)
             self.stale_stop = max(self.stale_stop, stop)
 
-    def read(self, values: np.ndarray, n_rows: int) -> tuple[np.ndarray, ...]:
+    def read(
+        self, segment: Callable[[int, int], np.ndarray], n_rows: int
+    ) -> tuple[np.ndarray, ...]:
         """(count, sum, min, max, last row) of every block of the first `n_rows` rows,
         brought up to date first (the caller holds the store's lock)."""
         size = self.size
@@ -97,7 +109,7 @@ class _Summaries:
             self.count = np.concatenate([self.count, np.zeros(extra, dtype=np.int64)])
             self.last = np.concatenate([self.last, np.full(extra, -1, dtype=np.int64)])
         if self.stale_stop > self.stale_start:
-            self._rebuild(values, self.stale_start, self.stale_stop)
+            self._rebuild(segment, self.stale_start, self.stale_stop)
             self.stale_start = self.stale_stop = 0
         used = -(-n_rows // size)
         return (
@@ -108,11 +120,11 @@ class _Summaries:
             self.last[:used],
         )
 
-    def _rebuild(self, values: np.ndarray, start: int, stop: int) -> None:
+    def _rebuild(self, segment: Callable[[int, int], np.ndarray], start: int, stop: int) -> None:
         """Recompute the summaries of every block that rows [start, stop) touch."""
         size = self.size
         b0, b1 = start // size, -(-stop // size)
-        seg = values[b0 * size : b1 * size]
+        seg = segment(b0 * size, b1 * size)
         if seg.shape[0] < (b1 - b0) * size:
             seg = np.concatenate([seg, np.full((b1 - b0) * size - seg.shape[0], np.nan)])
         seg = seg.reshape(b1 - b0, size)
@@ -128,9 +140,10 @@ class _Summaries:
 
 
 class _Column:
-    """One metric: its values per row plus per-block summaries at two sizes."""
+    """One metric: its values over the rows plus per-block summaries at two sizes."""
 
     __slots__ = (
+        "cells",
         "coarse",
         "fine",
         "finite_count",
@@ -139,11 +152,12 @@ class _Column:
         "logged_count",
         "nonfinite_rows",
         "source_key",
-        "values",
     )
 
-    def __init__(self, capacity: int, source_key: str, lock: threading.Lock) -> None:
-        self.values = np.full(capacity, np.nan)
+    def __init__(
+        self, capacity: int, source_key: str, lock: threading.Lock, *, sparse: bool = False
+    ) -> None:
+        self.cells: DenseCells | SparseCells = SparseCells() if sparse else DenseCells(capacity)
         # the summaries are built when a view first needs them (`summaries`): most columns
         # of a long backfill are never drawn bucketed, and a short run never
         self.fine = _Summaries(FINE)
@@ -159,9 +173,18 @@ class _Column:
         self.nonfinite_rows: list[int] = []
         self.source_key = source_key
 
-    def grow(self, capacity: int) -> None:
-        old = self.values.shape[0]
-        self.values = np.concatenate([self.values, np.full(capacity - old, np.nan)])
+    def fit(self, n_rows: int, capacity: int, sparse_below: float, dense_above: float) -> None:
+        """Hold the values in the shape their density calls for, `capacity` rows long."""
+        cells = self.cells
+        if isinstance(cells, DenseCells):
+            if self.logged_count < sparse_below * n_rows:
+                self.cells = to_sparse(cells, n_rows)
+            else:
+                cells.resize(capacity)
+        elif self.logged_count > dense_above * n_rows:
+            self.cells = to_dense(cells, capacity)
+        else:
+            cells.resize(capacity)
 
     def mark_stale(self, start: int, stop: int) -> None:
         """Rows [start, stop) changed: their blocks' summaries are rebuilt when next read."""
@@ -174,11 +197,11 @@ class _Column:
         the first `n_rows` rows, brought up to date first."""
         level = self.fine if size == FINE else self.coarse
         with self.lock:
-            return level.read(self.values, n_rows)
+            return level.read(self.cells.segment, n_rows)
 
     def put(self, row: int, value: float) -> None:
         """Write a value into a row that holds nothing for this column yet."""
-        self.values[row] = value
+        self.cells.put(np.array([row]), np.array([value]))
         self.logged_count += 1
         self.mark_stale(row, row + 1)
         if not math.isfinite(value):
@@ -189,7 +212,7 @@ class _Column:
 
     def put_many(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Write values into rows that hold nothing for this column yet (increasing rows)."""
-        self.values[rows] = values
+        self.cells.put(rows, values)
         self.mark_stale(int(rows[0]), int(rows[-1]) + 1)
         finite = np.isfinite(values)
         n_finite = int(finite.sum())
@@ -206,17 +229,17 @@ class _Column:
 
     def clear_rows(self, start: int, stop: int) -> None:
         """Forget rows [start, stop) and rebuild the summaries they touched."""
-        seg = self.values[start:stop]
-        finite = np.isfinite(seg)
+        finite = np.isfinite(self.cells.segment(start, stop))
         self.finite_count -= int(finite.sum())
         removed_nonfinite = [r for r in self.nonfinite_rows if start <= r < stop]
         self.logged_count -= int(finite.sum()) + len(removed_nonfinite)
         if removed_nonfinite:
             self.nonfinite_rows = [r for r in self.nonfinite_rows if not start <= r < stop]
-        seg[:] = np.nan
+        self.cells.clear(start, stop)
         self.mark_stale(start, stop)
         if start <= self.last_row < stop:
-            finite_rows = np.flatnonzero(np.isfinite(self.values[:start]))
+            rows, values = self.cells.logged(start)
+            finite_rows = rows[np.isfinite(values)]
             self.last_row = int(finite_rows[-1]) if finite_rows.size else -1
 
 
@@ -234,7 +257,13 @@ class MetricStore:
     one of its kind replaces it.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, sparse_below: float = SPARSE_BELOW, dense_above: float = DENSE_ABOVE
+    ) -> None:
+        #: a column logged on fewer than this share of rows is held sparsely (0: never)...
+        self.sparse_below = sparse_below
+        #: ...and densely again once logged on more than this share
+        self.dense_above = dense_above
         self._capacity = _INITIAL_ROWS
         self._n = 0
         self._steps = np.full(self._capacity, np.nan)
@@ -310,9 +339,9 @@ class MetricStore:
         for name, value in values.items():
             column = self._columns.get(name)
             if column is None:
-                column = _Column(self._capacity, source or name, self._lock)
+                column = self._new_column(source or name)
                 self._columns[name] = column
-            elif not np.isnan(column.values[row]) or row in column.nonfinite_rows:
+            elif not np.isnan(column.cells.get(row)) or row in column.nonfinite_rows:
                 column.clear_rows(row, row + 1)
             column.put(row, value)
         return True
@@ -399,21 +428,27 @@ class MetricStore:
             for j, name in enumerate(group.columns):
                 column = self._columns.get(name)
                 if column is None:
-                    column = _Column(self._capacity, group.source_keys.get(name, name), self._lock)
+                    column = self._new_column(group.source_keys.get(name, name))
                     self._columns[name] = column
                 column.put_many(rows, values[:, j])
+
+    def _new_column(self, source_key: str) -> _Column:
+        # a metric first logged late in a run (an eval, a derived statistic) starts sparse:
+        # the next `fit` makes it dense if it turns out to be logged on most rows
+        sparse = self.sparse_below > 0 and self._n >= BLOCK
+        return _Column(self._capacity, source_key, self._lock, sparse=sparse)
 
     def _write(self, row: int, record: Record) -> None:
         for name, value in record.values.items():
             column = self._columns.get(name)
             if column is None:
-                column = _Column(self._capacity, record.source_keys.get(name, name), self._lock)
+                column = self._new_column(record.source_keys.get(name, name))
                 self._columns[name] = column
             column.put(row, value)
 
     def _clear_row(self, row: int) -> None:
         for column in self._columns.values():
-            if not np.isnan(column.values[row]) or row in column.nonfinite_rows:
+            if not np.isnan(column.cells.get(row)) or row in column.nonfinite_rows:
                 column.clear_rows(row, row + 1)
 
     def _truncate(self, cut: int) -> None:
@@ -430,15 +465,15 @@ class MetricStore:
 
     def compact(self, headroom: float = 0.05) -> None:
         """Shrink the capacity to the rows held plus `headroom` (a history read in full
-        grew it in quarters; what a live run adds from now on is a few rows a minute)."""
+        grew it in quarters; what a live run adds from now on is a few rows a minute), and
+        hold each column in the shape its density calls for."""
         wanted = -(-int(self._n * (1 + headroom) + 1) // BLOCK) * BLOCK
-        if wanted >= self._capacity:
-            return
-        self._capacity = wanted
-        self._steps = self._steps[:wanted].copy()
-        self._kinds = self._kinds[:wanted].copy()
+        if wanted < self._capacity:
+            self._capacity = wanted
+            self._steps = self._steps[:wanted].copy()
+            self._kinds = self._kinds[:wanted].copy()
         for column in self._columns.values():
-            column.values = column.values[:wanted].copy()
+            column.fit(self._n, self._capacity, self.sparse_below, self.dense_above)
 
     def _grow(self, rows: int = 0) -> None:
         """Grow the capacity by a quarter (at least to `rows`), in one copy per array: a
@@ -452,7 +487,7 @@ class MetricStore:
         self._steps = np.concatenate([self._steps, np.full(extra, np.nan)])
         self._kinds = np.concatenate([self._kinds, np.zeros(extra, np.uint8)])
         for column in self._columns.values():
-            column.grow(self._capacity)
+            column.fit(self._n, self._capacity, self.sparse_below, self.dense_above)
 
     # -- reading -----------------------------------------------------------------
     def __len__(self) -> int:
@@ -480,8 +515,8 @@ class MetricStore:
         return [name for name, col in self._columns.items() if col.logged_count]
 
     def column(self, name: str) -> np.ndarray:
-        """All rows of one metric, NaN where not logged (read-only view)."""
-        view = self._columns[name].values[: self._n]
+        """All rows of one metric, NaN where not logged (read-only)."""
+        view = self._columns[name].cells.segment(0, self._n)
         view.flags.writeable = False
         return view
 
@@ -505,7 +540,7 @@ class MetricStore:
         column = self._columns.get(name)
         if column is None or column.last_row < 0:
             return None
-        return float(self._steps[column.last_row]), float(column.values[column.last_row])
+        return float(self._steps[column.last_row]), column.cells.get(column.last_row)
 
     def latest(self, name: str) -> tuple[float, float] | None:
         """(step, value) of the newest logged value, NaN and ±Infinity included (a logged
@@ -516,7 +551,7 @@ class MetricStore:
         row = max(column.last_row, column.nonfinite_rows[-1] if column.nonfinite_rows else -1)
         if row < 0:
             return None
-        return float(self._steps[row]), float(column.values[row])
+        return float(self._steps[row]), column.cells.get(row)
 
     def last_step(self) -> float | None:
         return float(self._steps[self._n - 1]) if self._n else None
@@ -531,8 +566,8 @@ class MetricStore:
         column = self._columns.get(name)
         if column is None:
             return Points(np.empty(0), np.empty(0))
-        vals = column.values[: self._n]
-        steps = self._steps[: self._n]
+        rows, vals = column.cells.logged(self._n)
+        steps = self._steps[rows]
         mask = np.isfinite(vals)
         if since_step is not None:
             mask &= steps >= since_step  # rows are not always in step order: no bisecting
@@ -549,7 +584,7 @@ class MetricStore:
         span = max(4 * want, 64)
         while True:
             start = max(0, stop - span)
-            vals = column.values[start:stop]
+            vals = column.cells.segment(start, stop)
             mask = np.isfinite(vals)
             if int(mask.sum()) >= want or start == 0:
                 steps = self._steps[start:stop][mask]
@@ -582,7 +617,7 @@ class MetricStore:
     def _buckets_from_rows(self, column: _Column, width: int) -> Buckets:
         """Short runs: bucket the metric's own logged points, so rows of other kinds (an
         eval line between train lines) leave no gap; a logged NaN still does."""
-        vals = column.values[: self._n]
+        vals = column.cells.segment(0, self._n)
         logged = np.isfinite(vals)
         if column.nonfinite_rows:
             logged[np.asarray(column.nonfinite_rows, dtype=np.int64)] = True
@@ -631,7 +666,7 @@ class MetricStore:
         has = count > 0
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(has, total / np.maximum(count, 1), np.nan)
-        last = np.where(last_idx >= 0, column.values[np.maximum(last_idx, 0)], np.nan)
+        last = np.where(last_idx >= 0, column.cells.take(np.maximum(last_idx, 0)), np.nan)
         return Buckets(
             step_lo=self._steps[row_starts],
             step_hi=self._steps[row_stops - 1],

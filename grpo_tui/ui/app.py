@@ -42,6 +42,7 @@ from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
+from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.update import Update
 from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.pacing import Pacer
@@ -354,6 +355,9 @@ class GrpoTuiApp(App[None]):
                 self._judge = LiveJudge(self.rules)
             result: Diagnosis | None = self._judge.judge(self.run_state)
             error = None
+            # a diagnosis's working arrays are freed but glibc keeps their pages (20 MB
+            # after replaying a 100 000-row history): give them back (~0.2 ms)
+            release_free_memory()
         except Exception as exc:
             result, error = None, f"{type(exc).__name__}: {exc}"
         self.post_message(self.Diagnosed(result, version, time.perf_counter() - started, error))

@@ -1,0 +1,162 @@
+"""One metric's values over the store's rows, held densely or sparsely.
+
+A metric logged on most lines (loss, reward) is a float64 array over every row, NaN where
+a line did not log it. A metric logged on few lines (an eval metric every 50 steps, a
+reward function that stopped) would be mostly NaN that way: 8 bytes per row of the run
+for a value every fiftieth row. It is held as its logged rows and values instead (12 bytes
+per value). The store picks the shape by how many rows log the metric (`MetricStore`'s
+`fit`); both answer the same questions, so nothing above the store knows which it holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: sparse arrays grow by this factor (as the store's rows do): a few copies, little slack
+_GROWTH = 1.25
+
+
+class DenseCells:
+    """A value per row (NaN = not logged), `capacity` rows long."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, capacity: int) -> None:
+        self.values = np.full(capacity, np.nan)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes)
+
+    def get(self, row: int) -> float:
+        return float(self.values[row])
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.values[rows])
+
+    def segment(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as an array (a view: callers do not write into it)."""
+        return self.values[start:stop]
+
+    def logged(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, values) of the first `n_rows` rows that hold a value (NaN aside)."""
+        vals = self.values[:n_rows]
+        rows = np.flatnonzero(~np.isnan(vals))
+        return rows, vals[rows]
+
+    def put(self, rows: np.ndarray, values: np.ndarray) -> None:
+        self.values[rows] = values
+
+    def clear(self, start: int, stop: int) -> None:
+        self.values[start:stop] = np.nan
+
+    def resize(self, capacity: int) -> None:
+        old = self.values.shape[0]
+        if capacity > old:
+            self.values = np.concatenate([self.values, np.full(capacity - old, np.nan)])
+        elif capacity < old:
+            self.values = self.values[:capacity].copy()
+
+
+class SparseCells:
+    """The rows that hold a value and their values, in row order."""
+
+    __slots__ = ("_rows", "_size", "_values")
+
+    def __init__(self, rows: np.ndarray | None = None, values: np.ndarray | None = None) -> None:
+        self._rows = np.empty(0, np.int64) if rows is None else rows.astype(np.int64)
+        self._values = np.empty(0) if values is None else values.astype(np.float64)
+        self._size = int(self._rows.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._rows.nbytes + self._values.nbytes)
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._rows[: self._size]
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._values[: self._size]
+
+    def get(self, row: int) -> float:
+        rows = self.rows
+        at = int(np.searchsorted(rows, row))
+        return float(self._values[at]) if at < self._size and rows[at] == row else float("nan")
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        if self._size == 0:
+            return np.full(rows.shape, np.nan)
+        held = self.rows
+        at = np.minimum(np.searchsorted(held, rows), self._size - 1)
+        return np.where(held[at] == rows, self._values[at], np.nan)
+
+    def segment(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as a new dense array (NaN where not logged)."""
+        out = np.full(max(stop - start, 0), np.nan)
+        rows = self.rows
+        lo, hi = np.searchsorted(rows, [start, stop])
+        out[rows[lo:hi] - start] = self._values[lo:hi]
+        return out
+
+    def logged(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.rows
+        hi = int(np.searchsorted(rows, n_rows))
+        keep = ~np.isnan(self._values[:hi])
+        return rows[:hi][keep], self._values[:hi][keep]
+
+    def put(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Write values into rows that hold nothing yet (increasing rows)."""
+        n = int(rows.shape[0])
+        if n == 0:
+            return
+        if self._size == 0 or rows[0] > self._rows[self._size - 1]:
+            self._reserve(self._size + n)  # appending: the live path
+            self._rows[self._size : self._size + n] = rows
+            self._values[self._size : self._size + n] = values
+            self._size += n
+            return
+        # a row between held ones (a derived value written into an older row): merge
+        merged_rows = np.concatenate([self.rows, rows])
+        order = np.argsort(merged_rows, kind="stable")
+        self._rows = merged_rows[order]
+        self._values = np.concatenate([self.values, values])[order]
+        self._size = int(self._rows.shape[0])
+
+    def clear(self, start: int, stop: int) -> None:
+        rows = self.rows
+        lo, hi = (int(i) for i in np.searchsorted(rows, [start, stop]))
+        if hi == lo:
+            return
+        kept = self._size - (hi - lo)
+        self._rows[lo:kept] = self._rows[hi : self._size].copy()
+        self._values[lo:kept] = self._values[hi : self._size].copy()
+        self._size = kept
+
+    def resize(self, capacity: int) -> None:
+        """Rows are not held by position: only slack is given back (`compact`)."""
+        if self._rows.shape[0] > self._size:
+            self._rows = self._rows[: self._size].copy()
+            self._values = self._values[: self._size].copy()
+
+    def _reserve(self, size: int) -> None:
+        if size <= self._rows.shape[0]:
+            return
+        capacity = max(size, int(self._rows.shape[0] * _GROWTH) + 16)
+        rows = np.empty(capacity, np.int64)
+        values = np.empty(capacity)
+        rows[: self._size] = self.rows
+        values[: self._size] = self.values
+        self._rows, self._values = rows, values
+
+
+def to_sparse(cells: DenseCells, n_rows: int) -> SparseCells:
+    rows, values = cells.logged(n_rows)
+    return SparseCells(rows, values)
+
+
+def to_dense(cells: SparseCells, capacity: int) -> DenseCells:
+    dense = DenseCells(capacity)
+    dense.put(cells.rows, cells.values)
+    return dense

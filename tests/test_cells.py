@@ -1,0 +1,190 @@
+"""A column held sparsely shows what it shows held densely (run/cells.py, MetricStore.fit).
+
+Three levels: the two cell shapes under random operations; the store's block contract
+(test_store_blocks' scenarios) with every column forced sparse, and with columns flipping
+shape between blocks; a long log shaped like a real one (an eval metric every 50 steps, a
+metric that starts late, one that stops, derived values written into older rows) read with
+the default thresholds, which must hold its rare metrics sparsely and take less memory.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from itertools import pairwise
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_store_blocks import (
+    EVAL,
+    TRAIN,
+    Row,
+    Scenario,
+    assert_same_state,
+    make_block,
+    scenarios,
+    slice_block,
+)
+
+from grpo_tui.run.cells import DenseCells, SparseCells, to_dense, to_sparse
+from grpo_tui.run.metrics import MetricStore
+
+CAPACITY = 40
+_value = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([math.nan, math.inf, -math.inf])
+)
+
+
+def _same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.shape == want.shape, what
+    assert np.array_equal(got, want, equal_nan=True), f"{what}: {got} != {want}"
+
+
+def _assert_same_cells(sparse: SparseCells | DenseCells, dense: DenseCells) -> None:
+    for row in range(CAPACITY):
+        got, want = sparse.get(row), dense.get(row)
+        assert got == want or (math.isnan(got) and math.isnan(want)), f"get({row})"
+    rows = np.arange(CAPACITY)
+    _same(sparse.take(rows), dense.take(rows), "take")
+    for start, stop in ((0, CAPACITY), (3, 17), (10, 10), (CAPACITY - 5, CAPACITY)):
+        _same(sparse.segment(start, stop), dense.segment(start, stop), f"segment({start}, {stop})")
+    for n in (0, 7, CAPACITY):
+        got_rows, got_values = sparse.logged(n)
+        want_rows, want_values = dense.logged(n)
+        _same(got_rows, want_rows, f"logged({n}).rows")
+        _same(got_values, want_values, f"logged({n}).values")
+
+
+@st.composite
+def cell_operations(draw: st.DrawFn) -> list[tuple[str, object]]:
+    """Writes into empty rows (appends and rows between held ones), clears, conversions."""
+    free = set(range(CAPACITY))
+    ops: list[tuple[str, object]] = []
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["put", "put", "put", "clear", "convert"]))
+        if kind == "put" and free:
+            rows = sorted(draw(st.sets(st.sampled_from(sorted(free)), min_size=1, max_size=6)))
+            free -= set(rows)
+            values = [draw(_value) for _ in rows]
+            ops.append(("put", (rows, values)))
+        elif kind == "clear":
+            start = draw(st.integers(0, CAPACITY))
+            stop = draw(st.integers(start, CAPACITY))
+            free |= set(range(start, stop))
+            ops.append(("clear", (start, stop)))
+        else:
+            ops.append(("convert", None))
+    return ops
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=cell_operations())
+def test_sparse_cells_answer_as_dense_cells_do(ops: list[tuple[str, object]]) -> None:
+    dense = DenseCells(CAPACITY)
+    other: SparseCells | DenseCells = SparseCells()
+    for kind, arg in ops:
+        if kind == "put":
+            rows, values = arg  # type: ignore[misc]
+            for cells in (dense, other):
+                cells.put(np.array(rows, dtype=np.int64), np.array(values))
+        elif kind == "clear":
+            start, stop = arg  # type: ignore[misc]
+            dense.clear(start, stop)
+            other.clear(start, stop)
+        else:
+            # a column changes shape (MetricStore.fit) and must keep every value
+            other = (
+                to_dense(other, CAPACITY)
+                if isinstance(other, SparseCells)
+                else to_sparse(other, CAPACITY)
+            )
+        _assert_same_cells(other, dense)
+
+
+def _fed_in_pieces(case: Scenario, store: MetricStore, between: object = None) -> MetricStore:
+    block = make_block(case.rows, shuffle_groups=random.Random(case.group_seed))
+    for i, (start, stop) in enumerate(pairwise(case.cuts)):
+        store.add_block(slice_block(block, start, stop))
+        if callable(between):
+            between(store, i)
+    return store
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=scenarios())
+def test_a_store_holding_columns_sparsely_shows_what_a_dense_one_shows(case: Scenario) -> None:
+    """Every column sparse after every block (re-logged steps truncate, evals replace rows,
+    NaN and ±Infinity logged), and columns flipping shape between blocks: the same state."""
+    reference = _fed_in_pieces(case, MetricStore(sparse_below=0))
+
+    def all_sparse(store: MetricStore, _: int) -> None:
+        store.compact()
+
+    sparse = _fed_in_pieces(case, MetricStore(sparse_below=2.0, dense_above=2.0), all_sparse)
+    assert_same_state(sparse, reference, "every column sparse")
+
+    def flip(store: MetricStore, i: int) -> None:
+        store.sparse_below = store.dense_above = 2.0 if i % 2 == 0 else 0.0
+        store.compact()
+
+    assert_same_state(_fed_in_pieces(case, MetricStore(), flip), reference, "shapes flipping")
+
+
+def _real_shaped_rows(n_steps: int) -> list[Row]:
+    """A train line per step (loss always; `reward` for the first 300 steps only, `kl`
+    from step 2000 on, a NaN now and then) and an eval line every 50 steps (the names are
+    test_store_blocks.NAMES, which its blocks are built from)."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for step in range(1, n_steps + 1):
+        values = {"loss": float(rng.normal())}
+        if step <= 300:
+            values["reward"] = float(rng.uniform())
+        if step >= 2000:
+            values["kl"] = math.nan if step % 97 == 0 else float(rng.uniform())
+        rows.append(Row(TRAIN, float(step), values))
+        if step % 50 == 0:
+            rows.append(Row(EVAL, float(step), {"eval_loss": float(rng.uniform())}))
+    return rows
+
+
+def test_a_long_real_shaped_log_holds_its_rare_metrics_sparsely() -> None:
+    rows = _real_shaped_rows(3_000)
+    block = make_block(rows)
+    cuts = list(range(0, len(block), 700)) + [len(block)]
+    reference, store = MetricStore(sparse_below=0), MetricStore()
+    for start, stop in pairwise(cuts):
+        reference.add_block(slice_block(block, start, stop))
+        store.add_block(slice_block(block, start, stop))
+    # derived values written into older train rows, out of order (run/sample_series.py)
+    for step in (2500.0, 120.0, 2999.0, 1.0):
+        for target in (reference, store):
+            assert target.annotate(step, {"derived": step / 10})
+    reference.compact()
+    store.compact()
+
+    for name in ("loss", "reward", "kl", "eval_loss", "derived"):
+        for width in (1, 40, 500):
+            got, want = store.buckets(name, width), reference.buckets(name, width)
+            for part in ("step_lo", "step_hi", "min", "max", "last", "count"):
+                _same(getattr(got, part), getattr(want, part), f"{name} buckets({width}).{part}")
+            assert np.allclose(got.mean, want.mean, equal_nan=True, rtol=1e-12)
+        _same(store.column(name), reference.column(name), f"{name} column")
+        _same(store.points(name).values, reference.points(name).values, f"{name} points")
+        _same(store.window(name, 30).steps, reference.window(name, 30).steps, f"{name} window")
+        assert store.last(name) == reference.last(name)
+        _same(store.nonfinite_steps(name), reference.nonfinite_steps(name), f"{name} NaN steps")
+
+    columns = store._columns  # the shape is the store's own business: looked at here only
+    shapes = {name: type(column.cells).__name__ for name, column in columns.items()}
+    assert shapes == {
+        "loss": "DenseCells",
+        "reward": "SparseCells",  # stopped at step 300: 10% of the rows
+        "kl": "SparseCells",  # a third of the rows: held as it started
+        "eval_loss": "SparseCells",  # 2% of the rows
+        "derived": "SparseCells",  # four rows
+    }
+    held = sum(column.cells.nbytes for column in columns.values())
+    dense = sum(column.cells.nbytes for column in reference._columns.values())
+    assert held < 0.45 * dense, (held, dense)
