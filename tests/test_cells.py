@@ -152,7 +152,7 @@ def _real_shaped_rows(n_steps: int) -> list[Row]:
 def test_a_long_real_shaped_log_holds_its_rare_metrics_sparsely() -> None:
     rows = _real_shaped_rows(3_000)
     block = make_block(rows)
-    cuts = list(range(0, len(block), 700)) + [len(block)]
+    cuts = [*range(0, len(block), 700), len(block)]
     reference, store = MetricStore(sparse_below=0), MetricStore()
     for start, stop in pairwise(cuts):
         reference.add_block(slice_block(block, start, stop))
