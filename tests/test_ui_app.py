@@ -17,14 +17,14 @@ from textual.widgets import Input
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
-from grpo_tui.run.follow import load_run
+from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.sim import write_run
 from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.ui.widgets.help import HelpScreen
-from grpo_tui.ui.widgets.metric_grid import MetricGrid
+from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
 from grpo_tui.vocabulary import RunState
 
 FIXTURE = (
@@ -442,6 +442,29 @@ async def test_wide_layout_shows_everything(finished_run: Path) -> None:
 
 
 # -- live -------------------------------------------------------------------------------
+
+
+async def test_lines_read_before_the_screen_mounts_are_in_its_first_frame(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    """The reader starts when the app loads; what it hands over before the screen is
+    mounted is drawn by the first frame (not an empty frame, then a second one)."""
+    early = RunFollower(finished_run, newest_first=True).read()
+    # the app's own reader finds nothing: only the early hand-off can fill the grid
+    app = app_for(finished_run, follower=RunFollower(tmp_path / "absent"), watch_files=False)
+    app._deliver(early)  # as the reader thread does before on_mount
+    drawn_rows: list[int] = []
+    show = app._metrics.show
+
+    def recording_show(source: GridSource) -> None:
+        drawn_rows.append(len(source.store))
+        show(source)
+
+    app._metrics.show = recording_show  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert grid_row_text(app, "reward") == "1.506"
+    assert drawn_rows[0] == len(load_run(finished_run).store) > 0
 
 
 async def test_appended_lines_reach_the_screen(tmp_path: Path) -> None:
