@@ -604,8 +604,9 @@ class MetricStore:
         gaps). Longer runs: buckets of equal row span summarised from the per-block
         statistics, fine blocks up to 2 × BLOCK rows per bucket, coarse ones beyond, so the
         cost stays about O(width × 32) whatever the run's length (O(rows / BLOCK) past that).
-        A sparsely held metric is bucketed the same way straight from its few values: block
-        summaries over every row of the run would cost more than the values themselves.
+        A sparsely held metric's fine buckets come straight from its few values (fine
+        summaries of every row would outweigh them: 2 bytes a row against its 16 a value);
+        its coarse ones from the coarse summaries, so a frame's cost stays flat.
         """
         column = self._columns.get(name)
         n = self._n
@@ -618,7 +619,7 @@ class MetricStore:
             size = FINE
         else:
             return self._buckets_from_rows(column, width)
-        if isinstance(column.cells, SparseCells):
+        if size == FINE and isinstance(column.cells, SparseCells):
             return self._buckets_from_sparse(column, column.cells, width, size)
         return self._buckets_from_blocks(column, width, size)
 
