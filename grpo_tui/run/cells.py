@@ -14,6 +14,8 @@ import numpy as np
 
 #: sparse arrays grow by this factor (as the store's rows do): a few copies, little slack
 _GROWTH = 1.25
+#: a sparse metric's rows: 32 bits (a log of 2**31 lines is not in sight), 12 bytes a value
+_ROW = np.int32
 
 
 class DenseCells:
@@ -64,7 +66,7 @@ class SparseCells:
     __slots__ = ("_rows", "_size", "_values")
 
     def __init__(self, rows: np.ndarray | None = None, values: np.ndarray | None = None) -> None:
-        self._rows = np.empty(0, np.int64) if rows is None else rows.astype(np.int64)
+        self._rows = np.empty(0, _ROW) if rows is None else rows.astype(_ROW)
         self._values = np.empty(0) if values is None else values.astype(np.float64)
         self._size = int(self._rows.shape[0])
 
@@ -118,7 +120,7 @@ class SparseCells:
             self._size += n
             return
         # a row between held ones (a derived value written into an older row): merge
-        merged_rows = np.concatenate([self.rows, rows])
+        merged_rows = np.concatenate([self.rows, rows.astype(_ROW)])
         order = np.argsort(merged_rows, kind="stable")
         self._rows = merged_rows[order]
         self._values = np.concatenate([self.values, values])[order]
@@ -144,7 +146,7 @@ class SparseCells:
         if size <= self._rows.shape[0]:
             return
         capacity = max(size, int(self._rows.shape[0] * _GROWTH) + 16)
-        rows = np.empty(capacity, np.int64)
+        rows = np.empty(capacity, _ROW)
         values = np.empty(capacity)
         rows[: self._size] = self.rows
         values[: self._size] = self.values

@@ -605,7 +605,7 @@ class MetricStore:
         statistics, fine blocks up to 2 × BLOCK rows per bucket, coarse ones beyond, so the
         cost stays about O(width × 32) whatever the run's length (O(rows / BLOCK) past that).
         A sparsely held metric's fine buckets come straight from its few values (fine
-        summaries of every row would outweigh them: 2 bytes a row against its 16 a value);
+        summaries of every row would outweigh them: 2 bytes a row against 12 a value);
         its coarse ones from the coarse summaries, so a frame's cost stays flat.
         """
         column = self._columns.get(name)
