@@ -1,10 +1,13 @@
-"""A column held sparsely shows what it shows held densely (run/cells.py, MetricStore.fit).
+"""A column held sparsely or as scaled decimals shows what it shows held as floats
+(run/cells.py, MetricStore.fit).
 
-Three levels: the two cell shapes under random operations; the store's block contract
+Three levels: the cell shapes under random operations; the store's block contract
 (test_store_blocks' scenarios) with every column forced sparse, and with columns flipping
-shape between blocks; a long log shaped like a real one (an eval metric every 50 steps, a
-metric that starts late, one that stops, derived values written into older rows) read with
-the default thresholds, which must hold its rare metrics sparsely and take less memory.
+shape between blocks; long logs shaped like real ones. One has an eval metric every 50
+steps, a metric that starts late, one that stops, and derived values written into older
+rows: read with the default thresholds, it must hold its rare metrics sparsely and take
+less memory. The other is real ms-swift 4.6 lines (8 decimals): read back bit for bit from
+int32, until a value with more digits turns its column back into floats.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 from itertools import pairwise
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -27,8 +31,21 @@ from test_store_blocks import (
     slice_block,
 )
 
-from grpo_tui.run.cells import DenseCells, SparseCells, to_dense, to_sparse
+from grpo_tui import load_run
+from grpo_tui.run.cells import (
+    DenseCells,
+    ScaledCells,
+    SparseCells,
+    to_dense,
+    to_floats,
+    to_scaled,
+    to_sparse,
+)
 from grpo_tui.run.metrics import MetricStore
+from grpo_tui.sources.records import Record
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MSSWIFT_LOG = FIXTURES / "ms-swift" / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 
 CAPACITY = 40
 _value = st.one_of(
@@ -188,3 +205,96 @@ def test_a_long_real_shaped_log_holds_its_rare_metrics_sparsely() -> None:
     held = sum(column.cells.nbytes for column in columns.values())
     dense = sum(column.cells.nbytes for column in reference._columns.values())
     assert held < 0.45 * dense, (held, dense)
+
+
+# -- scaled decimals ---------------------------------------------------------------------------
+def test_the_fewest_decimals_that_hold_every_value_exactly() -> None:
+    nan = math.nan
+    assert ScaledCells.decimals_of(np.array([0.56656682, 9.33e-05, nan])) == 8  # ms-swift
+    assert ScaledCells.decimals_of(np.array([21.625, 5.0, 24.0])) == 3  # group mean lengths
+    assert ScaledCells.decimals_of(np.array([1.0, 512.0, nan, nan])) == 0
+    assert ScaledCells.decimals_of(np.array([nan])) == 0
+    assert ScaledCells.decimals_of(np.array([0.1234567890123])) is None  # TRL: full floats
+    assert ScaledCells.decimals_of(np.array([0.5, math.inf])) is None
+    assert ScaledCells.decimals_of(np.array([25.12345678])) is None  # 8 decimals overflow
+    assert ScaledCells.decimals_of(np.array([3e9])) is None
+
+
+_decimal = st.one_of(
+    st.integers(-(10**7), 10**7).map(lambda i: i / 10**4), st.sampled_from([math.nan, 0.0])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=cell_operations(), data=st.data())
+def test_scaled_cells_answer_as_float_cells_do(
+    ops: list[tuple[str, object]], data: st.DataObject
+) -> None:
+    dense = DenseCells(CAPACITY)
+    scaled = ScaledCells(CAPACITY, 4)
+    for kind, arg in ops:
+        if kind == "put":
+            rows, _ = arg  # type: ignore[misc]
+            values = np.array([data.draw(_decimal) for _ in rows])
+            assert scaled.fits(values)
+            for cells in (dense, scaled):
+                cells.put(np.array(rows, dtype=np.int64), values)
+        elif kind == "clear":
+            start, stop = arg  # type: ignore[misc]
+            dense.clear(start, stop)
+            scaled.clear(start, stop)
+        else:
+            scaled = to_scaled(to_floats(scaled), 4)  # and back: nothing lost either way
+        _assert_same_cells(scaled, dense)
+    assert not scaled.fits(np.array([0.12345]))  # a fifth decimal
+    assert not scaled.fits(np.array([math.inf]))
+
+
+def _msswift_rows(n_steps: int) -> list[Record]:
+    """The real ms-swift 4.6 train lines, cycled and restamped over `n_steps` steps."""
+    store = load_run(MSSWIFT_LOG).store
+    train_rows = np.flatnonzero(store.kinds == TRAIN)
+    columns = {name: store.column(name) for name in store.names()}
+    lines = [
+        {name: float(v[row]) for name, v in columns.items() if not np.isnan(v[row])}
+        for row in train_rows
+    ]
+    return [
+        Record(TRAIN, float(step), dict(lines[step % len(lines)]), {})
+        for step in range(1, n_steps + 1)
+    ]
+
+
+def test_real_msswift_values_are_held_as_int32_and_read_back_bit_for_bit() -> None:
+    records = _msswift_rows(3_000)
+    store, floats = MetricStore(), MetricStore(max_decimals=-1)
+    for record in records:
+        store.add(record)
+        floats.add(record)
+    store.compact()
+    floats.compact()
+    shapes = {name: type(column.cells).__name__ for name, column in store._columns.items()}
+    assert shapes["reward"] == shapes["grad_norm"] == "ScaledCells", shapes
+    assert set(type(c.cells).__name__ for c in floats._columns.values()) == {"DenseCells"}
+    held = sum(column.cells.nbytes for column in store._columns.values())
+    assert held < 0.55 * sum(column.cells.nbytes for column in floats._columns.values())
+
+    def same_views() -> None:
+        for name in floats.names():
+            _same(store.column(name), floats.column(name), f"{name} column")
+            _same(store.points(name).values, floats.points(name).values, f"{name} points")
+            for width in (1, 40, 500):
+                got, want = store.buckets(name, width), floats.buckets(name, width)
+                for part in ("min", "max", "last", "count", "mean"):
+                    _same(getattr(got, part), getattr(want, part), f"{name} {part}({width})")
+            assert store.last(name) == floats.last(name)
+
+    same_views()
+    # a line with more digits than int32 decimals hold: its column goes back to floats
+    odd = Record(TRAIN, 3_001.0, {"reward": 0.123456789012345, "grad_norm": math.inf}, {})
+    for target in (store, floats):
+        target.add(odd)
+    assert type(store._columns["reward"].cells).__name__ == "DenseCells"
+    assert type(store._columns["grad_norm"].cells).__name__ == "DenseCells"
+    same_views()
+    assert store.latest("grad_norm") == (3_001.0, math.inf)

@@ -1,11 +1,16 @@
-"""One metric's values over the store's rows, held densely or sparsely.
+"""One metric's values over the store's rows, held densely, as scaled decimals, or sparsely.
 
 A metric logged on most lines (loss, reward) is a float64 array over every row, NaN where
 a line did not log it. A metric logged on few lines (an eval metric every 50 steps, a
 reward function that stopped) would be mostly NaN that way: 8 bytes per row of the run
 for a value every fiftieth row. It is held as its logged rows and values instead (12 bytes
-per value). The store picks the shape by how many rows log the metric (`MetricStore`'s
-`fit`); both answer the same questions, so nothing above the store knows which it holds.
+per value). A metric whose every value has a few decimals (ms-swift rounds what it logs
+to 8; lengths, counts and fractions of a group have fewer) is held as 32-bit integers of
+its last decimal: 4 bytes a row, and each value read back is the very float the line
+held (checked value by value before, and at every write: a value that does not fit turns
+the column back into floats). The store picks the shape by how many rows log the metric
+and what they logged (`MetricStore`'s `fit`); all three answer the same questions, so
+nothing above the store knows which it holds.
 """
 
 from __future__ import annotations
@@ -153,7 +158,107 @@ class SparseCells:
         self._rows, self._values = rows, values
 
 
-def to_sparse(cells: DenseCells, n_rows: int) -> SparseCells:
+class ScaledCells:
+    """A value per row as an int32 multiple of 10**-decimals (`_GAP` = not logged)."""
+
+    __slots__ = ("decimals", "ints", "scale")
+
+    #: not logged, or a logged NaN (the store keeps those rows apart)
+    _GAP = np.iinfo(np.int32).min
+    #: the largest integer held (the gap's neighbours are kept clear of it)
+    _TOP = np.iinfo(np.int32).max - 1
+
+    def __init__(self, capacity: int, decimals: int) -> None:
+        self.decimals = decimals
+        self.scale = 10.0**decimals
+        self.ints = np.full(capacity, self._GAP, dtype=np.int32)
+
+    @classmethod
+    def decimals_of(cls, values: np.ndarray, most: int = 9) -> int | None:
+        """The fewest decimals (≤ `most`) that hold every value exactly as an int32 (NaN
+        aside), or None: ±Infinity, too many decimals, or too big."""
+        held = values[~np.isnan(values)]
+        if held.size == 0:
+            return 0
+        if not np.isfinite(held).all():
+            return None
+        biggest = float(np.abs(held).max())
+        for decimals in range(most + 1):
+            scale = 10.0**decimals
+            if biggest * scale > cls._TOP:
+                return None
+            # exact: IEEE division rounds correctly and 10**k (k ≤ 22) is exact, so an
+            # integer over 10**k is the float the same decimal text parses to
+            if np.array_equal(np.round(held * scale) / scale, held):
+                return decimals
+        return None
+
+    def fits(self, values: np.ndarray) -> bool:
+        """Every value (NaN aside) is held exactly at this column's decimals."""
+        held = values[~np.isnan(values)]
+        if not np.isfinite(held).all():
+            return False
+        ints = np.round(held * self.scale)
+        return bool(
+            np.array_equal(ints / self.scale, held) and np.abs(ints).max(initial=0) <= self._TOP
+        )
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ints.nbytes)
+
+    def _floats(self, ints: np.ndarray) -> np.ndarray:
+        out = ints / self.scale
+        out[ints == self._GAP] = np.nan
+        return out
+
+    def get(self, row: int) -> float:
+        value = int(self.ints[row])
+        return float("nan") if value == self._GAP else value / self.scale
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        return self._floats(self.ints[rows])
+
+    def segment(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as a new float array."""
+        return self._floats(self.ints[start:stop])
+
+    def logged(self, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        ints = self.ints[:n_rows]
+        rows = np.flatnonzero(ints != self._GAP)
+        return rows, ints[rows] / self.scale
+
+    def put(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Write values that `fits` said fit (NaN: a gap)."""
+        ints = np.full(values.shape, self._GAP, dtype=np.int32)
+        held = ~np.isnan(values)
+        ints[held] = np.round(values[held] * self.scale)
+        self.ints[rows] = ints
+
+    def clear(self, start: int, stop: int) -> None:
+        self.ints[start:stop] = self._GAP
+
+    def resize(self, capacity: int) -> None:
+        old = self.ints.shape[0]
+        if capacity > old:
+            self.ints = np.concatenate([self.ints, np.full(capacity - old, self._GAP, np.int32)])
+        elif capacity < old:
+            self.ints = self.ints[:capacity].copy()
+
+
+def to_scaled(cells: DenseCells, decimals: int) -> ScaledCells:
+    scaled = ScaledCells(cells.values.shape[0], decimals)
+    scaled.put(np.arange(cells.values.shape[0]), cells.values)
+    return scaled
+
+
+def to_floats(cells: ScaledCells) -> DenseCells:
+    dense = DenseCells(0)
+    dense.values = cells.segment(0, cells.ints.shape[0])
+    return dense
+
+
+def to_sparse(cells: DenseCells | ScaledCells, n_rows: int) -> SparseCells:
     rows, values = cells.logged(n_rows)
     return SparseCells(rows, values)
 

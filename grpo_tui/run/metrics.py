@@ -22,7 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.run.cells import DenseCells, SparseCells, to_dense, to_sparse
+from grpo_tui.run.cells import (
+    DenseCells,
+    ScaledCells,
+    SparseCells,
+    to_dense,
+    to_floats,
+    to_scaled,
+    to_sparse,
+)
 from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 
@@ -38,6 +46,9 @@ _GROWTH = 1.25
 SPARSE_BELOW = 0.25
 #: ...and goes back to dense above this share (apart, so no column flips back and forth)
 DENSE_ABOVE = 0.5
+#: a column whose values all have at most this many decimals is held as scaled int32
+#: (ms-swift logs 8)
+MAX_DECIMALS = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +160,7 @@ class _Column:
         "coarse",
         "fine",
         "finite_count",
+        "floats_only",
         "last_row",
         "lock",
         "logged_count",
@@ -159,7 +171,12 @@ class _Column:
     def __init__(
         self, capacity: int, source_key: str, lock: threading.Lock, *, sparse: bool = False
     ) -> None:
-        self.cells: DenseCells | SparseCells = SparseCells() if sparse else DenseCells(capacity)
+        self.cells: DenseCells | ScaledCells | SparseCells = (
+            SparseCells() if sparse else DenseCells(capacity)
+        )
+        #: a value was logged that no scaled decimal holds (full precision, ±Infinity):
+        #: the column stays float64 (not looked at again at every growth)
+        self.floats_only = False
         # the summaries are built when a view first needs them (`summaries`): most columns
         # of a long backfill are never drawn bucketed, and a short run never
         self.fine = _Summaries(FINE)
@@ -175,18 +192,39 @@ class _Column:
         self.nonfinite_rows: list[int] = []
         self.source_key = source_key
 
-    def fit(self, n_rows: int, capacity: int, sparse_below: float, dense_above: float) -> None:
-        """Hold the values in the shape their density calls for, `capacity` rows long."""
+    def fit(
+        self,
+        n_rows: int,
+        capacity: int,
+        sparse_below: float,
+        dense_above: float,
+        max_decimals: int = MAX_DECIMALS,
+    ) -> None:
+        """Hold the values in the shape their density and digits call for, `capacity` rows
+        long."""
         cells = self.cells
-        if isinstance(cells, DenseCells):
-            if self.logged_count < sparse_below * n_rows:
-                self.cells = to_sparse(cells, n_rows)
-            else:
+        if isinstance(cells, SparseCells):
+            if self.logged_count <= dense_above * n_rows:
                 cells.resize(capacity)
-        elif self.logged_count > dense_above * n_rows:
-            self.cells = to_dense(cells, capacity)
-        else:
-            cells.resize(capacity)
+                return
+            cells = self.cells = to_dense(cells, capacity)
+        elif self.logged_count < sparse_below * n_rows:
+            self.cells = to_sparse(cells, n_rows)
+            return
+        cells.resize(capacity)
+        if isinstance(cells, DenseCells) and not self.floats_only and max_decimals >= 0:
+            decimals = ScaledCells.decimals_of(cells.segment(0, n_rows), max_decimals)
+            if decimals is None:
+                self.floats_only = True
+            else:
+                self.cells = to_scaled(cells, decimals)
+
+    def _hold(self, values: np.ndarray) -> None:
+        """Values about to be written that scaled decimals cannot hold turn the column
+        back into floats (one copy; the next `fit` may find more decimals that do)."""
+        cells = self.cells
+        if isinstance(cells, ScaledCells) and not cells.fits(values):
+            self.cells = to_floats(cells)
 
     def mark_stale(self, start: int, stop: int) -> None:
         """Rows [start, stop) changed: their blocks' summaries are rebuilt when next read."""
@@ -203,7 +241,9 @@ class _Column:
 
     def put(self, row: int, value: float) -> None:
         """Write a value into a row that holds nothing for this column yet."""
-        self.cells.put(np.array([row]), np.array([value]))
+        values = np.array([value])
+        self._hold(values)
+        self.cells.put(np.array([row]), values)
         self.logged_count += 1
         self.mark_stale(row, row + 1)
         if not math.isfinite(value):
@@ -214,6 +254,7 @@ class _Column:
 
     def put_many(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Write values into rows that hold nothing for this column yet (increasing rows)."""
+        self._hold(values)
         self.cells.put(rows, values)
         self.mark_stale(int(rows[0]), int(rows[-1]) + 1)
         finite = np.isfinite(values)
@@ -260,12 +301,18 @@ class MetricStore:
     """
 
     def __init__(
-        self, *, sparse_below: float = SPARSE_BELOW, dense_above: float = DENSE_ABOVE
+        self,
+        *,
+        sparse_below: float = SPARSE_BELOW,
+        dense_above: float = DENSE_ABOVE,
+        max_decimals: int = MAX_DECIMALS,
     ) -> None:
         #: a column logged on fewer than this share of rows is held sparsely (0: never)...
         self.sparse_below = sparse_below
         #: ...and densely again once logged on more than this share
         self.dense_above = dense_above
+        #: values with at most this many decimals are held as scaled int32 (-1: never)
+        self.max_decimals = max_decimals
         self._capacity = _INITIAL_ROWS
         self._n = 0
         self._steps = np.full(self._capacity, np.nan)
@@ -475,7 +522,9 @@ class MetricStore:
             self._steps = self._steps[:wanted].copy()
             self._kinds = self._kinds[:wanted].copy()
         for column in self._columns.values():
-            column.fit(self._n, self._capacity, self.sparse_below, self.dense_above)
+            column.fit(
+                self._n, self._capacity, self.sparse_below, self.dense_above, self.max_decimals
+            )
 
     def _grow(self, rows: int = 0) -> None:
         """Grow the capacity by a quarter (at least to `rows`), in one copy per array: a
@@ -489,7 +538,9 @@ class MetricStore:
         self._steps = np.concatenate([self._steps, np.full(extra, np.nan)])
         self._kinds = np.concatenate([self._kinds, np.zeros(extra, np.uint8)])
         for column in self._columns.values():
-            column.fit(self._n, self._capacity, self.sparse_below, self.dense_above)
+            column.fit(
+                self._n, self._capacity, self.sparse_below, self.dense_above, self.max_decimals
+            )
 
     # -- reading -----------------------------------------------------------------
     def __len__(self) -> int:
