@@ -1,7 +1,8 @@
 """The metric store: one float64 column per canonical metric over the log's rows.
 
-A column is held densely (a value per row, NaN = not logged) or, when few rows log it (an
-eval metric), as its logged rows and values (run/cells.py); the store picks by density.
+A column is held densely (a value per row, NaN = not logged: float64, or int32 decimals
+when every value has a few) or, when few rows log it (an eval metric), as its logged rows
+and values (run/cells.py); the store picks by density and digits, losing none.
 
 Rows are log lines (train, eval, end-of-train) in step order. Each column keeps small
 per-block summaries (min / max / sum / count / last) at two block sizes, `FINE` and `BLOCK`
