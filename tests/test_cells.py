@@ -218,6 +218,10 @@ def test_the_fewest_decimals_that_hold_every_value_exactly() -> None:
     assert ScaledCells.decimals_of(np.array([0.5, math.inf])) is None
     assert ScaledCells.decimals_of(np.array([25.12345678])) is None  # 8 decimals overflow
     assert ScaledCells.decimals_of(np.array([3e9])) is None
+    # bit for bit: ms-swift's rounded tiny negative loss is -0.0, which an int cannot hold
+    assert ScaledCells.decimals_of(np.array([-0.0, 0.5])) is None
+    assert not ScaledCells(1, 1).fits(np.array([-0.0]))
+    assert not ScaledCells(1, 1).fits(np.array([1e300]))
 
 
 _decimal = st.one_of(

@@ -187,9 +187,7 @@ class ScaledCells:
             scale = 10.0**decimals
             if biggest * scale > cls._TOP:
                 return None
-            # exact: IEEE division rounds correctly and 10**k (k ≤ 22) is exact, so an
-            # integer over 10**k is the float the same decimal text parses to
-            if np.array_equal(np.round(held * scale) / scale, held):
+            if _same_bits(np.round(held * scale).astype(np.int64) / scale, held):
                 return decimals
         return None
 
@@ -198,10 +196,10 @@ class ScaledCells:
         held = values[~np.isnan(values)]
         if not np.isfinite(held).all():
             return False
-        ints = np.round(held * self.scale)
-        return bool(
-            np.array_equal(ints / self.scale, held) and np.abs(ints).max(initial=0) <= self._TOP
-        )
+        scaled = np.round(held * self.scale)
+        if np.abs(scaled).max(initial=0) > self._TOP:
+            return False
+        return _same_bits(scaled.astype(np.int64) / self.scale, held)
 
     @property
     def nbytes(self) -> int:
@@ -244,6 +242,13 @@ class ScaledCells:
             self.ints = np.concatenate([self.ints, np.full(capacity - old, self._GAP, np.int32)])
         elif capacity < old:
             self.ints = self.ints[:capacity].copy()
+
+
+def _same_bits(read_back: np.ndarray, logged: np.ndarray) -> bool:
+    """Bit for bit, so -0.0 (ms-swift's rounded tiny negative loss) is not read back as 0.0.
+    Exact where it holds: IEEE division rounds correctly and 10**k (k ≤ 22) is exact, so
+    an integer over 10**k is the float the same decimal text parses to."""
+    return bool(np.array_equal(read_back.view(np.int64), logged.view(np.int64)))
 
 
 def to_scaled(cells: DenseCells, decimals: int) -> ScaledCells:
