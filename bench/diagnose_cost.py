@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import diagnose, diagnose_snapshot
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import snapshot
 from grpo_tui.run.live import Run
-from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import Batch, ColumnGroup, RowBlock
 

@@ -16,8 +16,8 @@ from grpo_tui.commands.output import (
     EXIT_USAGE,
     say,
 )
+from grpo_tui.context import RunContext
 from grpo_tui.presentation import DEFAULT_CYCLE_S
-from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import SourceOptions
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export")

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import (
     Diagnosis,
     LiveJudge,
@@ -36,7 +37,6 @@ from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
 from grpo_tui.sim import SCENARIOS, write_run
-from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats.trl import TRL
 from grpo_tui.sources.records import Batch, ColumnGroup, Record, RowBlock

@@ -15,11 +15,11 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.sim import write_run
-from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader

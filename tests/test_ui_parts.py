@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from rich.style import Style
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import Diagnosis, MetricHealth
 from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_duration, format_value
@@ -17,7 +18,6 @@ from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.state import run_state, stall_threshold
-from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import Record
 from grpo_tui.sources.watch import DirectoryWaker

@@ -19,11 +19,11 @@ from grpo_tui.commands.output import (
     write_text,
 )
 from grpo_tui.commands.rules_file import effective_rules
+from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
-from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.vocabulary import Status
 

@@ -17,7 +17,7 @@ from grpo_tui.run.follow import RunFollower
 from grpo_tui.sources.feed import SourceOptions
 
 if TYPE_CHECKING:
-    from grpo_tui.sources.context import RunContext
+    from grpo_tui.context import RunContext
     from grpo_tui.ui.app import GrpoTuiApp
 
 #: a closed SSH session or tmux pane (SIGHUP) and `kill` (SIGTERM) end the app like `q` does

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.verdict import num
-from grpo_tui.sources.context import RunContext
 
 #: advice lines a verdict shows at most
 MAX_ADVICE = 3

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import Findings, find
@@ -35,7 +36,6 @@ from grpo_tui.health.verdict import (
 )
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.run.live import Run
-from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Answer, ScenarioId, Severity, Status
 
 __all__ = [

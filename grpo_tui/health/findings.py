@@ -9,6 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.health import judges as jd
 from grpo_tui.health.judges import Cap, Collapse, Event, Judgement
 from grpo_tui.health.rewards import (
@@ -25,7 +26,6 @@ from grpo_tui.health.samples import Samples
 from grpo_tui.health.series import RunSnapshot, SeriesView
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import num, pct
-from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Zone
 
 #: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler. Its

@@ -26,13 +26,13 @@ from functools import cached_property
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.series import SeriesView
 from grpo_tui.health.shape import Shape, analyse, point_noise
 from grpo_tui.health.verdict import Window, num, pct
 from grpo_tui.numbers import format_step
-from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Direction, Severity, Zone
 
 

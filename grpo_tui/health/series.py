@@ -18,10 +18,10 @@ from functools import cached_property
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import LineKind
 
 #: finite points kept exactly; a longer series is thinned to about this many bucket means

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules, ZoneBounds
-from grpo_tui.sources.context import RunContext
 from grpo_tui.vocabulary import Zone
 
 # -- zones for the UI ----------------------------------------------------------------

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.completions import CompletionsIndex, IndexState
 from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.sample_series import SamplePlacer
 from grpo_tui.run.update import Update
-from grpo_tui.sources.context import RunContext
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import BadLine, Batch
 from grpo_tui.vocabulary import LineKind

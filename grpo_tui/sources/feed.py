@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from grpo_tui.context import RunContext
 from grpo_tui.files import describe_os_error
 from grpo_tui.sources.console import ConsoleReader
 from grpo_tui.sources.context import (
     ArgsError,
-    RunContext,
     context_from_args,
     read_args_json,
     read_json_file,

@@ -37,6 +37,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Tab, Tabs
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import DEFAULT_CYCLE_S
@@ -44,7 +45,6 @@ from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.update import Update
-from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.pacing import Pacer
 from grpo_tui.ui.themes import (
     ThemeSpec,

@@ -11,12 +11,12 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
 from grpo_tui.untrusted import printable

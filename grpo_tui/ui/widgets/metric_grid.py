@@ -19,11 +19,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,

@@ -13,12 +13,12 @@ import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_of_values
 from grpo_tui.numbers import format_value
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.context import RunContext
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 from grpo_tui.untrusted import printable
