@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
+from helpers import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import (

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile import HOSTILE, file_safe, hostile_run, leaks, terminal_leaks
+from helpers import HOSTILE, file_safe, hostile_run, leaks, terminal_leaks
 from rich.console import Console
 
 from grpo_tui.commands.check import check_command, rules_command

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MS_SWIFT, TRL
+from helpers import MS_SWIFT, TRL
 
 from grpo_tui.commands.inspect import inspect_data, render_text
 from grpo_tui.run.follow import RunFollower, load_run

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from conftest import MS_SWIFT
+from helpers import MS_SWIFT
 
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run

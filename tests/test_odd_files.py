@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import MS_SWIFT
+from helpers import MS_SWIFT
 
 from grpo_tui.commands.check import check_command
 from grpo_tui.commands.inspect import inspect_command

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir
+from helpers import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir
 from rich.console import Console
 
 from grpo_tui.commands.check import check_command, exit_code

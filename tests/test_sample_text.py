@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hostile import HOSTILE, file_safe
+from helpers import HOSTILE, file_safe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len

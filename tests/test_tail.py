@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-from conftest import MS_SWIFT
+from helpers import MS_SWIFT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

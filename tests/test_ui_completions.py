@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hostile import HOSTILE, leaks
+from helpers import HOSTILE, leaks
 from test_ui_app import RUN_DIR_NAME, app_for, fixture_lines, make_run, screen_text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
