@@ -26,6 +26,7 @@ from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.values import parse_fraction
 from grpo_tui.sources.jsonline import BadJson, parse_object
 from grpo_tui.sources.logreader import LogReader
+from grpo_tui.sources.plans import fresh_plan
 from grpo_tui.sources.records import Batch
 from grpo_tui.vocabulary import LineKind
 
@@ -53,7 +54,7 @@ def read_alone(adapter: FormatAdapter, data: bytes) -> Reading:
         except BadJson:
             bad.append(line_no)
             continue
-        plan = adapter.fresh_plan(obj)
+        plan = fresh_plan(adapter, obj)
         if plan.kind == LineKind.SUMMARY:
             finished = True
             continue

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from grpo_tui.sources.formats.base import FormatAdapter, LinePlan
+from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.values import fraction_column
 from grpo_tui.sources.jsonline import BadJson, parse_object
+from grpo_tui.sources.plans import LinePlan, fresh_plan, line_plan
 from grpo_tui.sources.records import BadLine, ColumnGroup
 from grpo_tui.vocabulary import LineKind
 
@@ -43,7 +44,7 @@ from grpo_tui.vocabulary import LineKind
 SLICE_LINES = 256
 _EXCERPT_CHARS = 120
 _NOT_NUMBERS = (struct.error, TypeError, OverflowError)  # what struct.pack raises on a non-number
-#: what a plan reads as a number (true/false as 1/0, see formats/base.py)
+#: what a plan reads as a number (true/false as 1/0, see plans.py)
 _NUMBER_TYPES = {int, float, bool}
 
 
@@ -228,7 +229,7 @@ class ShapeStacker:
         slabs: list[_Slab] = []
         for positions_, group in by_guess:
             # all have the first one's key count: a line every getter accepts has its keys
-            slab = _read_slab(self.adapter.plan(group[0]), positions_, group)
+            slab = _read_slab(line_plan(self.adapter, group[0]), positions_, group)
             if slab is not None:
                 slabs.append(slab)
             else:
@@ -245,7 +246,7 @@ class ShapeStacker:
             entry[0].append(i if positions is None else positions[i])
             entry[1].append(obj)
         for pos, objs in shapes.values():
-            slab = _read_slab(self.adapter.plan(objs[0]), pos, objs)
+            slab = _read_slab(line_plan(self.adapter, objs[0]), pos, objs)
             assert slab is not None  # one exact key tuple: its own plan reads every line
             yield slab
 
@@ -268,7 +269,7 @@ class ShapeStacker:
                     continue
                 except _NOT_NUMBERS:
                     pass
-            fresh = _read_slab(self.adapter.fresh_plan(obj), None, (obj,))
+            fresh = _read_slab(fresh_plan(self.adapter, obj), None, (obj,))
             assert fresh is not None  # a plan made from this very line reads it
             self._push(np.array([row]), fresh, _pack(fresh.plan, fresh.numbers, lenient=True))
 

@@ -1,23 +1,17 @@
-"""The adapter engine: framework key tables (data) → canonical records.
+"""An adapter: one framework's key tables (data) and how its lines are classified.
 
 An adapter is data: which keys alias which canonical metric, which keys carry the step,
-the progress strings, and what marks an eval, end-of-train or summary line. The engine
-below is shared by every framework, so adding one is adding a table, not a branch.
-
-Speed matters (a backfill can be 100 000 lines): a line's key set is turned once into a
-`LinePlan` (which keys are numbers, where each goes, which strings to parse), cached by
-key set. The plan's getters and its `struct` packer let a reader take a whole group of
-lines of one shape through C-level `map`s (see sources/shapes.py), with no Python code per
-line.
+the progress strings, and what marks an eval, end-of-train or summary line. The readers
+(sources/plans.py, shapes.py) are shared by every framework, so adding one is adding a
+table, not a branch.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-import struct
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,46 +19,6 @@ from grpo_tui.sources.formats.layout import BatchFolder, Found, Probe, Reading
 from grpo_tui.sources.formats.values import ColumnParser
 from grpo_tui.sources.polled import RecordStore
 from grpo_tui.vocabulary import LineKind
-
-#: a getter that returns some of a line's values as a tuple (raises KeyError when missing)
-TupleGetter = Callable[[Mapping[str, Any]], tuple[Any, ...]]
-
-
-@dataclass(frozen=True, slots=True)
-class LinePlan:
-    """How to read every line that has one particular key set."""
-
-    kind: LineKind
-    #: keys whose values are numbers, and the canonical column each goes to
-    number_keys: tuple[str, ...]
-    columns: tuple[str, ...]
-    #: string keys with a column parser: (key, canonical column, parser)
-    parsed: tuple[tuple[str, str, ColumnParser], ...]
-    #: keys that give the step: "N/M" strings or ints, in priority order
-    step_keys: tuple[str, ...]
-    #: positions in `number_keys` holding a rate to invert (iterations/s → s/iteration)
-    inverted: tuple[int, ...]
-    #: key → canonical, for `inspect`
-    source_keys: Mapping[str, str]
-    #: how many keys the shape has: a line with as many keys that all getters accept has
-    #: exactly this key set
-    key_count: int
-    #: C-level getters: the numbers as a tuple; one getter per parsed string key and per
-    #: step key (a column each); every other key (read only to prove the line has it)
-    getter: TupleGetter | None
-    string_getters: tuple[Callable[[Mapping[str, Any]], Any], ...]
-    step_getters: tuple[Callable[[Mapping[str, Any]], Any], ...]
-    rest_getter: TupleGetter | None
-    #: positions in the rest tuple of keys that have a string parser (they held no string
-    #: in the plan's line; a line where they do reads differently)
-    rest_parsable: tuple[int, ...]
-    #: packs the numbers of one line into float64 bytes (raises on a non-number)
-    packer: struct.Struct
-
-    @property
-    def all_columns(self) -> tuple[str, ...]:
-        """Numbers first, then the parsed strings: the order of a row's values."""
-        return self.columns + tuple(canonical for _, canonical, _ in self.parsed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +45,13 @@ class TextParser(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FormatAdapter:
     """One framework's vocabulary and files: which files it reads and how, which keys
-    mean which canonical metric, and what its lines look like."""
+    mean which canonical metric, and what its lines look like. Adapters compare and hash
+    by identity: the caches of what is computed from them (names here, line plans in
+    sources/plans.py) are keyed on the adapter itself, so a derived adapter
+    (`dataclasses.replace`) starts with caches of its own."""
 
     name: str
     """Short id (`ms-swift`, `trl`, `verl`): what `--format` takes."""
@@ -147,23 +104,17 @@ class FormatAdapter:
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
     ("Unsloth"), or None; shown as "Unsloth (TRL)"."""
-    _plans: dict[tuple[str, ...], LinePlan] = field(default_factory=dict, repr=False, compare=False)
-    _canonical: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def shown_name(self) -> str:
         return self.title or self.name
 
     # -- canonical names -------------------------------------------------------------
+    # cached per (adapter, key): adapters are module constants, so holding them costs
+    # nothing, and the plain reader in bench/ingest.py asks once per key and line
+    @functools.cache  # noqa: B019
     def canonical(self, key: str) -> str:
         """The canonical name of a framework key (unknown keys keep their own name)."""
-        found = self._canonical.get(key)
-        if found is None:
-            found = self._resolve(key)
-            self._canonical[key] = found
-        return found
-
-    def _resolve(self, key: str) -> str:
         # whole keys first: an eval key can have a name of its own (verl's
         # `val-core/<data>/acc/mean@N` is the eval reward)
         for canonical, keys in self.aliases.items():
@@ -178,7 +129,8 @@ class FormatAdapter:
             return self.number_transforms[key][0]
         return key
 
-    def _priority(self, key: str) -> int:
+    def priority(self, key: str) -> int:
+        """Where a key stands among the aliases of its metric (0: the first choice)."""
         bare = key.removeprefix(self.eval_prefix)
         for keys in self.aliases.values():
             if bare in keys:
@@ -187,6 +139,7 @@ class FormatAdapter:
 
     # -- lines ------------------------------------------------------------------------
     def classify(self, obj: Mapping[str, Any]) -> LineKind:
+        """What kind of line a log dict is (train, eval, end of train, summary)."""
         keys = obj.keys()
         if any(k in keys for k in self.summary_keys):
             return LineKind.SUMMARY
@@ -201,79 +154,3 @@ class FormatAdapter:
         if any(k.startswith(prefix) for k in keys):
             return LineKind.EVAL
         return LineKind.TRAIN
-
-    def plan(self, obj: Mapping[str, Any]) -> LinePlan:
-        """The cached reading plan for this line's key set. The plan assumes the number
-        keys hold numbers again; `fresh_plan` re-reads the types when they do not."""
-        # keyed by the keys in order: one tuple build and hash per line, no set
-        keys = tuple(obj)
-        plan = self._plans.get(keys)
-        if plan is None:
-            plan = self._make_plan(obj)
-            if len(self._plans) > 512:  # key shapes are few in practice; bound it anyway
-                self._plans.clear()
-            self._plans[keys] = plan
-        return plan
-
-    def fresh_plan(self, obj: Mapping[str, Any]) -> LinePlan:
-        """A plan built from this very line's value types (not cached)."""
-        return self._make_plan(obj)
-
-    def _make_plan(self, obj: Mapping[str, Any]) -> LinePlan:
-        kind = self.classify(obj)
-        step_keys = tuple(k for k in (*self.fraction_step_keys, *self.int_step_keys) if k in obj)
-        chosen: dict[str, str] = {}  # canonical → key
-        parsed: list[tuple[str, str, ColumnParser]] = []
-        for key, value in obj.items():
-            if key in step_keys or key in self.ignored_keys:
-                continue
-            if isinstance(value, str):
-                parser = self.string_parsers.get(key)
-                if parser is not None:
-                    parsed.append((key, parser[0], parser[1]))
-                continue
-            if not isinstance(value, (int, float)):
-                continue  # lists, dicts, None this time: not a number in this shape
-            # true/false are logged values too (1/0): a packed number cannot tell them
-            # apart, so a line reads the same whether its shape was first seen with a bool
-            canonical = self.canonical(key)
-            held = chosen.get(canonical)
-            if held is None or self._priority(key) < self._priority(held):
-                chosen[canonical] = key
-        number_keys = tuple(chosen.values())
-        string_keys = tuple(key for key, _, _ in parsed)
-        covered = {*number_keys, *string_keys, *step_keys}
-        rest_keys = tuple(key for key in obj if key not in covered)
-        source_keys = {c: k for c, k in chosen.items()}
-        source_keys.update({c: k for k, c, _ in parsed})
-        inverted = tuple(
-            i
-            for i, key in enumerate(number_keys)
-            if self.number_transforms.get(key, ("", False))[1]
-        )
-        return LinePlan(
-            kind=kind,
-            number_keys=number_keys,
-            columns=tuple(chosen),
-            parsed=tuple(parsed),
-            step_keys=step_keys,
-            inverted=inverted,
-            source_keys=source_keys,
-            key_count=len(obj),
-            getter=_tuple_getter(number_keys),
-            string_getters=tuple(map(itemgetter, string_keys)),
-            step_getters=tuple(map(itemgetter, step_keys)),
-            rest_getter=_tuple_getter(rest_keys),
-            rest_parsable=tuple(i for i, key in enumerate(rest_keys) if key in self.string_parsers),
-            packer=struct.Struct(f"={len(number_keys)}d"),
-        )
-
-
-def _tuple_getter(keys: tuple[str, ...]) -> TupleGetter | None:
-    """itemgetter that always returns a tuple (itemgetter of one key returns the value)."""
-    if not keys:
-        return None
-    if len(keys) == 1:
-        key = keys[0]
-        return lambda obj: (obj[key],)
-    return itemgetter(*keys)

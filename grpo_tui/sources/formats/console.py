@@ -320,7 +320,6 @@ def find(directory: Path) -> list[Found]:
 
 
 #: TRL's vocabulary and version hints, with the progress the parser adds as the step
-#: (fresh plan caches: a key set reads differently here)
 CONSOLE = replace(
     TRL,
     name=NAME,
@@ -330,6 +329,4 @@ CONSOLE = replace(
     parser=ConsoleParser,
     claim=claim,
     find=find,
-    _plans={},
-    _canonical={},
 )

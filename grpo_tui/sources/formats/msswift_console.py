@@ -83,6 +83,4 @@ MSSWIFT_CONSOLE = replace(
     parser=MsSwiftConsoleParser,
     claim=claim,
     find=find,
-    _plans={},
-    _canonical={},
 )

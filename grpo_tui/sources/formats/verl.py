@@ -259,7 +259,7 @@ VERL = FormatAdapter(
     find=find,
 )
 
-#: the same vocabulary, read from the console logger's lines (fresh plan caches)
+#: the same vocabulary, read from the console logger's lines
 VERL_CONSOLE = replace(
     VERL,
     name=CONSOLE_NAME,
@@ -269,6 +269,4 @@ VERL_CONSOLE = replace(
     parser=VerlConsoleParser,
     claim=console_claim_verl,
     find=console_find_verl,
-    _plans={},
-    _canonical={},
 )
