@@ -18,6 +18,7 @@ from grpo_tui.commands.output import (
 )
 from grpo_tui.context import RunContext
 from grpo_tui.presentation import DEFAULT_CYCLE_S
+from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import SourceOptions
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export")
@@ -143,8 +144,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--scenario",
         default="healthy",
-        help="healthy, not_learning, too_aggressive, reward_hacking, truncation, "
-        "length_collapse, low_diversity, saturated, plateau, blow_up, early_collapse",
+        choices=SCENARIOS,
+        metavar="SCENARIO",
+        help=", ".join(SCENARIOS),
     )
     demo.add_argument("--speed", type=float, default=4.0, help="simulated steps per second")
     demo.add_argument("--theme", help="default, light, colorblind, mono")
@@ -225,11 +227,7 @@ def _main(argv: list[str] | None) -> int:
         )
     if args.command == "demo":
         from grpo_tui.commands.tail import demo_command
-        from grpo_tui.sim import SCENARIOS
 
-        if args.scenario not in SCENARIOS:
-            say(f"unknown scenario {args.scenario!r}; one of: {', '.join(SCENARIOS)}")
-            return EXIT_USAGE
         return demo_command(
             args.scenario, args.speed, args.theme, rules_file=args.rules, cycle_seconds=args.cycle
         )

@@ -11,7 +11,7 @@ from helpers import MS_SWIFT
 
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
-from grpo_tui.sources.feed import PREVIEW_FROM_BYTES
+from grpo_tui.sources.tail import PREVIEW_FROM_BYTES
 
 LOG = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
 

@@ -484,6 +484,19 @@ def test_format_time_and_config_validation() -> None:
         write_run(Path("unused"), "no_such_scenario")
 
 
+def test_an_unknown_demo_scenario_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """`demo --scenario` takes only the simulator's scenarios; argparse names them all."""
+    from grpo_tui.cli import main
+    from grpo_tui.commands.output import EXIT_USAGE
+
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--scenario", "no_such_scenario"])
+    assert exited.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "invalid choice: 'no_such_scenario'" in err
+    assert all(repr(name) in err for name in SCENARIOS)
+
+
 # --------------------------------------------------------------------------- scenario signatures
 def test_healthy(runs: dict[str, RunFiles]) -> None:
     run = runs["healthy"]

@@ -22,9 +22,10 @@ from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.sim import write_run
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
+from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.ui.widgets.help import HelpScreen
-from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
+from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.vocabulary import RunState
 
 FIXTURE = (
@@ -456,7 +457,7 @@ async def test_lines_read_before_the_screen_mounts_are_in_its_first_frame(
     drawn_rows: list[int] = []
     show = app._metrics.show
 
-    def recording_show(source: GridSource) -> None:
+    def recording_show(source: MetricsFrame) -> None:
         drawn_rows.append(len(source.store))
         show(source)
 

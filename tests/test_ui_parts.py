@@ -30,6 +30,8 @@ from grpo_tui.ui.themes import (
     resolve_theme_name,
 )
 from grpo_tui.ui.widgets.chart import band_cuts
+from grpo_tui.ui.widgets.detail import detail_title
+from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import header_view
 from grpo_tui.ui.widgets.metric_rows import (
     RowLayout,
@@ -261,6 +263,25 @@ def test_row_uses_core_zones_and_the_latest_logged_value() -> None:
     assert build_row(store, "epoch", 40, Rules(), RunContext(), diagnosis).zone.word == "n/a"
     # before any diagnosis: unknown, never a guess
     assert build_row(store, "kl", 40, Rules(), RunContext(), None).zone.glyph == "?"
+
+
+def test_one_frame_draws_the_detail_title_as_the_grid_row() -> None:
+    """The grid and the detail chart read one frame type: its zone and value agree."""
+    store = _store({"kl": [0.01, 0.02, 5.0]})
+    diagnosis = Diagnosis(
+        Status.CAUTION,
+        [],
+        [],
+        {"kl": MetricHealth(Zone.BAD, math.nan, Direction.EXPLODING, "kl > 1")},
+    )
+    palette = load_themes()["default"].palette
+    frame = MetricsFrame(store, 3, Rules(), RunContext(), diagnosis, palette)
+    row = build_row(frame.store, "kl", 40, frame.rules, frame.context, frame.diagnosis)
+    title = detail_title("kl", frame).plain
+    assert title.startswith(f"kl  {row.value_text} {row.zone.glyph} {row.zone.word}")
+    assert "3 points, latest at step 3" in title and "kl kl > 1" in title
+    with pytest.raises(AttributeError):
+        frame.version = 4  # type: ignore[misc]
 
 
 def test_latest_value_sees_logged_infinity() -> None:

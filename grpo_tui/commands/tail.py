@@ -82,13 +82,10 @@ def demo_command(
 ) -> int:
     """Simulate a GRPO run live (`speed` simulated steps per second) in a temporary
     directory and monitor it; the directory is removed on exit."""
-    from grpo_tui.sim import SCENARIOS, LiveSimulator, SimConfig
+    from grpo_tui.sim import LiveSimulator, SimConfig
     from grpo_tui.ui.app import GrpoTuiApp
     from grpo_tui.ui.themes import ThemeError
 
-    if scenario not in SCENARIOS:
-        say(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
-        return EXIT_USAGE
     if not speed > 0:
         say("--speed must be > 0")
         return EXIT_USAGE

@@ -30,10 +30,8 @@ from grpo_tui.sources.formats.layout import CompletionsRef, Reading
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
-from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader, read_tail_lines
+from grpo_tui.sources.tail import DEFAULT_CHUNK, PREVIEW_FROM_BYTES, TailReader, read_tail_lines
 
-#: a log at least this big is previewed from its end before its history is read
-PREVIEW_FROM_BYTES = 8 << 20
 #: bytes of the newest lines previewed: about a thousand ms-swift lines (~1 KB each), more
 #: points than the widest sparkline draws, parsed in ~25 ms (4 MB took four times that
 #: while the first screen waited)

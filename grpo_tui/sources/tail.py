@@ -34,6 +34,10 @@ from grpo_tui.files import UTF8_BOM, describe_os_error, open_regular
 _FINGERPRINT_BYTES = 64
 #: default read size per poll; a poll reads more only to finish one very long line
 DEFAULT_CHUNK = 4 * 1024 * 1024
+#: a file at least this big (a metrics log, a completions file) gets its newest lines read
+#: from its end (`read_tail_lines`) before its history from the start; a smaller one is
+#: read whole in well under a second
+PREVIEW_FROM_BYTES = 8 << 20
 
 
 @dataclass(slots=True, frozen=True)

@@ -54,11 +54,12 @@ from grpo_tui.ui.themes import (
 )
 from grpo_tui.ui.widgets.chart import warm_up
 from grpo_tui.ui.widgets.completions import CompletionsPanel, CompletionsSource
-from grpo_tui.ui.widgets.detail import DetailScreen, DetailSource
+from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
+from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import RunHeader, header_view
 from grpo_tui.ui.widgets.help import HelpScreen, help_notes, help_text, key_rows
-from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
+from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.untrusted import printable
 
@@ -459,7 +460,7 @@ class GrpoTuiApp(App[None]):
         started = time.perf_counter()
         self._drawn = key
         self._metrics.show(
-            GridSource(
+            MetricsFrame(
                 run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette
             )
         )
@@ -506,9 +507,9 @@ class GrpoTuiApp(App[None]):
             return "no metrics read yet"
         return "diagnosing…"
 
-    def _detail_source(self) -> DetailSource:
+    def _detail_source(self) -> MetricsFrame:
         run = self.run_state
-        return DetailSource(
+        return MetricsFrame(
             run.store, run.version, self.rules, run.context, self.diagnosis, self.theme_spec.palette
         )
 

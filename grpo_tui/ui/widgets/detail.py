@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -11,31 +10,16 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from grpo_tui.context import RunContext
-from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.numbers import format_step, format_value
-from grpo_tui.run.metrics import MetricStore
-from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
+from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import ScenarioId, Zone
 
 #: cells the y-axis labels and frame take beside the plotted area
 _AXIS_CELLS = 10
-
-
-@dataclass(frozen=True)
-class DetailSource:
-    """What the detail chart is drawn from (a new one may mean a redraw)."""
-
-    store: MetricStore
-    version: int
-    rules: Rules
-    context: RunContext
-    diagnosis: Diagnosis | None
-    palette: ZonePalette
 
 
 def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
@@ -49,7 +33,7 @@ def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
     ]
 
 
-def detail_title(name: str, source: DetailSource) -> Text:
+def detail_title(name: str, source: MetricsFrame) -> Text:
     store = source.store
     health = source.diagnosis.metrics.get(name) if source.diagnosis is not None else None
     zone = health.zone if health is not None else Zone.UNKNOWN
@@ -78,7 +62,7 @@ class DetailScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
 
-    def __init__(self, metric: str, source: DetailSource) -> None:
+    def __init__(self, metric: str, source: MetricsFrame) -> None:
         super().__init__()
         self.metric = metric
         self._source = source
@@ -99,7 +83,7 @@ class DetailScreen(Screen[None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self.show, self._source)
 
-    def show(self, source: DetailSource) -> None:
+    def show(self, source: MetricsFrame) -> None:
         """Redraw when the data, the diagnosis, the theme or the chart's size changed."""
         self._source = source
         chart = self._chart

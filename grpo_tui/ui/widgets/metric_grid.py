@@ -8,7 +8,6 @@ just what moved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -19,30 +18,15 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from grpo_tui.context import RunContext
-from grpo_tui.health.rules import Rules
-from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,
     RowLayout,
     build_row,
     row_segments,
 )
-
-
-@dataclass(frozen=True)
-class GridSource:
-    """Everything a frame of the grid is drawn from; a new one means "maybe redraw"."""
-
-    store: MetricStore
-    version: int
-    rules: Rules
-    context: RunContext
-    diagnosis: Diagnosis | None
-    palette: ZonePalette
 
 
 class MetricGrid(ScrollView, can_focus=True):
@@ -82,7 +66,7 @@ class MetricGrid(ScrollView, can_focus=True):
         self, *, name: str | None = None, id: str | None = None, classes: str | None = None
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._source: GridSource | None = None
+        self._source: MetricsFrame | None = None
         self._names: list[str] = []
         self._filter = ""
         self._rows: dict[str, MetricRow] = {}
@@ -102,7 +86,7 @@ class MetricGrid(ScrollView, can_focus=True):
     def selected(self) -> str | None:
         return self._names[self.cursor] if 0 <= self.cursor < len(self._names) else None
 
-    def show(self, source: GridSource) -> None:
+    def show(self, source: MetricsFrame) -> None:
         """Draw from a new source: recompute the rows on screen, refresh the changed ones."""
         previous = self._source
         self._source = source

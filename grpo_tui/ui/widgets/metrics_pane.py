@@ -15,7 +15,8 @@ from textual.widgets import Input, Static
 
 from grpo_tui.numbers import format_step
 from grpo_tui.ui.inert import inert
-from grpo_tui.ui.widgets.metric_grid import GridSource, MetricGrid
+from grpo_tui.ui.widgets.frame import MetricsFrame
+from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, RowLayout
 
 
@@ -30,7 +31,7 @@ class MetricsPane(Vertical):
         )
         self._caption = Static("", id="grid-caption")
         self._caption_layout: RowLayout | None = None
-        self._source: GridSource | None = None
+        self._source: MetricsFrame | None = None
 
     def compose(self) -> ComposeResult:
         yield self._filter
@@ -46,7 +47,7 @@ class MetricsPane(Vertical):
         is not on screen has nothing to align."""
         return not self.grid.region or self._caption_layout == self.grid.row_layout
 
-    def show(self, source: GridSource) -> None:
+    def show(self, source: MetricsFrame) -> None:
         self._source = source
         self.grid.show(source)
         self._draw_caption()
