@@ -171,8 +171,8 @@ async def test_diagnosis_panel_is_the_check_engine(finished_run: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot, app)
         text = screen_text(app)
-        assert app.diagnosis is not None
-        assert [s.id.word for s in app.diagnosis.scenarios] == [
+        assert app.session.diagnosis is not None
+        assert [s.id.word for s in app.session.diagnosis.scenarios] == [
             s.id.word for s in expected.scenarios
         ]
     for scenario in expected.scenarios:
@@ -319,8 +319,8 @@ async def test_a_cap_given_on_the_command_line_reaches_the_live_diagnosis(tmp_pa
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot, app)
         assert app.run_state.context.max_completion_length == 64
-        assert app.diagnosis is not None
-        assert "cap 64, from the command line" in app.diagnosis.checklist[4].evidence
+        assert app.session.diagnosis is not None
+        assert "cap 64, from the command line" in app.session.diagnosis.checklist[4].evidence
 
 
 async def test_filter_narrows_the_grid(finished_run: Path) -> None:
@@ -356,9 +356,9 @@ async def test_pause_holds_one_moment_but_keeps_reading(tmp_path: Path) -> None:
         assert "PAUSED" in screen_text(app)
         append(log, train_line(4, 0.777))
         deadline = time.monotonic() + 10
-        while app.held_back_rows == 0 and time.monotonic() < deadline:
+        while app.session.held_back_rows == 0 and time.monotonic() < deadline:
             await pilot.pause(0.05)
-        assert app.held_back_rows == 1  # read while paused
+        assert app.session.held_back_rows == 1  # read while paused
         assert app.run_state.store.last("reward") == (2.0, 1.48749995)  # the paused moment
         await pilot.resize_terminal(100, 30)  # a resize redraws: from the paused moment
         await pilot.pause(0.3)
@@ -453,7 +453,7 @@ async def test_lines_read_before_the_screen_mounts_are_in_its_first_frame(
     early = RunFollower(finished_run, newest_first=True).read()
     # the app's own reader finds nothing: only the early hand-off can fill the grid
     app = app_for(finished_run, follower=RunFollower(tmp_path / "absent"), watch_files=False)
-    app._deliver(early)  # as the reader thread does before on_mount
+    app.session.deliver(early)  # as the reader thread does before on_mount
     drawn_rows: list[int] = []
     show = app._metrics.show
 

@@ -2,28 +2,28 @@
 
 How data flows:
 - Core's follow loop reads the run in a daemon thread (`FollowLoop`: time-boxed reads, ~1 s
-  apart, woken early by watchdog events) and each Update arrives as one `Ingested` message.
-  Quitting never waits for that thread: a read stuck on a hung mount cannot hold the exit.
-- The app thread alone touches the Run: `run.apply(update)`. While the screen is paused
-  (or the diagnosis reads the Run) updates are held back, merged, and applied afterwards,
-  so every pane shows one moment.
-- A 10 Hz timer redraws only when `run.version` (or the diagnosis, theme, clock second)
-  changed; new data is drawn at once unless a frame was drawn less than a frame budget
-  ago (0.1 s, longer when frames are slow), and each widget redraws only what changed.
-- The diagnosis (grpo_tui.health.diagnose, the engine `grpo-tui check` uses) runs at most
-  once a second (less often when it is slow) in a thread; while it reads the Run,
-  incoming updates wait in a queue so the Run never changes under it.
+  apart, woken early by watchdog events) and hands each Update to the run's Session
+  (grpo_tui/session.py), which keeps it for the first frame or posts it as an `Ingested`
+  message. Quitting never waits for that thread: a read stuck on a hung mount cannot hold
+  the exit.
+- The Session, on the app thread, owns what happens between the reader and the screen:
+  updates held back and merged while paused or diagnosing (every pane shows one moment),
+  and when to diagnose. The app composes, binds keys and draws, and forwards to it.
+- A frame is drawn only when the session's moment (or the theme) changed: at once unless a
+  frame was drawn less than a frame budget ago (0.1 s, longer when frames are slow), and
+  each widget redraws only what changed.
+- The diagnosis (grpo_tui.health.diagnose, the engine `grpo-tui check` uses) runs in a
+  worker thread as the session paces it; the Run does not change while it reads it.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -39,13 +39,18 @@ from textual.widgets import Footer, Tab, Tabs
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
-from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.update import Update
-from grpo_tui.ui.pacing import Pacer
+from grpo_tui.session import (
+    DIAGNOSIS_INTERVAL_S,
+    Applied,
+    DiagnosisJob,
+    DiagnosisResult,
+    Pacer,
+    Session,
+)
 from grpo_tui.ui.themes import (
     ThemeSpec,
     load_themes,
@@ -63,16 +68,11 @@ from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.untrusted import printable
 
-if TYPE_CHECKING:
-    from grpo_tui.health.diagnose import LiveJudge
-
-#: at most ~10 frames a second (slow frames are spaced further: ui/pacing.py); a frame is
+#: at most ~10 frames a second (slow frames are spaced further: session.Pacer); a frame is
 #: drawn only when something changed (new data, a diagnosis, a theme), never on a timer
 FRAME_INTERVAL_S = 0.1
 #: the header's clock ("last data 3s ago", "STALLED") is the one thing time alone changes
 CLOCK_INTERVAL_S = 1.0
-#: at most one diagnosis per this many seconds
-DIAGNOSIS_INTERVAL_S = 1.0
 #: wide layout (grid and diagnosis side by side) from this many columns
 WIDE_COLUMNS = 140
 PANES = ("metrics", "diagnosis", "completions")
@@ -120,16 +120,11 @@ class GrpoTuiApp(App[None]):
             self.notice = notice
 
     class Diagnosed(Message):
-        """A diagnosis of the run as it was at `version`, from the diagnosis worker."""
+        """A diagnosis of the run, from the diagnosis worker."""
 
-        def __init__(
-            self, diagnosis: Diagnosis | None, version: int, seconds: float, error: str | None
-        ) -> None:
+        def __init__(self, result: DiagnosisResult) -> None:
             super().__init__()
-            self.diagnosis = diagnosis
-            self.version = version
-            self.seconds = seconds
-            self.error = error
+            self.result = result
 
     def __init__(
         self,
@@ -151,36 +146,21 @@ class GrpoTuiApp(App[None]):
         self.rules = rules or Rules()
         #: the wall clock (injectable so tests and snapshots have a fixed time)
         self.now = now
-        #: the Run; only the app thread changes it
-        self.run_state = Run(self.path, given=given or RunContext())
-        self.diagnosis: Diagnosis | None = None
-        self.diagnosis_error: str | None = None
-        self.diagnosis_seconds: float | None = None
-        self.paused = False
-        #: updates read before the screen is mounted, drawn by its first frame (None once
-        #: mounted: from then on they come as messages). Guarded by `_early_lock`.
-        self._early_updates: list[Update] | None = []
-        self._early_lock = threading.Lock()
+        #: the run between its reader and this screen (the Run, pause, the diagnosis)
+        self.session = Session(
+            Run(self.path, given=given or RunContext()),
+            self.rules,
+            lambda update: self.post_message(self.Ingested(update)),
+        )
         self._reader = FollowLoop(
             follower or RunFollower(self.path, newest_first=True),
-            self._deliver,
+            self.session.deliver,
             on_error=lambda error: self.post_message(self.IngestFailed(error)),
             on_notice=lambda notice: self.post_message(self.SourceNotice(notice)),
             watch_files=watch_files,
         )
         self._themes: dict[str, ThemeSpec] = load_themes()
         self._pane = "metrics"
-        #: updates held back while paused or while the diagnosis reads the Run (merged)
-        self._pending: Update | None = None
-        self._diagnosing = False
-        self._diagnosed_version = -1
-        self._diagnosed_rows = 0
-        self._diagnoses = Pacer(DIAGNOSIS_INTERVAL_S)
-        #: the steady judgement of the run as it goes (core's; replays the history first).
-        #: Made by the first diagnosis, in its thread: the diagnosis modules are imported
-        #: there, after the first screen, not before it
-        self._judge: LiveJudge | None = None
-        self._replaced_rows = 0
         self._drawn: tuple[object, ...] | None = None
         self._frames = Pacer(FRAME_INTERVAL_S)
         #: a frame is asked for and not drawn yet (one, however many asks)
@@ -229,10 +209,7 @@ class GrpoTuiApp(App[None]):
         # idle means idle: no timer redraws what did not change; the clock only redraws the
         # header (its "last data 3s ago"), and data, diagnoses and keys ask for frames
         self.set_interval(CLOCK_INTERVAL_S, self._clock)
-        with self._early_lock:
-            early, self._early_updates = self._early_updates or [], None
-        for update in early:
-            self._apply(update)
+        self._show_applied(self.session.mounted())
         self._tick()
 
     def on_load(self) -> None:
@@ -263,48 +240,27 @@ class GrpoTuiApp(App[None]):
         if pane != self._pane:
             self._show_pane(pane)
 
-    # -- reading (core's follow loop, in its thread) ---------------------------------------
-    def _deliver(self, update: Update) -> None:
-        """The reader thread's hand-off: kept for the first frame until the screen is
-        mounted, a message after."""
-        with self._early_lock:
-            if self._early_updates is not None:
-                self._early_updates.append(update)
-                return
-        self.post_message(self.Ingested(update))
+    # -- reading (the session takes what core's follow loop reads) ------------------------
+    @property
+    def run_state(self) -> Run:
+        """The Run followed (the session's; only the app thread changes it)."""
+        return self.session.run
 
     @on(Ingested)
     def _on_ingested(self, message: Ingested) -> None:
         if self._shutting_down:
             return
-        if self._diagnosing or self.paused:
-            # the diagnosis thread is reading the Run, or the screen shows a paused moment:
-            # change the Run once that is over
-            pending = self._pending
-            self._pending = message.update if pending is None else pending.merged(message.update)
-            if self.paused:
-                self._show_paused_header()
+        applied = self.session.receive(message.update)
+        if applied is None and self.session.paused:
+            self._show_paused_header()
+        self._show_applied(applied)
+
+    def _show_applied(self, applied: Applied | None) -> None:
+        """The Run took new data: tell its source events, and draw it soon."""
+        if applied is None:
             return
-        self._apply(message.update)
-
-    @property
-    def held_back_rows(self) -> int:
-        """Lines read but not applied yet (while paused: what unpausing will show)."""
-        return 0 if self._pending is None else self._pending.batch.rows()
-
-    def _apply_pending(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            self._apply(pending)
-
-    def _apply(self, update: Update) -> None:
-        events_before = len(self.run_state.events)
-        self.run_state.apply(update)
-        if update.batch.events and not self.paused:
-            for event in self.run_state.events[
-                max(events_before, len(self.run_state.events) - 3) :
-            ]:
-                self.notify(printable(event), title="source", timeout=8, markup=False)
+        for event in applied.events:
+            self.notify(printable(event), title="source", timeout=8, markup=False)
         self._request_frame()
 
     @on(IngestFailed)
@@ -322,60 +278,27 @@ class GrpoTuiApp(App[None]):
 
     # -- the diagnosis worker (thread) --------------------------------------------------
     def _maybe_diagnose(self) -> None:
-        run = self.run_state
-        if self._diagnosing or self.paused or run.version == self._diagnosed_version:
+        if self._shutting_down:
             return
-        if run.reading is not None:
-            return  # judged once the whole history is in (the panel says "reading history")
-        if run.store.replaced_rows != self._replaced_rows:
-            # a restarted or resumed run re-logged steps: its history changed under the judge
-            self._replaced_rows = run.store.replaced_rows
-            if self._judge is not None:
-                self._judge.reset()
-        # the first diagnosis with data comes at once; then at most one a second
-        if not self._diagnoses.ready() and self._diagnosed_rows > 0:
-            if self._diagnosis_timer is None:
-                delay = max(0.01, self._diagnoses.next_at - time.monotonic())
-                self._diagnosis_timer = self.set_timer(delay, self._diagnose_later)
-            return
-        self._diagnosing = True
-        self._diagnosed_rows = len(run.store)
-        self._diagnose(run.version)
+        job = self.session.start_diagnosis()
+        if job is not None:
+            self._diagnose(job)
+        elif (due := self.session.diagnosis_due()) is not None and self._diagnosis_timer is None:
+            self._diagnosis_timer = self.set_timer(max(0.01, due), self._diagnose_later)
 
     def _diagnose_later(self) -> None:
         self._diagnosis_timer = None
         self._maybe_diagnose()
 
     @work(thread=True, exclusive=False, group="diagnose", name="diagnose")
-    def _diagnose(self, version: int) -> None:
-        started = time.perf_counter()
-        try:
-            if self._judge is None:
-                from grpo_tui.health.diagnose import LiveJudge
-
-                self._judge = LiveJudge(self.rules)
-            result: Diagnosis | None = self._judge.judge(self.run_state)
-            error = None
-            # a diagnosis's working arrays are freed but glibc keeps their pages (20 MB
-            # after replaying a 100 000-row history): give them back (~0.2 ms)
-            release_free_memory()
-        except Exception as exc:
-            result, error = None, f"{type(exc).__name__}: {exc}"
-        self.post_message(self.Diagnosed(result, version, time.perf_counter() - started, error))
+    def _diagnose(self, job: DiagnosisJob) -> None:
+        self.post_message(self.Diagnosed(job()))
 
     @on(Diagnosed)
     def _on_diagnosed(self, message: Diagnosed) -> None:
-        self._diagnosing = False
-        self._diagnosed_version = message.version
-        self._diagnoses.done(message.seconds)
-        self.diagnosis_seconds = message.seconds
-        self.diagnosis_error = message.error
-        if message.diagnosis is not None or message.error is not None:
-            self.diagnosis = message.diagnosis
         if self._shutting_down:
             return
-        if not self.paused:
-            self._apply_pending()
+        self._show_applied(self.session.diagnosed(message.result))
         self._tick()
         if not self._charts_warm:
             # after the first diagnosis, not during it: both want the CPU at startup
@@ -390,16 +313,13 @@ class GrpoTuiApp(App[None]):
     @property
     def settled(self) -> bool:
         """The newest data read has been diagnosed and drawn (tests and the bench wait on it)."""
-        version = self.run_state.version
         # drawn with this version's data and the diagnosis now held (a frame drawn before the
         # diagnosis arrived has the same version and the previous diagnosis)
-        drawn = self._drawn is not None and self._drawn[:2] == (version, self.diagnosis)
+        drawn = self._drawn is not None and self._drawn[0] == self.session.moment
         return (
             drawn
+            and self.session.settled
             and self._metrics.caption_aligned
-            and self._diagnosed_version == version
-            and self._pending is None
-            and not self._diagnosing
             and self._completions.settled
         )
 
@@ -418,12 +338,12 @@ class GrpoTuiApp(App[None]):
     def _force_redraw(self) -> None:
         self._drawn = None
         self._header_drawn = None
-        self._frames.now()
+        self._frames.reset()
         self._tick()
 
     def _clock(self) -> None:
         """Once a second: the header's clock, and a diagnosis or frame still owed."""
-        if self._shutting_down or self.paused:
+        if self._shutting_down or self.session.paused:
             return
         self._draw_header()
         self._maybe_diagnose()
@@ -434,7 +354,7 @@ class GrpoTuiApp(App[None]):
         if self._frame_asked or self._shutting_down:
             return
         self._frame_asked = True
-        delay = self._frames.next_at - time.monotonic()
+        delay = self._frames.wait()
         if delay > 0:
             self.set_timer(delay, self._frame_due)
         else:
@@ -446,12 +366,13 @@ class GrpoTuiApp(App[None]):
 
     def _tick(self) -> None:
         """One frame: draw what changed since the last one (nothing while paused)."""
-        if self._shutting_down or self.paused or not self._grid.is_attached:
+        session = self.session
+        if self._shutting_down or session.paused or not self._grid.is_attached:
             return
         self._draw_header()
         run = self.run_state
         spec = self.theme_spec
-        key = (run.version, self.diagnosis, self.diagnosis_error, spec.name)
+        key = (session.moment, spec.name)
         if key == self._drawn:
             return
         if not self._frames.ready():
@@ -459,15 +380,12 @@ class GrpoTuiApp(App[None]):
             return
         started = time.perf_counter()
         self._drawn = key
+        diagnosis = session.diagnosis
         self._metrics.show(
-            MetricsFrame(
-                run.store, run.version, self.rules, run.context, self.diagnosis, spec.palette
-            )
+            MetricsFrame(run.store, run.version, self.rules, run.context, diagnosis, spec.palette)
         )
-        self._diagnosis_panel.show(
-            self.diagnosis, spec.palette, pending=self._diagnosis_pending_text()
-        )
-        summary = diagnosis_summary(self.diagnosis)
+        self._diagnosis_panel.show(diagnosis, spec.palette, pending=session.diagnosis_note)
+        summary = diagnosis_summary(diagnosis)
         if self._diagnosis_tab.label.plain != summary:
             self._diagnosis_tab.label = Text(summary)
         self._completions.palette = spec.palette
@@ -475,7 +393,7 @@ class GrpoTuiApp(App[None]):
             CompletionsSource(
                 run.completions,
                 run.completions_state,
-                _shown_path(run.status.completions_file, self.path),
+                session.completions_file,
                 run.framework,
             )
         )
@@ -485,32 +403,26 @@ class GrpoTuiApp(App[None]):
             self._frames.done(time.perf_counter() - started)
         else:
             # a frame of no data paces nothing: the first lines read are drawn at once
-            self._frames.now()
+            self._frames.reset()
         # once the frame is on the screen: the diagnosis thread would slow its painting down
-        self.call_after_refresh(self._maybe_diagnose)
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        self.session.painted()
+        self._maybe_diagnose()
 
     def _draw_header(self) -> None:
-        view = header_view(self.run_state, self.now(), paused=self.paused)
+        view = header_view(self.run_state, self.now(), paused=self.session.paused)
         key = (view, self.theme)
         if key != self._header_drawn:
             self._header_drawn = key
             self._header.show(view)
 
-    def _diagnosis_pending_text(self) -> str:
-        if self.diagnosis_error is not None:
-            return f"diagnosis failed: {printable(self.diagnosis_error)}"
-        if self.run_state.waiting_for is not None:
-            return f"waiting for {printable(self.run_state.waiting_for)}"
-        if self.run_state.reading is not None:
-            return "reading the run's history: the diagnosis comes once it is all in"
-        if len(self.run_state.store) == 0:
-            return "no metrics read yet"
-        return "diagnosing…"
-
     def _detail_source(self) -> MetricsFrame:
         run = self.run_state
+        palette = self.theme_spec.palette
         return MetricsFrame(
-            run.store, run.version, self.rules, run.context, self.diagnosis, self.theme_spec.palette
+            run.store, run.version, self.rules, run.context, self.session.diagnosis, palette
         )
 
     # -- actions ------------------------------------------------------------------------
@@ -555,21 +467,27 @@ class GrpoTuiApp(App[None]):
 
     def _show_paused_header(self) -> None:
         """Frames stop while paused, but the header must say PAUSED (and what waits)."""
-        view = self._header.view
+        view, paused = self._header.view, self.session.paused
         if view is not None:
             view = replace(
-                view, paused=self.paused, held_back=self.held_back_rows if self.paused else 0
+                view, paused=paused, held_back=self.session.held_back_rows if paused else 0
             )
             self._header.show(view)
             self._header_drawn = (view, self.theme)
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        self._completions.freeze(self.paused)
+        session = self.session
+        if session.paused:
+            self._show_applied(session.resume())
+        else:
+            # the moment held is the Run as it is now: a frame still owed (paced) is drawn
+            # first, or a resize would redraw the widgets from data they never showed
+            self._frames.reset()
+            self._tick()
+            session.pause()
+        self._completions.freeze(session.paused)
         self._show_paused_header()
-        if not self.paused:
-            if not self._diagnosing:
-                self._apply_pending()
+        if not session.paused:
             self._force_redraw()
 
     def action_cycle_theme(self) -> None:
@@ -619,16 +537,6 @@ class GrpoTuiApp(App[None]):
     def _stop_workers(self) -> None:
         self._shutting_down = True
         self._reader.stop()
-
-
-def _shown_path(path: Path | None, watched: Path) -> Path | None:
-    """A file inside the watched PATH, relative to it (as the header names the log)."""
-    if path is None:
-        return None
-    try:
-        return path.relative_to(watched)
-    except ValueError:
-        return path
 
 
 def _action(app: App[None], action: str) -> Callable[[], object]:
