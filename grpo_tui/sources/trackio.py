@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 
 from grpo_tui.files import NotRegularFile, describe_os_error, file_kind
+from grpo_tui.sources.formats.trackio import DB_SUFFIX, REGISTRY_PREFIX
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.trackio_inbox import (
     Fragment,
@@ -67,10 +68,7 @@ from grpo_tui.sources.trackio_inbox import (
 #: rows (and inbox records) read per poll at most: a bite of GRPO rows (~30 metrics each)
 #: takes ~0.25 s, most of it turning JSON into records; a backlog follows with `more`
 MAX_ROWS_PER_POLL = 20_000
-DB_SUFFIX = ".db"
 INBOX = "inbox"
-#: trackio reserves this prefix for artifact registries, stored as databases beside projects
-_REGISTRY_PREFIX = "registry-"
 #: where transformers' TrackioCallback puts the trainer's step (trackio's own counts calls)
 _GLOBAL_STEP = "train/global_step"
 #: the strings trackio stores for non-finite floats (JSON has no literal for them)
@@ -119,7 +117,7 @@ def list_projects(directory: Path) -> list[str]:
     names: set[str] = set()
     with suppress(OSError), os.scandir(directory) as entries:
         for entry in entries:
-            if entry.name.endswith(DB_SUFFIX) and not entry.name.startswith(_REGISTRY_PREFIX):
+            if entry.name.endswith(DB_SUFFIX) and not entry.name.startswith(REGISTRY_PREFIX):
                 with suppress(OSError):
                     if entry.is_file():
                         names.add(entry.name.removesuffix(DB_SUFFIX))
