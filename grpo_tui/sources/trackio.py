@@ -440,8 +440,18 @@ class TrackioStore:
 class _Schema:
     """The columns that differ between trackio versions."""
 
-    key: str  # what tells runs apart: run_id (trackio >= 0.24), else run_name
-    log_id: str  # the log_id column, or NULL (written before trackio had one)
+    #: runs are told apart by run_id (trackio >= 0.24), else by run_name
+    has_run_id: bool
+    #: rows carry the log_id inbox records are matched by (not written before trackio had one)
+    has_log_id: bool
+
+    @property
+    def key(self) -> str:
+        return "run_id" if self.has_run_id else "run_name"
+
+    @property
+    def log_id(self) -> str:
+        return "log_id" if self.has_log_id else "NULL"
 
     @staticmethod
     def of(conn: sqlite3.Connection) -> _Schema | None:
@@ -449,10 +459,7 @@ class _Schema:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
         if not {"id", "run_name", "step", "metrics"} <= columns:
             return None
-        return _Schema(
-            "run_id" if "run_id" in columns else "run_name",
-            "log_id" if "log_id" in columns else "NULL",
-        )
+        return _Schema("run_id" in columns, "log_id" in columns)
 
 
 @dataclass(slots=True)
@@ -488,7 +495,7 @@ def _database_runs(
         f"FROM metrics GROUP BY {schema.key}"
     )
     for key, name, count, first, last_id in conn.execute(query).fetchall():
-        run_id = str(key) if schema.key == "run_id" else None
+        run_id = str(key) if schema.has_run_id else None
         run = _RunRows(str(name), str(key), run_id, (0, first), int(count), int(first))
         runs[run.key] = run
         if last_rows:
@@ -571,7 +578,7 @@ def _logged(conn: sqlite3.Connection, schema: _Schema, log_ids: Iterable[str | N
     """Which of these log ids the database has (inbox fragments imported already)."""
     wanted = [log_id for log_id in log_ids if log_id is not None]
     found: set[str] = set()
-    if schema.log_id == "NULL":
+    if not schema.has_log_id:
         return found
     for start in range(0, len(wanted), _IN_CHUNK):
         chunk = wanted[start : start + _IN_CHUNK]
