@@ -181,7 +181,7 @@ def _rows(chunks: list[bytes], tmp_path: Path) -> list[tuple[int, float, float]]
             handle.write(chunk)
         feed.wake()
         while True:
-            batch, more = feed.poll()
+            batch, more = feed.read()
             for block in batch.blocks:
                 for i in range(len(block)):
                     record = block.record(i)
@@ -224,19 +224,19 @@ def test_pieces_arriving_at_any_byte_read_the_same(
 def test_a_console_log_of_any_name_is_found_by_its_content(tmp_path: Path) -> None:
     nohup = tmp_path / "nohup.out"
     nohup.write_bytes(CONSOLE_TEXT)
-    assert discover(nohup).mode == "console"
+    assert discover(nohup).reading == "console"
     odd = tmp_path / "run-output"
     odd.write_bytes(b"warming up\n" * 10 + CONSOLE_TEXT)
-    assert discover(odd).mode == "console"
+    assert discover(odd).reading == "console"
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "train.log").write_bytes(CONSOLE_TEXT)
     layout = discover(folder)
-    assert (layout.mode, layout.metrics_file) == ("console", folder / "train.log")
+    assert (layout.reading, layout.metrics_file) == ("console", folder / "train.log")
     # a file of another name and content is not taken for one
     plain = tmp_path / "metrics"
     plain.write_bytes(b'{"loss": 0.1, "step": 1}\n')
-    assert discover(plain).mode == "jsonl"
+    assert discover(plain).reading == "jsonl"
 
 
 def test_rediscovery_does_not_read_a_known_console_log_again(
@@ -257,12 +257,12 @@ def test_rediscovery_does_not_read_a_known_console_log_again(
     monkeypatch.setattr(layout, "_head_and_tail", counted)
     log = tmp_path / "run-output"
     log.write_bytes(b"loading...\n")
-    assert discover(log).mode == "jsonl" and discover(log).mode == "jsonl"
+    assert discover(log).reading == "jsonl" and discover(log).reading == "jsonl"
     assert len(reads) == 1  # unchanged: not read again
     with open(log, "ab") as handle:
         handle.write(CONSOLE_TEXT)
-    assert discover(log).mode == "console"
+    assert discover(log).reading == "console"
     with open(log, "ab") as handle:
         handle.write(b"{'loss': 0.1, 'reward': 0.2}\n")
-    assert discover(log).mode == "console"
+    assert discover(log).reading == "console"
     assert len(reads) == 2

@@ -143,12 +143,12 @@ def test_a_verl_console_log_tailed_live_gives_each_step_once(tmp_path: Path) -> 
     log = tmp_path / "train.log"
     log.write_text("(TaskRunner pid=1) Creating file logger\n")
     feed = RunFeed(log)
-    feed.poll()
+    feed.read()
     steps: list[float] = []
     for step in range(1, 6):
         with open(log, "a") as handle:
             handle.write(f"(TaskRunner pid=1) step:{step} - critic/score/mean:{step / 10}\n")
-        batch, _ = feed.poll()
+        batch, _ = feed.read()
         feed.wake()
         steps.extend(float(s) for block in batch.blocks for s in block.steps)
     assert steps == [1.0, 2.0, 3.0, 4.0, 5.0]
@@ -184,7 +184,7 @@ def test_verl_file_logger_jsonl_flattened_with_null_as_not_logged(tmp_path: Path
     path.parent.mkdir()
     path.write_bytes(_verl_lines(range(1, 5)))
     layout = discover(path)
-    assert (layout.mode, layout.adapter) == ("jsonl", "verl")
+    assert (layout.reading, layout.adapter) == ("jsonl", "verl")
     assert "file logger" in layout.why
     run = load_run(path)
     assert run.framework == "verl"
@@ -208,10 +208,10 @@ def test_verl_file_logger_truncated_on_restart_is_read_again(tmp_path: Path) -> 
     path = tmp_path / "exp.jsonl"
     path.write_bytes(_verl_lines(range(1, 6)))
     feed = RunFeed(path)
-    first, _ = feed.poll()
+    first, _ = feed.read()
     assert sum(len(b) for b in first.blocks) == 5
     path.write_bytes(_verl_lines(range(1, 3)))  # `open(path, "w")` at the restart
-    again, _ = feed.poll()
+    again, _ = feed.read()
     assert again.restarted
     assert [float(s) for b in again.blocks for s in b.steps] == [1.0, 2.0]
 

@@ -24,11 +24,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboard.util import tensor_util
 
-from grpo_tui.sources.tensorboard import (
-    MISSING_TENSORBOARD,
-    TensorBoardStore,
-    find_event_files,
-)
+from grpo_tui.sources.formats.tensorboard import find_event_files
+from grpo_tui.sources.tensorboard import MISSING_TENSORBOARD, TensorBoardStore
 
 Record = dict[str, Any]
 

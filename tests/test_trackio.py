@@ -473,7 +473,7 @@ def test_a_trackio_folder_is_found_read_and_mapped(writer: Writer, two_runs: Pat
     from grpo_tui.sources.discover import discover
 
     layout = discover(writer.directory)
-    assert layout.adapter == "trackio" and layout.mode == "store"
+    assert layout.adapter == "trackio" and layout.reading == "trackio"
     assert discover(two_runs).adapter == "trackio"
     run = load_run(two_runs)
     assert run.framework == "trackio"

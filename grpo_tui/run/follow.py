@@ -57,7 +57,7 @@ class RunFollower:
         more = True
         while more:
             size = chunk_bytes or (BACKFILL_CHUNK if self._backlog else LIVE_CHUNK)
-            part, more = self.feed.poll(size)
+            part, more = self.feed.read(size)
             self._backlog = more
             batch.extend(part)
             if more and self.newest_first and not self._previewed:

@@ -167,7 +167,7 @@ class Run:
             target.add_block(block)
             kinds, counts = np.unique(block.kinds, return_counts=True)
             for kind, count in zip(kinds.tolist(), counts.tolist()):
-                self.line_counts[LineKind(kind).name.lower()] += count
+                self.line_counts[LineKind(kind).word] += count
             if block.max_steps:
                 self._max_steps = block.max_steps
             self._note_lifecycle(block.kinds)
@@ -179,7 +179,7 @@ class Run:
             self.bad_lines.append(bad)
         if batch.finished:
             self.finished = True
-            self.line_counts[LineKind.SUMMARY.name.lower()] += 1
+            self.line_counts[LineKind.SUMMARY.word] += 1
         if batch.restarted:
             # a new generation of the file: the run is live again until it says otherwise
             self.finished = False

@@ -27,26 +27,21 @@ class ConsoleReader(LogReader):
         self._bad_seen = 0
 
     def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
-        found: list[TextDict] = []
-        text = data.decode("utf-8", errors="replace")
-        lines = text.split("\n")
+        lines = data.decode("utf-8", errors="replace").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
+        found: list[TextDict] = []
         for line_no, line in enumerate(lines, first_line_no):
             found.extend(self.parser.feed(line, line_no))
-        batch = (
-            self.read_objects((item.line_no, item.values) for item in found) if found else Batch()
-        )
-        self._bad_since(batch)
-        return batch
+        return self._read_found(found)
 
     def finish(self) -> Batch:
         """The end of a one-shot read: a record the file ends inside is read as far as
         it goes (and counted bad)."""
-        found = list(self.parser.flush())
-        batch = (
-            self.read_objects((item.line_no, item.values) for item in found) if found else Batch()
-        )
+        return self._read_found(list(self.parser.flush()))
+
+    def _read_found(self, found: list[TextDict]) -> Batch:
+        batch = self.read_objects([item.values for item in found]) if found else Batch()
         self._bad_since(batch)
         return batch
 

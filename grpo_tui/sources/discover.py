@@ -28,6 +28,7 @@ from grpo_tui.sources.formats.layout import (
     CompletionsRef,
     Found,
     Probe,
+    Reading,
     Tier,
     found_file,
     probe,
@@ -41,23 +42,22 @@ class UnknownFormat(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RunLayout:
-    """What a PATH resolves to right now."""
+    """What a PATH resolves to right now: the metrics file and how it is read, or why
+    there is none to read yet (`waiting_for`) or at all (`problem`)."""
 
-    #: how the metrics file is read (a `Reading` value: "jsonl", "console", "document",
-    #: "store"), or "waiting" (nothing there yet) or "unreadable" (something is there but
-    #: cannot be read)
-    mode: str
+    #: how the metrics file is read; None when there is none to read
+    reading: Reading | None = None
     #: the metrics file (may not exist yet: then it is waited for)
-    metrics_file: Path | None
-    completions: CompletionsRef | None
-    args_file: Path | None
+    metrics_file: Path | None = None
+    completions: CompletionsRef | None = None
+    args_file: Path | None = None
     #: the run directory (an ms-swift vN-… directory or the file's folder)
-    run_dir: Path | None
+    run_dir: Path | None = None
     #: the output directory whose newer run folders are watched
-    output_dir: Path | None
-    #: what is being waited for, in words, when mode is "waiting"
+    output_dir: Path | None = None
+    #: what is being waited for, in words (nothing there yet, or the chosen file not yet)
     waiting_for: str = ""
-    #: why nothing can be read, in words, when mode is "unreadable"
+    #: why nothing can be read, in words (then `reading` is None)
     problem: str = ""
     #: files found but left out, each with the reason ("not a regular file (a FIFO), …")
     skipped: tuple[str, ...] = ()
@@ -71,6 +71,11 @@ class RunLayout:
     @property
     def completions_file(self) -> Path | None:
         return None if self.completions is None else self.completions.path
+
+    @property
+    def waiting(self) -> bool:
+        """Nothing is there to read yet (and nothing unreadable either)."""
+        return self.reading is None and not self.problem
 
 
 def adapters_for(only: str | None) -> list[FormatAdapter]:
@@ -99,7 +104,7 @@ def discover(path: Path, *, only: str | None = None, current: Path | None = None
     if not founds and only is not None:
         founds = [_forced(adapters[0], path)]
     if not founds:
-        return RunLayout("waiting", None, None, None, None, None, waiting_for=str(path))
+        return RunLayout(waiting_for=str(path))
     usable = [f for f in founds if not f.problem]
     if not usable:
         return _unreadable(founds[0].problem, path.parent)
@@ -142,9 +147,7 @@ def _in_directory(
     if listing_error is not None:
         return _unreadable(describe_os_error(listing_error, directory), directory)
     names = f"a {adapters[0].shown_name} file" if forced else "a metrics log"
-    return RunLayout(
-        "waiting", None, None, None, directory, None, waiting_for=f"{names} in {directory}"
-    )
+    return RunLayout(run_dir=directory, waiting_for=f"{names} in {directory}")
 
 
 def _choose(founds: Sequence[Found], current: Path | None) -> Found:
@@ -168,7 +171,7 @@ def _layout(chosen: Found, founds: Sequence[Found]) -> RunLayout:
     ]
     waiting = "" if chosen.exists else str(chosen.path)
     return RunLayout(
-        mode=chosen.reading.value,
+        reading=chosen.reading,
         metrics_file=chosen.path,
         completions=chosen.completions,
         args_file=chosen.args_file,
@@ -188,11 +191,6 @@ def _title(name: str) -> str:
 
 
 def _unreadable(
-    problem: str,
-    run_dir: Path | None = None,
-    output_dir: Path | None = None,
-    skipped: tuple[str, ...] = (),
+    problem: str, run_dir: Path | None = None, skipped: tuple[str, ...] = ()
 ) -> RunLayout:
-    return RunLayout(
-        "unreadable", None, None, None, run_dir, output_dir, problem=problem, skipped=skipped
-    )
+    return RunLayout(run_dir=run_dir, problem=problem, skipped=skipped)

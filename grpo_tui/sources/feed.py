@@ -1,7 +1,10 @@
 """The metrics feed: follows what PATH points at and hands out Batches.
 
-One object per monitored PATH. `poll()` reads a bounded amount (so a consumer can time-box
-its work) and says whether more is ready. It re-resolves PATH every few seconds to notice
+One object per monitored PATH. `read()` polls its source for a bounded amount (so a
+consumer can time-box its work), parses it and says whether more is ready. A log is
+tailed (tail.py) and read line by line (logreader.py, console.py); a store (a document
+rewritten whole, TensorBoard's event files, trackio's database) is polled for new records
+(polled.py). Discovery (discover.py) says which, and how. It re-resolves PATH every few seconds to notice
 a file appearing, a newer `v*` run directory (a resumed run: the old one is drained first
 and its history kept) or a newer checkpoint's `trainer_state.json`.
 """
@@ -12,18 +15,12 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from grpo_tui.context import RunContext
-from grpo_tui.files import describe_os_error
 from grpo_tui.sources.console import ConsoleReader
-from grpo_tui.sources.context import (
-    ArgsError,
-    context_from_args,
-    read_args_json,
-    read_json_file,
-)
+from grpo_tui.sources.context import ArgsError, context_from_args, read_args_json
 from grpo_tui.sources.discover import RunLayout, discover
+from grpo_tui.sources.document import DocumentStore
 from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
 from grpo_tui.sources.formats.completions import completions_in
 from grpo_tui.sources.formats.layout import CompletionsRef, Reading
@@ -31,22 +28,13 @@ from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.tail import DEFAULT_CHUNK, PREVIEW_FROM_BYTES, TailReader, read_tail_lines
+from grpo_tui.sources.tensorboard import TensorBoardStore
+from grpo_tui.sources.trackio import TrackioStore
 
 #: bytes of the newest lines previewed: about a thousand ms-swift lines (~1 KB each), more
 #: points than the widest sparkline draws, parsed in ~25 ms (4 MB took four times that
 #: while the first screen waited)
 PREVIEW_BYTES = 1 << 20
-
-
-@dataclass
-class _StateFile:
-    """A JSON document rewritten whole (a trainer_state.json), re-read whenever it changes."""
-
-    path: Path
-    signature: tuple[int, int, float, int] | None = None
-    #: (kind-free) the last log record handed out, to skip what was already read
-    last_item: dict[str, Any] | None = None
-    unreadable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +109,7 @@ class FeedStatus:
 
 
 class RunFeed:
-    """Follows one PATH's metrics source; call `poll()` whenever data may have arrived."""
+    """Follows one PATH's metrics source; call `read()` whenever data may have arrived."""
 
     def __init__(
         self,
@@ -137,7 +125,6 @@ class RunFeed:
         self._layout: RunLayout | None = None
         self._tail: TailReader | None = None
         self._reader: LogReader | None = None
-        self._state: _StateFile | None = None
         self._store: RecordStore | None = None
         self._next_discovery = 0.0
         self._announced_wait = False
@@ -145,39 +132,34 @@ class RunFeed:
         self._layout_notes: list[str] = []
 
     # -- public ----------------------------------------------------------------------
-    def poll(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
-        """Read up to ~max_bytes of new data. Returns (batch, more_ready)."""
+    def read(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
+        """Read up to ~max_bytes of new data (PATH re-resolved every few seconds).
+        Returns (batch, more_ready)."""
         batch = Batch()
         now = time.monotonic()
         if self._layout is None or now >= self._next_discovery:
             self._next_discovery = now + self.rediscover_every
             self._rediscover(batch)
-        layout = self._layout
-        if layout is None or layout.mode in ("waiting", "unreadable"):
-            return batch, False
-        if layout.mode == Reading.DOCUMENT:
-            self._poll_state(batch)
-            return batch, False
-        if layout.mode == Reading.STORE:
-            return batch, self._poll_store(batch)
-        return batch, self._poll_tail(batch, max_bytes)
+        if self._store is not None:
+            return batch, self._read_store(batch)
+        return batch, self._read_tail(batch, max_bytes)
 
     def preview(self, max_bytes: int = PREVIEW_BYTES) -> Batch | None:
         """The newest lines of a big JSON-lines log, read from its end before its history
         (the screen shows the latest state at once). None when the log is small, is read
         another way, or its lines do not name their steps (a preview would count them from
         1). The history is still read whole, from the start: this is a look ahead only."""
-        layout, tail = self._layout, self._tail
-        if layout is None or layout.mode != Reading.JSONL or tail is None or self._reader is None:
+        layout, tail, reader = self._layout, self._tail, self._reader
+        if layout is None or layout.reading is not Reading.JSONL or tail is None or reader is None:
             return None
         if tail.size < PREVIEW_FROM_BYTES:
             return None
         lines = read_tail_lines(tail.path, max_bytes, block=max_bytes)
         if not lines:
             return None
-        reader = LogReader(self._reader.adapter, str(tail.path))
-        batch = reader.read_chunk(b"".join(line.data + b"\n" for line in lines), 0)
-        if reader.counted_steps:
+        ahead = LogReader(reader.adapter, str(tail.path))
+        batch = ahead.read_chunk(b"".join(line.data + b"\n" for line in lines), 0)
+        if ahead.counted_steps:
             return None
         batch.bad_lines.clear()  # the history's read counts them, at their line numbers
         return batch
@@ -215,12 +197,12 @@ class RunFeed:
             self.path, only=self.options.only, current=current.metrics_file if current else None
         )
         if self.options.completions is not None:
-            layout = replace(layout, completions=completions_at(self.options.completions))
+            layout = replace(layout, completions=completions_in(self.options.completions))
         self.status.unreadable = layout.problem or None
         if (
             current is not None
             and layout.metrics_file == current.metrics_file
-            and layout.mode == current.mode
+            and layout.reading == current.reading
             and layout.adapter == current.adapter
         ):
             if (layout.args_file, layout.skipped) != (current.args_file, current.skipped):
@@ -229,11 +211,11 @@ class RunFeed:
             return
         if current is not None and self._tail is not None:
             # a newer run directory: drain the old file so nothing it wrote is lost
-            while self._poll_tail(batch, DEFAULT_CHUNK):
+            while self._read_tail(batch, DEFAULT_CHUNK):
                 pass
-        if layout.mode == "unreadable":
+        if layout.problem:
             self.status.waiting_for = None
-        elif layout.mode == "waiting" or (
+        elif layout.reading is None or (
             layout.metrics_file and not os.path.exists(layout.metrics_file)
         ):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
@@ -242,26 +224,26 @@ class RunFeed:
                 self._announced_wait = True
         else:
             self.status.waiting_for = None
-        if current is not None and layout.run_dir != current.run_dir and layout.mode != "waiting":
+        if current is not None and layout.run_dir != current.run_dir and not layout.waiting:
             batch.events.append(f"following newer run directory {layout.run_dir}")
-        previous_state = self._state
+        previous_store = self._store
         self._layout = layout
         self._tail = None
-        self._state = None
         self._store = None
         adapter = ADAPTERS.get(layout.adapter or "")
-        path = layout.metrics_file
-        if adapter is not None and path is not None:
-            if layout.mode in (Reading.JSONL, Reading.CONSOLE):
+        path, reading = layout.metrics_file, layout.reading
+        if adapter is not None and path is not None and reading is not None:
+            if reading in (Reading.JSONL, Reading.CONSOLE):
                 self._tail = TailReader(path)
-            elif layout.mode == Reading.DOCUMENT:
-                self._state = _StateFile(path)
-                if previous_state is not None:
-                    # a newer checkpoint: its history starts with what was already read
-                    self._state.last_item = previous_state.last_item
-            elif layout.mode == Reading.STORE and adapter.open_store is not None:
-                self._store = adapter.open_store(path, self.options.run_name)
-            self._reader = self._reader_for(adapter, path, layout.mode == Reading.CONSOLE)
+            elif reading is Reading.DOCUMENT:
+                # a newer checkpoint: its history starts with what was already read
+                after = previous_store if isinstance(previous_store, DocumentStore) else None
+                self._store = DocumentStore(path, adapter.document_records, after=after)
+            elif reading is Reading.TENSORBOARD:
+                self._store = TensorBoardStore(path)
+            else:
+                self._store = TrackioStore(path, self.options.run_name)
+            self._reader = self._reader_for(adapter, path, reading is Reading.CONSOLE)
         self.status.chosen_because = layout.why
         self.status.passed_over = list(layout.passed_over)
         self._read_context(layout)
@@ -304,7 +286,7 @@ class RunFeed:
             self.status.files.append(str(path))
 
     # -- reading -----------------------------------------------------------------------
-    def _poll_tail(self, batch: Batch, max_bytes: int) -> bool:
+    def _read_tail(self, batch: Batch, max_bytes: int) -> bool:
         tail, reader = self._tail, self._reader
         if tail is None or reader is None:
             return False
@@ -325,83 +307,32 @@ class RunFeed:
         if chunk.data:
             batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
             self.status.data_time = tail.mtime
-            self.status.version_hints = reader.version_hints
-            self._show_framework(reader)
+            self._read_by(reader)
         return chunk.more
 
-    def _poll_store(self, batch: Batch) -> bool:
+    def _read_store(self, batch: Batch) -> bool:
         store, reader = self._store, self._reader
         if store is None or reader is None:
             return False
         polled = store.poll()
         self.status.unreadable = polled.problem
+        batch.events.extend(polled.events)
         if polled.restarted:
             batch.events.append(f"{store.path.name} started over: reading it from the start")
             batch.restarted = True
             reader.restart()
-        if polled.records:
+        if polled.records or polled.settings is not None:
             self._note_file(store.path)
-            batch.extend(reader.read_objects(enumerate(polled.records, 1)))
             self.status.data_time = polled.data_time
-            self.status.version_hints = reader.version_hints
-            self._show_framework(reader)
+        if polled.settings:
+            # the store's own settings (max_steps, logging_steps) fill the run context
+            self.status.context.merge_missing(context_from_args(polled.settings))
+        if polled.records:
+            batch.extend(reader.read_objects(polled.records))
+            self._read_by(reader)
         return polled.more
 
-    def _poll_state(self, batch: Batch) -> None:
-        state = self._state
-        if state is None:
-            return
-        try:
-            stat = os.stat(state.path)
-        except FileNotFoundError:
-            return  # replaced right now, or a checkpoint deleted: discovery finds the newest
-        except OSError as error:
-            self.status.unreadable = describe_os_error(error, state.path)
-            return
-        signature = (stat.st_dev, stat.st_ino, stat.st_mtime, stat.st_size)
-        if signature == state.signature:
-            return
-        try:
-            document = read_json_file(state.path)
-        except OSError as error:
-            self.status.unreadable = describe_os_error(error, state.path)
-            return
-        except ValueError as error:
-            # probably being written right now: try again at the next poll
-            if state.unreadable is None:
-                batch.events.append(f"{state.path.name} unreadable for now: {error}")
-            state.unreadable = str(error)
-            return
-        self.status.unreadable = None
-        state.signature = signature
-        state.unreadable = None
-        self._note_file(state.path)
-        self.status.data_time = stat.st_mtime
-        reader = self._reader
-        records = None if reader is None else reader.adapter.document_records
-        history = None if records is None else records(document)
-        if history is None:
-            batch.events.append(f"{state.path.name} holds no log records")
-            return
-        if isinstance(document, dict):
-            # the document's own settings (max_steps, logging_steps) fill the run context
-            self.status.context.merge_missing(context_from_args(document))
-        items = [item for item in history if isinstance(item, dict)]
-        start = 0
-        if state.last_item is not None:
-            # a newer checkpoint repeats the older history: hand out only what is new
-            for index in range(len(items) - 1, -1, -1):
-                if items[index] == state.last_item:
-                    start = index + 1
-                    break
-        new_items = items[start:]
-        if new_items and self._reader is not None:
-            state.last_item = new_items[-1]
-            batch.extend(self._reader.read_objects(enumerate(new_items, start + 1)))
-            self._show_framework(self._reader)
-
-
-def completions_at(path: Path) -> CompletionsRef:
-    """A completions source given by hand: a file of JSON lines, or a folder of per-step
-    files, read the way the adapter that owns such a folder reads it."""
-    return completions_in(Path(path))
+    def _read_by(self, reader: LogReader) -> None:
+        """What the reader learnt from the lines it read, for the status."""
+        self.status.version_hints = reader.version_hints
+        self._show_framework(reader)

@@ -9,7 +9,7 @@ steps), and max_steps and the version hints carry over from chunk to chunk.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,11 +54,11 @@ class LogReader:
         """The end of a one-shot read: nothing waits in a line reader."""
         return Batch()
 
-    def read_objects(self, items: Iterable[tuple[int, Mapping[str, Any]]]) -> Batch:
-        """Already parsed log dicts (log_history items) → a Batch."""
+    def read_objects(self, objs: Sequence[Mapping[str, Any]]) -> Batch:
+        """Already parsed log dicts (log_history items, a store's records) → a Batch."""
         stacker = ShapeStacker(self.adapter, self.origin)
         # already in memory: no slicing needed (slices only keep parsed lines short-lived)
-        stacker.add([obj for _, obj in items])
+        stacker.add(objs)
         return self._settle([stacker.finish()])
 
     def _settle(self, parts: list[Part]) -> Batch:

@@ -1,8 +1,9 @@
 """Metrics stores read record by record instead of as a growing text: the contract.
 
 A JSONL or console log is tailed byte by byte (sources/tail.py). Some stores are not text
-that grows at its end: a `trainer_state.json` is rewritten whole, TensorBoard event files
-are framed binary records, trackio keeps a SQLite database. Their readers answer one
+that grows at its end: a `trainer_state.json` is rewritten whole (document.py), TensorBoard
+event files are framed binary records (tensorboard.py), trackio keeps a SQLite database
+(trackio.py). Their readers answer one
 question, `poll()`: which log dicts are new since the last call. The feed maps those dicts
 through the framework's adapter exactly like lines of a log, so every store reaches the
 same canonical metrics, rules and screens.
@@ -33,6 +34,11 @@ class PolledRecords:
     data_time: float | None = None
     #: more is ready to read right away (a large backlog read in bounded bites)
     more: bool = False
+    #: what the user should hear about the store, once each ("… holds no log records")
+    events: list[str] = field(default_factory=list)
+    #: the store's own settings, once it was read ({} when it has none): a
+    #: trainer_state.json's max_steps and logging_steps fill what the run context lacks
+    settings: dict[str, Any] | None = None
 
 
 class RecordStore(Protocol):

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, open_regular
+from grpo_tui.sources.formats.tensorboard import find_event_files, name_time, scan_events
 from grpo_tui.sources.polled import PolledRecords
 
-EVENT_FILE_PREFIX = "events.out.tfevents."
 #: records read per poll at most: TensorBoard's reader checksums in pure Python (~25 µs a
 #: record, ~0.5 s for a full bite), so a large backlog is read in bites (`more`)
 MAX_EVENTS_PER_POLL = 20_000
@@ -78,47 +78,6 @@ def load_tensorboard() -> _TensorBoard | str:
         errors,
         protobuf.DecodeError,
     )
-
-
-def _name_time(path: Path) -> tuple[int, str]:
-    """Reading order: the wall time writers put in the 4th dot-field, then the name."""
-    fields = path.name.split(".")
-    return (int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else 0, path.name)
-
-
-def _scan(directory: Path) -> tuple[list[Path], float, list[Path]]:
-    """A directory's event files (regular files: a FIFO is left out) in reading order, the
-    newest one's mtime, and its subdirectories."""
-    files: list[tuple[Path, float]] = []
-    subdirs: list[Path] = []
-    try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                try:
-                    if entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file():
-                        files.append((Path(entry.path), entry.stat().st_mtime))
-                    elif not entry.name.startswith(".") and entry.is_dir():
-                        subdirs.append(Path(entry.path))
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    newest = max((mtime for _, mtime in files), default=0.0)
-    return sorted((path for path, _ in files), key=_name_time), newest, subdirs
-
-
-def find_event_files(directory: Path) -> list[Path]:
-    """The event files of the run in `directory`, in reading order: its own, else those of
-    the subdirectory holding the most recently modified one (`<dir>/<run_name>/`), else one
-    level further (`output/runs/<name>/` as transformers names it). scandir only: cheap."""
-    files, _, level = _scan(directory)
-    for _depth in range(2):
-        if files:
-            break
-        scanned = [_scan(subdir) for subdir in level]
-        files = max(scanned, key=lambda scan: (bool(scan[0]), scan[1]), default=([], 0.0, []))[0]
-        level = [subdir for _, _, subdirs in scanned for subdir in subdirs]
-    return files
 
 
 def _float32(number: float) -> float:
@@ -180,14 +139,14 @@ class TensorBoardStore:
             self._files = self._files or [self.path]
             return
         current = self._files[-1] if self._files else None
-        found = [] if current is None else _scan(current.parent)[0]
+        found = [] if current is None else scan_events(current.parent)[0]
         if current is None or self._idle:
             found += find_event_files(self.path)
         for path in found:
             if path not in self._files and (
                 current is None
                 or path.parent == current.parent
-                or _name_time(path) > _name_time(current)  # not a run going on beside it
+                or name_time(path) > name_time(current)  # not a run going on beside it
             ):
                 self._files.append(path)
 

@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 
 from grpo_tui.files import NotRegularFile, describe_os_error, file_kind
+from grpo_tui.sources.formats.trackio import DB_SUFFIX, REGISTRY_PREFIX
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.trackio_inbox import (
     Fragment,
@@ -67,10 +68,7 @@ from grpo_tui.sources.trackio_inbox import (
 #: rows (and inbox records) read per poll at most: a bite of GRPO rows (~30 metrics each)
 #: takes ~0.25 s, most of it turning JSON into records; a backlog follows with `more`
 MAX_ROWS_PER_POLL = 20_000
-DB_SUFFIX = ".db"
 INBOX = "inbox"
-#: trackio reserves this prefix for artifact registries, stored as databases beside projects
-_REGISTRY_PREFIX = "registry-"
 #: where transformers' TrackioCallback puts the trainer's step (trackio's own counts calls)
 _GLOBAL_STEP = "train/global_step"
 #: the strings trackio stores for non-finite floats (JSON has no literal for them)
@@ -119,7 +117,7 @@ def list_projects(directory: Path) -> list[str]:
     names: set[str] = set()
     with suppress(OSError), os.scandir(directory) as entries:
         for entry in entries:
-            if entry.name.endswith(DB_SUFFIX) and not entry.name.startswith(_REGISTRY_PREFIX):
+            if entry.name.endswith(DB_SUFFIX) and not entry.name.startswith(REGISTRY_PREFIX):
                 with suppress(OSError):
                     if entry.is_file():
                         names.add(entry.name.removesuffix(DB_SUFFIX))
@@ -442,8 +440,18 @@ class TrackioStore:
 class _Schema:
     """The columns that differ between trackio versions."""
 
-    key: str  # what tells runs apart: run_id (trackio >= 0.24), else run_name
-    log_id: str  # the log_id column, or NULL (written before trackio had one)
+    #: runs are told apart by run_id (trackio >= 0.24), else by run_name
+    has_run_id: bool
+    #: rows carry the log_id inbox records are matched by (not written before trackio had one)
+    has_log_id: bool
+
+    @property
+    def key(self) -> str:
+        return "run_id" if self.has_run_id else "run_name"
+
+    @property
+    def log_id(self) -> str:
+        return "log_id" if self.has_log_id else "NULL"
 
     @staticmethod
     def of(conn: sqlite3.Connection) -> _Schema | None:
@@ -451,10 +459,7 @@ class _Schema:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
         if not {"id", "run_name", "step", "metrics"} <= columns:
             return None
-        return _Schema(
-            "run_id" if "run_id" in columns else "run_name",
-            "log_id" if "log_id" in columns else "NULL",
-        )
+        return _Schema("run_id" in columns, "log_id" in columns)
 
 
 @dataclass(slots=True)
@@ -490,7 +495,7 @@ def _database_runs(
         f"FROM metrics GROUP BY {schema.key}"
     )
     for key, name, count, first, last_id in conn.execute(query).fetchall():
-        run_id = str(key) if schema.key == "run_id" else None
+        run_id = str(key) if schema.has_run_id else None
         run = _RunRows(str(name), str(key), run_id, (0, first), int(count), int(first))
         runs[run.key] = run
         if last_rows:
@@ -573,7 +578,7 @@ def _logged(conn: sqlite3.Connection, schema: _Schema, log_ids: Iterable[str | N
     """Which of these log ids the database has (inbox fragments imported already)."""
     wanted = [log_id for log_id in log_ids if log_id is not None]
     found: set[str] = set()
-    if schema.log_id == "NULL":
+    if not schema.has_log_id:
         return found
     for start in range(0, len(wanted), _IN_CHUNK):
         chunk = wanted[start : start + _IN_CHUNK]

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 
 from grpo_tui.sources.formats.layout import BatchFolder, Found, Probe, Reading
 from grpo_tui.sources.formats.values import ColumnParser
-from grpo_tui.sources.polled import RecordStore
 from grpo_tui.vocabulary import LineKind
 
 
@@ -99,8 +98,6 @@ class FormatAdapter:
     """Whether a file is one of its metrics files, and how it is read (PATH is a file)."""
     find: Callable[[Path], list[Found]] | None = None
     """Its metrics files in a directory (PATH is a directory), in any order."""
-    open_store: Callable[[Path, str | None], RecordStore] | None = None
-    """Opens a record store it reads (Reading.STORE), given the run name `--run` chose."""
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
     ("Unsloth"), or None; shown as "Unsloth (TRL)"."""

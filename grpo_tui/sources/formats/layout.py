@@ -33,8 +33,10 @@ class Reading(str, Enum):
     CONSOLE = "console"
     #: a JSON document rewritten whole (trainer_state.json), re-read when it changes
     DOCUMENT = "document"
-    #: a record store polled for new records (TensorBoard events, trackio's SQLite)
-    STORE = "store"
+    #: TensorBoard event files (a file, or a folder of them), polled for new scalars
+    TENSORBOARD = "tensorboard"
+    #: a trackio project's SQLite database (and its inbox), polled for new rows
+    TRACKIO = "trackio"
 
 
 class Tier(int, Enum):
@@ -243,7 +245,8 @@ def found_file(
     """A Found for `path`, its problem said when it is there but cannot be read, and the
     first regular `args_name` file in `args_dirs` (else the run directory) as its context."""
     seen = probe(path)
-    folder_store = reading is Reading.STORE
+    # TensorBoard's event files are read as one store: a folder is one of its files
+    folder_store = reading is Reading.TENSORBOARD
     run_dir = run_dir or path.parent
     args_file: Path | None = None
     if args_name is not None:
@@ -262,7 +265,6 @@ def found_file(
         completions=completions,
         args_file=args_file,
         mtime=seen.mtime,
-        # a store may be a folder (TensorBoard's event files are read as one)
         exists=seen.is_file or (folder_store and seen.is_dir),
         problem="" if folder_store and seen.is_dir else seen.why_not_file(path),
     )

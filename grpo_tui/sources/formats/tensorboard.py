@@ -15,6 +15,7 @@ Event files are a tracker's store: a per-step log of the same run is preferred.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,17 +25,57 @@ from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, found_f
 from grpo_tui.sources.formats.openrlhf import OPENRLHF_ALIASES
 from grpo_tui.sources.formats.trl import trl_completions
 from grpo_tui.sources.formats.verl import VERL_ALIASES, VERL_FAMILIES
-from grpo_tui.sources.polled import RecordStore
-from grpo_tui.sources.tensorboard import EVENT_FILE_PREFIX, TensorBoardStore, find_event_files
 
 NAME = "tensorboard"
+EVENT_FILE_PREFIX = "events.out.tfevents."
+
+
+def name_time(path: Path) -> tuple[int, str]:
+    """Reading order: the wall time writers put in the 4th dot-field, then the name."""
+    fields = path.name.split(".")
+    return (int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else 0, path.name)
+
+
+def scan_events(directory: Path) -> tuple[list[Path], float, list[Path]]:
+    """A directory's event files (regular files: a FIFO is left out) in reading order, the
+    newest one's mtime, and its subdirectories."""
+    files: list[tuple[Path, float]] = []
+    subdirs: list[Path] = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                try:
+                    if entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file():
+                        files.append((Path(entry.path), entry.stat().st_mtime))
+                    elif not entry.name.startswith(".") and entry.is_dir():
+                        subdirs.append(Path(entry.path))
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    newest = max((mtime for _, mtime in files), default=0.0)
+    return sorted((path for path, _ in files), key=name_time), newest, subdirs
+
+
+def find_event_files(directory: Path) -> list[Path]:
+    """The event files of the run in `directory`, in reading order: its own, else those of
+    the subdirectory holding the most recently modified one (`<dir>/<run_name>/`), else one
+    level further (`output/runs/<name>/` as transformers names it). scandir only: cheap."""
+    files, _, level = scan_events(directory)
+    for _depth in range(2):
+        if files:
+            break
+        scanned = [scan_events(subdir) for subdir in level]
+        files = max(scanned, key=lambda scan: (bool(scan[0]), scan[1]), default=([], 0.0, []))[0]
+        level = [subdir for _, _, subdirs in scanned for subdir in subdirs]
+    return files
 
 
 def _found(path: Path, searched: Path, why: str) -> Found:
     found = found_file(
         path,
         NAME,
-        Reading.STORE,
+        Reading.TENSORBOARD,
         Tier.STORE,
         why,
         run_dir=searched,
@@ -60,10 +101,6 @@ def find(directory: Path) -> list[Found]:
     return [_found(holder, directory, f"TensorBoard event files {where}")]
 
 
-def open_store(path: Path, run_name: str | None) -> RecordStore:
-    return TensorBoardStore(path)
-
-
 TENSORBOARD = FormatAdapter(
     name=NAME,
     title="TensorBoard",
@@ -72,8 +109,7 @@ TENSORBOARD = FormatAdapter(
     fraction_step_keys=(),
     int_step_keys=("step",),
     ignored_keys=frozenset({"total_flos", "training/global_step"}),
-    reading=Reading.STORE,
+    reading=Reading.TENSORBOARD,
     claim=claim,
     find=find,
-    open_store=open_store,
 )

@@ -24,14 +24,13 @@ from grpo_tui.sources.formats.layout import (
     read_head,
 )
 from grpo_tui.sources.formats.trl import flavour
-from grpo_tui.sources.polled import RecordStore
-from grpo_tui.sources.trackio import DB_SUFFIX, TrackioStore
 
 NAME = "trackio"
+DB_SUFFIX = ".db"
+#: trackio reserves this prefix for artifact registries, stored as databases beside projects
+REGISTRY_PREFIX = "registry-"
 #: the first bytes of every SQLite database
 _SQLITE_HEADER = b"SQLite format 3\x00"
-#: trackio's own bookkeeping databases, not projects
-_NOT_PROJECTS = ("registry-",)
 
 
 def _is_database(path: Path) -> bool:
@@ -42,7 +41,7 @@ def claim(path: Path, seen: Probe) -> Found | None:
     if path.suffix != DB_SUFFIX or not _is_database(path):
         return None
     return found_file(
-        path, NAME, Reading.STORE, Tier.STORE, "a SQLite database: trackio's project store"
+        path, NAME, Reading.TRACKIO, Tier.STORE, "a SQLite database: trackio's project store"
     )
 
 
@@ -51,17 +50,13 @@ def find(directory: Path) -> list[Found]:
     found: list[Found] = []
     for path, _ in files_named(
         directory,
-        lambda name: name.endswith(DB_SUFFIX) and not name.startswith(_NOT_PROJECTS),
+        lambda name: name.endswith(DB_SUFFIX) and not name.startswith(REGISTRY_PREFIX),
     ):
         if _is_database(path):
             found.append(
-                found_file(path, NAME, Reading.STORE, Tier.STORE, f"trackio project {path.stem}")
+                found_file(path, NAME, Reading.TRACKIO, Tier.STORE, f"trackio project {path.stem}")
             )
     return found
-
-
-def open_store(path: Path, run_name: str | None) -> RecordStore:
-    return TrackioStore(path, run_name)
 
 
 TRACKIO = FormatAdapter(
@@ -76,9 +71,8 @@ TRACKIO = FormatAdapter(
         ("frac_reward_zero_std", "TRL ≥ 0.18 (frac_reward_zero_std)"),
         ("entropy", "TRL ≥ 0.20 (entropy)"),
     ),
-    reading=Reading.STORE,
+    reading=Reading.TRACKIO,
     claim=claim,
     find=find,
-    open_store=open_store,
     flavour=flavour,
 )
