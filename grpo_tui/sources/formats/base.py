@@ -46,9 +46,6 @@ class LinePlan:
     inverted: tuple[int, ...]
     #: key → canonical, for `inspect`
     source_keys: Mapping[str, str]
-    #: how many keys the shape has: a line with as many keys that all getters accept has
-    #: exactly this key set
-    key_count: int
     #: C-level getters: the numbers as a tuple; one getter per parsed string key and per
     #: step key (a column each); every other key (read only to prove the line has it)
     getter: TupleGetter | None
@@ -259,7 +256,6 @@ class FormatAdapter:
             step_keys=step_keys,
             inverted=inverted,
             source_keys=source_keys,
-            key_count=len(obj),
             getter=_tuple_getter(number_keys),
             string_getters=tuple(map(itemgetter, string_keys)),
             step_getters=tuple(map(itemgetter, step_keys)),
