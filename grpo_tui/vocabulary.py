@@ -54,10 +54,6 @@ class Zone(enum.IntEnum):
         """Caution or bad."""
         return self in (Zone.CAUTION, Zone.BAD)
 
-    @classmethod
-    def from_word(cls, word: str) -> Zone:
-        return _ZONE_BY_WORD[word]
-
 
 _ZONE_WORDS = {
     Zone.UNKNOWN: "unknown",
@@ -73,7 +69,6 @@ _ZONE_GLYPHS = {
     Zone.BAD: "✗",
     Zone.NA: "·",
 }
-_ZONE_BY_WORD = {word: zone for zone, word in _ZONE_WORDS.items()}
 
 
 class Severity(_Worded):

@@ -52,9 +52,6 @@ class WindowRules:
     """...or on this fraction of the metric's logged points when that is larger."""
     sustained: float = 0.7
     """A zone condition is "sustained" when it holds on at least this fraction of the window."""
-    max_samples: int = 8192
-    """Windows longer than this many points are judged on an evenly strided sample of this
-    many (a 10% window of a million-row run); spikes and NaN/Inf still see every point."""
     warmup_points: int = 10
     """Fewer train points with a reward than this: the run is "warming up" (no trend verdicts)."""
 
@@ -63,9 +60,6 @@ class WindowRules:
 class TrendRules:
     """How rising / flat / falling / exploding are told apart from noise."""
 
-    run_fraction: float = 0.5
-    """Trends are judged on the latest this fraction of a metric's points (at least
-    window.points): slow learning only shows over a longer stretch than a zone window."""
     min_points: int = 8
     """Fewer finite points than this in the window: the trend is "unknown"."""
     eval_min_points: int = 4
@@ -172,12 +166,7 @@ class RewardRules:
     function_zero_std: float = 1e-6
     """A reward function whose batch std stays below this gives the same score to every completion."""
     saturation_position: float = 0.9
-    """An auxiliary reward at or above this position of its own range, with little spread,
-    is saturated..."""
-    saturation_spread: float = 0.1
-    """...where "little spread" is a batch std below this fraction of its range..."""
-    saturation_rise_from: float = 0.5
-    """...and it rose there: its early level sat at or below this position of its range."""
+    """A reward at or above this position of its own range is at its top (saturated)."""
     task_patterns: list[str] = field(
         default_factory=lambda: [
             "accuracy",
@@ -268,8 +257,6 @@ class OptimiserRules:
     """A grad_norm point above this many times the rolling median (and a robust spike) is a spike."""
     zero_grad_norm: float = 1e-8
     """grad_norm below this, sustained, means no update reaches the weights."""
-    entropy_fast_fall: float = 0.5
-    """Entropy falling by more than this fraction of its level across the window is "falling fast"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,10 +385,6 @@ class Rules:
     def window_size(self, logged_points: int) -> int:
         """How many latest points a metric with this many logged points is judged on."""
         return max(self.window.points, math.ceil(self.window.run_fraction * logged_points))
-
-    def trend_window_size(self, logged_points: int) -> int:
-        """How many latest points a metric's trend is judged on."""
-        return max(self.window.points, math.ceil(self.trend.run_fraction * logged_points))
 
 
 # -- loading -------------------------------------------------------------------------

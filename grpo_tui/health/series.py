@@ -81,11 +81,6 @@ class SeriesView:
             return self
         return replace(self, steps=self.steps[:n], values=self.values[:n])
 
-    def since(self, step: float) -> SeriesView:
-        """The points from `step` on."""
-        keep = self.steps >= step
-        return replace(self, steps=self.steps[keep], values=self.values[keep])
-
     def upto(self, step: float) -> SeriesView:
         """The series as it was once `step` was logged."""
         keep = self.steps <= step

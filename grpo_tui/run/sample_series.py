@@ -23,47 +23,24 @@ class SampleSeries:
     """One metric derived from the logged completions."""
 
     name: str
-    #: what it measures, for help and `inspect`
-    meaning: str
     value: Callable[[StepSampleStats], float | None]
 
 
 SAMPLE_SERIES: tuple[SampleSeries, ...] = (
-    SampleSeries(
-        "samples/format_ok",
-        "fraction of completions that follow the tag format (think/answer, \\boxed{})",
-        lambda s: s.format_rate,
-    ),
-    SampleSeries(
-        "samples/all_fail",
-        "fraction of groups where every completion got the lowest total reward",
-        lambda s: s.zero_spread_all_fail,
-    ),
-    SampleSeries(
-        "samples/all_pass",
-        "fraction of groups where every completion got the highest total reward",
-        lambda s: s.zero_spread_all_pass,
-    ),
-    SampleSeries(
-        "samples/distinct_2",
-        "unique word bigrams / all bigrams inside a group, mean over groups (1 = all differ)",
-        lambda s: s.distinct_2,
-    ),
-    SampleSeries(
-        "samples/overlap_3gram",
-        "mean pairwise word 3-gram overlap inside a group (1 = identical completions)",
-        lambda s: s.pairwise_overlap,
-    ),
-    SampleSeries(
-        "samples/repetition",
-        "share of a completion's word 3-grams repeating an earlier one, mean (loops)",
-        lambda s: s.repetition,
-    ),
-    SampleSeries(
-        "samples/cut_off",
-        "fraction of completions with a tag or \\boxed{ opened and never closed",
-        lambda s: s.truncated_rate,
-    ),
+    # fraction of completions that follow the tag format (think/answer, \boxed{})
+    SampleSeries("samples/format_ok", lambda s: s.format_rate),
+    # fraction of groups where every completion got the lowest total reward
+    SampleSeries("samples/all_fail", lambda s: s.zero_spread_all_fail),
+    # fraction of groups where every completion got the highest total reward
+    SampleSeries("samples/all_pass", lambda s: s.zero_spread_all_pass),
+    # unique word bigrams / all bigrams inside a group, mean over groups (1 = all differ)
+    SampleSeries("samples/distinct_2", lambda s: s.distinct_2),
+    # mean pairwise word 3-gram overlap inside a group (1 = identical completions)
+    SampleSeries("samples/overlap_3gram", lambda s: s.pairwise_overlap),
+    # share of a completion's word 3-grams repeating an earlier one, mean (loops)
+    SampleSeries("samples/repetition", lambda s: s.repetition),
+    # fraction of completions with a tag or \boxed{ opened and never closed
+    SampleSeries("samples/cut_off", lambda s: s.truncated_rate),
 )
 SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
 

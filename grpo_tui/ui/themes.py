@@ -78,8 +78,6 @@ class ThemeSpec:
     palette: ZonePalette
     ui: Mapping[str, str]
     variables: Mapping[str, str] = field(default_factory=dict)
-    #: the [zones] values as written, for charts that take colour strings (plotext)
-    zone_colours: Mapping[int, str | None] = field(default_factory=dict)
 
     def textual_theme(self) -> Theme:
         return Theme(
@@ -109,7 +107,6 @@ def parse_theme(data: Mapping[str, Any], source: str) -> ThemeSpec:
     except KeyError as missing:
         raise ThemeError(f"{source}: missing {missing.args[0]!r}") from None
     styles: dict[int, Style] = {}
-    colours: dict[int, str | None] = {}
     for code, key in _ZONE_KEYS.items():
         if key not in zones:
             raise ThemeError(f"{source}: [zones] needs {key!r}")
@@ -118,7 +115,6 @@ def parse_theme(data: Mapping[str, Any], source: str) -> ThemeSpec:
         except (StyleSyntaxError, ColorParseError) as error:
             raise ThemeError(f"{source}: zones.{key}: {error}") from None
         styles[code] = style
-        colours[code] = style.color.name if style.color is not None else None
     missing_ui = [key for key in _UI_KEYS if key not in ui]
     if missing_ui:
         raise ThemeError(f"{source}: [ui] needs {', '.join(missing_ui)}")
@@ -130,7 +126,6 @@ def parse_theme(data: Mapping[str, Any], source: str) -> ThemeSpec:
         palette=ZonePalette(styles),
         ui={key: str(ui[key]) for key in _UI_KEYS},
         variables={str(k): str(v) for k, v in dict(data.get("variables", {})).items()},
-        zone_colours=colours,
     )
 
 

@@ -85,8 +85,7 @@ class ConsoleParser:
 
     #: the newest tqdm progress seen (step, total)
     progress: tuple[int, int] | None = None
-    #: train dicts found so far, and the step the last one was given
-    train_dicts: int = 0
+    #: the step the last train dict was given
     last_train_step: int = 0
     #: (line number, reason, excerpt) of dicts that could not be read
     bad: list[tuple[int, str, str]] = field(default_factory=list)
@@ -194,7 +193,6 @@ class ConsoleParser:
             return values  # eval and end lines take the step of the line before
         if PROGRESS_KEY in values:
             return values  # the dict says its step itself (ms-swift prints it)
-        self.train_dicts += 1
         while self.marks and self.marks[0] <= self.last_train_step:
             self.marks.popleft()
         step: int | None = None
