@@ -1,6 +1,7 @@
 """One run between its reader and a screen: what the live monitor does, without Textual.
 
-The reader (core's FollowLoop, in its thread) hands each Update to `Session.deliver`; the
+The reader (core's FollowLoop, in its thread) hands each Update to `Session.deliver` (and
+its troubles to `reading_failed` and `watch_notice`), which posts them to the owner; the
 owner (the `tail` app; a board of many runs would hold one session per run) takes them on
 its own thread with `receive` and asks the session when to diagnose. The session
 - keeps what is read before the screen is mounted, for its first frame (`mounted`);
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
+from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.update import Update
@@ -64,6 +66,15 @@ class Pacer:
     def reset(self) -> None:
         """Let it run at once, whenever it last ran (a theme change, an unpause)."""
         self.next_at = 0.0
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the reader says about reading (shown to the user; it decides nothing)."""
+
+    title: str
+    text: str
+    error: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,7 +147,7 @@ class Session:
         self,
         run: Run,
         rules: Rules,
-        post: Callable[[Update], object],
+        post: Callable[[Update | Notice], object],
         *,
         clock: Callable[[], float] = time.monotonic,
         diagnosis_interval: float = DIAGNOSIS_INTERVAL_S,
@@ -165,14 +176,33 @@ class Session:
         self._diagnoses = Pacer(diagnosis_interval, clock)
 
     # -- updates ------------------------------------------------------------------------
+    def follow(self, follower: RunFollower, *, watch_files: bool = True) -> FollowLoop:
+        """Core's reader of this run, handing on to this session (the owner starts it, and
+        stops it when done: its thread is the reader's, not the session's)."""
+        return FollowLoop(
+            follower,
+            self.deliver,
+            on_error=self.reading_failed,
+            on_notice=self.watch_notice,
+            watch_files=watch_files,
+        )
+
     def deliver(self, update: Update) -> None:
-        """The reader thread's hand-off: kept for the first frame until the screen is
-        mounted, posted to the owner's thread after."""
+        """The reader's hand-off (in its thread, as are the two hooks below): kept for the
+        first frame until the screen is mounted, posted to the owner's thread after."""
         with self._early_lock:
             if self._early is not None:
                 self._early.append(update)
                 return
         self._post(update)
+
+    def reading_failed(self, error: str) -> None:
+        """The reader hit an error (it retries after its poll interval)."""
+        self._post(Notice("reading failed; retrying", error, error=True))
+
+    def watch_notice(self, notice: str) -> None:
+        """Something about how the files are watched (e.g. file events unavailable)."""
+        self._post(Notice("file events", notice))
 
     def mounted(self) -> Applied | None:
         """The screen is up: what was read before it goes into its first frame."""

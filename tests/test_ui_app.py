@@ -86,6 +86,17 @@ async def settle(
     raise AssertionError("the app did not reach the expected state in time")
 
 
+async def wait_until(
+    pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 15
+) -> None:
+    """Let the app run until `condition()` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the expected state never came")
+        await pilot.pause(0.02)
+
+
 def screen_text(app: GrpoTuiApp) -> str:
     """What the terminal shows, as plain text lines (from the SVG screenshot)."""
     svg = app.export_screenshot()
@@ -355,18 +366,44 @@ async def test_pause_holds_one_moment_but_keeps_reading(tmp_path: Path) -> None:
         await pilot.press("p")
         assert "PAUSED" in screen_text(app)
         append(log, train_line(4, 0.777))
-        deadline = time.monotonic() + 10
-        while app.session.held_back_rows == 0 and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        await wait_until(pilot, lambda: app.session.held_back_rows > 0)
         assert app.session.held_back_rows == 1  # read while paused
         assert app.run_state.store.last("reward") == (2.0, 1.48749995)  # the paused moment
+        grid = app.main_screen.query_one(MetricGrid)
+        layout = grid.row_layout
         await pilot.resize_terminal(100, 30)  # a resize redraws: from the paused moment
-        await pilot.pause(0.3)
+        await wait_until(
+            pilot, lambda: grid.row_layout != layout and grid.row("reward") is not None
+        )
         assert grid_row_text(app, "reward") == before
         assert "PAUSED · 1 new line" in screen_text(app)
         await pilot.press("p")
         await settle(pilot, app, lambda: grid_row_text(app, "reward") == "0.777")
         assert "PAUSED" not in screen_text(app)
+
+
+async def test_pause_holds_the_moment_the_run_is_at(tmp_path: Path) -> None:
+    """Data in the Run whose frame is still owed (frames are paced) is drawn as the pause
+    begins: a resize during the pause cannot show a batch the paused screen never had."""
+    output = make_run(tmp_path, fixture_lines()[:2])
+    log = output / RUN_DIR_NAME / "logging.jsonl"
+    app = app_for(output, now=time.time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        grid = app.main_screen.query_one(MetricGrid)
+        app._frames.done(3600)  # the next frame is owed for an hour: data goes in undrawn
+        append(log, train_line(4, 0.777))
+        await wait_until(pilot, lambda: app.run_state.store.last_step() == 4.0)
+        assert grid_row_text(app, "reward") == "1.487"  # in the Run, not on screen yet
+        await pilot.press("p")
+        assert grid_row_text(app, "reward") == "0.777"  # the moment of the pause
+        layout = grid.row_layout
+        await pilot.resize_terminal(100, 30)
+        await wait_until(
+            pilot, lambda: grid.row_layout != layout and grid.row("reward") is not None
+        )
+        assert grid_row_text(app, "reward") == "0.777"
+        assert "PAUSED" in screen_text(app)
 
 
 async def test_t_cycles_themes(finished_run: Path) -> None:

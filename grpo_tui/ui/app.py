@@ -2,18 +2,15 @@
 
 How data flows:
 - Core's follow loop reads the run in a daemon thread (`FollowLoop`: time-boxed reads, ~1 s
-  apart, woken early by watchdog events) and hands each Update to the run's Session
-  (grpo_tui/session.py), which keeps it for the first frame or posts it as an `Ingested`
-  message. Quitting never waits for that thread: a read stuck on a hung mount cannot hold
-  the exit.
-- The Session, on the app thread, owns what happens between the reader and the screen:
-  updates held back and merged while paused or diagnosing (every pane shows one moment),
-  and when to diagnose. The app composes, binds keys and draws, and forwards to it.
+  apart, woken early by watchdog events; quitting never waits for it: a read stuck on a
+  hung mount cannot hold the exit) and hands what it reads to the run's Session.
+- The Session (grpo_tui/session.py) owns what happens between the reader and the screen:
+  the first frame's data, pause and merge (every pane shows one moment), when to diagnose.
+  The app composes, binds keys and draws, and forwards to it; the diagnosis runs in a
+  worker thread when the session says so.
 - A frame is drawn only when the session's moment (or the theme) changed: at once unless a
   frame was drawn less than a frame budget ago (0.1 s, longer when frames are slow), and
   each widget redraws only what changed.
-- The diagnosis (grpo_tui.health.diagnose, the engine `grpo-tui check` uses) runs in a
-  worker thread as the session paces it; the Run does not change while it reads it.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -40,7 +38,7 @@ from textual.widgets import Footer, Tab, Tabs
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.presentation import DEFAULT_CYCLE_S
-from grpo_tui.run.follow import FollowLoop, RunFollower
+from grpo_tui.run.follow import RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
 from grpo_tui.session import (
@@ -48,6 +46,7 @@ from grpo_tui.session import (
     Applied,
     DiagnosisJob,
     DiagnosisResult,
+    Notice,
     Pacer,
     Session,
 )
@@ -98,26 +97,12 @@ class GrpoTuiApp(App[None]):
         Binding("3", "show_pane('completions')", "Completions", show=False),
     ]
 
-    class Ingested(Message):
-        """One read of the run's sources, from the ingest worker."""
+    class FromReader(Message):
+        """What the run's reader handed on through the session: data or a notice."""
 
-        def __init__(self, update: Update) -> None:
+        def __init__(self, item: Update | Notice) -> None:
             super().__init__()
-            self.update = update
-
-    class IngestFailed(Message):
-        """The reader hit an error; it retries after its poll interval."""
-
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
-
-    class SourceNotice(Message):
-        """Something about how the files are watched (e.g. file events unavailable)."""
-
-        def __init__(self, notice: str) -> None:
-            super().__init__()
-            self.notice = notice
+            self.item = item
 
     class Diagnosed(Message):
         """A diagnosis of the run, from the diagnosis worker."""
@@ -150,15 +135,10 @@ class GrpoTuiApp(App[None]):
         self.session = Session(
             Run(self.path, given=given or RunContext()),
             self.rules,
-            lambda update: self.post_message(self.Ingested(update)),
+            lambda item: self.post_message(self.FromReader(item)),
         )
-        self._reader = FollowLoop(
-            follower or RunFollower(self.path, newest_first=True),
-            self.session.deliver,
-            on_error=lambda error: self.post_message(self.IngestFailed(error)),
-            on_notice=lambda notice: self.post_message(self.SourceNotice(notice)),
-            watch_files=watch_files,
-        )
+        follower = follower or RunFollower(self.path, newest_first=True)
+        self._reader = self.session.follow(follower, watch_files=watch_files)
         self._themes: dict[str, ThemeSpec] = load_themes()
         self._pane = "metrics"
         self._drawn: tuple[object, ...] | None = None
@@ -246,13 +226,22 @@ class GrpoTuiApp(App[None]):
         """The Run followed (the session's; only the app thread changes it)."""
         return self.session.run
 
-    @on(Ingested)
-    def _on_ingested(self, message: Ingested) -> None:
+    @on(FromReader)
+    def _from_reader(self, message: FromReader) -> None:
+        item = message.item
+        if isinstance(item, Notice):
+            self.notify(
+                printable(item.text),
+                title=item.title,
+                severity="error" if item.error else "information",
+                markup=False,
+            )
+            return
         if self._shutting_down:
             return
-        applied = self.session.receive(message.update)
+        applied = self.session.receive(item)
         if applied is None and self.session.paused:
-            self._show_paused_header()
+            self._draw_header()  # what waits
         self._show_applied(applied)
 
     def _show_applied(self, applied: Applied | None) -> None:
@@ -262,19 +251,6 @@ class GrpoTuiApp(App[None]):
         for event in applied.events:
             self.notify(printable(event), title="source", timeout=8, markup=False)
         self._request_frame()
-
-    @on(IngestFailed)
-    def _on_ingest_failed(self, message: IngestFailed) -> None:
-        self.notify(
-            printable(message.error),
-            title="reading failed; retrying",
-            severity="error",
-            markup=False,
-        )
-
-    @on(SourceNotice)
-    def _on_source_notice(self, message: SourceNotice) -> None:
-        self.notify(printable(message.notice), title="file events", markup=False)
 
     # -- the diagnosis worker (thread) --------------------------------------------------
     def _maybe_diagnose(self) -> None:
@@ -313,15 +289,10 @@ class GrpoTuiApp(App[None]):
     @property
     def settled(self) -> bool:
         """The newest data read has been diagnosed and drawn (tests and the bench wait on it)."""
-        # drawn with this version's data and the diagnosis now held (a frame drawn before the
-        # diagnosis arrived has the same version and the previous diagnosis)
+        # the frame on screen is of the session's moment (its data and the diagnosis now held)
         drawn = self._drawn is not None and self._drawn[0] == self.session.moment
-        return (
-            drawn
-            and self.session.settled
-            and self._metrics.caption_aligned
-            and self._completions.settled
-        )
+        widgets_done = self._metrics.caption_aligned and self._completions.settled
+        return drawn and widgets_done and self.session.settled
 
     @property
     def main_screen(self) -> Screen[object]:
@@ -412,7 +383,15 @@ class GrpoTuiApp(App[None]):
         self._maybe_diagnose()
 
     def _draw_header(self) -> None:
-        view = header_view(self.run_state, self.now(), paused=self.session.paused)
+        """The header, when its view changed. Paused, it shows the paused moment (its clock
+        stopped), saying PAUSED and how many lines wait."""
+        if self.session.paused:
+            view = self._header.view
+            if view is None:
+                return
+            view = replace(view, paused=True, held_back=self.session.held_back_rows)
+        else:
+            view = header_view(self.run_state, self.now())
         key = (view, self.theme)
         if key != self._header_drawn:
             self._header_drawn = key
@@ -443,13 +422,8 @@ class GrpoTuiApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        rows = key_rows(
-            self.get_key_display,
-            self.BINDINGS,
-            MetricGrid.BINDINGS,
-            DetailScreen.BINDINGS,
-            CompletionsPanel.BINDINGS,
-        )
+        keyed = (MetricGrid, DetailScreen, CompletionsPanel)
+        rows = key_rows(self.get_key_display, self.BINDINGS, *(k.BINDINGS for k in keyed))
         notes = help_notes(self.run_state.usual_interval(), DIAGNOSIS_INTERVAL_S)
         self.push_screen(HelpScreen(help_text(rows, notes)))
 
@@ -465,61 +439,48 @@ class GrpoTuiApp(App[None]):
     def action_clear_filter(self) -> None:
         self._metrics.clear_filter()
 
-    def _show_paused_header(self) -> None:
-        """Frames stop while paused, but the header must say PAUSED (and what waits)."""
-        view, paused = self._header.view, self.session.paused
-        if view is not None:
-            view = replace(
-                view, paused=paused, held_back=self.session.held_back_rows if paused else 0
-            )
-            self._header.show(view)
-            self._header_drawn = (view, self.theme)
-
     def action_toggle_pause(self) -> None:
         session = self.session
         if session.paused:
+            self._completions.freeze(False)
             self._show_applied(session.resume())
-        else:
-            # the moment held is the Run as it is now: a frame still owed (paced) is drawn
-            # first, or a resize would redraw the widgets from data they never showed
-            self._frames.reset()
-            self._tick()
-            session.pause()
-        self._completions.freeze(session.paused)
-        self._show_paused_header()
-        if not session.paused:
             self._force_redraw()
+            return
+        # the moment held is the Run as it is now: a frame still owed (paced) is drawn
+        # first, or a resize would redraw the widgets from data they never showed
+        self._frames.reset()
+        self._tick()
+        session.pause()
+        self._completions.freeze(True)
+        self._draw_header()
 
     def action_cycle_theme(self) -> None:
         self.theme = next_theme_name(self.theme)
         self.notify(f"theme: {self.theme}", timeout=2)
 
     def action_show_pane(self, pane: str) -> None:
-        if pane not in PANES:
-            return
-        self._show_pane(pane)
-        if pane == "metrics":
-            self._grid.focus()
-        elif pane == "diagnosis":
-            self._diagnosis_panel.focus()
-        elif pane == "completions":
-            self._completions.focus_table()
+        focus: dict[str, Callable[[], object]] = {
+            "metrics": self._grid.focus,
+            "diagnosis": self._diagnosis_panel.focus,
+            "completions": self._completions.focus_table,
+        }
+        if pane in focus:
+            self._show_pane(pane)
+            focus[pane]()
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         # our actions first; Textual's theme picker is replaced by our own themes
         for binding in self.BINDINGS:
             if isinstance(binding, Binding) and binding.description:
                 key = self.get_key_display(binding)
-                yield SystemCommand(
-                    binding.description, f"key: {key}", _action(self, binding.action)
-                )
+                run = partial(self.run_action, binding.action)
+                yield SystemCommand(binding.description, f"key: {key}", run)
         yield SystemCommand(
             "Detail", "Open the chart of the selected metric (enter)", self._grid.action_open_detail
         )
         for name, spec in self._themes.items():
-            yield SystemCommand(
-                f"Theme: {name}", spec.description, _set_theme(self, name), discover=False
-            )
+            choose = partial(setattr, self, "theme", name)
+            yield SystemCommand(f"Theme: {name}", spec.description, choose, discover=False)
         for command in super().get_system_commands(screen):
             if command.title not in ("Theme", "Quit"):
                 yield command
@@ -537,17 +498,3 @@ class GrpoTuiApp(App[None]):
     def _stop_workers(self) -> None:
         self._shutting_down = True
         self._reader.stop()
-
-
-def _action(app: App[None], action: str) -> Callable[[], object]:
-    async def run() -> None:
-        await app.run_action(action)
-
-    return run
-
-
-def _set_theme(app: App[None], name: str) -> Callable[[], None]:
-    def apply() -> None:
-        app.theme = name
-
-    return apply
