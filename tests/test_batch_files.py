@@ -1,5 +1,4 @@
-"""A folder of one file per step read as a growing completions stream (sources/batch_files.py)
-through the completions index: TRL ≥ 0.28's parquet files (the real files of two local runs)
+"""A folder of one file per step read as batches (sources/completion_batches.py) through the completions index: TRL ≥ 0.28's parquet files (the real files of two local runs)
 and verl's rollout dumps (written here, as verl's `_write_generations` writes them)."""
 
 from __future__ import annotations
@@ -19,8 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from grpo_tui.run.completions import CompletionsIndex
-from grpo_tui.sources.batch_files import KEEP_BYTES, PROBLEM_KEY, BatchFilesSource
+from grpo_tui.sources.completion_batches import KEEP_BYTES, FolderBatches
 from grpo_tui.sources.formats import trl_completions, verl_rollouts
+from grpo_tui.sources.formats.layout import BatchFolder
 
 TRL_FIXTURES = Path(__file__).parent / "fixtures" / "trl"
 #: (fixture, its step, whether prompt/completion are chat messages)
@@ -64,11 +64,10 @@ def _trl_dir(tmp_path: Path) -> Path:
 
 def _trl_index(
     folder: Path, keep_bytes: int = KEEP_BYTES
-) -> tuple[CompletionsIndex, BatchFilesSource]:
-    """The index over a TRL completions folder (one parsed line cached: pages are re-read)."""
-    source = BatchFilesSource(
-        folder, trl_completions.FILE_PATTERN, trl_completions.convert, keep_bytes=keep_bytes
-    )
+) -> tuple[CompletionsIndex, FolderBatches]:
+    """The index over a TRL completions folder (one parsed batch cached: pages are re-read)."""
+    kind = BatchFolder(trl_completions.FILE_PATTERN, trl_completions.convert)
+    source = FolderBatches(folder, kind, keep_bytes=keep_bytes)
     return CompletionsIndex(folder, source=source, cache_lines=1), source
 
 
@@ -105,7 +104,7 @@ def test_real_trl_parquet_file_read_through_the_index(
     shutil.copyfile(TRL_FIXTURES / fixture, folder / f"completions_{step:05d}.parquet")
     index, source = _trl_index(folder)
     assert index.poll() == 1
-    assert (index.lines, index.bad_line_count, len(index)) == (1, 0, 1)
+    assert (index.lines, index.state().bad_line_count, len(index)) == (1, 0, 1)
     info = index.line_info(0)
     assert (info.step, info.rows, info.kind, info.groups) == (str(step), 4, "new", 1)
     assert info.shape == ("prompt_messages" if messages else "columns")
@@ -136,7 +135,7 @@ def test_real_trl_parquet_file_read_through_the_index(
     assert stats.zero_spread_fraction == 0.0
     texts = [_rendered(r["completion"]) for r in rows]
     assert stats.mean_chars == pytest.approx(np.mean([len(t) for t in texts]))
-    assert source.offset == source.size > 0 and not index.more
+    assert source.progress[0] == source.progress[1] > 0 and not index.more
 
 
 def test_both_real_files_in_one_folder_in_step_order(tmp_path: Path) -> None:
@@ -159,11 +158,11 @@ def test_pyarrow_missing_is_a_bad_line_that_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     index, _ = _trl_index(folder)
     assert index.poll() == 1
-    assert (index.lines, len(index), index.bad_line_count) == (0, 0, 1)
+    assert (index.lines, len(index), index.state().bad_line_count) == (0, 0, 1)
     (bad,) = index.bad_lines
     assert bad.reason == f"completions_00003.parquet: {trl_completions.PYARROW_MISSING}"
     assert "pip install 'grpo-tui[parquet]'" in bad.reason
-    assert PROBLEM_KEY in bad.excerpt
+    assert bad.excerpt == bad.reason  # no bytes to quote: the reason is what there is
     assert index.poll() == 0  # not tried again until the file changes
 
 
@@ -286,7 +285,7 @@ def test_folder_growing_file_by_file_no_loss_no_duplicates(tmp_path: Path) -> No
     whole = path.read_bytes()
     path.write_bytes(whole[: len(whole) // 2])
     _stamp(path, 0)
-    assert index.poll() == 0 and index.bad_line_count == 0
+    assert index.poll() == 0 and index.state().bad_line_count == 0
     path.write_bytes(whole)
     _stamp(path, 1)
     assert index.poll() == 1
@@ -307,7 +306,7 @@ def test_folder_growing_file_by_file_no_loss_no_duplicates(tmp_path: Path) -> No
 
     steps = [index.line_info(i).step for i in range(len(index))]
     assert steps == ["1", "2", "3", "4", "5", "7", "6"]
-    assert (index.lines, index.bad_line_count) == (7, 0)
+    assert (index.lines, index.state().bad_line_count) == (7, 0)
     assert [index.line_info(i).kind for i in range(7)] == ["new"] * 7
     for i, step in enumerate(steps):
         groups = index.groups(i)
@@ -318,7 +317,7 @@ def test_folder_growing_file_by_file_no_loss_no_duplicates(tmp_path: Path) -> No
     summary = index.summary()
     assert sorted(s.step for s in summary.steps) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     assert all(s.groups == 3 and s.completions == 12 for s in summary.steps)
-    assert source.offset == source.size
+    assert source.progress[0] == source.progress[1]
 
 
 def test_polled_while_another_thread_writes(tmp_path: Path) -> None:
@@ -341,7 +340,7 @@ def test_polled_while_another_thread_writes(tmp_path: Path) -> None:
     while index.poll():
         pass
     assert sorted(int(index.line_info(i).step) for i in range(len(index))) == steps
-    assert index.bad_line_count == 0
+    assert index.state().bad_line_count == 0
     assert all(index.line_info(i).rows == 8 for i in range(len(index)))
 
 
@@ -369,7 +368,7 @@ def test_missing_folder_is_waited_for(tmp_path: Path) -> None:
     assert not folder.exists()  # nothing is ever created
     folder.mkdir(parents=True)
     _write_trl(folder / "completions_00001.parquet", 1, ["p"], 2, tick=1)
-    assert index.poll() == 1 and index.file_exists
+    assert index.poll() == 1 and index.state().file_exists
 
 
 # --------------------------------------------------------------------------- verl
@@ -411,9 +410,8 @@ def _verl_lines(rows: list[dict[str, object]]) -> bytes:
 
 
 def _verl_index(folder: Path, settle_s: float = 0.0) -> CompletionsIndex:
-    source = BatchFilesSource(
-        folder, verl_rollouts.FILE_PATTERN, verl_rollouts.convert, settle_s=settle_s
-    )
+    kind = BatchFolder(verl_rollouts.FILE_PATTERN, verl_rollouts.convert, settle_s=settle_s)
+    source = FolderBatches(folder, kind)
     return CompletionsIndex(folder, source=source)
 
 
@@ -426,7 +424,7 @@ def test_verl_rollouts_grouped_by_input_with_reward_spread(tmp_path: Path) -> No
     path = folder / "12.jsonl"
     path.write_bytes(data[: len(data) // 2 + 7])  # cut inside a line: still being written
     assert verl_rollouts.looks_like_rollouts(path)
-    assert index.poll() == 0 and index.bad_line_count == 0
+    assert index.poll() == 0 and index.state().bad_line_count == 0
     path.write_bytes(data)
     assert index.poll() == 1
 
@@ -493,7 +491,7 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     assert not verl_rollouts.looks_like_rollouts(folder / "1.jsonl")
     index = _verl_index(folder)
     assert index.poll() == 2
-    assert (index.lines, index.bad_line_count) == (0, 2)
+    assert (index.lines, index.state().bad_line_count) == (0, 2)
     reasons = [bad.reason for bad in index.bad_lines]
     assert reasons[0] == (
         "1.jsonl: not a verl rollout dump: no 'input' and 'output' in its first line"

@@ -1,4 +1,4 @@
-"""completions.jsonl index (grpo_tui/run/completions.py) and text statistics (text_stats.py)."""
+"""completions.jsonl index (grpo_tui/run/completions/) and text statistics (text_stats.py)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def test_run1_lines_rows_steps_and_rewards() -> None:
     index = _index(RUN1)
     assert len(index) == 7
     assert index.lines == 7
-    assert index.bad_line_count == 0
+    assert index.state().bad_line_count == 0
     assert [index.line_info(i).step for i in range(7)] == ["1", "2", "3", "4", "6", "6", "6"]
     assert all(index.line_info(i).rows == 8 for i in range(7))
     assert index.reward_names == ("Format", "LengthBonus", "CoinFlip")
@@ -130,7 +130,7 @@ def test_run1_end_repeat_and_eval_line_excluded_from_summary() -> None:
     assert latest.pairwise_overlap == pytest.approx(0.0)
     raw = json.loads(RUN1.read_text(encoding="utf-8").splitlines()[4])
     assert latest.mean_chars == pytest.approx(np.mean([len(c) for c in raw["completion"]]))
-    assert index.entry_indices() == [0, 1, 2, 3, 4]
+    assert [i for i in range(len(index)) if index.line_info(i).kind == "new"] == [0, 1, 2, 3, 4]
 
 
 def test_run2_num_iterations_repeats_collapsed() -> None:
@@ -298,7 +298,7 @@ def test_nan_tokens_null_rewards_and_unknown_text_columns(tmp_path: Path) -> Non
     )
     _write_lines(path, [text])
     index = _index(path)
-    assert index.bad_line_count == 0
+    assert index.state().bad_line_count == 0
     assert index.reward_names == ("fmt", "acc")  # tool_log holds text: not a reward
     (group,) = index.groups()
     totals = [s.total for s in group.completions]
@@ -361,7 +361,7 @@ def test_bad_line_in_the_middle_keeps_neighbours(tmp_path: Path) -> None:
     _write_lines(path, [before, '{"step": ["1"], "prompt": ', "[1, 2, 3]", '{"loss": 0.5}', after])
     index = _index(path)
     assert len(index) == 2 and index.lines == 2
-    assert index.bad_line_count == 3
+    assert index.state().bad_line_count == 3
     assert [b.line_no for b in index.bad_lines] == [2, 3, 4]
     assert "invalid JSON" in index.bad_lines[0].reason
     assert "not a JSON object" in index.bad_lines[1].reason
@@ -391,7 +391,7 @@ def test_file_appended_in_pieces(tmp_path: Path) -> None:
         written = cut
         counts.append(index.poll())
     assert counts == [0, 0, 1, 0, 0, 1]
-    assert len(index) == 2 and index.bad_line_count == 0
+    assert len(index) == 2 and index.state().bad_line_count == 0
     assert [s.text for s in index.groups(-1)[0].completions] == ["ä", "ö"]
 
 
@@ -402,13 +402,15 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
     ]
     _write_lines(path, [*lines, "garbage"])
     index = _index(path)
-    assert len(index) == 3 and index.bad_line_count == 1
+    assert len(index) == 3 and index.state().bad_line_count == 1
     _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [0.0, 0.0]})])
     index.poll()
     assert index.restarts == 1 and index.last_restart is not None
-    assert len(index) == 1 and index.lines == 1 and index.bad_line_count == 0
+    assert len(index) == 1 and index.lines == 1 and index.state().bad_line_count == 0
     assert index.groups()[0].prompt == "new prompt"
-    assert index.total_range == (0.0, 0.0)
+    # the old file's totals are forgotten: the new one's only tie is at no bottom or top
+    (group,) = index.groups()
+    assert group.zero_spread and not group.all_fail and not group.all_pass
     assert [s.step for s in index.summary().steps] == [1.0]
 
 

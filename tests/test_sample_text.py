@@ -811,7 +811,7 @@ def test_invalid_utf8_and_nul_bytes(tmp_path: Path, palette: ZonePalette) -> Non
     path.write_bytes(b"\n".join([good, broken, raw_nul, good]) + b"\n")
     index = CompletionsIndex(path)
     index.poll()
-    assert index.lines == 3 and index.bad_line_count == 1
+    assert index.lines == 3 and index.state().bad_line_count == 1
     page = index.page(1)
     assert page is not None
     group = page.groups[0]

@@ -1,6 +1,6 @@
 """The samples core: repetition (text_stats.py), reading a file's newest lines from the end
 (tail.read_tail_lines), the completions index's paging / preview / navigation / search API
-(run/completions.py) and the samples' statistics as metric series (run/sample_series.py).
+(run/completions/) and the samples' statistics as metric series (run/sample_series.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import grpo_tui.run.completions as completions_module
+import grpo_tui.sources.completion_batches as batches_module
 from grpo_tui.files import UTF8_BOM
 from grpo_tui.run.completion_stats import CompletionsSummary, StepColumns, StepSampleStats
 from grpo_tui.run.completions import CompletionsIndex, Group, Page, Sample
@@ -371,9 +371,9 @@ def test_megatron_ray_line_info_groups_unknown_until_tallied(tmp_path: Path) -> 
 def test_newest_page_of_a_small_file_is_the_indexed_last_entry() -> None:
     """Below PREVIEW_FROM_BYTES nothing is previewed: newest_page() is page(-1)."""
     index = CompletionsIndex(RUN1)
-    assert not index.previewing
+    assert not index.state().previewing
     index.poll(max_bytes=1)
-    assert not index.previewing  # one line in, no preview of a small file
+    assert not index.state().previewing  # one line in, no preview of a small file
     index.poll()
     newest = index.newest_page()
     assert newest is not None and not newest.preview
@@ -388,13 +388,13 @@ def test_progress_reports_bytes_indexed_and_file_size() -> None:
     seen: list[int] = []
     while True:
         index.poll(max_bytes=1)
-        done, total = index.progress
+        done, total = index.state().progress
         assert total == size
         seen.append(done)
         if not index.more:
             break
     assert seen == sorted(seen) and len(set(seen)) == len(seen) == 7
-    assert index.progress == (size, size)
+    assert index.state().progress == (size, size)
 
 
 # --------------------------------------------------------------------------- preview
@@ -403,7 +403,7 @@ def test_progress_reports_bytes_indexed_and_file_size() -> None:
 @pytest.fixture
 def preview_everything(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file counts as big enough for a preview."""
-    monkeypatch.setattr(completions_module, "PREVIEW_FROM_BYTES", 1)
+    monkeypatch.setattr(batches_module, "PREVIEW_FROM_BYTES", 1)
 
 
 @pytest.mark.usefixtures("preview_everything")
@@ -415,20 +415,20 @@ def test_preview_shows_the_newest_batch_until_the_index_reaches_it(tmp_path: Pat
     size = path.stat().st_size
     index = CompletionsIndex(path)
     index.poll(max_bytes=1)
-    assert index.previewing and len(index) == 1
+    assert index.state().previewing and len(index) == 1
     preview = index.newest_page()
     assert preview is not None and preview.preview
     assert preview.info.step == "6" and preview.info.rows == 8
     assert preview.info.groups == len(preview.groups) == 2
     polls = 1
     while index.more:
-        assert index.previewing
+        assert index.state().previewing
         assert index.newest_page() is preview
-        assert index.progress[0] < size
+        assert index.state().progress[0] < size
         index.poll(max_bytes=1)
         polls += 1
     assert polls == 7  # one line per poll: the preview lasted until the last line
-    assert not index.previewing
+    assert not index.state().previewing
     newest = index.newest_page()
     assert newest is not None and not newest.preview
     assert newest.info.index == 6
@@ -441,7 +441,7 @@ def test_preview_ends_in_a_poll_without_max_bytes(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
     shutil.copy(RUN2, path)
     index = _index(path)
-    assert not index.previewing
+    assert not index.state().previewing
     page = index.newest_page()
     assert page is not None and not page.preview
 
@@ -458,7 +458,7 @@ def test_preview_ignores_a_trailing_fragment(tmp_path: Path) -> None:
     preview = index.newest_page()
     assert preview is not None and preview.preview and preview.info.step == "4"
     index.poll()
-    assert not index.previewing  # the index reached the previewed line's end
+    assert not index.state().previewing  # the index reached the previewed line's end
     assert _page_view(preview) == _page_view(index.page(-1))  # type: ignore[arg-type]
 
 
@@ -476,7 +476,7 @@ def test_preview_of_megatron_ray_rows_is_the_whole_last_gen_step(tmp_path: Path)
     assert sum(group.size for group in preview.groups) == 7
     assert {group.prompt for group in preview.groups} == {"prompt 0", "prompt 1"}
     index.poll()
-    assert not index.previewing
+    assert not index.state().previewing
     assert len(index) == 3
     assert _page_view(preview) == _page_view(index.page(-1))  # type: ignore[arg-type]
 
@@ -490,7 +490,7 @@ def test_neighbour_before_the_preview_is_the_newest_indexed_entry(tmp_path: Path
     index = CompletionsIndex(path)
     index.poll(max_bytes=1)
     index.poll(max_bytes=1)
-    assert index.previewing and len(index) == 2
+    assert index.state().previewing and len(index) == 2
     assert index.neighbour(None, forward=False) == 1
     assert index.neighbour(None, forward=True) is None
 
@@ -780,12 +780,10 @@ def test_step_columns_build_steps_on_access() -> None:
     assert list(steps.upto(2.0)) == stats[:3] and len(steps.upto(-1.0)) == 0
     with pytest.raises(IndexError):
         steps[5]
-    matrix = steps.matrix()
-    spare = np.full((1, matrix.shape[1]), np.nan)  # a last block not filled yet
-    blocked = StepColumns([matrix[0:2], matrix[2:4], np.vstack([matrix[4:5], spare])], 5)
-    assert blocked == steps and list(blocked) == stats and blocked[4] == stats[4]
-    assert list(blocked[1:4]) == stats[1:4] and list(blocked.upto(3.0)[1:]) == stats[1:4]
-    assert blocked.column("step").tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    chosen = StepColumns(steps.matrix(), np.array([0, 2, 4]))  # rows of a shared matrix
+    assert list(chosen) == stats[::2] and chosen[1] == stats[2] and chosen[-1] == stats[4]
+    assert list(chosen[1:]) == stats[2::2] and list(chosen.upto(2.0)) == stats[:3:2]
+    assert chosen.column("step").tolist() == [0.0, 2.0, 4.0]
     assert CompletionsSummary(lines=0, steps=()).latest is None
 
 

@@ -1,4 +1,4 @@
-"""What the logged completions say, summarised for health (produced by run/completions.py).
+"""What the logged completions say, summarised for health (run/completions/ builds it).
 
 Kept in its own module so the health engine depends on these plain types only, not on how
 completions files are indexed and parsed.
@@ -82,32 +82,26 @@ _ITER_CHUNK = 1024
 
 class StepColumns(Sequence[StepSampleStats]):
     """Per-step statistics, oldest first: one float64 row per step (columns in
-    STEP_FIELDS order, None as NaN) in blocks of rows. Indexing builds a StepSampleStats;
-    slicing and `select` give StepColumns. The blocks are never written once handed out
-    (the completions index copies a block before it changes one).
+    STEP_FIELDS order, None as NaN). Indexing builds a StepSampleStats; slicing and
+    `select` give StepColumns over the same matrix, which is never written once handed in.
     """
 
-    __slots__ = ("_blocks", "_count", "_rows", "_size")
+    __slots__ = ("_matrix", "_rows")
 
-    def __init__(
-        self, blocks: Sequence[np.ndarray], count: int | None = None, rows: np.ndarray | None = None
-    ) -> None:
-        """`blocks`: arrays of shape (size, len(STEP_FIELDS)), all as long as the first
-        but the last; the first `count` rows across them are the steps (all when None),
-        and of those `rows`, in order (all when None)."""
-        self._blocks = tuple(blocks)
-        self._size = int(self._blocks[0].shape[0]) if self._blocks else 1
-        self._count = sum(int(b.shape[0]) for b in self._blocks) if count is None else count
+    def __init__(self, matrix: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """`matrix`: shape (steps, len(STEP_FIELDS)); of its rows, `rows` in order (all
+        when None)."""
+        self._matrix = matrix
         self._rows = rows
 
     @staticmethod
     def of(stats: Iterable[StepSampleStats]) -> StepColumns:
         rows = [_row_of(s) for s in stats]
         data = np.array(rows, dtype=np.float64) if rows else np.empty((0, len(STEP_FIELDS)))
-        return StepColumns((data,))
+        return StepColumns(data)
 
     def __len__(self) -> int:
-        return self._count if self._rows is None else int(self._rows.shape[0])
+        return int(self._matrix.shape[0] if self._rows is None else self._rows.shape[0])
 
     @overload
     def __getitem__(self, index: int) -> StepSampleStats: ...
@@ -126,7 +120,7 @@ class StepColumns(Sequence[StepSampleStats]):
             raise IndexError(f"step {index} out of range ({count} steps)")
         if self._rows is not None:
             position = int(self._rows[position])
-        row: list[float] = self._blocks[position // self._size][position % self._size].tolist()
+        row: list[float] = self._matrix[position].tolist()
         return _stats_of(row)
 
     def __iter__(self) -> Iterator[StepSampleStats]:
@@ -156,42 +150,24 @@ class StepColumns(Sequence[StepSampleStats]):
 
     def _subset(self, positions: np.ndarray) -> StepColumns:
         rows = positions if self._rows is None else self._rows[positions]
-        return StepColumns(self._blocks, self._count, rows)
+        return StepColumns(self._matrix, rows)
 
     def _take(self, positions: np.ndarray) -> np.ndarray:
         """The rows at these positions, shape (len(positions), len(STEP_FIELDS))."""
-        rows = positions if self._rows is None else self._rows[positions]
-        blocks, size = self._blocks, self._size
-        if len(blocks) == 1:
-            taken: np.ndarray = blocks[0][rows]
-            return taken
-        block_of = rows // size
-        out = np.empty((rows.shape[0], len(STEP_FIELDS)))
-        for block in np.unique(block_of).tolist():
-            chosen = block_of == block
-            out[chosen] = blocks[block][rows[chosen] % size]
-        return out
+        taken: np.ndarray = self._matrix[positions if self._rows is None else self._rows[positions]]
+        return taken
 
     def matrix(self) -> np.ndarray:
         """Every step's row, shape (len, len(STEP_FIELDS))."""
-        if self._rows is None and len(self._blocks) == 1:
-            whole: np.ndarray = self._blocks[0][: self._count]
-            return whole
-        return self._take(np.arange(len(self), dtype=np.int64))
+        if self._rows is None:
+            return self._matrix
+        taken: np.ndarray = self._matrix[self._rows]
+        return taken
 
     def column(self, name: str) -> np.ndarray:
         """One field over the steps, as float64 (None as NaN)."""
-        position = _COLUMN[name]
-        blocks = self._blocks
-        if not blocks:
-            return np.empty(0)
-        joined = (
-            blocks[0][:, position]
-            if len(blocks) == 1
-            else np.concatenate([block[:, position] for block in blocks])
-        )
-        values: np.ndarray = joined[: self._count] if self._rows is None else joined[self._rows]
-        return values
+        values: np.ndarray = self._matrix[:, _COLUMN[name]]
+        return values if self._rows is None else values[self._rows]
 
     def select(self, keep: np.ndarray) -> StepColumns:
         """The steps where the boolean mask `keep` is true."""

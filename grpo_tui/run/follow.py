@@ -16,7 +16,7 @@ from pathlib import Path
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
-from grpo_tui.sources.batch_files import BatchFilesSource
+from grpo_tui.sources.completion_batches import open_batches
 from grpo_tui.sources.feed import RunFeed, SourceOptions
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.watch import DirectoryWaker
@@ -103,15 +103,9 @@ class RunFollower:
         if self.completions is None or self.completions.path != ref.path:
             # num_generations lets a prompt that repeats within one batch split into its groups
             group_size = self.feed.status.context.num_generations
-            folder = ref.folder
-            source = (
-                None
-                if folder is None
-                else BatchFilesSource(
-                    ref.path, folder.pattern, folder.convert, settle_s=folder.settle_s
-                )
+            self.completions = CompletionsIndex(
+                ref.path, group_size=group_size, source=open_batches(ref)
             )
-            self.completions = CompletionsIndex(ref.path, group_size=group_size, source=source)
         return self.completions
 
 

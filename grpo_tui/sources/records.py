@@ -1,9 +1,12 @@
-"""The records sources hand to the run: one canonical metric row per log line."""
+"""The records sources hand to the run: one canonical metric row per log line, and one
+batch of sampled completions per log call."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -137,3 +140,106 @@ class Batch:
         self.events.extend(other.events)
         self.finished = self.finished or other.finished
         self.restarted = self.restarted or other.restarted
+
+
+#: how a completions batch was written: ms-swift's column lists ("columns"), and its older
+#: variants (formats/ms-swift.md §5); "ray" is one completion per line (Megatron-Ray)
+CompletionShape = Literal[
+    "columns", "prompt_messages", "messages", "advantage_singular", "megatron", "ray"
+]
+
+
+@dataclass(slots=True)
+class CompletionRows:
+    """One batch of rollouts, column-wise, all lists of equal length: what every
+    framework's completions become (an adapter reads its files into it)."""
+
+    shape: CompletionShape
+    steps: list[str]
+    prompts: list[str]
+    completions: list[str]
+    rewards: dict[str, np.ndarray]
+    totals: np.ndarray
+    advantages: np.ndarray | None
+    entropy: np.ndarray | None
+    solutions: list[str | None] | None
+    malformed: bool = False
+
+    def __len__(self) -> int:
+        return len(self.completions)
+
+    @staticmethod
+    def concat(parts: Sequence[CompletionRows]) -> CompletionRows:
+        """One batch of consecutive parts (Megatron-Ray's lines of one step)."""
+        if len(parts) == 1:
+            return parts[0]
+        names = list(dict.fromkeys(name for part in parts for name in part.rewards))
+        sizes = [len(part) for part in parts]
+
+        def joined(arrays: list[np.ndarray | None]) -> np.ndarray:
+            return np.concatenate(
+                [
+                    np.full(n, math.nan) if a is None else a
+                    for a, n in zip(arrays, sizes, strict=True)
+                ]
+            )
+
+        def optional(arrays: list[np.ndarray | None]) -> np.ndarray | None:
+            return None if all(a is None for a in arrays) else joined(arrays)
+
+        solutions: list[str | None] | None = None
+        if any(part.solutions is not None for part in parts):
+            solutions = []
+            for part, size in zip(parts, sizes, strict=True):
+                solutions.extend(part.solutions if part.solutions is not None else [None] * size)
+        return CompletionRows(
+            shape=parts[0].shape,
+            steps=[s for part in parts for s in part.steps],
+            prompts=[p for part in parts for p in part.prompts],
+            completions=[c for part in parts for c in part.completions],
+            rewards={name: joined([part.rewards.get(name) for part in parts]) for name in names},
+            totals=np.concatenate([part.totals for part in parts]),
+            advantages=optional([part.advantages for part in parts]),
+            entropy=optional([part.entropy for part in parts]),
+            solutions=solutions,
+            malformed=any(part.malformed for part in parts),
+        )
+
+
+#: where a source can find one batch again: two numbers only that source interprets (a
+#: byte range of a file, a step file's version)
+BatchRef = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionBatch:
+    """One logged batch of completions as its source hands it over, or why it could not
+    be read (counted and shown as a bad line, never fatal)."""
+
+    ref: BatchRef
+    #: 1-based line of a file, or the place of a step file in the folder's order
+    line_no: int
+    #: the rows; None when the batch could not be read (`problem` says why)
+    rows: CompletionRows | None
+    problem: str | None = None
+    #: the start of what could not be read, quoted with the problem
+    excerpt: str = ""
+    #: the rows continue the batch handed over before (one completion per line, as
+    #: Megatron-Ray logs): `ref` now covers the whole batch
+    extends: bool = False
+    #: one of several batches of the same step's train rollouts (ms-swift 3.1-3.2 logged
+    #: while generating): merged into that step, never its eval or end-of-train line
+    part_of_step: bool = False
+    #: the batch may still grow (a line per completion): never a repeat of the one before
+    growing: bool = False
+
+
+@dataclass(slots=True)
+class BatchChunk:
+    """What one read of a completions source gave."""
+
+    batches: list[CompletionBatch] = field(default_factory=list)
+    #: the source started over (truncated, replaced, a new run in the folder): why
+    restarted: str | None = None
+    #: more complete data is there than this read's budget took
+    more: bool = False

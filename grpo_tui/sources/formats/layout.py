@@ -55,6 +55,11 @@ class Tier(int, Enum):
     LAST = 4
 
 
+class BatchFileError(ValueError):
+    """This version of a step file can never be read as completions (the message says
+    why): what a `BatchFolder.convert` raises, shown as a bad line until the file changes."""
+
+
 @dataclass(frozen=True, slots=True)
 class BatchFolder:
     """A framework's completions written as one file per step in a folder (TRL's parquet
@@ -62,8 +67,9 @@ class BatchFolder:
 
     #: a step file's whole name; its group `step` (else its first group) is the step
     pattern: re.Pattern[str]
-    #: one file → its rows as columns (prompt, completion, step, reward columns, …), None
-    #: while it is still being written
+    #: one file → its rows as lists per field (prompt, completion, step, reward columns,
+    #: …), None while it is still being written; raises BatchFileError when this version
+    #: can never be read, OSError when it cannot be opened
     convert: Callable[[Path], dict[str, list[Any]] | None]
     #: seconds a file must be left unchanged before it is read (a writer with no end mark)
     settle_s: float = 0.0

@@ -3,24 +3,22 @@
 ms-swift writes one JSON line per log call to `completions.jsonl` (formats/ms-swift.md §5):
 column-oriented lists in 4.x (`{"step": [...], "prompt": [...], "completion": [...], "<fn>":
 [...], "advantages": [...]}`), `messages` in 3.1-3.2, message-list prompts in 3.3,
-`advantage` in 3.7, Megatron's `gen_step`, and Megatron-Ray's one line per completion. The
-completions index (run/completions.py) reads this column shape; other frameworks' files are
-converted to it (trl_completions.py, verl_rollouts.py), so this is the shape every adapter
-hands the index.
+`advantage` in 3.7, Megatron's `gen_step`, and Megatron-Ray's one line per completion.
+`parse_record` reads any of them into `CompletionRows` (sources/records.py), the record
+the completions index takes. TRL's parquet files and verl's rollout dumps are converted to
+4.x's lists per field (trl_completions.py, verl_rollouts.py) and read by it too: that is
+the one place their shapes meet.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import orjson
 
-from grpo_tui.sources.batch_files import PROBLEM_KEY
+from grpo_tui.sources.records import CompletionRows, CompletionShape
 
 #: keys that are not reward functions; every other numeric column is one
 NON_REWARD_KEYS = frozenset(
@@ -45,30 +43,9 @@ _ROW_COLUMNS = frozenset({"prompt", "messages", "advantages", "advantage", "entr
 #: message nesting rendered before giving up (hostile input can nest arbitrarily)
 _RENDER_DEPTH = 4
 
-Shape = Literal["columns", "prompt_messages", "messages", "advantage_singular", "megatron", "ray"]
-
 
 class NotCompletionsError(ValueError):
     """A JSON line that is not a completions record (the reason is the message)."""
-
-
-@dataclass(slots=True)
-class Rows:
-    """One batch of rollouts, column-wise, all lists of equal length."""
-
-    shape: Shape
-    steps: list[str]
-    prompts: list[str]
-    completions: list[str]
-    rewards: dict[str, np.ndarray]
-    totals: np.ndarray
-    advantages: np.ndarray | None
-    entropy: np.ndarray | None
-    solutions: list[str | None] | None
-    malformed: bool = False
-
-    def __len__(self) -> int:
-        return len(self.completions)
 
 
 def decode_line(data: bytes) -> tuple[object, bool]:
@@ -129,7 +106,7 @@ def _numeric(values: list[object]) -> np.ndarray | None:
         return None  # an integer beyond float range: not a reward anyone logged
 
 
-def _shape_of(record: dict[str, object], row_oriented: bool) -> Shape:
+def _shape_of(record: dict[str, object], row_oriented: bool) -> CompletionShape:
     if row_oriented:
         return "ray"
     if "gen_step" in record:
@@ -144,15 +121,14 @@ def _shape_of(record: dict[str, object], row_oriented: bool) -> Shape:
     return "columns"
 
 
-def parse_record(record: dict[str, object], *, clean: bool = False) -> Rows:
+def parse_record(record: dict[str, object], *, clean: bool = False) -> CompletionRows:
     """The rows of one completions line, whatever its ms-swift shape (§5).
 
     Raises NotCompletionsError for an object that holds no completions. `clean` replaces
     lone surrogates in the texts (only the lenient decoder can produce them).
     """
     if "completion" not in record:
-        problem = record.get(PROBLEM_KEY)  # a step file its source could not read
-        raise NotCompletionsError(problem if isinstance(problem, str) else "no 'completion' field")
+        raise NotCompletionsError("no 'completion' field")
     step_value = record.get("step", record.get("gen_step"))
     # Megatron-Ray: one completion per line, scalar values
     row_oriented = not isinstance(record["completion"], list) or (
@@ -222,7 +198,7 @@ def parse_record(record: dict[str, object], *, clean: bool = False) -> Rows:
     logged_total = numeric_extras.get("reward")
     advantages = numeric_extras.get("advantages", numeric_extras.get("advantage"))
     entropy = numeric_extras.get("entropy")
-    return Rows(
+    return CompletionRows(
         shape=_shape_of(record, row_oriented),
         steps=steps,
         prompts=prompts,
@@ -255,42 +231,3 @@ def _totals(
     with np.errstate(invalid="ignore"):
         sums = np.where(known, matrix, 0.0).sum(axis=0)
     return np.where(known.any(axis=0), sums, math.nan)
-
-
-def concat_rows(parts: Sequence[Rows]) -> Rows:
-    """One batch from consecutive row-oriented lines (Megatron-Ray)."""
-    if len(parts) == 1:
-        return parts[0]
-    names = list(dict.fromkeys(name for part in parts for name in part.rewards))
-
-    def column(part: Rows, name: str) -> np.ndarray:
-        return part.rewards.get(name, np.full(len(part), math.nan))
-
-    def optional(arrays: list[np.ndarray | None], sizes: list[int]) -> np.ndarray | None:
-        if all(a is None for a in arrays):
-            return None
-        return np.concatenate(
-            [np.full(n, math.nan) if a is None else a for a, n in zip(arrays, sizes, strict=True)]
-        )
-
-    sizes = [len(part) for part in parts]
-    solutions: list[str | None] | None = None
-    if any(part.solutions is not None for part in parts):
-        solutions = []
-        for part, size in zip(parts, sizes, strict=True):
-            solutions.extend(part.solutions if part.solutions is not None else [None] * size)
-    return Rows(
-        shape=parts[0].shape,
-        steps=[s for part in parts for s in part.steps],
-        prompts=[p for part in parts for p in part.prompts],
-        completions=[c for part in parts for c in part.completions],
-        rewards={name: np.concatenate([column(part, name) for part in parts]) for name in names},
-        totals=np.concatenate([part.totals for part in parts]),
-        advantages=optional([part.advantages for part in parts], sizes),
-        entropy=optional([part.entropy for part in parts], sizes),
-        solutions=solutions,
-        malformed=any(part.malformed for part in parts),
-    )
-
-
-# --------------------------------------------------------------------------- analysis

@@ -6,9 +6,9 @@ are the whole last generation batch (num_prompts × num_generations), its column
 `prompt` and `completion` are the decoded strings (0.28–1.14) or, for chat data, the
 lists of `{role, content}` messages (≥ 1.15): kept as they are, the index renders messages
 as "role: content". An eval `log()` at a train step rewrites the same file
-(sources/batch_files.py makes that a line of its own).
+(sources/completion_batches.py makes that a batch of its own).
 
-`convert` turns one file into the column shape the completions index reads. The reward
+`convert` turns one file into lists per field, as ms-swift 4.x writes a line. The reward
 functions are the run of floating-point columns right after `completion`: TRL puts its
 `log_extra` columns after them and the advantage last, so an extra column is not taken
 for a reward (a float extra right after the rewards cannot be told apart and would be).
@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from grpo_tui.files import read_regular
-from grpo_tui.sources.batch_files import BatchFileError
+from grpo_tui.sources.formats.layout import BatchFileError
 
 #: the folder in the output directory
 COMPLETIONS_DIR = "completions"

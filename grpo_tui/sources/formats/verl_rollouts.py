@@ -15,7 +15,7 @@ all numbers or booleans (`acc`, `format_score`, …) → a reward-function colum
 The file is written line by line (`json.dumps(...) + "\\n"`): a last line without its
 newline is still being written (None: tried again when the file changes). A file can also
 end on a newline half way through, so read it with `settle_s=SETTLE_S`
-(sources/batch_files.py), which leaves a file alone until it has stopped changing.
+(sources/completion_batches.py), which leaves a file alone until it has stopped changing.
 `looks_like_rollouts` tells such a file from other `<number>.jsonl` files.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 
 from grpo_tui.files import open_regular, read_regular
-from grpo_tui.sources.batch_files import BatchFileError
+from grpo_tui.sources.formats.layout import BatchFileError
 
 #: a file of the folder; the number is the global step
 FILE_PATTERN = re.compile(r"(?P<step>\d+)\.jsonl")

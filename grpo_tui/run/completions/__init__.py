@@ -1,0 +1,25 @@
+"""A run's logged completions: the index over its batches (index.py), each batch's GRPO
+groups (groups.py) and the per-step statistics health reads (summary.py)."""
+
+from grpo_tui.run.completions.groups import Group, Sample
+from grpo_tui.run.completions.index import (
+    DEFAULT_CACHE_LINES,
+    CompletionsIndex,
+    EntryKind,
+    IndexState,
+    LineInfo,
+    Page,
+    SearchHit,
+)
+
+__all__ = [
+    "DEFAULT_CACHE_LINES",
+    "CompletionsIndex",
+    "EntryKind",
+    "Group",
+    "IndexState",
+    "LineInfo",
+    "Page",
+    "Sample",
+    "SearchHit",
+]

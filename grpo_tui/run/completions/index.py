@@ -1,0 +1,781 @@
+"""An index over a run's logged completions: a record per batch, texts read on demand.
+
+The batches come from a `BatchSource` (sources/completion_batches.py: a completions.jsonl,
+a folder of step files). Files of several GB are normal, so the index keeps, per batch,
+only its reference to read it again, step, row count, a 64-bit content digest and a few
+counts, in one structured numpy array (`_ENTRY`: about 60 bytes a batch, no Python object
+per batch; a 2 GB file of small batches holds hundreds of thousands). The per-step
+statistics are summed into their step's row when a batch is read (summary.py). Texts are
+read again when a batch's groups are asked for; at most `cache_lines` parsed batches stay
+in memory (LRU).
+
+Which batches count for the per-step summary (ms-swift 4.x gives no mode field):
+- A batch whose rollouts are identical to the previous batch's, hashed on (prompt,
+  completion, advantage) per row, is a *repeat*: the end-of-train line repeats the last
+  one verbatim, and with `num_iterations > 1` consecutive steps log the same rollouts.
+  The first batch carries them (its step is when they were generated).
+- A later batch carrying a step already seen is the eval (or end-of-train) batch of that
+  step: rollouts from an eval at a step without a train log cannot be told apart and stay.
+- A batch that is `part_of_step` (ms-swift 3.1-3.2 logged while generating) is merged
+  into its step, never taken for its eval batch.
+- A batch that `extends` the one before (Megatron-Ray: a line per completion) grows that
+  entry; it is tallied once the next batch shows it is complete.
+
+Every batch stays reachable through `groups(entry)`; `line_info(entry).kind` says which
+role it was given.
+
+The reader thread reads into the index while the completions panel asks it for pages
+(from a worker thread): every public method and property holds the index's lock, and a
+read takes it per chunk so a page is never kept waiting for a whole backlog.
+
+Newest first: a file of many GB takes a while to index from the start, so the first read
+of a big file also takes its newest batch from the end (`BatchSource.newest`), which
+`newest_page` hands out until the index has caught up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from grpo_tui.run.completion_stats import CompletionsSummary
+from grpo_tui.run.completions.groups import (
+    Analysed,
+    Group,
+    analyse,
+    build_group,
+    group_contains,
+)
+from grpo_tui.run.completions.summary import StepTable, Tally, grown, tally
+from grpo_tui.sources.completion_batches import BatchSource, JsonlBatches
+from grpo_tui.sources.records import BadLine, CompletionBatch, CompletionRows, CompletionShape
+
+#: parsed batches kept in memory by default (one can hold thousands of long completions)
+DEFAULT_CACHE_LINES = 4
+#: bad lines kept with their reason (the count goes on); the most recent ones
+BAD_LINES_KEPT = 100
+#: distinct step labels remembered per entry
+_STEP_LABELS_KEPT = 8
+#: a search parses entries for about this long before it reports how far it got
+SEARCH_BUDGET_S = 0.5
+#: how long a read sleeps between chunks while another thread waits for the index
+_GIVE_WAY_S = 0.002
+_LEADING_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
+
+EntryKind = Literal["new", "repeat", "eval_or_end"]
+
+
+# --------------------------------------------------------------------------- public types
+
+
+@dataclass(frozen=True, slots=True)
+class LineInfo:
+    """What the index knows about one entry without parsing it again."""
+
+    index: int
+    #: line number (1-based) of the entry's first line in the current file
+    line_no: int
+    #: step label of the newest row ("6"), as logged
+    step: str
+    #: distinct step labels of its rows (a few), in order
+    steps: tuple[str, ...]
+    rows: int
+    shape: CompletionShape
+    #: "new" rollouts, a "repeat" of the previous line, or the "eval_or_end" line of a step
+    kind: EntryKind
+    #: lists of unequal length were cut to the shortest (the line is kept)
+    malformed: bool
+    #: prompt groups and of those the zero-spread ones (None until the entry was tallied)
+    groups: int | None = None
+    zero_spread_groups: int | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Page:
+    """One entry's groups, as the completions panel shows them."""
+
+    info: LineInfo
+    groups: tuple[Group, ...]
+    #: read from the end of a file not indexed that far yet (`info.index` is a guess)
+    preview: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    """What the index holds, as of one poll: a copy the screen reads without the lock
+    (the reader thread may hold it for a whole chunk while it indexes a backlog)."""
+
+    lines: int
+    #: the newest entry worth showing (None before any), and how many are worth showing
+    newest_entry: int | None
+    shown_entries: int
+    previewing: bool
+    #: bytes indexed, bytes in the file
+    progress: tuple[int, int]
+    file_exists: bool
+    bad_line_count: int
+    #: why the file cannot be read (a FIFO skipped, permission denied), None when it can
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """Where a search found its text, or how far it looked."""
+
+    #: entry and group index of the match; None when nothing matched in what was searched
+    entry: int | None
+    group: int | None
+    #: entries parsed
+    searched: int
+    #: every entry in the direction was searched (no match means there is none)
+    exhausted: bool
+
+
+# --------------------------------------------------------------------------- the entries
+
+
+_KINDS: tuple[EntryKind, ...] = ("new", "repeat", "eval_or_end")
+_SHAPES: tuple[CompletionShape, ...] = (
+    "columns",
+    "prompt_messages",
+    "messages",
+    "advantage_singular",
+    "megatron",
+    "ray",
+)
+_KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(_KINDS)}
+_SHAPE_CODE: dict[str, int] = {shape: code for code, shape in enumerate(_SHAPES)}
+_REPEAT = _KIND_CODE["repeat"]
+
+#: the fields of an index entry (a batch)
+_ENTRY = np.dtype(
+    [
+        # the source's reference to read it again (BatchRef)
+        ("ref", np.int64, (2,)),
+        ("line_no", np.int64),
+        ("rows", np.int32),
+        # the number the newest row's step label starts with (NaN: none); see _step_key
+        ("step", np.float64),
+        ("kind", np.uint8),
+        ("shape", np.uint8),
+        ("malformed", np.bool_),
+        # written a line per completion: never a repeat, and its digest is not kept
+        ("growing", np.bool_),
+        # 64-bit digest of the rollouts (see groups.content_hash)
+        ("content_hash", np.int64),
+        # the step slot it counts towards (-1: none, for repeats and eval/end batches)
+        ("slot", np.int32),
+        # its groups were counted (false while a growing batch grows, or its re-read failed)
+        ("tallied", np.bool_),
+        ("groups", np.int32),
+        ("zero_spread_groups", np.int32),
+    ]
+)
+
+
+def _step_number(label: str) -> float:
+    """The number a step label starts with ("12", "12/500" → 12.0), else NaN."""
+    match = _LEADING_NUMBER.match(label)
+    return float(match.group(1)) if match else math.nan
+
+
+def _decimal(number: float) -> str:
+    """How a step number is usually written ("6", "6.5")."""
+    return str(int(number)) if number.is_integer() else repr(number)
+
+
+def _step_key(label: str) -> tuple[float, bool]:
+    """The number a step label starts with, and whether the label is just its decimal
+    (then the number alone stands for the label)."""
+    number = _step_number(label)
+    return number, not math.isnan(number) and _decimal(number) == label
+
+
+class _StepMap:
+    """Step label → the slot of its step (-1: seen, counting towards no step).
+
+    Labels that are the decimal of their number ("6") are kept as that number in a sorted
+    array (steps mostly rise: an append), other labels in a dict: a dict of every label
+    would cost more than the entries themselves on a file of small batches.
+    """
+
+    __slots__ = ("_count", "_last", "_numbers", "_odd", "_slots")
+
+    def __init__(self) -> None:
+        self._numbers = np.empty(0, dtype=np.float64)
+        self._slots = np.empty(0, dtype=np.int32)
+        self._count = 0
+        self._last = -math.inf
+        self._odd: dict[str, int] = {}
+
+    def _find(self, number: float) -> tuple[int, bool]:
+        if number > self._last:
+            return self._count, False
+        position = int(np.searchsorted(self._numbers[: self._count], number))
+        return position, position < self._count and self._numbers[position] == number
+
+    def get(self, label: str, key: tuple[float, bool]) -> int | None:
+        """The label's slot, -1 when seen without one, None when never seen."""
+        number, decimal = key
+        if not decimal:
+            return self._odd.get(label)
+        position, found = self._find(number)
+        return int(self._slots[position]) if found else None
+
+    def put(self, label: str, key: tuple[float, bool], slot: int) -> None:
+        number, decimal = key
+        if not decimal:
+            self._odd[label] = slot
+            return
+        position, found = self._find(number)
+        if found:
+            self._slots[position] = slot
+            return
+        count = self._count
+        self._numbers = grown(self._numbers, count, count + 1)
+        self._slots = grown(self._slots, count, count + 1)
+        if position < count:
+            self._numbers[position + 1 : count + 1] = self._numbers[position:count].copy()
+            self._slots[position + 1 : count + 1] = self._slots[position:count].copy()
+        self._numbers[position] = number
+        self._slots[position] = slot
+        self._count = count + 1
+        self._last = max(self._last, number)
+
+
+# --------------------------------------------------------------------------- the index
+
+
+class CompletionsIndex:
+    """Follows one run's completions: `poll()` to read, `summary()` / `page()` to look."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        cache_lines: int = DEFAULT_CACHE_LINES,
+        group_size: int | None = None,
+        chunk_size: int | None = None,
+        source: BatchSource | None = None,
+    ) -> None:
+        """`group_size`: num_generations when known (args.json); see groups.partition.
+        `source`: where the batches come from (default: the file at `path` as JSON lines);
+        `path` names it in messages."""
+        self.path = Path(path)
+        self.cache_cap = max(1, cache_lines)
+        self.group_size = group_size
+        self._source = source if source is not None else JsonlBatches(path, chunk_size=chunk_size)
+        #: unread complete data remained after the last read (its byte budget ran out)
+        self.more = False
+        #: reads so far
+        self.polls = 0
+        #: times the source started over, and why the last time
+        self.restarts = 0
+        self.last_restart: str | None = None
+        self._lock = threading.RLock()
+        #: threads waiting for the lock (a read gives way to them between chunks)
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        #: the newest batch read from the end of a big file, until the index has caught up
+        self._preview: Page | None = None
+        self._preview_tried = False
+        self._steps = StepTable()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._entries = np.zeros(0, dtype=_ENTRY)
+        self._count = 0
+        #: step labels that are not the decimal of their number (entry → label)
+        self._odd_labels: dict[int, str] = {}
+        #: distinct step labels of an entry's rows, where they are not just its step label
+        self._odd_steps: dict[int, tuple[str, ...]] = {}
+        self._newest_shown: int | None = None
+        self._shown_count = 0
+        #: per summary slot, the entry whose rollouts count for it, and the entries merged
+        #: into it after that (ms-swift 3.1's several batches per step)
+        self._slot_entry = np.empty(0, dtype=np.int32)
+        self._slot_more: dict[int, list[int]] = {}
+        self._steps = StepTable(self._steps.revision + 1)
+        self._step_map = _StepMap()
+        self._cache: OrderedDict[int, Analysed] = OrderedDict()
+        #: entries whose tally is pending (a growing batch, or a failed re-read)
+        self._untallied: set[int] = set()
+        self._good_lines = 0
+        self._malformed_lines = 0
+        self._bad_count = 0
+        self._bad: list[BadLine] = []
+        self._reward_names: dict[str, None] = {}
+        self._total_min = math.inf
+        self._total_max = -math.inf
+        self._format_seen = False
+
+    # ----------------------------------------------------------------- reading
+
+    def poll(self, max_bytes: int | None = None) -> int:
+        """Read newly logged batches; returns how many (bad ones included).
+
+        With `max_bytes`, reads about that much (one batch is always finished) and sets
+        `more` when data is left; without, reads everything available.
+        """
+        count = 0
+        self.polls += 1
+        if not self._preview_tried:
+            self._preview_tried = True
+            self._read_preview()
+        while True:
+            with self._lock:
+                chunk = self._source.read(max_bytes)
+                if chunk.restarted is not None:
+                    self.restarts += 1
+                    self.last_restart = chunk.restarted
+                    self._preview = None
+                    self._reset()
+                for batch in chunk.batches:
+                    self._ingest(batch)
+                count += len(chunk.batches)
+                self.more = chunk.more
+                if not chunk.more:
+                    self._preview = None  # caught up: the index has the newest batch itself
+            if self._waiting:
+                time.sleep(_GIVE_WAY_S)
+            if max_bytes is not None or not chunk.more:
+                break
+        return count
+
+    def _read_preview(self) -> None:
+        """Parse the newest batch at the end of a big file, before indexing from the start."""
+        batch = self._source.newest()
+        if batch is None or batch.rows is None:
+            return
+        rows = batch.rows
+        analysed = analyse(rows, self.group_size)
+        known = rows.totals[np.isfinite(rows.totals)]
+        span = (float(known.min()), float(known.max())) if known.size else None
+        step = rows.steps[-1] if rows.steps else "?"
+        info = LineInfo(
+            index=-1,
+            line_no=0,
+            step=step,
+            steps=tuple(dict.fromkeys(rows.steps))[:_STEP_LABELS_KEPT],
+            rows=len(rows),
+            shape=rows.shape,
+            kind="new",
+            malformed=rows.malformed,
+            groups=len(analysed.groups),
+            zero_spread_groups=sum(group.zero_spread for group in analysed.groups),
+        )
+        groups = tuple(build_group(rows, group, span) for group in analysed.groups)
+        with self._lock:
+            self._preview = Page(info, groups, preview=True)
+
+    def _ingest(self, batch: CompletionBatch) -> None:
+        rows = batch.rows
+        if rows is None:
+            self._bad_count += 1
+            reason = (batch.problem or "unreadable")[:200]
+            self._bad.append(BadLine(self.path.name, batch.line_no, reason, batch.excerpt))
+            if len(self._bad) > BAD_LINES_KEPT:
+                del self._bad[0]
+            return
+        self._good_lines += 1
+        self._malformed_lines += rows.malformed
+        self._reward_names.update(dict.fromkeys(rows.rewards))
+        known = rows.totals[np.isfinite(rows.totals)]
+        if known.size:
+            self._total_min = min(self._total_min, float(known.min()))
+            self._total_max = max(self._total_max, float(known.max()))
+        last = self._count - 1
+        if batch.extends and last >= 0 and self._entries[last]["growing"]:
+            self._extend(last, batch, rows)
+            return
+        self._finish_growing()
+        step = rows.steps[-1] if rows.steps else "?"
+        key = _step_key(step)
+        analysed = None if batch.growing else analyse(rows, self.group_size)
+        kind: EntryKind
+        if (
+            analysed is not None
+            and last >= 0
+            and not self._entries[last]["growing"]
+            and int(self._entries[last]["content_hash"]) == analysed.content_hash
+        ):
+            kind = "repeat"
+        elif not batch.part_of_step and self._step_map.get(step, key) is not None:
+            kind = "eval_or_end"
+        else:
+            kind = "new"
+        index = self._add_entry(batch, rows, step, key, kind)
+        if kind != "repeat":
+            self._newest_shown = index
+            self._shown_count += 1
+        if kind == "new":
+            self._assign_slot(index, step, key, merge=batch.part_of_step)
+        elif self._step_map.get(step, key) is None:
+            self._step_map.put(step, key, -1)
+        if analysed is None:
+            self._untallied.add(index)
+            return
+        self._entries[index]["content_hash"] = analysed.content_hash
+        self._remember(index, analysed)
+        done = tally(analysed)
+        self._store_tally(index, done)
+        slot = int(self._entries[index]["slot"])
+        if slot >= 0:
+            self._fill(slot, {index: done})
+
+    def _add_entry(
+        self,
+        batch: CompletionBatch,
+        rows: CompletionRows,
+        step: str,
+        key: tuple[float, bool],
+        kind: EntryKind,
+    ) -> int:
+        """A new entry for a batch, untallied."""
+        index = self._count
+        self._entries = grown(self._entries, index, index + 1)
+        self._count = index + 1
+        entry = self._entries[index]
+        entry["ref"] = batch.ref
+        entry["line_no"] = batch.line_no
+        entry["rows"] = len(rows)
+        entry["step"] = key[0]
+        entry["kind"] = _KIND_CODE[kind]
+        entry["shape"] = _SHAPE_CODE[rows.shape]
+        entry["malformed"] = rows.malformed
+        entry["growing"] = batch.growing
+        entry["content_hash"] = 0
+        entry["slot"] = -1
+        entry["tallied"] = False
+        entry["groups"] = entry["zero_spread_groups"] = 0
+        if not key[1]:
+            self._odd_labels[index] = step
+        steps = tuple(dict.fromkeys(rows.steps))[:_STEP_LABELS_KEPT]
+        if steps and steps != (step,):
+            self._odd_steps[index] = steps
+        return index
+
+    def _extend(self, index: int, batch: CompletionBatch, rows: CompletionRows) -> None:
+        """A growing batch took more rows: its entry covers them, its tally is pending."""
+        entry = self._entries[index]
+        entry["ref"] = batch.ref
+        entry["rows"] += len(rows)
+        entry["malformed"] |= rows.malformed
+        entry["tallied"] = False
+        self._untallied.add(index)
+        self._cache.pop(index, None)
+
+    def _finish_growing(self) -> None:
+        """Tally the growing batch once the next entry shows it is complete."""
+        last = self._count - 1
+        if last >= 0 and not self._entries[last]["tallied"]:
+            self._ensure_tally(last)
+
+    def _label(self, index: int) -> str:
+        """The step label of an entry's newest row, as logged."""
+        odd = self._odd_labels.get(index)
+        return odd if odd is not None else _decimal(float(self._entries[index]["step"]))
+
+    def _store_tally(self, index: int, done: Tally) -> None:
+        entry = self._entries[index]
+        entry["groups"] = done.groups
+        entry["zero_spread_groups"] = len(done.tied_totals)
+        entry["tallied"] = True
+        self._format_seen = self._format_seen or done.uses_markers > 0
+
+    def _assign_slot(self, index: int, step: str, key: tuple[float, bool], *, merge: bool) -> None:
+        slot = self._step_map.get(step, key) if merge else None
+        if slot is None or slot < 0:
+            slot = self._steps.add(key[0])
+            self._slot_entry = grown(self._slot_entry, slot, slot + 1)
+            self._slot_entry[slot] = index
+            self._step_map.put(step, key, slot)
+        else:
+            self._slot_more.setdefault(slot, []).append(index)
+        self._entries[index]["slot"] = slot
+
+    def _fill(self, slot: int, known: dict[int, Tally]) -> None:
+        """Write a step's row from the tallies of its tallied entries, oldest first: from
+        `known`, else from their parse (cached: a step's batches are consecutive)."""
+        tallies = []
+        for member in (int(self._slot_entry[slot]), *self._slot_more.get(slot, ())):
+            done = known.get(member)
+            if done is None and self._entries[member]["tallied"]:
+                analysed = self._load(member)
+                done = None if analysed is None else tally(analysed)
+            if done is not None:
+                tallies.append(done)
+        self._steps.fill(slot, tallies)
+
+    # ----------------------------------------------------------------- reading again
+
+    def _remember(self, index: int, analysed: Analysed) -> None:
+        self._cache[index] = analysed
+        self._cache.move_to_end(index)
+        while len(self._cache) > self.cache_cap:
+            self._cache.popitem(last=False)
+
+    def _load(self, index: int) -> Analysed | None:
+        """The parsed entry, from the cache or its source; None if it changed since."""
+        cached = self._cache.get(index)
+        if cached is not None:
+            self._cache.move_to_end(index)
+            return cached
+        entry = self._entries[index]
+        start, end = entry["ref"].tolist()
+        rows = self._source.reload((start, end))
+        if rows is None or len(rows) != entry["rows"]:
+            return None  # rewritten since it was indexed: the next read restarts
+        analysed = analyse(rows, self.group_size)
+        if not entry["growing"] and analysed.content_hash != int(entry["content_hash"]):
+            return None
+        self._remember(index, analysed)
+        return analysed
+
+    def _ensure_tally(self, index: int) -> bool:
+        """Tally the entry if it is not; False when it could not be read again."""
+        if self._entries[index]["tallied"]:
+            return True
+        slot = int(self._entries[index]["slot"])
+        analysed = self._load(index)
+        if analysed is None:
+            if slot >= 0:
+                self._fill(slot, {})  # its step counts it no more
+            return False
+        done = tally(analysed)
+        self._store_tally(index, done)
+        self._untallied.discard(index)
+        if slot >= 0:
+            self._fill(slot, {index: done})
+        return True
+
+    # ----------------------------------------------------------------- looking
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The lock, asked for from another thread than the reader's: a read in a backlog
+        gives way between chunks while someone waits (Python's locks are not fair)."""
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def __len__(self) -> int:
+        """Index entries: one per batch (a Megatron-Ray batch of lines is one entry)."""
+        with self._locked():
+            return self._count
+
+    def _resolve(self, line: int) -> int:
+        index = line + self._count if line < 0 else line
+        if not 0 <= index < self._count:
+            raise IndexError(f"completions entry {line} out of range ({self._count} entries)")
+        return index
+
+    def line_info(self, line: int = -1) -> LineInfo:
+        """What the index holds about one entry (negative = from the newest), unparsed."""
+        with self._locked():
+            return self._info(self._resolve(line))
+
+    def _info(self, index: int) -> LineInfo:
+        entry = self._entries[index]
+        tallied = bool(entry["tallied"])
+        step = self._label(index)
+        return LineInfo(
+            index=index,
+            line_no=int(entry["line_no"]),
+            step=step,
+            steps=self._odd_steps.get(index, (step,)),
+            rows=int(entry["rows"]),
+            shape=_SHAPES[entry["shape"]],
+            kind=_KINDS[entry["kind"]],
+            malformed=bool(entry["malformed"]),
+            groups=int(entry["groups"]) if tallied else None,
+            zero_spread_groups=int(entry["zero_spread_groups"]) if tallied else None,
+        )
+
+    def _span(self) -> tuple[float, float] | None:
+        return None if self._total_max < self._total_min else (self._total_min, self._total_max)
+
+    def groups(self, line: int = -1) -> list[Group]:
+        """The groups of one entry (newest by default; negative counts from the newest).
+
+        Parses the entry if it is not cached. Returns [] for an empty index or when the
+        batch changed under the index (the next read restarts it).
+        """
+        page = self.page(line) if len(self) else None
+        return [] if page is None else list(page.groups)
+
+    def page(self, line: int = -1) -> Page | None:
+        """One entry with its groups (negative counts from the newest); None when the index
+        is empty or the batch changed under it."""
+        with self._locked():
+            if not self._count:
+                return None
+            index = self._resolve(line)
+            analysed = self._load(index)
+            if analysed is None:
+                return None
+            self._ensure_tally(index)
+            span = self._span()
+            groups = tuple(build_group(analysed.rows, g, span) for g in analysed.groups)
+            return Page(self._info(index), groups)
+
+    def newest_page(self) -> Page | None:
+        """The newest batch: from the index, or the preview read from the end of a big file
+        while the index has not caught up yet."""
+        with self._locked():
+            if self._preview is not None:
+                return self._preview
+        return self.page(-1)
+
+    def newest_entry(self) -> int | None:
+        """The newest entry worth showing (a verbatim repeat of the one before is not)."""
+        with self._locked():
+            return self._newest_shown
+
+    def state(self) -> IndexState:
+        """A copy of what the index holds now, for the screen (see IndexState)."""
+        with self._locked():
+            return IndexState(
+                lines=self._good_lines,
+                newest_entry=self._newest_shown,
+                shown_entries=self._shown_count,
+                previewing=self._preview is not None,
+                progress=self._source.progress,
+                file_exists=self._source.exists,
+                bad_line_count=self._bad_count,
+                problem=self._source.problem,
+            )
+
+    def neighbour(
+        self, current: int | None, *, forward: bool, zero_spread_only: bool = False
+    ) -> int | None:
+        """The next (or, not `forward`, the previous) entry from `current` worth showing;
+        with `zero_spread_only`, one holding a group whose completions all got the same
+        reward. `current` None stands for the preview: every entry is before it."""
+        with self._locked():
+            count = self._count
+            if current is None:
+                if forward:
+                    return None
+                current = count
+            span = range(max(0, current + 1), count) if forward else range(min(current, count))
+            entries = self._entries[span.start : span.stop]
+            wanted = entries["kind"] != _REPEAT
+            if zero_spread_only:
+                # an untallied entry is tallied (read again) to tell
+                wanted &= ~entries["tallied"] | (entries["zero_spread_groups"] > 0)
+            found = np.flatnonzero(wanted) + span.start
+            for index in (found if forward else found[::-1]).tolist():
+                if (
+                    zero_spread_only
+                    and not self._entries[index]["tallied"]
+                    and (
+                        not self._ensure_tally(index)
+                        or not self._entries[index]["zero_spread_groups"]
+                    )
+                ):
+                    continue
+                return int(index)
+            return None
+
+    def search(
+        self,
+        text: str,
+        start: int,
+        *,
+        backwards: bool = True,
+        after_group: int | None = None,
+        time_budget: float = SEARCH_BUDGET_S,
+    ) -> SearchHit:
+        """The first group, from entry `start` on (older entries when `backwards`), whose
+        prompt or one of whose completions contains `text` (case-insensitive). In the
+        start entry, groups after `after_group` (before it, backwards) are searched first.
+        Stops after `time_budget` seconds and says how far it got."""
+        needle = text.casefold()
+        started = time.perf_counter()
+        searched = 0
+        count = len(self)
+        index = start
+        while 0 <= index < count:
+            with self._locked():
+                if index >= self._count:
+                    break
+                analysed = self._load(index)
+            searched += 1
+            if analysed is not None:
+                order = list(range(len(analysed.groups)))
+                if backwards:
+                    order.reverse()
+                if index == start and after_group is not None:
+                    order = [
+                        g for g in order if (g < after_group if backwards else g > after_group)
+                    ]
+                for position in order:
+                    if group_contains(analysed, analysed.groups[position], needle):
+                        return SearchHit(index, position, searched, False)
+            index += -1 if backwards else 1
+            if 0 <= index < count and time.perf_counter() - started >= time_budget:
+                return SearchHit(None, None, searched, False)
+        return SearchHit(None, None, searched, True)
+
+    def summary(self) -> CompletionsSummary:
+        """Batches read and one StepSampleStats per logged step, oldest first.
+
+        Repeats and eval/end batches are left out (module docstring). All-fail / all-pass
+        and the format rate are judged against the whole file so far (summary.py).
+        """
+        with self._locked():
+            for index in sorted(self._untallied):
+                if self._entries[index]["slot"] >= 0:
+                    self._ensure_tally(index)
+            return self._steps.summary(
+                self._good_lines, self._total_min, self._total_max, self._format_seen
+            )
+
+    # ----------------------------------------------------------------- bookkeeping
+
+    @property
+    def lines(self) -> int:
+        """Batches read from the current source (bad ones excluded)."""
+        with self._locked():
+            return self._good_lines
+
+    @property
+    def bad_lines(self) -> tuple[BadLine, ...]:
+        """The most recent batches that could not be used (up to BAD_LINES_KEPT), with
+        reasons."""
+        with self._locked():
+            return tuple(self._bad)
+
+    @property
+    def malformed_lines(self) -> int:
+        """Batches kept although their lists had unequal lengths (cut to the shortest)."""
+        with self._locked():
+            return self._malformed_lines
+
+    @property
+    def reward_names(self) -> tuple[str, ...]:
+        """Reward function columns seen so far, in order of discovery."""
+        with self._locked():
+            return tuple(self._reward_names)
+
+    @property
+    def cached_lines(self) -> int:
+        """Parsed entries held in memory right now (never more than `cache_cap`)."""
+        with self._locked():
+            return len(self._cache)
