@@ -93,12 +93,12 @@ async def measure(path: Path, newest: str, index_seconds: float) -> dict[str, fl
         shown = time.perf_counter()
         index = app.run_state.completions
         while index is not None and time.perf_counter() - shown < index_seconds:
-            done, size = index.progress
+            done, size = index.state().progress
             if not index.more and done >= size:
                 break
             await pilot.pause(0.2)
         if index is not None:
-            done, size = index.progress
+            done, size = index.state().progress
             result["indexed_fraction"] = done / max(1, size)
         result["index_s"] = time.perf_counter() - shown
         result["peak_rss_mb"] = peak_rss_mb()
