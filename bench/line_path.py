@@ -5,9 +5,9 @@ and drawn it, then profiles every thread while ONE train line is appended, until
 grid draws its reward (a value no other line holds). A file counts as crossed when one of
 its functions was handed, or returned, the line itself: its bytes or text, its reward as a
 float or in an array, or the text the grid draws of it, directly or up to four containers
-deep (a block of records, a list of them; deeper, every holder of the Run would count). Everything else that ran meanwhile (the header's clock,
-the completions poll) is listed apart, with health/ (the judgement, which reads the run
-after the line is in). Issue 20's target: ≤ 12 files. Usage: python bench/line_path.py
+deep (a block of records, a list of them; deeper, every holder of the Run would count).
+Everything else that ran meanwhile (the header's clock, the completions poll) is listed
+apart, with health/ (the judgement, which reads the run after the line is in). Issue 20's target: ≤ 12 files. Usage: python bench/line_path.py
 Run it in two trees (PYTHONPATH=TREE) to compare before and after.
 """
 
