@@ -134,6 +134,21 @@ EXPECTED: dict[str, Expected] = {
     "agent_r1_issue30_nan.log": Expected(
         "verl-console", "verl console log", (83.0,), 0, (("reward", -1.0),)
     ),
+    # run from a terminal through tee: Ray's coloured prefix on every line
+    "verl_econagent_ray_colours_first5.log": Expected(
+        "verl-console",
+        "verl console log",
+        (1.0, 2.0, 3.0, 4.0, 5.0),
+        0,
+        (("reward", 0.13470733165740967),),
+    ),
+    "verl_filelogger_intercode_rl-debug-run1.jsonl": Expected(
+        "verl",
+        "verl",
+        tuple(float(step) for step in range(25)),
+        0,
+        (("reward", 0.7103906273841858),),
+    ),
     "verl_entropy_mechanism_issue21_val.log": Expected(
         "verl-console", "verl console log", (4.0,), 0
     ),

@@ -1,15 +1,17 @@
 """A console log → Batches: the trainer's printed dicts, read like log_history items.
 
-The text work (tqdm redraws, ANSI codes, wrapped dicts, the step from the progress bar)
-is the console format's (sources/formats/console.py); this feeds it the complete lines a
-tail read hands out and passes the dicts it finds to the shared log reader. A dict whose
-end has not arrived yet waits in the parser for the next read.
+The text work (tqdm redraws, wrapped dicts, the step from the progress bar) is the
+adapter's parser's (sources/formats/console.py, verl.py, …); this feeds it the complete
+lines a tail read hands out, their terminal codes stripped, and passes the dicts it finds
+to the shared log reader. A dict whose end has not arrived yet waits in the parser for the
+next read.
 """
 
 from __future__ import annotations
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict, TextParser
 from grpo_tui.sources.formats.console import CONSOLE
+from grpo_tui.sources.formats.layout import strip_terminal_codes
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.records import BadLine, Batch
 
@@ -32,7 +34,7 @@ class ConsoleReader(LogReader):
             lines.pop()
         found: list[TextDict] = []
         for line_no, line in enumerate(lines, first_line_no):
-            found.extend(self.parser.feed(line, line_no))
+            found.extend(self.parser.feed(strip_terminal_codes(line), line_no))
         return self._read_found(found)
 
     def finish(self) -> Batch:

@@ -8,6 +8,10 @@ between two stores of the same data. A newer run folder (a resumed ms-swift run)
 still followed. `--format NAME` asks one adapter only, and reads the file its way even
 when its content does not show that framework.
 
+A folder that holds no metrics file itself is looked into, a few levels deep and newest
+folder first, every adapter asked at each level: runs are kept as their tools lay them out
+(W&B's `wandb/run-*/files/output.log`, verl's `rl-log/<experiment>.jsonl`).
+
 A path that does not exist yet is waited for. Only `stat`, `scandir` and reads: nothing
 is created. Every look at the disk says what is there or why it cannot be looked at: a
 directory this process may not list, a symlink loop, a FIFO or device named like a log
@@ -30,10 +34,18 @@ from grpo_tui.sources.formats.layout import (
     Probe,
     Reading,
     Tier,
+    entry_is_dir,
+    entry_mtime,
     found_file,
     probe,
     scan,
 )
+
+#: how deep discovery looks below a folder holding no metrics file of its own, and how
+#: many folders per level (newest first): a run folder keeps its log a few levels down
+#: (W&B: wandb/run-*/files/), never under hundreds of folders
+DEPTH_LOOKED_INTO = 3
+SUBFOLDERS_LOOKED_AT = 32
 
 
 class UnknownFormat(ValueError):
@@ -127,14 +139,61 @@ def _forced(adapter: FormatAdapter, path: Path) -> Found:
     )
 
 
-def _in_directory(
-    directory: Path, adapters: Sequence[FormatAdapter], current: Path | None, *, forced: bool
-) -> RunLayout:
+def _found_in(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
     founds: list[Found] = []
     for adapter in adapters:
         if adapter.find is not None:
             founds.extend(adapter.find(directory))
+    return founds
+
+
+def _subfolders(directory: Path) -> list[Path]:
+    """The folders in `directory` worth looking into, newest first (hidden ones, and links
+    to a folder listed already, left out), at most SUBFOLDERS_LOOKED_AT."""
+    entries, _ = scan(directory)
+    folders = [
+        entry for entry in entries if entry_is_dir(entry) and not entry.name.startswith((".", "__"))
+    ]
+    # newest first; a link to a folder (W&B's latest-run) after the folder it names
+    folders.sort(key=lambda entry: (-entry_mtime(entry), entry.is_symlink()))
+    seen: set[Path] = set()
+    chosen: list[Path] = []
+    for entry in folders:
+        try:
+            target = Path(entry.path).resolve()
+        except (OSError, RuntimeError):
+            continue  # a link loop, or gone since the listing
+        if target not in seen:
+            seen.add(target)
+            chosen.append(Path(entry.path))
+        if len(chosen) >= SUBFOLDERS_LOOKED_AT:
+            break
+    return chosen
+
+
+def _below(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
+    """What the adapters find in the folders below `directory`, the nearest level that
+    holds a readable file: `wandb/run-*/files/output.log` (W&B's copy of the console),
+    verl's `rl-log/<experiment>.jsonl`, a log one folder down. Newest folders first."""
+    level = [directory]
+    for _ in range(DEPTH_LOOKED_INTO):
+        level = [sub for folder in level for sub in _subfolders(folder)][:SUBFOLDERS_LOOKED_AT]
+        founds = [f for folder in level for f in _found_in(folder, adapters)]
+        readable = [f for f in founds if f.exists and not f.problem]
+        if readable:
+            return readable
+    return []
+
+
+def _in_directory(
+    directory: Path, adapters: Sequence[FormatAdapter], current: Path | None, *, forced: bool
+) -> RunLayout:
+    founds = _found_in(directory, adapters)
     readable = [f for f in founds if f.exists and not f.problem]
+    if not readable:
+        below = _below(directory, adapters)
+        if below:
+            return _layout(_choose(below, current), below)
     if readable:
         return _layout(_choose(readable, current), founds)
     expected = [f for f in founds if not f.exists and not f.problem]

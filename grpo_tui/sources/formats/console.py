@@ -6,7 +6,8 @@ there as dict reprs among everything else a console shows:
     51/400 [20:01<2:01:46, 20.94s/it]{'loss': '0.02196', 'grad_norm': '3.3e-06', ...}
 
 - tqdm redraws the progress bar with `\\r`, so one `\\n` line can hold many states;
-  ANSI colour codes wrap some of it;
+  terminal colour codes wrap some of it (the reader strips them before any parser sees a
+  line: layout.strip_terminal_codes);
 - values are numbers, or (transformers 5) `'%.4g'` strings; `nan`, `inf` and `None` occur;
 - the dict has no step, and the progress bar does not say it plainly either: stdout (the
   dicts) is block-buffered when piped while stderr (tqdm) is not, so a run's dicts often
@@ -45,6 +46,7 @@ from grpo_tui.sources.formats.layout import (
     console_claim,
     console_find,
     found_file,
+    strip_terminal_codes,
 )
 from grpo_tui.sources.formats.trl import TRL
 
@@ -60,7 +62,6 @@ _LOG_DICT_START = re.compile(r"\{\s*'(?:" + "|".join(_LOG_KEYS) + r")'\s*:")
 _CUT_DICT_START = re.compile(r"^\s*'(?:" + "|".join(_LOG_KEYS) + r")'\s*:")
 #: one `'key': value` pair of a dict repr (what a cut-off dict still shows whole)
 _PAIR = re.compile(r"'([^'\\]+)'\s*:\s*('[^']*'|[^,{}]+?)\s*(?=,|\}|$)")
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
 #: tqdm's "N/M [" (also inside a Ray or logging prefix)
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
 #: bare tokens Python's repr writes that literal_eval does not read
@@ -72,7 +73,7 @@ MAX_DICT_CHARS = 200_000
 
 def looks_like_console(text: str) -> bool:
     """The text holds a trainer's printed log dict (the content fingerprint)."""
-    return _LOG_DICT_START.search(_ANSI.sub("", text)) is not None
+    return _LOG_DICT_START.search(strip_terminal_codes(text)) is not None
 
 
 #: one log dict found in the console, with the line it started on
@@ -99,9 +100,9 @@ class ConsoleParser:
     _last_bar: tuple[int, int] | None = None
 
     def feed(self, line: str, line_no: int) -> Iterator[ConsoleDict]:
-        """The log dicts completed by one console line (without its newline)."""
-        text = _ANSI.sub("", line)
-        for segment in text.split("\r"):
+        """The log dicts completed by one console line (without its newline or terminal
+        codes: the reader strips them)."""
+        for segment in line.split("\r"):
             yield from self._segment(segment, line_no)
 
     def flush(self) -> Iterator[ConsoleDict]:

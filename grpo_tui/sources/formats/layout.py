@@ -302,7 +302,8 @@ _SAMPLE: dict[tuple[str, int, int, int], tuple[str, ...]] = {}
 
 
 def text_shows(path: Path, test_name: str, test: Callable[[str], bool]) -> bool:
-    """The file's first 4 MB or last 1 MB pass `test` (decoded leniently)."""
+    """The file's first 4 MB or last 1 MB pass `test` (decoded leniently, terminal codes
+    stripped)."""
     try:
         info = os.stat(path)
     except OSError:
@@ -319,7 +320,8 @@ def text_shows(path: Path, test_name: str, test: Callable[[str], bool]) -> bool:
     if sample is None:
         _SAMPLE.clear()
         sample = _SAMPLE[sized] = tuple(
-            part.decode("utf-8", errors="replace") for part in _head_and_tail(path)
+            strip_terminal_codes(part.decode("utf-8", errors="replace"))
+            for part in _head_and_tail(path)
         )
     if any(test(part) for part in sample):
         if len(_MATCHED) >= _KEPT:
@@ -343,6 +345,20 @@ def _head_and_tail(path: Path) -> tuple[bytes, ...]:
             return head, handle.read(SNIFF_TAIL)
     except OSError:
         return ()
+
+
+#: a terminal's escape sequences: colours and cursor moves (CSI), titles and links (OSC),
+#: and two-character escapes. Ray colours its worker prefixes, tqdm and loggers colour
+#: theirs, and `tee` keeps them all in the file
+_TERMINAL_CODES = re.compile(
+    r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]"
+)
+
+
+def strip_terminal_codes(text: str) -> str:
+    """Console text as it reads on screen, without the escape sequences that coloured it
+    (done before any console line is classified)."""
+    return _TERMINAL_CODES.sub("", text) if "\x1b" in text else text
 
 
 def console_candidate(path: Path) -> bool:

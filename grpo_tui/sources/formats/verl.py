@@ -142,8 +142,9 @@ def find(directory: Path) -> list[Found]:
 
 # -- the console logger ----------------------------------------------------------------
 
-#: `step:N - ` at a line's start or after a Ray prefix `(TaskRunner pid=N) `
-_STEP = re.compile(r"(?:^|\)\s+)step:(\d+)\s+-\s+")
+#: `step:N - ` at a line's start (indented, as pasted in a markdown block) or after a Ray
+#: worker prefix: `(TaskRunner pid=N) `, `(main_task pid=N) `, `(WorkerDict pid=N, ip=…) `
+_STEP = re.compile(r"(?:^\s*|\)\s+)step:(\d+)\s+-\s+")
 #: one `key:value` field; values are numbers, nan/inf, or np.float64(…)
 _FIELD = re.compile(r"^([^\s:][^:]*):(\S+)$")
 #: a wrapped line's rest: key characters and ` - ` separators, no prefix, no other text
@@ -151,7 +152,7 @@ _CONTINUATION = re.compile(r"^[\w/@.+\-:()]+(?: - [\w/@.+\-:()]*)*(?: -)?$")
 
 
 def shows_console(text: str) -> bool:
-    return re.search(r"(?:^|\)\s+)step:\d+ - [\w/@.\-]+:", text, re.MULTILINE) is not None
+    return re.search(r"(?:^\s*|\)\s+)step:\d+ - [\w/@.\-]+:", text, re.MULTILINE) is not None
 
 
 class VerlConsoleParser:

@@ -1,0 +1,72 @@
+"""Discovery inside a run folder (sources/discover.py): a folder that holds no metrics
+file itself is looked into, a few levels deep, newest folder first, every adapter asked,
+the way W&B and verl's file logger keep a run (real files, laid out as those tools do)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from grpo_tui.run.follow import load_run
+from grpo_tui.sources.discover import DEPTH_LOOKED_INTO, discover
+
+VERL = Path(__file__).parent / "fixtures" / "verl"
+#: verl's console through `tee`, Ray's coloured prefixes on every line (5 steps)
+RAY_COLOURED = VERL / "verl_econagent_ray_colours_first5.log"
+#: verl's file logger, as the run keeps it in rl-log/<experiment>.jsonl (25 steps)
+FILE_LOGGER = VERL / "verl_filelogger_intercode_rl-debug-run1.jsonl"
+
+
+def _place(source: Path, path: Path, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, path)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+        os.utime(path.parent, (mtime, mtime))
+    return path
+
+
+class TestRunFolders:
+    """A run folder as its tools lay it out is read without naming the file."""
+
+    def test_wandb_keeps_the_console_in_files_output_log(self, tmp_path: Path) -> None:
+        log = _place(
+            RAY_COLOURED, tmp_path / "wandb" / "run-20251130_144822-x" / "files" / "output.log"
+        )
+        layout = discover(tmp_path)
+        assert (layout.metrics_file, layout.adapter) == (log, "verl-console")
+        run = load_run(tmp_path)
+        assert [float(s) for s in run.store.steps] == [1.0, 2.0, 3.0, 4.0, 5.0]
+        assert run.bad_line_count == 0
+
+    def test_verl_file_logger_in_rl_log(self, tmp_path: Path) -> None:
+        log = _place(FILE_LOGGER, tmp_path / "rl-log" / "rl-debug-run1.jsonl")
+        layout = discover(tmp_path)
+        assert (layout.metrics_file, layout.adapter) == (log, "verl")
+        assert len(load_run(tmp_path).store.steps) == 25
+
+    def test_the_newest_run_folder_wins(self, tmp_path: Path) -> None:
+        wandb = tmp_path / "wandb"
+        _place(RAY_COLOURED, wandb / "run-1" / "files" / "output.log", mtime=1_700_000_000)
+        newer = _place(RAY_COLOURED, wandb / "run-2" / "files" / "output.log", mtime=1_800_000_000)
+        (wandb / "latest-run").symlink_to(wandb / "run-2")  # W&B's link: the same folder
+        layout = discover(tmp_path)
+        assert layout.metrics_file == newer
+        assert layout.passed_over == (
+            f"{wandb / 'run-1' / 'files' / 'output.log'} "
+            "(verl console log: its content shows verl's console "
+            "logger (step:N - key:value))",
+        )
+
+    def test_a_file_in_the_folder_itself_comes_first(self, tmp_path: Path) -> None:
+        top = _place(FILE_LOGGER, tmp_path / "metrics.jsonl")
+        _place(RAY_COLOURED, tmp_path / "wandb" / "run-1" / "files" / "output.log")
+        assert discover(tmp_path).metrics_file == top
+
+    def test_hidden_folders_and_too_deep_ones_are_not_looked_into(self, tmp_path: Path) -> None:
+        _place(FILE_LOGGER, tmp_path / ".cache" / "rl-log" / "x.jsonl")
+        deep = tmp_path.joinpath(*[f"d{level}" for level in range(DEPTH_LOOKED_INTO + 1)])
+        _place(FILE_LOGGER, deep / "x.jsonl")
+        layout = discover(tmp_path)
+        assert layout.waiting and layout.metrics_file is None

@@ -1,0 +1,51 @@
+"""verl's console lines as users' terminals leave them (sources/formats/verl.py through
+sources/console.py): Ray's coloured prefixes of every kind, lines pasted indented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grpo_tui.sources.console import ConsoleReader
+from grpo_tui.sources.discover import discover
+from grpo_tui.sources.formats.layout import strip_terminal_codes
+from grpo_tui.sources.formats.verl import VERL_CONSOLE, shows_console
+
+LINE = "step:{step} - actor/entropy:np.float64(0.41) - critic/score/mean:{score}"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "\x1b[36m(TaskRunner pid=64115)\x1b[0m ",
+        "\x1b[36m(main_task pid=2217)\x1b[0m ",
+        "\x1b[36m(WorkerDict pid=913, ip=10.0.0.7)\x1b[0m ",
+        "(TaskRunner pid=1) ",
+        "    ",  # pasted as a markdown code block
+        "",
+    ],
+)
+def test_every_ray_prefix_coloured_or_not_is_read(prefix: str, tmp_path: Path) -> None:
+    text = "".join(
+        prefix + LINE.format(step=step, score=score) + "\n" for step, score in ((1, 0.25), (2, 0.5))
+    )
+    reader = ConsoleReader("train.log", VERL_CONSOLE)
+    batch = reader.read_chunk(("```\n" + text + "```\n").encode())
+    records = [record for block in batch.blocks for record in block.records()]
+    assert [(r.step, r.values["reward"], r.values["entropy"]) for r in records] == [
+        (1.0, 0.25, 0.41),
+        (2.0, 0.5, 0.41),
+    ]
+    assert not batch.bad_lines
+    log = tmp_path / "train.log"
+    log.write_text(text, encoding="utf-8")
+    assert discover(log).adapter == "verl-console"
+
+
+def test_terminal_codes_are_stripped_and_plain_text_is_left_alone() -> None:
+    coloured = "\x1b[1m\x1b[32mhttp://127.0.0.1:8265 \x1b[39m\x1b[22m\x1b]0;title\x07done"
+    assert strip_terminal_codes(coloured) == "http://127.0.0.1:8265 done"
+    assert strip_terminal_codes("step:1 - a:1") == "step:1 - a:1"
+    assert not shows_console("\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - a:1")  # unstripped
+    assert shows_console(strip_terminal_codes("\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - a:1"))
