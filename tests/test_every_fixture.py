@@ -130,9 +130,9 @@ EXPECTED: dict[str, Expected] = {
     "openr1_issue255_trl0.14.log": Expected(
         "trl-console", "open-r1 (TRL console log)", (1.0, 2.0, 3.0), 1
     ),
-    # verl, OpenRLHF
+    # verl, OpenRLHF (a paste that ends inside a step line: one line cut off, counted)
     "agent_r1_issue30_nan.log": Expected(
-        "verl-console", "verl console log", (83.0,), 0, (("reward", -1.0),)
+        "verl-console", "verl console log", (83.0,), 1, (("reward", -1.0),)
     ),
     # run from a terminal through tee: Ray's coloured prefix on every line
     "verl_econagent_ray_colours_first5.log": Expected(
@@ -149,20 +149,28 @@ EXPECTED: dict[str, Expected] = {
         0,
         (("reward", 0.7103906273841858),),
     ),
+    # W&B's files/output.log: lines cut at 4096 characters (two step lines), counted
+    "verl_wandb_output_log_cut_at_4096.log": Expected(
+        "verl-console",
+        "verl console log",
+        tuple(float(step) for step in range(14)),
+        2,
+        (("reward", -0.5189452767372131),),
+    ),
     "verl_entropy_mechanism_issue21_val.log": Expected(
-        "verl-console", "verl console log", (4.0,), 0
+        "verl-console", "verl console log", (4.0,), 1
     ),
     "verl_issue2060_step0_val_and_step1.log": Expected(
-        "verl-console", "verl console log", (0.0, 1.0), 0, (("reward", 0.558),)
+        "verl-console", "verl console log", (0.0, 1.0), 1, (("reward", 0.558),)
     ),
     "verl_issue316_v0.2_main_task.log": Expected(
-        "verl-console", "verl console log", (5.0,), 0, (("entropy", 5.683),)
+        "verl-console", "verl console log", (5.0,), 1, (("entropy", 5.683),)
     ),
     "verl_issue498_ppo_critic_vf_loss_nan.log": Expected(
         "verl-console", "verl console log", (1.0,), 0
     ),
     "verl_issue7412_console_newengine.log": Expected(
-        "verl-console", "verl console log", (34.0,), 0
+        "verl-console", "verl console log", (34.0,), 1
     ),
     # a fragment from the middle of a line: no step in it, nothing to read
     "verl_issue7412_console_newengine_timing_fragment.log": Expected(

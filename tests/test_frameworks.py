@@ -55,7 +55,10 @@ def test_verl_new_engine_line_maps_the_concepts_not_the_names() -> None:
     assert only(run, "completion_length_max") == 3072.0
     # "critic\n/rewards/min:-1.0" in the paste
     assert only(run, "critic/rewards/min") == -1.0
-    assert run.bad_line_count == 0
+    # the paste ends on " -": the line was cut after its last whole field
+    assert [b.reason.split(":")[0] for b in run.bad_lines] == [
+        "a step line cut off after its last whole field"
+    ]
 
 
 def test_verl_step0_holds_only_validation_and_is_an_eval_row() -> None:
@@ -336,9 +339,15 @@ def test_inspect_says_what_it_chose_and_what_it_passed_over(tmp_path: Path) -> N
 
 
 def test_every_fixture_framework_reads_without_bad_lines() -> None:
+    """Bad lines but the step lines the pastes and W&B's capture cut off (counted)."""
     for path in sorted(VERL.glob("*.log")) + sorted(OPENRLHF.glob("*.log")):
         run = load_run(path)
-        assert run.bad_line_count == 0, path
+        reasons = {b.reason.split(":")[0] for b in run.bad_lines}
+        assert reasons <= {
+            "a step line cut off inside a field",
+            "a step line cut off after its last whole field",
+            "a step line cut off at 4096 characters, where W&B's console capture cuts lines",
+        }, path
         steps = np.asarray(run.store.steps)
         assert np.all(np.isfinite(steps)), path
 

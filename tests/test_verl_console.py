@@ -49,3 +49,30 @@ def test_terminal_codes_are_stripped_and_plain_text_is_left_alone() -> None:
     assert strip_terminal_codes("step:1 - a:1") == "step:1 - a:1"
     assert not shows_console("\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - a:1")  # unstripped
     assert shows_console(strip_terminal_codes("\x1b[36m(TaskRunner pid=1)\x1b[0m step:1 - a:1"))
+
+
+def test_a_step_line_cut_at_4096_characters_is_counted_with_its_whole_values() -> None:
+    """W&B cuts console lines at 4096 characters: the fields before the cut are kept, the
+    line is counted as bad, and the next step reads as usual."""
+    head = "step:10 - actor/entropy:np.float64(0.25) - "
+    filler = " - ".join(f"val-aux/d/reward/best@{n}/mean:0.5" for n in range(200))
+    cut = (head + filler)[:4096]
+    assert not cut.endswith("0.5")  # the cut falls inside a field
+    text = cut + "\nTraining Progress: 10/55\n" + LINE.format(step=11, score=0.75) + "\n"
+    reader = ConsoleReader("output.log", VERL_CONSOLE)
+    batch = reader.read_chunk(text.encode())
+    (bad,) = batch.bad_lines
+    assert bad.line_no == 1 and "cut off at 4096 characters" in bad.reason
+    records = {r.step: r.values for block in batch.blocks for r in block.records()}
+    assert records[10.0]["entropy"] == 0.25 and "reward" not in records[10.0]
+    assert records[11.0]["reward"] == 0.75
+
+
+def test_a_step_line_the_file_ends_inside_is_counted_at_the_end() -> None:
+    reader = ConsoleReader("train.log", VERL_CONSOLE)
+    batch = reader.read_chunk(b"step:1 - actor/entropy:0.5 - critic/score/mea\n")
+    assert not batch.bad_lines  # live, the next line may still be its rest
+    assert [r.values for block in batch.blocks for r in block.records()] == [{"entropy": 0.5}]
+    assert [b.reason for b in reader.finish().bad_lines] == [
+        "a step line cut off inside a field: 1 whole values kept"
+    ]

@@ -388,7 +388,10 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
     reuse = False
     if reward is not None and not reward.empty:
         without_reward = ~np.isin(view.steps, reward.steps)
-        if np.count_nonzero(without_reward) >= rules.window.points // 2:
+        reused = np.count_nonzero(without_reward)
+        # num_iterations k makes (k-1)/k of the lines re-use lines: a few lines without a
+        # reward (validation steps cut short, a paste) are not that
+        if reused >= rules.window.points // 2 and reused * 3 >= view.steps.size:
             judged = replace(
                 view, steps=view.steps[without_reward], values=view.values[without_reward]
             )

@@ -142,6 +142,8 @@ def find(directory: Path) -> list[Found]:
 
 # -- the console logger ----------------------------------------------------------------
 
+#: W&B's copy of the console (files/output.log) cuts every line at this many characters
+WANDB_LINE_CHARS = 4096
 #: `step:N - ` at a line's start (indented, as pasted in a markdown block) or after a Ray
 #: worker prefix: `(TaskRunner pid=N) `, `(main_task pid=N) `, `(WorkerDict pid=N, ip=…) `
 _STEP = re.compile(r"(?:^\s*|\)\s+)step:(\d+)\s+-\s+")
@@ -162,7 +164,10 @@ class VerlConsoleParser:
     step, minutes later). Lines a paste broke off it (no step marker, nothing but key
     characters and ` - ` separators) are joined to it without a separator, since the
     break can fall inside a key or a number; the step then comes out again with every
-    field read so far (the store keeps the newest record of a re-logged step).
+    field read so far (the store keeps the newest record of a re-logged step). A step
+    line that other output follows while it ends inside a field was cut off (W&B cuts
+    console lines at 4 096 characters, a paste can end anywhere): its whole fields are
+    kept, the line is counted as bad, never taken for a whole record.
     """
 
     def __init__(self) -> None:
@@ -170,6 +175,7 @@ class VerlConsoleParser:
         self._body: str | None = None
         self._step = 0
         self._line = 0
+        self._length = 0
         self._given: set[str] = set()
 
     def feed(self, line: str, line_no: int) -> list[TextDict]:
@@ -178,19 +184,41 @@ class VerlConsoleParser:
         if match is None:
             if self._body is not None and _CONTINUATION.match(text.strip()):
                 self._body += text.strip()
+                self._length = len(text)
                 return self._emit(quiet=True)
             if text.strip():
-                self._body = None  # other output: the step line is over
+                self._end_step_line()  # other output: the step line is over
             return []
+        self._end_step_line()
         self._body = text[match.end() :].strip()
         self._step = int(match.group(1))
         self._line = line_no
+        self._length = len(text)
         self._given = set()
         return self._emit(quiet=False)
 
     def flush(self) -> list[TextDict]:
-        """Nothing waits: a step line is handed out when it arrives."""
+        """The text ended: a step line that ends inside a field was cut off (its whole
+        fields were handed out as they came)."""
+        self._end_step_line()
         return []
+
+    def _end_step_line(self) -> None:
+        """The step line is over; one that ends inside a field was cut, and is counted."""
+        body = self._body
+        self._body = None
+        if body is None or _complete(body):
+            return
+        whole = len(self._given)
+        if self._length == WANDB_LINE_CHARS:
+            where = f"at {WANDB_LINE_CHARS} characters, where W&B's console capture cuts lines"
+        elif body.endswith("-"):
+            where = "after its last whole field"
+        else:
+            where = "inside a field"
+        self.bad.append(
+            (self._line, f"a step line cut off {where}: {whole} whole values kept", body[-80:])
+        )
 
     def _emit(self, *, quiet: bool) -> list[TextDict]:
         """The fields of the step line not handed out yet (a cut last field waits)."""
