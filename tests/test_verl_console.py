@@ -7,10 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from grpo_tui.health.diagnose import diagnose
+from grpo_tui.health.rules import Rules
+from grpo_tui.run.follow import load_run
 from grpo_tui.sources.console import ConsoleReader
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.formats.layout import strip_terminal_codes
-from grpo_tui.sources.formats.verl import VERL_CONSOLE, shows_console
+from grpo_tui.sources.formats.verl import VERL_CONSOLE, shows_console, verl_settings
+
+RAY_COLOURED = Path(__file__).parent / "fixtures" / "verl" / "verl_econagent_ray_colours_first5.log"
 
 LINE = "step:{step} - actor/entropy:np.float64(0.41) - critic/score/mean:{score}"
 
@@ -76,3 +81,52 @@ def test_a_step_line_the_file_ends_inside_is_counted_at_the_end() -> None:
     assert [b.reason for b in reader.finish().bad_lines] == [
         "a step line cut off inside a field: 1 whole values kept"
     ]
+
+
+def test_the_config_the_log_printed_is_the_run_context() -> None:
+    """verl prints its whole config at start (pformat, Ray prefixes on every line): the
+    cap, group size, KL, updates per batch and planned steps are read from it."""
+    run = load_run(RAY_COLOURED)
+    context = run.context
+    assert context.max_completion_length == 128  # data.max_response_length
+    assert context.max_steps == 300  # trainer.total_training_steps
+    assert context.learning_rate == 1e-05 and context.temperature == 1.0
+    assert (context.epsilon, context.epsilon_high) == (0.2, 0.2)
+    assert context.beta == 0.0  # no KL loss, no KL in the reward
+    assert context.num_iterations == 1 and context.off_policy is False  # 1 epoch, 1 mini-batch
+    assert context.num_generations == 1  # actor_rollout_ref.rollout.n, as this run set it
+    assert context.model == "/workspace/models/Qwen2.5-7B-Instruct"
+    assert not run.status.notes
+
+
+def test_verl_settings_name_the_kl_that_is_in_use() -> None:
+    actor = {"use_kl_loss": True, "kl_loss_coef": 0.04, "ppo_epochs": 2, "ppo_mini_batch_size": 16}
+    config = {
+        "actor_rollout_ref": {"actor": actor, "rollout": {"n": 8}},
+        "algorithm": {"use_kl_in_reward": True, "kl_ctrl": {"kl_coef": 0.001}},
+        "data": {"train_batch_size": 64, "max_response_length": 1024},
+    }
+    settings = verl_settings(config)
+    assert settings["beta"] == 0.04 and settings["num_iterations"] == 2 * 4
+    actor["use_kl_loss"] = False
+    assert verl_settings(config)["beta"] == 0.001  # the in-reward penalty's
+    config["algorithm"]["use_kl_in_reward"] = False  # type: ignore[index]
+    assert verl_settings(config)["beta"] == 0.0
+
+
+def test_responses_cut_at_the_cap_are_truncation_whatever_the_mean(tmp_path: Path) -> None:
+    """response_length/clip_ratio is the share cut at the cap: a third of the responses cut
+    is truncation although the mean length sits at 40 % of the cap."""
+    config = "{'actor_rollout_ref': {'rollout': {'n': 8}}, 'data': {'max_response_length': 128}}"
+    lines = [config] + [
+        f"step:{step} - critic/score/mean:{0.2 + step / 200:.3f} - response_length/mean:51.0"
+        f" - response_length/max:128.0 - response_length/clip_ratio:0.34"
+        for step in range(1, 61)
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = load_run(log)
+    assert run.context.max_completion_length == 128
+    assert len(run.store.points("clipped_ratio")) == 60
+    scenarios = {s.id.value for s in diagnose(run, Rules()).scenarios}
+    assert "truncation" in scenarios

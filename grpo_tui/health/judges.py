@@ -425,13 +425,17 @@ def infer_cap(mean: SeriesView | None, longest: SeriesView | None, rules: Rules)
 def judge_length(
     view: SeriesView, clipped: Judgement | None, cap: Cap | None, rules: Rules
 ) -> Judgement:
-    """Mean completion length against the cap (upper bands), else from clipped_ratio."""
+    """Mean completion length against the cap (upper bands), and the share of completions
+    cut at it (clipped_ratio) where that is worse: a mean at half the cap says nothing when
+    a third of the completions are cut."""
     bounds = replace(
         rules.zone_bounds("completion_length") or ZoneBounds(), caution_below=None, bad_below=None
     )
     if cap is not None:
         zone, reason = band_zone(view, bounds, rules, cap.tokens)
         reason += f" (cap {num(cap.tokens)}{cap.said})"
+        if clipped is not None and clipped.zone.warns and clipped.zone.badness > zone.badness:
+            zone, reason = clipped.zone, f"{reason}, but clipped_ratio: {clipped.reason}"
     elif clipped is not None and clipped.zone.warns:
         zone, reason = clipped.zone, f"from clipped_ratio: {clipped.reason}"
     elif clipped is not None and clipped.zone is Zone.HEALTHY:

@@ -9,6 +9,8 @@ next read.
 
 from __future__ import annotations
 
+from typing import Any
+
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict, TextParser
 from grpo_tui.sources.formats.console import CONSOLE
 from grpo_tui.sources.formats.layout import strip_terminal_codes
@@ -51,6 +53,11 @@ class ConsoleReader(LogReader):
         for line_no, reason, excerpt in self.parser.bad[self._bad_seen :]:
             batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
         self._bad_seen = len(self.parser.bad)
+
+    @property
+    def settings(self) -> dict[str, Any] | None:
+        """The run's settings the log printed (args.json's names), None while none seen."""
+        return self.parser.settings
 
     def restart(self) -> None:
         """The file started over: forget what was half read."""

@@ -15,10 +15,16 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from grpo_tui.context import RunContext
 from grpo_tui.sources.console import ConsoleReader
-from grpo_tui.sources.context import ArgsError, context_from_args, read_args_json
+from grpo_tui.sources.context import (
+    ArgsError,
+    context_and_problems,
+    context_from_args,
+    read_args_json,
+)
 from grpo_tui.sources.discover import RunLayout, discover
 from grpo_tui.sources.document import DocumentStore
 from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
@@ -130,6 +136,8 @@ class RunFeed:
         self._announced_wait = False
         #: notes about the layout's files (skipped files, the args file), renewed per layout
         self._layout_notes: list[str] = []
+        #: the settings a console log printed, once they were taken into the context
+        self._settings_taken: dict[str, Any] | None = None
 
     # -- public ----------------------------------------------------------------------
     def read(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
@@ -308,6 +316,7 @@ class RunFeed:
             batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
             self.status.data_time = tail.mtime
             self._read_by(reader)
+            self._take_printed_settings(reader, tail.path)
         return chunk.more
 
     def _read_store(self, batch: Batch) -> bool:
@@ -331,6 +340,19 @@ class RunFeed:
             batch.extend(reader.read_objects(polled.records))
             self._read_by(reader)
         return polled.more
+
+    def _take_printed_settings(self, reader: LogReader, path: Path) -> None:
+        """The settings a console log printed at its start (verl's config) fill what the
+        run context does not know (an args file beside it says first)."""
+        settings = reader.settings if isinstance(reader, ConsoleReader) else None
+        if settings is None or settings is self._settings_taken:
+            return
+        self._settings_taken = settings
+        context, problems = context_and_problems(settings)
+        self.status.context.merge_missing(context)
+        if problems:
+            self._layout_notes.extend(f"{path.name}: {problem}" for problem in problems)
+            self._renew_notes()
 
     def _read_by(self, reader: LogReader) -> None:
         """What the reader learnt from the lines it read, for the status."""

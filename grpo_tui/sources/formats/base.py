@@ -33,6 +33,9 @@ class TextParser(Protocol):
 
     #: (line number, reason, excerpt) of records that could not be read, in order
     bad: list[tuple[int, str, str]]
+    #: the run's settings the text printed (a config dump at its start), under args.json's
+    #: names (`max_completion_length`, `num_generations`, …); None while none was seen
+    settings: dict[str, Any] | None
 
     def feed(self, line: str, line_no: int) -> Iterable[TextDict]:
         """The log dicts completed by one line (without its newline)."""

@@ -90,6 +90,8 @@ class ConsoleParser:
     last_train_step: int = 0
     #: (line number, reason, excerpt) of dicts that could not be read
     bad: list[tuple[int, str, str]] = field(default_factory=list)
+    #: HF Trainer prints no config dump (TRL's settings are in trainer_state.json's folder)
+    settings: dict[str, Any] | None = None
     #: steps whose bar was redrawn at the same N (a dict was written there), not yet taken
     marks: deque[int] = field(default_factory=deque)
     _pending: list[str] = field(default_factory=list)

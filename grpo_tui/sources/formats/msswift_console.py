@@ -44,6 +44,7 @@ class MsSwiftConsoleParser:
     def __init__(self) -> None:
         self._dicts = ConsoleParser()
         self.bad = self._dicts.bad
+        self.settings: dict[str, Any] | None = None  # the run's args.json says them
 
     def feed(self, line: str, line_no: int) -> list[TextDict]:
         match = _MEGATRON.search(line)

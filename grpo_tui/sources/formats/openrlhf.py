@@ -62,6 +62,7 @@ class OpenRlhfParser:
 
     def __init__(self) -> None:
         self.bad: list[tuple[int, str, str]] = []
+        self.settings: dict[str, Any] | None = None  # OpenRLHF prints no config dump
         self.last_step = 0
         self._pending: list[str] = []
         self._pending_step: int | None = None

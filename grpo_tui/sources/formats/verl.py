@@ -15,10 +15,10 @@ Semantics (frameworks.md §3, the traps):
 - `actor/ppo_kl` is the drift from the rollout policy, not KL to the reference: kept as it
   is. KL to the reference is `actor/kl_loss` (use_kl_loss, the GRPO setting), else the
   in-reward `actor/reward_kl_penalty` (≤ 0.3 `critic/kl`).
-- `response_length/clip_ratio` counts responses as long as the padded batch width, which
-  follows the longest response of the batch when rollouts are not padded to the limit, so
-  it need not read 0 in a healthy run: kept as it is, not read as truncation. Truncation
-  is judged from the lengths against the cap (`response_length/max` pinned at one value).
+- `response_length/clip_ratio` is the share of responses as long as the batch's response
+  width, which the rollout pads to `max_response_length`: the share cut at the cap, TRL's
+  `completions/clipped_ratio`. The cap itself comes from the config the log printed
+  (`data.max_response_length`), else from `response_length/max` pinned at one value.
 - verl logs no reward std, no zero-spread fraction and no per-function means: they are
   unknown here, and come from the rollout dumps when those are read.
 - Validation keys (`val-core/…`, `val-aux/…`, ≤ 0.3 `val/…`) ride on train steps (a step
@@ -27,6 +27,7 @@ Semantics (frameworks.md §3, the traps):
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -62,6 +63,7 @@ VERL_ALIASES: dict[str, tuple[str, ...]] = {
     "completion_length": ("response_length/mean",),
     "completion_length_min": ("response_length/min",),
     "completion_length_max": ("response_length/max",),
+    "clipped_ratio": ("response_length/clip_ratio",),
     "loss": ("actor/pg_loss", "actor/loss"),
     "grad_norm": ("actor/grad_norm",),
     "learning_rate": ("actor/lr",),
@@ -140,7 +142,65 @@ def find(directory: Path) -> list[Found]:
     return found
 
 
+# -- the settings ----------------------------------------------------------------------
+
+#: where verl's config keeps what args.json names for ms-swift (the first one set wins)
+VERL_SETTINGS: dict[str, tuple[str, ...]] = {
+    "max_completion_length": ("data.max_response_length",),
+    "num_generations": ("actor_rollout_ref.rollout.n",),
+    "learning_rate": ("actor_rollout_ref.actor.optim.lr",),
+    "temperature": ("actor_rollout_ref.rollout.temperature",),
+    "max_steps": ("trainer.total_training_steps",),
+    "model": ("actor_rollout_ref.model.path",),
+    "epsilon": ("actor_rollout_ref.actor.clip_ratio_low", "actor_rollout_ref.actor.clip_ratio"),
+    "epsilon_high": (
+        "actor_rollout_ref.actor.clip_ratio_high",
+        "actor_rollout_ref.actor.clip_ratio",
+    ),
+}
+#: a config dump longer than this is not one (lines), and a line of verl's pformat
+_CONFIG_LINES = 20_000
+
+
+def _setting(config: dict[str, Any], dotted: str) -> Any:
+    value: Any = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def verl_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """verl's whole config (what `main_ppo` prints at start, W&B's config) under args.json's
+    names. The KL coefficient is the KL loss's when `use_kl_loss`, the in-reward penalty's
+    when `use_kl_in_reward`, else 0 (no KL at all); the updates per rollout batch are
+    `ppo_epochs` × the mini-batches a batch splits into (1: on-policy)."""
+    settings: dict[str, Any] = {}
+    for name, places in VERL_SETTINGS.items():
+        for place in places:
+            value = _setting(config, place)
+            if value is not None:
+                settings[name] = value
+                break
+    actor = "actor_rollout_ref.actor."
+    if _setting(config, actor + "use_kl_loss"):
+        settings["beta"] = _setting(config, actor + "kl_loss_coef")
+    elif _setting(config, "algorithm.use_kl_in_reward"):
+        settings["beta"] = _setting(config, "algorithm.kl_ctrl.kl_coef")
+    elif _setting(config, actor + "use_kl_loss") is False:
+        settings["beta"] = 0.0
+    epochs = _setting(config, actor + "ppo_epochs")
+    batch = _setting(config, "data.train_batch_size")
+    mini = _setting(config, actor + "ppo_mini_batch_size")
+    if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (epochs, batch, mini)):
+        settings["num_iterations"] = epochs * -(-batch // mini)
+    return settings
+
+
 # -- the console logger ----------------------------------------------------------------
+
+#: a Ray worker's prefix: `(TaskRunner pid=N) `, `(main_task pid=N) `, `(WorkerDict pid=N,
+#: ip=…) ` (its colours stripped already)
+_RAY_PREFIX = re.compile(r"^\(\w+ pid=\d+(?:, ip=[^)]*)?\)\s?")
 
 #: W&B's copy of the console (files/output.log) cuts every line at this many characters
 WANDB_LINE_CHARS = 4096
@@ -172,6 +232,11 @@ class VerlConsoleParser:
 
     def __init__(self) -> None:
         self.bad: list[tuple[int, str, str]] = []
+        self.settings: dict[str, Any] | None = None
+        #: the lines of the config dump being read, and its open braces
+        self._config: list[str] | None = None
+        self._config_depth = 0
+        self._config_done = False
         self._body: str | None = None
         self._step = 0
         self._line = 0
@@ -180,6 +245,8 @@ class VerlConsoleParser:
 
     def feed(self, line: str, line_no: int) -> list[TextDict]:
         text = line.rstrip("\r")
+        if not self._config_done:
+            self._read_config(_RAY_PREFIX.sub("", text))
         match = _STEP.search(text)
         if match is None:
             if self._body is not None and _CONTINUATION.match(text.strip()):
@@ -190,12 +257,33 @@ class VerlConsoleParser:
                 self._end_step_line()  # other output: the step line is over
             return []
         self._end_step_line()
+        self._config_done = True  # the config comes before the first step, or not at all
+        self._config = None
         self._body = text[match.end() :].strip()
         self._step = int(match.group(1))
         self._line = line_no
         self._length = len(text)
         self._given = set()
         return self._emit(quiet=False)
+
+    def _read_config(self, text: str) -> None:
+        """The config `main_ppo` prints (pformat) before the first step: its settings."""
+        if self._config is None:
+            if not text.startswith("{'"):
+                return
+            self._config = []
+        self._config.append(text)
+        self._config_depth += text.count("{") - text.count("}")
+        if self._config_depth > 0 and len(self._config) < _CONFIG_LINES:
+            return
+        try:
+            config = ast.literal_eval("\n".join(self._config))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            config = None  # some other printed dict: not the config
+        self._config, self._config_depth = None, 0
+        if isinstance(config, dict) and "actor_rollout_ref" in config:
+            self.settings = verl_settings(config)
+            self._config_done = True
 
     def flush(self) -> list[TextDict]:
         """The text ended: a step line that ends inside a field was cut off (its whole
