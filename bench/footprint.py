@@ -296,7 +296,7 @@ def memory(sizes: list[int]) -> None:
         metrics = 60 if steps < 1_000_000 else 31
         path = build_log(steps, metrics)
         mine, peak, theirs, seconds = rss_after_history(path, f"step {steps}/{steps}")
-        target = "   (target ≤ 110 MB)" if steps == 100_000 else ""
+        target = "   (target ≤ 130 MB)" if steps == 100_000 else ""
         print(
             f"  {steps:>9,} steps × {metrics}     {mine:8.1f}   {theirs:8.1f}   {mine / theirs:5.2f}   {seconds:6.1f} s        {peak:6.1f}{target}"
         )

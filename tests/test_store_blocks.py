@@ -285,7 +285,7 @@ def added_like_add(held: Sequence[Row], block: RowBlock, label: str) -> MetricSt
 
 
 # -- properties --------------------------------------------------------------------------------
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=scenarios())
 def test_add_block_leaves_the_store_as_adding_records_one_by_one(case: Scenario) -> None:
     """Whole block, block on top of held rows, random sub-blocks, groups in any order, NaN

@@ -11,6 +11,10 @@ held (checked value by value before, and at every write: a value that does not f
 the column back into floats). The store picks the shape by how many rows log the metric
 and what they logged (`MetricStore`'s `fit`); all three answer the same questions, so
 nothing above the store knows which it holds.
+
+The scaled shape earns its lines: a log of 100 000 ms-swift steps × 60 metrics read, the
+app holds 109 MB (median of 10 runs, 108-124), and 140 MB (132-149) with float64 and
+sparse cells alone, past the 130 MB it is meant to stay under (bench/footprint.py).
 """
 
 from __future__ import annotations
@@ -177,29 +181,11 @@ class ScaledCells:
     def decimals_of(cls, values: np.ndarray, most: int = 9) -> int | None:
         """The fewest decimals (≤ `most`) that hold every value exactly as an int32 (NaN
         aside), or None: ±Infinity, too many decimals, or too big."""
-        held = values[~np.isnan(values)]
-        if held.size == 0:
-            return 0
-        if not np.isfinite(held).all():
-            return None
-        biggest = float(np.abs(held).max())
-        for decimals in range(most + 1):
-            scale = 10.0**decimals
-            if biggest * scale > cls._TOP:
-                return None
-            if _same_bits(np.round(held * scale).astype(np.int64) / scale, held):
-                return decimals
-        return None
+        return next((d for d in range(most + 1) if _held_at(values, 10.0**d)), None)
 
     def fits(self, values: np.ndarray) -> bool:
         """Every value (NaN aside) is held exactly at this column's decimals."""
-        held = values[~np.isnan(values)]
-        if not np.isfinite(held).all():
-            return False
-        scaled = np.round(held * self.scale)
-        if np.abs(scaled).max(initial=0) > self._TOP:
-            return False
-        return _same_bits(scaled.astype(np.int64) / self.scale, held)
+        return _held_at(values, self.scale)
 
     @property
     def nbytes(self) -> int:
@@ -244,11 +230,19 @@ class ScaledCells:
             self.ints = self.ints[:capacity].copy()
 
 
-def _same_bits(read_back: np.ndarray, logged: np.ndarray) -> bool:
-    """Bit for bit, so -0.0 (ms-swift's rounded tiny negative loss) is not read back as 0.0.
-    Exact where it holds: IEEE division rounds correctly and 10**k (k ≤ 22) is exact, so
-    an integer over 10**k is the float the same decimal text parses to."""
-    return bool(np.array_equal(read_back.view(np.int64), logged.view(np.int64)))
+def _held_at(values: np.ndarray, scale: float) -> bool:
+    """Every value (NaN aside) is an int32 over `scale`, read back bit for bit (so -0.0,
+    ms-swift's rounded tiny negative loss, is not read back as 0.0). Exact where it holds:
+    IEEE division rounds correctly and 10**k (k ≤ 22) is exact, so an integer over 10**k
+    is the float the same decimal text parses to."""
+    held = values[~np.isnan(values)]
+    if not np.isfinite(held).all():
+        return False
+    scaled = np.round(held * scale)
+    if np.abs(scaled).max(initial=0) > ScaledCells._TOP:
+        return False
+    read_back = scaled.astype(np.int64) / scale
+    return bool(np.array_equal(read_back.view(np.int64), held.view(np.int64)))
 
 
 def to_scaled(cells: DenseCells, decimals: int) -> ScaledCells:

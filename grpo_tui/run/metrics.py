@@ -15,8 +15,6 @@ same at 30 000 rows as at 1 000; a backfill does not pay for columns nobody draw
 
 from __future__ import annotations
 
-import bisect
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -242,16 +240,7 @@ class _Column:
 
     def put(self, row: int, value: float) -> None:
         """Write a value into a row that holds nothing for this column yet."""
-        values = np.array([value])
-        self._hold(values)
-        self.cells.put(np.array([row]), values)
-        self.logged_count += 1
-        self.mark_stale(row, row + 1)
-        if not math.isfinite(value):
-            bisect.insort(self.nonfinite_rows, row)  # kept in row order: latest() takes the last
-            return
-        self.finite_count += 1
-        self.last_row = max(self.last_row, row)
+        self.put_many(np.array([row]), np.array([value]))
 
     def put_many(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Write values into rows that hold nothing for this column yet (increasing rows)."""
@@ -266,10 +255,15 @@ class _Column:
             added = rows[~finite].tolist()  # increasing: a group's rows are
             in_order = not self.nonfinite_rows or self.nonfinite_rows[-1] < added[0]
             self.nonfinite_rows.extend(added)
-            if not in_order:  # another group of the same block logged it on earlier rows
-                self.nonfinite_rows.sort()
+            if not in_order:  # an earlier row (another group of the block, a derived value)
+                self.nonfinite_rows.sort()  # kept in row order: latest() takes the last
         if n_finite:
             self.last_row = max(self.last_row, int(rows[finite].max()))
+
+    def clear_row(self, row: int) -> None:
+        """Forget the row's value, if it holds one."""
+        if not np.isnan(self.cells.get(row)) or row in self.nonfinite_rows:
+            self.clear_rows(row, row + 1)
 
     def clear_rows(self, start: int, stop: int) -> None:
         """Forget rows [start, stop) and rebuild the summaries they touched."""
@@ -391,8 +385,8 @@ class MetricStore:
             if column is None:
                 column = self._new_column(source or name)
                 self._columns[name] = column
-            elif not np.isnan(column.cells.get(row)) or row in column.nonfinite_rows:
-                column.clear_rows(row, row + 1)
+            else:
+                column.clear_row(row)
             column.put(row, value)
         return True
 
@@ -498,8 +492,7 @@ class MetricStore:
 
     def _clear_row(self, row: int) -> None:
         for column in self._columns.values():
-            if not np.isnan(column.cells.get(row)) or row in column.nonfinite_rows:
-                column.clear_rows(row, row + 1)
+            column.clear_row(row)
 
     def _truncate(self, cut: int) -> None:
         if cut >= self._n:
