@@ -88,8 +88,10 @@ def test_verl_02_names_and_a_key_broken_mid_word() -> None:
     assert only(run, "entropy") == pytest.approx(5.683)
     assert only(run, "reward") == pytest.approx(0.008)
     assert only(run, "prompt_length/min") > 0
-    assert "response_length/clip_ratio" in run.store  # kept as it is: not truncation
-    assert "clipped_ratio" not in run.store
+    # the share of responses cut at the cap (the rollout pads to max_response_length):
+    # half of them here, where response_length/max sits at 1024
+    assert only(run, "clipped_ratio") == pytest.approx(0.521)
+    assert only(run, "completion_length_max") == 1024.0
 
 
 def test_verl_in_reward_kl_of_old_versions_and_nan() -> None:

@@ -287,7 +287,7 @@ def listing(directory: Path) -> dict[str, int]:
     return {path.name: path.stat().st_size for path in directory.iterdir() if path.is_file()}
 
 
-def test_reading_creates_only_what_sqlite_needs_and_trackio_removes(writer: Writer) -> None:
+def test_reading_creates_nothing_beside_the_database(writer: Writer) -> None:
     writer.init("quiet", "run-q")
     writer.log(train_row(1))
     writer.finish()
@@ -297,20 +297,21 @@ def test_reading_creates_only_what_sqlite_needs_and_trackio_removes(writer: Writ
     store = TrackioStore(db)
     assert len(poll_until(store, 1)) == 1
     list_runs(db)
-    after = listing(writer.directory)
-    # an idle WAL database cannot be read without its -wal and -shm: SQLite creates them
-    # (names trackio itself creates and removes), a 0-byte -wal; nothing else
-    assert set(after) - set(before) == {"quiet.db-wal", "quiet.db-shm"}
-    assert after["quiet.db-wal"] == 0
-    assert {name: after[name] for name in before} == before
-    # while they exist, reading writes nothing at all, not even into the -shm
-    shm = (writer.directory / "quiet.db-shm").read_bytes()
+    # at rest the database is read immutable: no -wal, no -shm, nothing changed
     for _ in range(3):
         assert store.poll().records == []
         assert len(TrackioStore(db).poll().records) == 1
-    assert (writer.directory / "quiet.db-shm").read_bytes() == shm
-    assert listing(writer.directory) == after
-    # trackio's next write uses and removes them; the resumed run is the same run
+    assert listing(writer.directory) == before
+    # while another connection holds the WAL open, it is read through it, writing nothing
+    with closing(sqlite3.connect(db)) as holder:
+        holder.execute("SELECT COUNT(*) FROM metrics").fetchone()
+        held = listing(writer.directory)
+        assert {"quiet.db-wal", "quiet.db-shm"} <= set(held)
+        shm = (writer.directory / "quiet.db-shm").read_bytes()
+        assert len(TrackioStore(db).poll().records) == 1 and store.poll().records == []
+        assert (writer.directory / "quiet.db-shm").read_bytes() == shm
+        assert listing(writer.directory) == held
+    # the resumed run is the same run
     writer.init("quiet", "run-q", resume="allow")
     writer.log(train_row(2))
     writer.finish()
@@ -329,6 +330,8 @@ def test_a_locked_database_is_read_at_the_next_poll(writer: Writer, tmp_path: Pa
         conn.execute("PRAGMA journal_mode = DELETE")
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("DELETE FROM metrics")  # a transaction under way: its -journal exists
+    assert (tmp_path / "locked.db-journal").exists()
     store = TrackioStore(db)
     locked = store.poll()
     assert (locked.records, locked.problem, locked.restarted) == ([], None, False)
@@ -398,22 +401,21 @@ def test_inbox_fragments_of_a_network_filesystem(writer: Writer) -> None:
     assert [record["step"] for record in poll_until(again, 4)] == [1, 2, 3, 4]
 
 
-def test_another_users_idle_database_is_not_read(
-    two_runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The -wal and -shm SQLite would create would be the reader's, with the database's
-    mode: the owner's trackio could not write through them."""
+def test_an_idle_database_in_a_read_only_folder_is_read(two_runs: Path, tmp_path: Path) -> None:
+    """Another user's database (a folder this reader cannot write): read at rest, nothing
+    created, no file of the reader's beside it."""
     db = copy_database(two_runs, tmp_path / "runs.db")
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    owner = db.stat().st_uid
-    monkeypatch.setattr(os, "geteuid", lambda: owner + 1000)
     before = listing(tmp_path)
-    polled = TrackioStore(db).poll()
-    assert polled.records == [] and polled.problem is not None
-    assert "another user's database" in polled.problem and str(db) in polled.problem
-    with pytest.raises(PermissionError, match="another user's database"):
-        list_runs(db)
+    tmp_path.chmod(0o555)
+    try:
+        polled = TrackioStore(db).poll()
+        assert polled.problem is None
+        assert [record["step"] for record in polled.records] == [5, 6, 7]
+        assert [run.name for run in list_runs(db)] == ["alpha", "beta"]
+    finally:
+        tmp_path.chmod(0o755)
     assert listing(tmp_path) == before
     # while the owner's trackio (or dashboard) has the database open, it is read
     with closing(sqlite3.connect(db)) as owners:
@@ -490,3 +492,55 @@ def test_a_trackio_folder_is_found_read_and_mapped(writer: Writer, two_runs: Pat
         check=False,
     )
     assert "steps      1 .. 2" in done.stdout and "chosen     trackio:" in done.stdout
+
+
+def test_a_followed_database_at_rest_moves_nothing_in_its_folder(
+    two_runs: Path, tmp_path: Path
+) -> None:
+    """Followed as the monitor follows it (its folder watched for changes): no file
+    appears and nothing is written in the folder (reading opens the database: opened and
+    closed-without-writing events, which wake no reader), so the reader sleeps."""
+    import threading
+
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    from grpo_tui.run.follow import FollowLoop, RunFollower
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    db = copy_database(two_runs, folder / "runs.db")
+    before = listing(folder)
+    events: list[FileSystemEvent] = []
+
+    class Recorder(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            if event.event_type not in ("opened", "closed_no_write"):
+                events.append(event)
+
+    observer = Observer()
+    observer.schedule(Recorder(), str(folder))
+    observer.start()
+    follower = RunFollower(db)
+    reads: list[bool] = []
+    enough = threading.Event()
+    read = follower.read
+
+    def counted(**arguments: Any) -> Any:
+        update = read(**arguments)
+        reads.append(update.more)
+        if len(reads) >= 8:
+            enough.set()
+        return update
+
+    follower.read = counted  # type: ignore[method-assign]
+    loop = FollowLoop(follower, lambda update: None, poll_interval=0.05)
+    loop.start()
+    try:
+        assert enough.wait(30), f"{len(reads)} reads"
+    finally:
+        loop.stop()
+        observer.stop()
+        observer.join(5)
+    assert events == [] and listing(folder) == before
+    assert not any(reads[2:])  # every read after the first found nothing more: it slept

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,13 +24,30 @@ if TYPE_CHECKING:
 
 #: a closed SSH session or tmux pane (SIGHUP) and `kill` (SIGTERM) end the app like `q` does
 _EXIT_SIGNALS = tuple(s for s in (getattr(signal, "SIGHUP", None), signal.SIGTERM) if s is not None)
+#: seconds an exit asked for by a signal may take before the process ends regardless
+EXIT_GRACE_S = 1.0
 
 
 @contextmanager
-def _exit_on_signals(app: GrpoTuiApp) -> Iterator[None]:
-    """While the app runs, SIGHUP / SIGTERM make it exit normally (so cleanup runs)."""
+def _exit_on_signals(
+    app: GrpoTuiApp, cleanup: Callable[[], object] | None = None
+) -> Iterator[None]:
+    """While the app runs, SIGHUP / SIGTERM make it exit as `q` does, and end the process
+    within EXIT_GRACE_S whatever happens: with its terminal gone, the app's shutdown can
+    wait forever to write to it (Textual's writer queue fills once its writer thread
+    failed on the closed terminal), and a monitor left behind on a shared GPU box
+    ignores every later SIGTERM. `cleanup` runs before a forced end (the demo's folder)."""
+
+    def force(signum: int) -> None:
+        if cleanup is not None:
+            with suppress(Exception):
+                cleanup()
+        os._exit(128 + signum)
 
     def leave(signum: int, frame: object) -> None:
+        timer = threading.Timer(EXIT_GRACE_S, force, (signum,))
+        timer.daemon = True  # an exit that works in time ends the process without it
+        timer.start()
         app.exit()
 
     previous = {sig: signal.signal(sig, leave) for sig in _EXIT_SIGNALS}
@@ -109,7 +128,7 @@ def demo_command(
         )
         writer.start()
         try:
-            with _exit_on_signals(app):
+            with _exit_on_signals(app, lambda: shutil.rmtree(tmp, ignore_errors=True)):
                 app.run()
         finally:
             stop.set()

@@ -435,7 +435,7 @@ def judge_length(
         zone, reason = band_zone(view, bounds, rules, cap.tokens)
         reason += f" (cap {num(cap.tokens)}{cap.said})"
         if clipped is not None and clipped.zone.warns and clipped.zone.badness > zone.badness:
-            zone, reason = clipped.zone, f"{reason}, but clipped_ratio: {clipped.reason}"
+            zone, reason = clipped.zone, f"{reason}; clipped_ratio {clipped.reason}"
     elif clipped is not None and clipped.zone.warns:
         zone, reason = clipped.zone, f"from clipped_ratio: {clipped.reason}"
     elif clipped is not None and clipped.zone is Zone.HEALTHY:

@@ -11,18 +11,17 @@ only new rows, each once. transformers' TrackioCallback logs without a step and 
 calls, evals included). `train/` is removed and `eval/` becomes `eval_` (its `rewrite_logs`
 undone); tables, media and histograms are dropped: they are not numbers.
 
-Reading never writes into trackio's files: the database is opened by URI with `mode=ro`,
-through one short connection per poll, so no lock outlives a poll and trackio's closing
-connection still checkpoints and removes its `-wal`/`-shm`. SQLite reads a WAL database
-only through those two files. While they exist (trackio mid-write, a dashboard holding the
-database open) they are opened with `readonly_shm=1`: not even SQLite's read marks go into
-trackio's shared memory. While they do not (the database at rest: most of the time) SQLite
-creates them, a 0-byte `-wal` and a 32 KiB `-shm`, which a read-only connection cannot
-remove; trackio's next write uses and removes them. `immutable=1`, the one way to create
-nothing, reads without any lock and could see a checkpoint half-copied. SQLite gives the
-files it creates the database's mode but the reader's owner, which could stop another
-user's trackio from writing: another user's idle database is not read (root's files SQLite
-hands to the database's owner), and the poll says why.
+Reading never writes, locks or creates anything beside trackio's files, through one short
+connection per poll (no lock outlives a poll; trackio's closing connection still
+checkpoints and removes its `-wal`/`-shm`). While those two files exist (trackio
+mid-write, a dashboard holding the database open) the database is opened `mode=ro` with
+`readonly_shm=1`: read through the WAL, not even SQLite's read marks written. While they
+do not (the database at rest: most of the time) a `mode=ro` connection would create them
+(a 0-byte `-wal`, a 32 KiB `-shm`: changes in the run folder, events that wake the reader
+again, files owned by the reader beside another user's database), so it is opened
+`mode=ro&immutable=1`: the file opened read-only, nothing created, no lock taken. Such a read could see a write
+that began meanwhile half done, so it counts only if the database is still at rest after
+it (same file, size and times, no `-wal`); else nothing is taken and it is read again.
 
 On a network filesystem trackio does not write the database: each flush becomes an
 immutable JSONL fragment, `inbox/<writer>/<seq>.jsonl` beside the databases (a writer
@@ -80,6 +79,8 @@ _NOT_NOW = {5, 6, 8, 14, 15}
 _BUSY_TIMEOUT = 0.1  # seconds SQLite waits on a lock before answering busy
 #: consecutive "not now" answers before a poll says so (a crashed writer's hot journal)
 _PATIENCE = 5
+#: reads of a database at rest that trackio writes meanwhile before list_runs gives up
+_AT_REST_TRIES = 3
 _IN_CHUNK = 500  # log ids per `IN (...)` lookup
 
 
@@ -137,16 +138,17 @@ def list_runs(db_path: Path) -> list[RunInfo]:
     runs: dict[str, _RunRows] = {}
     imported: set[str] = set()
     if os.path.lexists(db_path):
-        info = _check_files(db_path)
-        refusal = _refusal(db_path, info)
-        if refusal is not None:
-            raise PermissionError(errno.EACCES, refusal)
-        with closing(_connect(db_path)) as conn:
-            schema = _Schema.of(conn)
-            if schema is not None:
-                runs = _database_runs(conn, schema, last_rows=True)
-                ids = (entry.log_id for _, entries in inbox.values() for entry in entries)
-                imported = _logged(conn, schema, ids)
+        for attempt in range(_AT_REST_TRIES):
+            info = _check_files(db_path)
+            at_rest = _at_rest(db_path)
+            with closing(_connect(db_path, at_rest=at_rest)) as conn:
+                schema = _Schema.of(conn)
+                if schema is not None:
+                    runs = _database_runs(conn, schema, last_rows=True)
+                    ids = (entry.log_id for _, entries in inbox.values() for entry in entries)
+                    imported = _logged(conn, schema, ids)
+            if not at_rest or _still_at_rest(db_path, info) or attempt == _AT_REST_TRIES - 1:
+                break
     for key, (name, entries) in inbox.items():
         fresh = [entry for entry in entries if entry.log_id not in imported]
         run = runs.get(key)
@@ -215,6 +217,8 @@ class TrackioStore:
         self._not_now = 0
         if fetched.problem is not None:
             result.problem = fetched.problem
+        elif fetched.moved:
+            result.more = True  # read again at once, through the -wal this time
         elif fetched.rebuilt:  # ids went back below the rows read: a rebuilt database
             result.restarted = result.restarted or self._handed_out
             result.more = True
@@ -254,10 +258,8 @@ class TrackioStore:
                 self._choose({}, 0)
             fetched.fragments = self._read_inbox(folders, self._max_rows)
             return fetched
-        fetched.problem = _refusal(self.path, db_stat)
-        if fetched.problem is not None:
-            return fetched
-        with closing(_connect(self.path)) as conn:
+        at_rest = _at_rest(self.path)
+        with closing(_connect(self.path, at_rest=at_rest)) as conn:
             schema = _Schema.of(conn)
             if schema is None:  # trackio is creating the tables
                 return fetched
@@ -276,6 +278,8 @@ class TrackioStore:
             fetched.fragments = self._read_inbox(folders, budget)
             ids = (entry.log_id for fragment in fetched.fragments for entry in fragment.entries)
             fetched.imported = _logged(conn, schema, ids)
+        if at_rest and not _still_at_rest(self.path, db_stat):
+            return _Fetched(moved=True)  # trackio wrote meanwhile: nothing taken, read again
         self._db_identity = _identity(db_stat)
         return fetched
 
@@ -507,13 +511,12 @@ def _database_runs(
     return runs
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    """A read-only connection: `readonly_shm=1` when trackio's `-wal` and `-shm` exist (no
-    write at all, not even read marks), plain `mode=ro` when they do not (SQLite creates
-    them then: see the module docstring)."""
-    uri = path.absolute().as_uri() + "?mode=ro"
-    if _has_wal_files(path):
-        uri += "&readonly_shm=1"
+def _connect(path: Path, *, at_rest: bool) -> sqlite3.Connection:
+    """A connection that writes nothing: `mode=ro&immutable=1` while the database is at
+    rest (no `-wal`, no `-journal`: SQLite then opens the file read-only and creates none), `mode=ro&readonly_shm=1` while trackio's
+    `-wal` and `-shm` exist (read through them, not even read marks written)."""
+    uri = path.absolute().as_uri()
+    uri += "?mode=ro&immutable=1" if at_rest else "?mode=ro&readonly_shm=1"
     conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, isolation_level=None)
     try:
         conn.execute("PRAGMA query_only = 1")
@@ -542,36 +545,26 @@ def _check_files(path: Path) -> os.stat_result:
     return info
 
 
-def _refusal(path: Path, info: os.stat_result) -> str | None:
-    """Why an idle WAL database is not read (SQLite would create its `-wal` and `-shm`,
-    see the module docstring), or None."""
-    if _has_wal_files(path) or not _is_wal(path):
-        return None
-    euid = os.geteuid() if hasattr(os, "geteuid") else info.st_uid
-    if euid not in (0, info.st_uid):
-        return (
-            "not read: SQLite reads an idle trackio database only by creating its -wal and "
-            f"-shm files, which would be yours beside another user's database: {path}"
-        )
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        return (
-            "not readable while idle: SQLite reads a trackio database only with its -wal "
-            f"and -shm files, and cannot create them in a read-only folder: {path}"
-        )
-    return None
-
-
-def _is_wal(path: Path) -> bool:
-    """The file header says WAL mode (bytes 18 and 19, the format versions, are 2)."""
+def _still_at_rest(path: Path, before: os.stat_result) -> bool:
+    """The database read at rest was not written meanwhile (same file, size and times, and
+    still no `-wal`): what an `immutable` read saw is what the file holds."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(20)[18:20] == b"\x02\x02"
+        after = os.stat(path)
     except OSError:
         return False
+    same = (after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ctime_ns,
+    )
+    return same and _at_rest(path)
 
 
-def _has_wal_files(path: Path) -> bool:
-    return _exists(_sibling(path, "-wal")) and _exists(_sibling(path, "-shm"))
+def _at_rest(path: Path) -> bool:
+    """No writer is at work: no `-wal` (WAL mode) and no `-journal` (rollback mode, a
+    transaction under way). Then the file alone holds every committed row."""
+    return not _exists(_sibling(path, "-wal")) and not _exists(_sibling(path, "-journal"))
 
 
 def _logged(conn: sqlite3.Connection, schema: _Schema, log_ids: Iterable[str | None]) -> set[str]:
@@ -597,6 +590,8 @@ class _Fetched:
     imported: set[str] = field(default_factory=set)  # the fragments' log ids in the db
     rebuilt: bool = False
     problem: str | None = None
+    #: the database was written while it was read at rest: nothing taken, read again
+    moved: bool = False
 
 
 def _record_key(stored: str) -> str | None:
