@@ -23,11 +23,12 @@ ENDS_WITHIN = 20.0
 TRIES = 6
 
 
-def _own_terminal() -> None:
-    """In the child: a session of its own whose controlling terminal is the pty (as tmux
-    and sshd set it up), so that closing the pty hangs it up with SIGHUP."""
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+#: the monitor in a session of its own whose controlling terminal is the pty (as tmux and
+#: sshd set it up), so that closing the pty hangs it up with SIGHUP
+ON_ITS_OWN_TERMINAL = (
+    "import fcntl, os, sys, termios; os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'grpo_tui.cli', *sys.argv[1:]])"
+)
 
 
 def _first_frame(master: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
@@ -50,12 +51,11 @@ def test_the_monitor_ends_when_its_terminal_goes(tmp_path: Path, attempt: int) -
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     os.set_blocking(master, False)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "grpo_tui.cli", "tail", str(run.parent)],
+        [sys.executable, "-c", ON_ITS_OWN_TERMINAL, "tail", str(run.parent)],
         stdin=slave,
         stdout=slave,
         stderr=slave,
         env={**os.environ, "TERM": "xterm-256color", "XDG_CONFIG_HOME": "/nonexistent"},
-        preexec_fn=_own_terminal,
     )
     os.close(slave)
     try:
