@@ -12,7 +12,8 @@ pictures (ESC shows as ␛, CR as ␍), DEL as ␡, and every other control or f
 U+FFFD. Every output path uses it: the TUI's widgets, `check` and `inspect` at the point
 where they write, error messages. `json_dumps` is the same promise for `--json`: the text is
 kept whole (JSON can say any character) but every such character is written as a
-`\\uXXXX` escape, so a JSON document printed to a terminal is inert too.
+`\\uXXXX` escape, so a JSON document printed to a terminal is inert too; `escaped` does
+that for one name (the column names of `export`'s CSV).
 
 Markup is the other half: untrusted text is never handed to Rich or Textual as markup
 (always as `rich.text.Text` or plain segments), so "[bold]" shows as typed.
@@ -91,6 +92,13 @@ def _escape(match: re.Match[str]) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def escaped(text: str) -> str:
+    """`text` with every control or format character (tab and newline too) written as a
+    `\\uXXXX` escape, as `--json` writes it: a name a CSV carries, inert on a terminal and
+    still telling what it was."""
+    return _UNSAFE_OR_BREAK.sub(_escape, text) if _UNSAFE_OR_BREAK.search(text) else text
 
 
 def json_dumps(data: Any, *, indent: bool = False) -> str:

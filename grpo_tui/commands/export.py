@@ -1,8 +1,13 @@
 """`grpo-tui export PATH -o FILE`: the canonical metrics as CSV or Parquet.
 
 The same table as `grpo_tui.load_run(PATH).to_pandas()`: one row per step, one column per
-canonical metric. The file goes where the user says, never into the run directory
-(grpo-tui writes nothing there); `-o -` writes CSV to stdout.
+canonical metric. The file goes where the user says, never into the run's folder and never
+over a file the run is read from (grpo-tui writes nothing there). The run's folder is the
+one discovery found the run in (an ms-swift output or `vN-…` folder, a TRL output_dir
+above its checkpoints, a folder given as PATH), whatever file PATH names in it; the folder
+a lone log file given as PATH sits in (`~/train.log`) is no run's folder. `-o -` writes CSV
+to stdout. A CSV's column names are the run's keys, untrusted text: every control or
+format character in them is written as a `\\uXXXX` escape, as `--json` does.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from pathlib import Path
 
 from grpo_tui.commands.headless import read_run
 from grpo_tui.commands.output import EXIT_NOTHING, EXIT_UNREADABLE, EXIT_USAGE, say
+from grpo_tui.sources.discover import RunLayout, discover
 from grpo_tui.sources.feed import SourceOptions
-from grpo_tui.untrusted import printable
+from grpo_tui.untrusted import escaped, printable
 
 FORMATS = ("csv", "parquet")
 
@@ -37,6 +43,42 @@ def _inside(target: Path, folder: Path) -> bool:
     return True
 
 
+def run_folder(path: Path, layout: RunLayout) -> Path | None:
+    """The folder the run lives in (see the module docstring), None for a lone log file."""
+    top = layout.output_dir or layout.run_dir
+    if top is None:
+        return None
+    if layout.metrics_file is not None and path == layout.metrics_file and top == path.parent:
+        return None  # a log file given as PATH: its folder is not a run's
+    return top
+
+
+def _refusal(target: Path, path: Path, source: SourceOptions | None) -> str | None:
+    """Why the export may not be written at `target`, or None."""
+    try:
+        layout = discover(path, only=None if source is None else source.only)
+    except ValueError:
+        return None  # an unknown --format: reading the run says so
+
+    read = [f for f in (layout.metrics_file, layout.args_file, layout.completions_file) if f]
+    if any(_same_file(target, f) for f in read):
+        return f"{printable(str(target))} is a file the run is read from: choose another path"
+    folder = run_folder(path, layout)
+    if folder is not None and _inside(target, folder):
+        return (
+            f"{printable(str(target))} is inside the run's folder {printable(str(folder))}: "
+            "grpo-tui never writes there; choose a path outside it"
+        )
+    return None
+
+
+def _same_file(target: Path, read: Path) -> bool:
+    try:
+        return target.resolve() == read.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
 def export_command(
     path: Path, output: str, chosen: str | None, source: SourceOptions | None = None
 ) -> int:
@@ -44,16 +86,11 @@ def export_command(
     if kind is None:
         say(f"say --format csv or parquet (or end {printable(output)} in .csv / .parquet)")
         return EXIT_USAGE
-    try:
-        run_folder = path if path.is_dir() else path.parent
-    except OSError:  # a folder this process may not enter: reading it says so below
-        run_folder = path.parent
-    if output != "-" and _inside(Path(output), run_folder):
-        say(
-            f"{printable(output)} is inside the run directory: grpo-tui never writes there; "
-            "choose a path outside it"
-        )
-        return EXIT_USAGE
+    if output != "-":
+        refusal = _refusal(Path(output), path, source)
+        if refusal is not None:
+            say(refusal)
+            return EXIT_USAGE
     if kind == "parquet" and importlib.util.find_spec("pyarrow") is None:
         # pandas writes parquet through pyarrow, an optional extra
         say("parquet needs pyarrow: pip install 'grpo-tui[parquet]' (or export --format csv)")
@@ -66,6 +103,8 @@ def export_command(
         say(f"no metric lines in {printable(str(path))} yet: nothing to export")
         return EXIT_NOTHING
     frame = run.to_pandas()
+    if kind == "csv":
+        frame.columns = [escaped(str(name)) for name in frame.columns]
     if output == "-":
         frame.to_csv(sys.stdout)
     elif kind == "csv":

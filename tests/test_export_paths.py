@@ -1,0 +1,71 @@
+"""Where `grpo-tui export` may write (commands/export.py): anywhere but the run's folder
+and the files the run is read from; the run's folder whatever file PATH names in it, and
+no folder at all for a lone log file. And what it writes is inert on a terminal."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grpo_tui.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LOG = FIXTURES / "ms-swift" / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+STATE = (
+    FIXTURES
+    / "ms-swift"
+    / "local-run-msswift-4.6.0_grpo-3rewards-eval_checkpoint-6_trainer_state.json"
+)
+VERL = FIXTURES / "verl" / "verl_econagent_ray_colours_first5.log"
+
+
+class TestWhereItWrites:
+    """The run's folder and its files are refused; the rest is the user's."""
+
+    def test_a_lone_log_beside_its_export(self, tmp_path: Path) -> None:
+        log = tmp_path / "train.log"
+        shutil.copy(VERL, log)
+        assert main(["export", str(log), "-o", str(tmp_path / "metrics.csv")]) == 0
+        assert (tmp_path / "metrics.csv").read_text(encoding="utf-8").startswith("step,")
+
+    def test_never_over_the_log(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        log = tmp_path / "train.csv"  # a console log named like the export
+        shutil.copy(VERL, log)
+        before = log.read_bytes()
+        assert main(["export", str(log), "--format", "csv", "-o", str(log)]) == 64
+        assert "a file the run is read from" in capsys.readouterr().err
+        assert log.read_bytes() == before
+
+    def test_a_file_below_the_runs_top_folder(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        state = tmp_path / "run" / "checkpoint-6" / "trainer_state.json"
+        state.parent.mkdir(parents=True)
+        shutil.copy(STATE, state)
+        assert main(["export", str(state), "-o", str(tmp_path / "run" / "m.csv")]) == 64
+        assert "inside the run's folder" in capsys.readouterr().err
+        assert not (tmp_path / "run" / "m.csv").exists()
+        assert main(["export", str(state), "-o", str(tmp_path / "m.csv")]) == 0
+
+
+def test_a_hostile_key_is_escaped_in_the_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric named with an OSC title sequence and an OSC 52 clipboard write: escaped as
+    --json writes it, nothing of it reaches the terminal."""
+    run_dir = tmp_path / "output" / "v0-20260101-000000"
+    run_dir.mkdir(parents=True)
+    title, clipboard = "\x1b]0;PWNED\x07", "\x1b]52;c;ZWNobyBwd25lZA==\x07"
+    lines = [
+        json.dumps({**json.loads(line), title: 1.0, clipboard: 2.0})
+        for line in LOG.read_text(encoding="utf-8").splitlines()
+        if '"loss"' in line
+    ]
+    (run_dir / "logging.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["export", str(tmp_path / "output"), "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\u001b]0;PWNED\\u0007" in out.splitlines()[0]
