@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from grpo_tui.context import RunContext
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.untrusted import printable
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export")
 #: set to get the traceback of an internal error instead of the one-line message
@@ -208,10 +210,23 @@ def _silence_stdout() -> None:
         pass
 
 
+def _meant_command(word: str) -> str | None:
+    """The command a first word that is no command and no existing path was a typo of
+    (`chekc`), None when it reads as a path to wait for (a run not started yet)."""
+    if os.sep in word or os.path.lexists(word):
+        return None
+    close = difflib.get_close_matches(word, _COMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `grpo-tui PATH` means `grpo-tui tail PATH`
     if argv and not argv[0].startswith("-") and argv[0] not in _COMMANDS:
+        meant = _meant_command(argv[0])
+        if meant is not None:
+            say(f"{printable(argv[0])} is neither a command nor a path: did you mean {meant}?")
+            return EXIT_USAGE
         argv.insert(0, "tail")
     args = _parser().parse_args(argv)
     if args.command == "tail":

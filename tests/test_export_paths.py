@@ -69,3 +69,22 @@ def test_a_hostile_key_is_escaped_in_the_csv(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "\\u001b]0;PWNED\\u0007" in out.splitlines()[0]
+
+
+class TestWrongPaths:
+    """A wrong first word or a path that is not there gets plain words."""
+
+    def test_a_typo_of_a_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["chekc", "output/"]) == 64
+        assert "chekc is neither a command nor a path: did you mean check?" in (
+            capsys.readouterr().err
+        )
+
+    def test_check_on_a_path_that_is_not_there(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        missing = tmp_path / "runs" / "does-not-exist"
+        assert main(["check", str(missing)]) == 5  # no such path, not 3 (waiting)
+        out = "".join(capsys.readouterr().out.split())  # long paths wrap anywhere
+        assert f"{missing},whichdoesnotexistyet".replace(" ", "") in out
+        assert f"thenearestfolderthatdoes:{tmp_path}" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -30,9 +31,11 @@ from grpo_tui.vocabulary import Status
 
 def exit_code(run: Run, diagnosis: Diagnosis) -> int:
     """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable
-    yet, 5 PATH cannot be read."""
+    yet, 5 PATH cannot be read (or does not exist: a cron job asking about a path with a
+    typo must hear that, not "waiting")."""
     if len(run.store) == 0:
-        return EXIT_UNREADABLE if run.unreadable else EXIT_NOTHING
+        missing = not os.path.lexists(run.path)
+        return EXIT_UNREADABLE if run.unreadable or missing else EXIT_NOTHING
     return {Status.HEALTHY: EXIT_HEALTHY, Status.PROBLEM: EXIT_PROBLEM}.get(
         diagnosis.status, EXIT_CAUTION
     )

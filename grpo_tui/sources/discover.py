@@ -116,11 +116,20 @@ def discover(path: Path, *, only: str | None = None, current: Path | None = None
     if not founds and only is not None:
         founds = [_forced(adapters[0], path)]
     if not founds:
-        return RunLayout(waiting_for=str(path))
+        return RunLayout(waiting_for=str(path) if seen.exists else _not_there(path))
     usable = [f for f in founds if not f.problem]
     if not usable:
         return _unreadable(founds[0].problem, path.parent)
     return _layout(_choose(usable, current), founds)
+
+
+def _not_there(path: Path) -> str:
+    """What a PATH that does not exist is waited for as, with the nearest folder that does
+    (a typo shows at once; a run not started yet is followed once it is there)."""
+    nearest = path.absolute().parent
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    return f"{path}, which does not exist yet (the nearest folder that does: {nearest})"
 
 
 def _claims(path: Path, seen: Probe, adapters: Sequence[FormatAdapter]) -> list[Found]:
