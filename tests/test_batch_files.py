@@ -490,16 +490,20 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     (folder / "2.jsonl").write_bytes(b"\n".join([*good[:3], b"{not json", *good[3:]]))
     assert not verl_rollouts.looks_like_rollouts(folder / "1.jsonl")
     index = _verl_index(folder)
-    assert index.poll() == 2
-    assert (index.lines, index.state().bad_line_count) == (0, 2)
+    # 1.jsonl is no rollout dump; 2.jsonl's bad line is counted, its other responses kept
+    assert index.poll() == 3
+    assert (index.lines, index.state().bad_line_count) == (1, 2)
     reasons = [bad.reason for bad in index.bad_lines]
     assert reasons[0] == (
         "1.jsonl: not a verl rollout dump: no 'input' and 'output' in its first line"
     )
     assert reasons[1].startswith("2.jsonl: line 4: invalid JSON")
-    # fixed: read as a new file, not taken for a rewrite
+    kept = index.line_info(0)
+    assert (kept.step, kept.rows) == ("2", len(_verl_rows(2)))
+    # rewritten without its bad line: the same responses, nothing new, and its batch
+    # now read from this version
     (folder / "2.jsonl").write_bytes(_verl_lines(_verl_rows(2)))
     _stamp(folder / "2.jsonl", 5)
-    assert index.poll() == 1
+    assert index.poll() == 0
     assert (index.lines, index.restarts) == (1, 0)
-    assert index.line_info(0).step == "2"
+    assert sum(group.size for group in index.groups(0)) == len(_verl_rows(2))

@@ -5,6 +5,7 @@ no folder at all for a lone log file. And what it writes is inert on a terminal.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -88,3 +89,23 @@ class TestWrongPaths:
         out = "".join(capsys.readouterr().out.split())  # long paths wrap anywhere
         assert f"{missing},whichdoesnotexistyet".replace(" ", "") in out
         assert f"thenearestfolderthatdoes:{tmp_path}" in out
+
+
+def test_inspect_counts_and_shows_the_completions_it_could_not_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rollout dump with a damaged line: the line is counted and shown, the step's
+    other responses kept."""
+    shutil.copy(VERL, tmp_path / "train.log")
+    dumps = tmp_path / "rollouts"
+    dumps.mkdir()
+    row = '{{"input": "What is 2+2?", "output": "{answer}", "score": {score}, "step": 1}}\n'
+    (dumps / "1.jsonl").write_text(
+        row.format(answer="4", score=1.0) + "{damaged\n" + row.format(answer="5", score=0.0),
+        encoding="utf-8",
+    )
+    os.utime(dumps / "1.jsonl", (1_700_000_000, 1_700_000_000))  # settled long ago
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"completions {dumps}: 1 batches, 1 bad" in out
+    assert "1.jsonl: line 2: invalid JSON" in out

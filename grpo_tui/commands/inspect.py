@@ -75,6 +75,26 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "metrics": metrics,
         "finished": run.finished,
         "events": run.events,
+        "completions": _completions_data(run),
+    }
+
+
+def _completions_data(run: Run) -> dict[str, Any] | None:
+    """What the completions source gave: batches read, and those it could not use (a
+    step file that would not convert, a line that is no completions record)."""
+    index = run.completions
+    if index is None:
+        return None
+    state = index.state()
+    return {
+        "path": str(index.path),
+        "batches": state.lines,
+        "bad": state.bad_line_count,
+        "bad_examples": [
+            {"file": bad.origin, "line": bad.line_no, "reason": bad.reason}
+            for bad in index.bad_lines[-_BAD_LINES_SHOWN:]
+        ],
+        "problem": state.problem,
     }
 
 
@@ -118,6 +138,16 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
     if data["replaced_rows"]:
         write(f"replaced   {data['replaced_rows']} rows re-logged by a restarted/resumed run\n")
     write(f"finished   {'yes' if data['finished'] else 'no (live or interrupted)'}\n")
+    completions = data["completions"]
+    if completions is not None:
+        write(
+            f"completions {completions['path']}: {completions['batches']} batches, "
+            f"{completions['bad']} bad\n"
+        )
+        if completions["problem"]:
+            write(f"  {completions['problem']}\n")
+        for bad in completions["bad_examples"]:
+            write(f"  {bad['file']} #{bad['line']}: {bad['reason']}\n")
     for event in data["events"]:
         write(f"note       {event}\n")
     if data["metrics"]:

@@ -39,7 +39,9 @@ gone ("emptied").
 
 A file that can never be read in its present version (pyarrow missing, not a completions
 file, permission denied) is a batch with a `problem` and no rows, which the index counts
-as a bad line; the file is tried again when it changes. Only regular files are opened (a
+as a bad line; the file is tried again when it changes. A part of a file that cannot be
+read (a line of a rollout dump that is no JSON object) is such a batch too, beside the
+batch of the rest of the file. Only regular files are opened (a
 FIFO named like a step file is skipped, never opened); nothing is ever created or
 written. Work per read is bounded: files are converted until `max_bytes` of them (their
 size on disk) were read, and `more` says that complete files are left.
@@ -55,7 +57,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from grpo_tui.files import describe_os_error, open_regular
 from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef
@@ -315,8 +317,13 @@ class _Listed:
         return self.signature[3]
 
 
-#: a converted file: its rows, or why it cannot be read
-_Converted = CompletionRows | str
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A step file read: its rows, or why it cannot be read; and the parts of it skipped,
+    each with its reason (the rest of the file is kept)."""
+
+    rows: CompletionRows | str
+    skipped: tuple[str, ...] = ()
 
 
 class FolderBatches:
@@ -382,7 +389,7 @@ class FolderBatches:
         spent = 0
         # a file read before, of a step older than the newest read, with other content: a
         # new run writes the folder from its start again
-        converted: dict[str, tuple[_Signature, _Converted]] = {}
+        converted: dict[str, tuple[_Signature, _Read]] = {}
         newest = self._newest
         for item in candidates:
             known = self._files[item.name]
@@ -394,10 +401,10 @@ class FolderBatches:
             changed = self._convert(item)
             if changed is None:
                 continue
-            if isinstance(changed, str):
+            if isinstance(changed.rows, str):
                 known.tried = item.signature  # unreadable now (permissions?): not a new run
                 continue
-            if _digest(changed) == known.digest:
+            if _digest(changed.rows) == known.digest:
                 self._same_again(item)
                 continue
             converted[item.name] = (item.signature, changed)
@@ -418,12 +425,13 @@ class FolderBatches:
                 break
             done = converted.get(item.name)
             if done is not None and done[0] == item.signature:
-                data: _Converted | None = done[1]
+                read: _Read | None = done[1]
             else:
                 spent += item.size
-                data = self._convert(item)
-            if data is None:
+                read = self._convert(item)
+            if read is None:
                 continue  # not complete yet (or it changed while read): tried again later
+            data = read.rows
             digest = None if isinstance(data, str) else _digest(data)
             if known.digest is not None and digest == known.digest:
                 self._same_again(item)
@@ -432,6 +440,7 @@ class FolderBatches:
             known.tried = item.signature
             known.digest = digest
             self._read_bytes += item.size
+            out.extend(self._problem_batch(f"{item.name}: {reason}") for reason in read.skipped)
             if isinstance(data, str):
                 out.append(self._problem_batch(data))
                 continue
@@ -551,21 +560,25 @@ class FolderBatches:
         if known.version is not None:
             self._versions[known.version].signature = item.signature
 
-    def _convert(self, item: _Listed) -> _Converted | None:
+    def _convert(self, item: _Listed) -> _Read | None:
         """One file version → its rows (or why it cannot be read); None when it is not
         complete yet (or changed while read: not marked as tried)."""
         path = self.path / item.name
-        data: _Converted | None
+        data: _Read | None
         try:
-            columns = self.kind.convert(path)
+            converted = self.kind.convert(path)
         except FileNotFoundError:
             return None  # gone since the listing: the next scan forgets it
         except BatchFileError as error:
-            data = f"{item.name}: {error}"
+            data = _Read(f"{item.name}: {error}")
         except OSError as error:
-            data = describe_os_error(error, path)
+            data = _Read(describe_os_error(error, path))
         else:
-            data = None if columns is None else self._rows(item.name, item.step, columns)
+            data = (
+                None
+                if converted is None
+                else _Read(self._rows(item.name, item.step, converted.columns), converted.skipped)
+            )
         try:
             after = _signature(os.stat(path))
         except OSError:
@@ -577,7 +590,7 @@ class FolderBatches:
         return data
 
     @staticmethod
-    def _rows(name: str, step: int, columns: dict[str, list[object]]) -> _Converted:
+    def _rows(name: str, step: int, columns: dict[str, list[Any]]) -> CompletionRows | str:
         """A file's lists per field as rows (its step from the name when it has no column)."""
         if "step" not in columns:
             texts = columns.get("completion")
@@ -615,12 +628,12 @@ class FolderBatches:
         try:
             if _signature(os.stat(path)) != version.signature:
                 return None  # rewritten (or replaced) since: that version is gone
-            columns = self.kind.convert(path)
+            converted = self.kind.convert(path)
         except (OSError, ValueError):
             return None
-        if columns is None:
+        if converted is None:
             return None
-        rows = self._rows(version.name, version.step, columns)
+        rows = self._rows(version.name, version.step, converted.columns)
         if isinstance(rows, str) or _digest(rows) != version.digest:
             return None
         self._keep(place, rows)

@@ -61,16 +61,25 @@ class BatchFileError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class Converted:
+    """One step file read: its rows as lists per field (prompt, completion, step, reward
+    columns, …), and the parts of it that could not be read, each with its reason (a line
+    of a rollout dump that is no JSON object): counted as bad lines, the rest kept."""
+
+    columns: dict[str, list[Any]]
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class BatchFolder:
     """A framework's completions written as one file per step in a folder (TRL's parquet
     files, verl's rollout dumps): which files, and how one becomes rows."""
 
     #: a step file's whole name; its group `step` (else its first group) is the step
     pattern: re.Pattern[str]
-    #: one file → its rows as lists per field (prompt, completion, step, reward columns,
-    #: …), None while it is still being written; raises BatchFileError when this version
-    #: can never be read, OSError when it cannot be opened
-    convert: Callable[[Path], dict[str, list[Any]] | None]
+    #: one file → its rows (Converted), None while it is still being written; raises
+    #: BatchFileError when this version can never be read, OSError when it cannot be opened
+    convert: Callable[[Path], Converted | None]
     #: seconds a file must be left unchanged before it is read (a writer with no end mark)
     settle_s: float = 0.0
     #: a content check of one matching file, where the name alone says little (`12.jsonl`)

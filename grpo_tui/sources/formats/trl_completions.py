@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from grpo_tui.files import read_regular
-from grpo_tui.sources.formats.layout import BatchFileError
+from grpo_tui.sources.formats.layout import BatchFileError, Converted
 
 #: the folder in the output directory
 COMPLETIONS_DIR = "completions"
@@ -40,7 +40,7 @@ _TEXT_COLUMNS = ("step", "prompt", "completion")
 _ADVANTAGE_COLUMNS = ("advantage", "advantages")
 
 
-def convert(path: Path) -> dict[str, list[object]] | None:
+def convert(path: Path) -> Converted | None:
     """One completions parquet file as columns (`step`, `prompt`, `completion`, a column
     per reward function, `advantages`); None while its footer is not written. Raises
     BatchFileError (no pyarrow, unreadable, no completion column), OSError (not opened)."""
@@ -77,7 +77,7 @@ def convert(path: Path) -> dict[str, list[object]] | None:
     advantage = next((name for name in _ADVANTAGE_COLUMNS if name in names), None)
     if advantage is not None:
         columns["advantages"] = column(advantage)
-    return columns
+    return Converted(columns)
 
 
 def _first_line(error: BaseException) -> str:

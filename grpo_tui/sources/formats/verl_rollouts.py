@@ -29,7 +29,7 @@ from pathlib import Path
 import orjson
 
 from grpo_tui.files import open_regular, read_regular
-from grpo_tui.sources.formats.layout import BatchFileError
+from grpo_tui.sources.formats.layout import BatchFileError, Converted
 
 #: a file of the folder; the number is the global step
 FILE_PATTERN = re.compile(r"(?P<step>\d+)\.jsonl")
@@ -64,24 +64,29 @@ def looks_like_rollouts(path: Path) -> bool:
     return isinstance(value, dict) and all(key in value for key in REQUIRED_KEYS)
 
 
-def convert(path: Path) -> dict[str, list[object]] | None:
+def convert(path: Path) -> Converted | None:
     """One rollout file as columns, rows sorted by input; None while it is being written.
-    Raises BatchFileError (a line that is not a JSON object, not a rollout file), OSError
-    (not opened)."""
+    A line that is no JSON object is skipped and said (the other responses are kept).
+    Raises BatchFileError (no line readable, not a rollout file), OSError (not opened)."""
     data = read_regular(path)
     if not data.strip() or not data.endswith(b"\n"):
         return None  # empty (just created) or its last line not finished
     rows: list[dict[str, object]] = []
+    skipped: list[str] = []
     for line_no, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
             value = _decode(raw.removesuffix(b"\r"))
         except ValueError as error:
-            raise BatchFileError(f"line {line_no}: invalid JSON ({error})") from error
+            skipped.append(f"line {line_no}: invalid JSON ({error})")
+            continue
         if not isinstance(value, dict):
-            raise BatchFileError(f"line {line_no}: not a JSON object")
+            skipped.append(f"line {line_no}: not a JSON object")
+            continue
         rows.append(value)
+    if not rows:
+        raise BatchFileError(skipped[0] if skipped else "no response in it")
     if not all(key in rows[0] for key in REQUIRED_KEYS):
         raise BatchFileError("not a verl rollout dump: no 'input' and 'output' in its first line")
     rows.sort(key=lambda row: _text(row.get("input")))
@@ -99,7 +104,7 @@ def convert(path: Path) -> dict[str, list[object]] | None:
             columns["step"] = values
         elif key not in _RESERVED and all(_is_number(value) for value in values):
             columns[key] = [_number(value) for value in values]
-    return columns
+    return Converted(columns, tuple(skipped))
 
 
 def _decode(raw: bytes) -> object:
