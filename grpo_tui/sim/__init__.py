@@ -1,0 +1,55 @@
+"""A small, honest, deterministic model of a GRPO run that writes an ms-swift 4.x run dir.
+
+Used by `grpo-tui demo` and by tests. Each scenario is a set of curves over training
+progress t in (0, 1]: the chance of a correct answer, of the right tags, the target length,
+KL, entropy, clip ratio... Rollouts are generated *text* for arithmetic prompts; rewards
+are computed from that text by real reward functions; every rollout metric on a line is
+computed from those rewards the way ms-swift does it (mean of group means, mean unbiased
+within-group std, fraction of zero-spread groups). Loss-side metrics (loss, kl, entropy,
+clip ratios, step_time) are per-step curves plus noise, averaged over the logging window.
+
+Simplification: when a logging window holds several rollouts (num_iterations > 1), its
+rollout metrics are those of the window's *last* rollout, the batch that the matching
+completions.jsonl line shows. Nothing here reads the wall clock unless asked to
+(`SimConfig.use_wall_clock`); the elapsed/remaining times are those of the simulated run.
+
+Ground truth for evaluating a diagnosis: SCENARIO_REGIMES (and regime_at) give, for every
+scenario, what an expert names over training progress, read off the scenario's curves.
+"""
+
+from grpo_tui.sim.scenarios import SCENARIO_REGIMES, SCENARIOS, Regime, regime_at
+from grpo_tui.sim.text import (
+    CHARS_PER_TOKEN,
+    SYSTEM_PROMPT,
+    count_tokens,
+    format_reward,
+    length_bonus,
+    math_accuracy,
+)
+from grpo_tui.sim.writer import (
+    REWARD_CLI_NAMES,
+    SPIKE_METRICS,
+    LiveSimulator,
+    SimConfig,
+    format_time,
+    write_run,
+)
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "REWARD_CLI_NAMES",
+    "SCENARIOS",
+    "SCENARIO_REGIMES",
+    "SPIKE_METRICS",
+    "SYSTEM_PROMPT",
+    "LiveSimulator",
+    "Regime",
+    "SimConfig",
+    "count_tokens",
+    "format_reward",
+    "format_time",
+    "length_bonus",
+    "math_accuracy",
+    "regime_at",
+    "write_run",
+]
