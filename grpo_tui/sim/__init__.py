@@ -13,43 +13,13 @@ rollout metrics are those of the window's *last* rollout, the batch that the mat
 completions.jsonl line shows. Nothing here reads the wall clock unless asked to
 (`SimConfig.use_wall_clock`); the elapsed/remaining times are those of the simulated run.
 
-Ground truth for evaluating a diagnosis: SCENARIO_REGIMES (and regime_at) give, for every
-scenario, what an expert names over training progress, read off the scenario's curves.
+The scenarios are data (scenarios.py: training args, the policy's curves, the regimes an
+expert names: SCENARIO_REGIMES, regime_at, ground truth for evaluating a diagnosis); the
+text and its rewards are text.py; writer.py steps through the run and writes its files.
 """
 
 from grpo_tui.sim.scenarios import SCENARIO_REGIMES, SCENARIOS, Regime, regime_at
-from grpo_tui.sim.text import (
-    CHARS_PER_TOKEN,
-    SYSTEM_PROMPT,
-    count_tokens,
-    format_reward,
-    length_bonus,
-    math_accuracy,
-)
-from grpo_tui.sim.writer import (
-    REWARD_CLI_NAMES,
-    SPIKE_METRICS,
-    LiveSimulator,
-    SimConfig,
-    format_time,
-    write_run,
-)
+from grpo_tui.sim.writer import SPIKE_METRICS, LiveSimulator, SimConfig, format_time, write_run
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "REWARD_CLI_NAMES",
-    "SCENARIOS",
-    "SCENARIO_REGIMES",
-    "SPIKE_METRICS",
-    "SYSTEM_PROMPT",
-    "LiveSimulator",
-    "Regime",
-    "SimConfig",
-    "count_tokens",
-    "format_reward",
-    "format_time",
-    "length_bonus",
-    "math_accuracy",
-    "regime_at",
-    "write_run",
-]
+__all__ = ["SCENARIOS", "SCENARIO_REGIMES", "SPIKE_METRICS", "LiveSimulator", "Regime"]
+__all__ += ["SimConfig", "format_time", "regime_at", "write_run"]

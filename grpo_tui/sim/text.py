@@ -32,6 +32,10 @@ class _Problem:
         return str(self.a + self.b if self.op == "+" else self.a * self.b)
 
     @property
+    def word(self) -> str:
+        return "plus" if self.op == "+" else "times"
+
+    @property
     def prompt(self) -> str:
         # the qwen chat template, as ms-swift logs it (special tokens kept)
         return (
@@ -99,52 +103,15 @@ _FILLERS = (
     "Another check uses the last digits only.",
     "Honestly this is simple, but verify anyway.",
 )
-_SHORT = (
-    "{a}{o}{b}={ans}",
-    "{a} {o} {b} = {ans}",
-    "sum {ans}",
-    "so {ans}",
-    "result: {ans}",
-    "{b}{o}{a}={ans}",
-    "easy, {ans}",
-    "it is {ans}",
-    "gives {ans}",
-    "= {ans}",
-    "quick: {ans}",
-)
+_SHORT = ("{a}{o}{b}={ans}", "{a} {o} {b} = {ans}", "sum {ans}", "so {ans}", "result: {ans}",
+          "{b}{o}{a}={ans}", "easy, {ans}", "it is {ans}", "gives {ans}", "= {ans}",
+          "quick: {ans}")  # fmt: skip
 _STUBS = ("= {ans}", "so {ans}", "ans {ans}", "it is {ans}")  # 2-3 tokens each (chars / 4)
 # pieces of what a collapsed, high-entropy policy emits: sub-word fragments, stray
 # punctuation, code and other scripts, in no order
-_SOUP = (
-    "ĠThe",
-    "ilk",
-    ")/",
-    "ysql",
-    "_REF",
-    "Ġ{}",
-    "刻",
-    "ubb",
-    "ĊĊ",
-    " tensor",
-    "ーム",
-    "];",
-    " Verm",
-    "ächst",
-    " __",
-    "ocado",
-    "><",
-    " 一",
-    "ĉĉ",
-    " nullable",
-    "erte",
-    "$$",
-    " Ř",
-    "ynom",
-    "::",
-    " [...]",
-    "ieder",
-    " 0x",
-)
+_SOUP = ("ĠThe", "ilk", ")/", "ysql", "_REF", "Ġ{}", "刻", "ubb", "ĊĊ", " tensor", "ーム", "];",
+         " Verm", "ächst", " __", "ocado", "><", " 一", "ĉĉ", " nullable", "erte", "$$", " Ř",
+         "ynom", "::", " [...]", "ieder", " 0x")  # fmt: skip
 _STUTTERS = ("wait wait wait", "check check check check", "so so so", "again again again")
 _TEMPLATES = (  # two near-identical boilerplates: the "hack" the policy converges to
     (
@@ -182,7 +149,7 @@ def _think(rng: np.random.Generator, p: _Problem, answer: str, n_chars: int, rep
     and a closing line that states `answer` (which may be wrong: small models slip)."""
     if n_chars < 90:  # no room for reasoning: a one-line shortcut (length collapse)
         return _SHORT[int(rng.integers(len(_SHORT)))].format(a=p.a, b=p.b, o=p.op, ans=answer)
-    w = "plus" if p.op == "+" else "times"
+    w = p.word
     final = f"So {p.a} {w} {p.b} = {answer}."
     steps = p.steps()
     budget = n_chars - len(final) - sum(len(s) + 1 for s in steps)
@@ -211,7 +178,7 @@ def _think(rng: np.random.Generator, p: _Problem, answer: str, n_chars: int, rep
 
 def _soup(rng: np.random.Generator, p: _Problem, n_chars: int) -> str:
     """A start that reads the problem, then token soup to n_chars characters."""
-    w = "plus" if p.op == "+" else "times"
+    w = p.word
     start = _OPENERS[int(rng.integers(len(_OPENERS)))].format(a=p.a, b=p.b, w=w)
     picks = rng.integers(len(_SOUP), size=n_chars // 2 + 1).tolist()  # pieces are >= 2 chars
     return f"<think>\n{start}" + "".join(_SOUP[i] for i in picks)[:n_chars]

@@ -122,6 +122,10 @@ _PARAMETER_INFO = (
 )
 
 
+#: the clip ratios ms-swift logs, as shares of the region's (clip_ratio/region_mean)
+_CLIP = {"low_mean": 0.45, "low_min": 0.38, "high_mean": 0.55, "high_max": 0.64, "region_mean": 1.0}
+
+
 # --------------------------------------------------------------------------- batches
 @dataclass
 class _Batch:
@@ -133,6 +137,7 @@ class _Batch:
     clipped: np.ndarray
     rewards: dict[str, list[float]]
     totals: np.ndarray  # weighted sum (all weights 1) per row
+    std: np.ndarray  # unbiased std of the totals per group (0 for groups of one)
     advantages: np.ndarray
     entropy: np.ndarray
 
@@ -220,19 +225,18 @@ def _rollout(
     std = grouped.std(axis=1, ddof=1) if size > 1 else np.zeros(len(grouped))
     advantages = ((grouped - grouped.mean(axis=1, keepdims=True)) / (std[:, None] + 1e-4)).ravel()
     entropy = pol.entropy * rng.lognormal(0.0, 0.15, size=len(completions))
-    return _Batch(problems, completions, tokens, clipped, rewards, totals, advantages, entropy)
+    return _Batch(problems, completions, tokens, clipped, rewards, totals, std, advantages, entropy)
 
 
 def _rollout_metrics(batch: _Batch, size: int, prefix: str = "") -> dict[str, float]:
     """ms-swift 4.6's rollout keys, in its order, computed from the batch."""
-    grouped = batch.totals.reshape(-1, size)
-    std = grouped.std(axis=1, ddof=1) if size > 1 else np.zeros(len(grouped))
+    std = batch.std
     m = {
         "completions/mean_length": batch.tokens.mean(),
         "completions/min_length": batch.tokens.min(),
         "completions/max_length": batch.tokens.max(),
         "completions/clipped_ratio": batch.clipped.mean(),
-        "reward": grouped.mean(axis=1).mean(),
+        "reward": batch.totals.reshape(-1, size).mean(axis=1).mean(),
         "reward_std": std.mean(),
         "frac_reward_zero_std": np.isclose(std, 0.0).mean() if size > 1 else 1.0,
     }
@@ -335,15 +339,7 @@ class _Simulation:
         if cfg.beta:
             s["kl"] = kl
         # off-policy steps clip both sides (ratio below 1-eps with A<0, above 1+eps with A>0)
-        s.update(
-            {
-                "clip_ratio/low_mean": 0.45 * region,
-                "clip_ratio/low_min": 0.38 * region,
-                "clip_ratio/high_mean": 0.55 * region,
-                "clip_ratio/high_max": min(1.0, 0.64 * region),
-                "clip_ratio/region_mean": region,
-            }
-        )
+        s.update({f"clip_ratio/{k}": min(1.0, share * region) for k, share in _CLIP.items()})
         s["step_time"] = (gen_seconds + 3.0) * float(rng.lognormal(0.0, 0.06))
         return s
 
@@ -412,8 +408,7 @@ class _Simulation:
         }
         if cfg.beta:
             raw["eval_kl"] = kl
-        for key in ("low_mean", "low_min", "high_mean", "high_max", "region_mean"):
-            raw[f"eval_clip_ratio/{key}"] = 0.0  # eval is on-policy
+        raw.update({f"eval_clip_ratio/{k}": 0.0 for k in _CLIP})  # eval is on-policy
         self.evals.append((step, raw["eval_reward"]))
         return self._call(raw, step)
 
