@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_tui.sim.scenarios import _Policy, _sigmoid
+
 CHARS_PER_TOKEN = 4
 """Token counts are modelled as characters / 4 (a usual BPE ratio for English text)."""
 
@@ -224,3 +226,47 @@ def _score(name: str, completion: str, solution: str, tokens: int, max_len: int)
     if name == "Format":
         return format_reward(completion)
     return length_bonus(tokens, max_len)
+
+
+def _group(
+    rng: np.random.Generator,
+    pol: _Policy,
+    p: _Problem,
+    diff: float,
+    fdiff: float,
+    size: int,
+    max_len: int,
+) -> list[str]:
+    """The completions of one prompt."""
+    jitter = float(rng.normal(0.0, pol.jitter)) if pol.jitter else 0.0
+    p_acc, p_fmt = _sigmoid(pol.acc + diff + jitter), _sigmoid(pol.fmt + fdiff + jitter)
+
+    def one() -> tuple[str, str]:
+        answer = p.solution if rng.random() < p_acc else _wrong_answer(rng, p.solution)
+        # stub and garble draw only when set: the older scenarios keep their draws, and bytes
+        if pol.stub and rng.random() < pol.stub:  # early EOS: a bare answer, no tags
+            return _STUBS[int(rng.integers(len(_STUBS)))].format(ans=answer), answer
+        if pol.garble and rng.random() < pol.garble:  # collapsed: soup until the cap
+            return _soup(rng, p, int(1.08 * max_len) * CHARS_PER_TOKEN), answer
+        if rng.random() < pol.template:  # boilerplate, always in perfect tags
+            template = _TEMPLATES[int(rng.integers(len(_TEMPLATES)))]
+            return _render(template.format(g=answer), answer, True, True), answer
+        formatted = bool(rng.random() < p_fmt)
+        tagged = formatted or bool(rng.random() >= pol.untagged)
+        if rng.random() < pol.trunc:
+            target = 1.08 * max_len  # runs past the cap
+        else:
+            target = pol.length * max_len * float(rng.lognormal(0.0, pol.length_sd))
+        think = _think(rng, p, answer, int(target * CHARS_PER_TOKEN) - 40, pol.repeat)
+        return _render(think, answer, formatted, tagged), answer
+
+    if pol.clone:
+        base, answer = one()
+        texts = [base] * size
+        if rng.random() >= pol.clone:  # one sample diverged at the answer
+            other = _wrong_answer(rng, p.solution) if answer == p.solution else p.solution
+            texts[int(rng.integers(size))] = base.replace(
+                f"<answer>{answer}</answer>", f"<answer>{other}</answer>"
+            )
+        return texts
+    return [one()[0] for _ in range(size)]

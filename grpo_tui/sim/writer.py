@@ -15,20 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from grpo_tui.sim.scenarios import _SCENARIO_SPECS, SCENARIOS, _at, _Policy, _policy_at, _sigmoid
+from grpo_tui.sim.scenarios import _SCENARIO_SPECS, SCENARIOS, _at, _Policy, _policy_at
 from grpo_tui.sim.text import (
-    _STUBS,
-    _TEMPLATES,
     CHARS_PER_TOKEN,
     SYSTEM_PROMPT,
+    _group,
     _make_problem,
     _Problem,
     _Prompt,
-    _render,
     _score,
-    _soup,
-    _think,
-    _wrong_answer,
     count_tokens,
 )
 
@@ -38,6 +33,10 @@ REWARD_CLI_NAMES: dict[str, str] = {
     "Format": "format",
     "LengthBonus": "length_bonus",
 }
+
+
+#: the clip ratios ms-swift logs, as shares of the region's (clip_ratio/region_mean)
+_CLIP = {"low_mean": 0.45, "low_min": 0.38, "high_mean": 0.55, "high_max": 0.64, "region_mean": 1.0}
 
 
 @dataclass(frozen=True)
@@ -99,17 +98,8 @@ class SimConfig:
 
 
 SPIKE_METRICS: tuple[str, ...] = (
-    "loss",
-    "grad_norm",
-    "kl",
-    "entropy/mean",
-    "entropy/max",
-    "entropy/min",
-    "clip_ratio/low_mean",
-    "clip_ratio/low_min",
-    "clip_ratio/high_mean",
-    "clip_ratio/high_max",
-    "clip_ratio/region_mean",
+    *("loss", "grad_norm", "kl", "entropy/mean", "entropy/max", "entropy/min"),
+    *(f"clip_ratio/{key}" for key in _CLIP),
     "step_time",
 )
 """Train-line keys a SimConfig spike may multiply: the loss-side ones. Rollout metrics
@@ -120,10 +110,6 @@ would contradict."""
 _PARAMETER_INFO = (
     "Qwen2ForCausalLM: 1543.7143M Params (1543.7143M Trainable [100.0000%]), 0.0000M Buffers."
 )
-
-
-#: the clip ratios ms-swift logs, as shares of the region's (clip_ratio/region_mean)
-_CLIP = {"low_mean": 0.45, "low_min": 0.38, "high_mean": 0.55, "high_max": 0.64, "region_mean": 1.0}
 
 
 # --------------------------------------------------------------------------- batches
@@ -156,50 +142,6 @@ class _Batch:
         line["entropy"] = [float(e) for e in self.entropy[rows]]
         line["solution"] = [p.solution for p in self.problems[rows]]
         return line
-
-
-def _group(
-    rng: np.random.Generator,
-    pol: _Policy,
-    p: _Problem,
-    diff: float,
-    fdiff: float,
-    size: int,
-    max_len: int,
-) -> list[str]:
-    """The completions of one prompt."""
-    jitter = float(rng.normal(0.0, pol.jitter)) if pol.jitter else 0.0
-    p_acc, p_fmt = _sigmoid(pol.acc + diff + jitter), _sigmoid(pol.fmt + fdiff + jitter)
-
-    def one() -> tuple[str, str]:
-        answer = p.solution if rng.random() < p_acc else _wrong_answer(rng, p.solution)
-        # stub and garble draw only when set: the older scenarios keep their draws, and bytes
-        if pol.stub and rng.random() < pol.stub:  # early EOS: a bare answer, no tags
-            return _STUBS[int(rng.integers(len(_STUBS)))].format(ans=answer), answer
-        if pol.garble and rng.random() < pol.garble:  # collapsed: soup until the cap
-            return _soup(rng, p, int(1.08 * max_len) * CHARS_PER_TOKEN), answer
-        if rng.random() < pol.template:  # boilerplate, always in perfect tags
-            template = _TEMPLATES[int(rng.integers(len(_TEMPLATES)))]
-            return _render(template.format(g=answer), answer, True, True), answer
-        formatted = bool(rng.random() < p_fmt)
-        tagged = formatted or bool(rng.random() >= pol.untagged)
-        if rng.random() < pol.trunc:
-            target = 1.08 * max_len  # runs past the cap
-        else:
-            target = pol.length * max_len * float(rng.lognormal(0.0, pol.length_sd))
-        think = _think(rng, p, answer, int(target * CHARS_PER_TOKEN) - 40, pol.repeat)
-        return _render(think, answer, formatted, tagged), answer
-
-    if pol.clone:
-        base, answer = one()
-        texts = [base] * size
-        if rng.random() >= pol.clone:  # one sample diverged at the answer
-            other = _wrong_answer(rng, p.solution) if answer == p.solution else p.solution
-            texts[int(rng.integers(size))] = base.replace(
-                f"<answer>{answer}</answer>", f"<answer>{other}</answer>"
-            )
-        return texts
-    return [one()[0] for _ in range(size)]
 
 
 def _rollout(
