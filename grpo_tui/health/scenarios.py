@@ -138,9 +138,8 @@ def _severity(zone: Zone) -> Severity:
 def _upper(f: Findings, judgement: Judgement, name: str) -> tuple[Severity, float | None]:
     """A judgement warning above its bounds: its severity, and the upper bound it passed."""
     bounds = _bounds(f, name)
-    return _severity(judgement.zone), (
-        bounds.bad_above if judgement.zone is Zone.BAD else bounds.caution_above
-    )
+    bound = bounds.bad_above if judgement.zone is Zone.BAD else bounds.caution_above
+    return _severity(judgement.zone), bound
 
 
 def _add_above(b: _Builder, f: Findings, judgement: Judgement, name: str) -> None:
@@ -165,11 +164,9 @@ _WORSE_SAMPLES: tuple[tuple[Getter, bool, str, str, Callable[[float], str]], ...
 )
 
 
-def _worse(
-    samples: Samples, measure: Getter, falls: bool, drop: float
-) -> tuple[float, float] | None:
+def _worse(samples: Samples, get: Getter, falls: bool, drop: float) -> tuple[float, float] | None:
     """(early, recent) of a sample measure that changed for the worse by more than `drop`."""
-    early, recent = samples.early_mean(measure), samples.recent_mean(measure)
+    early, recent = samples.early_mean(get), samples.recent_mean(get)
     if early is None or recent is None:
         return None
     return (early, recent) if (early - recent if falls else recent - early) > drop else None
