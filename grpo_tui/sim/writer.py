@@ -511,16 +511,17 @@ def write_run(
     if max_steps is not None:
         cfg = replace(cfg, max_steps=max_steps)
     run_dir, sim = _start_run(out_dir, cfg)
-    with (
-        open(run_dir / "logging.jsonl", "w", encoding="utf-8") as log,
-        open(run_dir / "completions.jsonl", "w", encoding="utf-8") as comp,
-    ):
-        for _, calls in sim.events():
-            for call in calls:
-                if call.completions is not None:
-                    comp.write(_dumps(call.completions))
-                log.write(_dumps(call.line))
+    for _, calls in sim.events():
+        _append(run_dir, calls)
     return run_dir
+
+
+def _append(run_dir: Path, calls: list[_LogCall]) -> None:
+    """Write log calls: each its completions line (if any), then its logging line."""
+    for call in calls:
+        if call.completions is not None:
+            _append_line(run_dir / "completions.jsonl", call.completions)
+        _append_line(run_dir / "logging.jsonl", call.line)
 
 
 def _append_line(path: Path, obj: Any) -> None:
@@ -553,10 +554,7 @@ class LiveSimulator:
         if self._pending is None:
             return False
         step, calls = self._pending
-        for call in calls:
-            if call.completions is not None:
-                _append_line(self.run_dir / "completions.jsonl", call.completions)
-            _append_line(self.run_dir / "logging.jsonl", call.line)
+        _append(self.run_dir, calls)
         self._written_step = step
         self._pending = next(self._events, None)
         return self._pending is not None
