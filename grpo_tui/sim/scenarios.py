@@ -15,10 +15,6 @@ from dataclasses import dataclass
 Curve = float | Callable[[float], float]
 
 
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
-
-
 def _logit(p: float) -> float:
     return math.log(p / (1.0 - p))
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.sim.scenarios import _Policy, _sigmoid
+from grpo_tui.sim.scenarios import _Policy
 
 CHARS_PER_TOKEN = 4
 """Token counts are modelled as characters / 4 (a usual BPE ratio for English text)."""
@@ -133,6 +133,10 @@ _TEMPLATES = (  # two near-identical boilerplates: the "hack" the policy converg
 
 #: a prompt with its difficulty offsets (logits) for correctness and for format
 _Prompt = tuple[_Problem, float, float]
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 def _make_problem(rng: np.random.Generator) -> _Problem:
