@@ -9,10 +9,13 @@ afterwards, in order: a line that names no step takes the step of the line befor
 and end lines) or the next one (a train line of a log that counts no steps), and
 max_steps and the version hints carry over from chunk to chunk.
 
-Measured (bench/ingest.py --check, 100 000 real-shaped ms-swift lines): this reader and
-the line-shape fast path it replaced (≈400 more lines) gave `check` times within 10 % of
-each other, far from the 2× that would have paid for the fast path's lines; see the
-bench for pyarrow.json.
+Why no faster reader (issue 20: one only if `check` on 100 000 lines is 2× faster with
+it). Measured side by side, `bench/ingest.py --check --repeat 9 --baseline 64e4dbe`, best
+of 9 on a 2-core box: `check` took 2.21 s with this reader, 1.94 s with the line-shape
+fast path it replaced (shapes.py and plans.py, ≈300 more lines: 1.14×), and 2.64 s with
+pyarrow.json reading blocks of lines and this reader for the blocks it refuses (it
+refuses the bare NaN that Python's json.dumps writes, so most blocks of a real ms-swift
+log fall back). The read alone (bench/ingest.py): 0.98 s here, 0.92 s the fast path.
 """
 
 from __future__ import annotations
