@@ -24,8 +24,7 @@ from grpo_tui.sources import logreader
 from grpo_tui.sources.formats import MSSWIFT, TRL
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.values import parse_fraction
-from grpo_tui.sources.jsonline import BadJson, parse_object
-from grpo_tui.sources.logreader import LogReader
+from grpo_tui.sources.logreader import BadJson, LogReader, parse_object
 from grpo_tui.sources.records import Batch
 from grpo_tui.vocabulary import LineKind
 
