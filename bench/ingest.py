@@ -18,8 +18,8 @@ With --check each variant is `grpo-tui check FILE` timed whole, as a user waits 
 
 Measured 2026-12-04 on a 2-core box, `--check --repeat 9 --baseline 64e4dbe` (64e4dbe: the
 line-shape fast path, sources/shapes.py), best of 9: ours 2.21 s, the fast path 1.94 s,
-pyarrow 2.64 s; the read alone 0.98 s, 0.92 s, 2.59 s (sources/logreader.py says what
-was decided).
+pyarrow 2.64 s; the read alone (no --check, --repeat 9) 0.76 s, 0.55 s, 1.24 s, a bare
+orjson loop 0.33 s, pandas 6.82 s (sources/logreader.py says what was decided).
 """
 
 from __future__ import annotations
