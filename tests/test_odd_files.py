@@ -36,7 +36,7 @@ from grpo_tui.commands.output import (
 from grpo_tui.health.rules import RULES_ENV
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.state import run_state
-from grpo_tui.sources.jsonline import BadJson, parse_object
+from grpo_tui.sources.logreader import BadJson, parse_object
 from grpo_tui.sources.tail import TailReader
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.vocabulary import RunState

@@ -10,7 +10,7 @@ keys, points, windows and buckets.
 Rows are drawn like real logs: mostly train lines with rising steps, some eval / end lines,
 steps that repeat, jump, or go back (a resumed run re-logging steps), metrics sometimes not
 logged, sometimes NaN or ±Infinity. Blocks group the rows by key shape the way
-`sources/shapes.py` does (one `ColumnGroup` per shape, its rows increasing).
+`sources/logreader.py` does (one `ColumnGroup` per shape, its rows increasing).
 
 The examples at the end are the bugs this property found (now fixed), kept as
 regressions. Long-run bucket means may differ in the last bits: block summaries are summed
@@ -61,7 +61,7 @@ def _group_key(row: Row) -> tuple[int, tuple[str, ...], int]:
 
 def make_block(rows: Sequence[Row], *, shuffle_groups: random.Random | None = None) -> RowBlock:
     """The rows as one RowBlock: a ColumnGroup per key shape, its rows increasing, groups in
-    order of their first row (what shapes.py gives for a plain slice), or shuffled."""
+    order of their first row (what logreader.py gives for a plain slice), or shuffled."""
     by_shape: dict[tuple[int, tuple[str, ...], int], list[int]] = {}
     for i, row in enumerate(rows):
         by_shape.setdefault(_group_key(row), []).append(i)

@@ -11,7 +11,7 @@ from helpers import MS_SWIFT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.sources.jsonline import parse_object
+from grpo_tui.sources.logreader import parse_object
 from grpo_tui.sources.tail import TailReader
 
 REAL_LINES = [

@@ -40,8 +40,7 @@ from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement, window_of
 from grpo_tui.health.rewards import RewardFunction, SpreadKind
 from grpo_tui.health.rules import ZoneBounds
-from grpo_tui.health.samples import format_rate, overlap
-from grpo_tui.health.series import SeriesView
+from grpo_tui.health.samples import Getter, Samples, format_rate, overlap
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num, pct
 from grpo_tui.numbers import format_step
@@ -107,11 +106,10 @@ def evidence(judgement: Judgement, text: str | None = None, **numbers: float | N
     )
 
 
-def onset(
-    view: SeriesView | None, flag: Callable[[np.ndarray], np.ndarray], f: Findings
-) -> float | None:
-    """First step of the latest stretch in which `flag` held on a sustained share of a
-    rolling zone window (None when it does not hold now)."""
+def onset(f: Findings, name: str, flag: Callable[[np.ndarray], np.ndarray]) -> float | None:
+    """First step of the latest stretch in which `flag` held on series `name` on a
+    sustained share of a rolling zone window (None when it does not hold now)."""
+    view = f.snap.get(name)
     if view is None or view.empty:
         return None
     width = f.rules.window_size(len(view))
@@ -130,6 +128,48 @@ def _at_least(level: float) -> Callable[[np.ndarray], np.ndarray]:
 
 def _bounds(f: Findings, name: str) -> ZoneBounds:
     return f.rules.zone_bounds(name) or ZoneBounds()
+
+
+def _severity(zone: Zone) -> Severity:
+    """A warning zone's severity: a problem in the bad zone, a caution otherwise."""
+    return Severity.PROBLEM if zone is Zone.BAD else Severity.CAUTION
+
+
+def _upper(f: Findings, judgement: Judgement, name: str) -> tuple[Severity, float | None]:
+    """A judgement warning above its bounds: its severity, and the upper bound it passed."""
+    bounds = _bounds(f, name)
+    bound = bounds.bad_above if judgement.zone is Zone.BAD else bounds.caution_above
+    return _severity(judgement.zone), bound
+
+
+def _add_above(b: _Builder, f: Findings, judgement: Judgement, name: str) -> None:
+    """The finding of a judgement above its bounds, from when the series passed that bound."""
+    severity, bound = _upper(f, judgement, name)
+    b.add(severity, evidence(judgement), onset(f, name, lambda v: v > (bound or 0.0)))
+
+
+def _task_rising(f: Findings) -> bool:
+    return any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
+
+
+def _reward_window(f: Findings) -> Window:
+    return f.reward.window if f.reward else Window(None, None, 0)
+
+
+#: samples getting worse while the reward rises: (measure, whether worse is a fall, the
+#: rules.samples change that counts, the words for early → recent)
+_WORSE_SAMPLES: tuple[tuple[Getter, bool, str, str, Callable[[float], str]], ...] = (
+    (overlap, False, "diversity_drop", "the completions grow alike: overlap {} → {}", num),
+    (format_rate, True, "format_drop", "format compliance falls: {} → {}", pct),
+)
+
+
+def _worse(samples: Samples, get: Getter, falls: bool, drop: float) -> tuple[float, float] | None:
+    """(early, recent) of a sample measure that changed for the worse by more than `drop`."""
+    early, recent = samples.early_mean(get), samples.recent_mean(get)
+    if early is None or recent is None:
+        return None
+    return (early, recent) if (early - recent if falls else recent - early) > drop else None
 
 
 def course(name: str, judgement: Judgement) -> Evidence:
@@ -170,15 +210,13 @@ def not_learning(f: Findings) -> Scenario | None:
     std, frac = f.reward_std, f.frac_zero_std
     if std is not None and std.zone is Zone.BAD and not all_pass:
         zero = _bounds(f, "reward_std").bad_below or 0.0
-        b.add(
-            Severity.PROBLEM, evidence(std), onset(f.snap.get("reward_std"), lambda v: v < zero, f)
-        )
+        b.add(Severity.PROBLEM, evidence(std), onset(f, "reward_std", lambda v: v < zero))
     frac_bad = _bounds(f, "frac_reward_zero_std").bad_above
     if frac is not None and frac.zone is Zone.BAD and not all_pass and frac_bad is not None:
         b.add(
             Severity.PROBLEM,
             evidence(frac),
-            onset(f.snap.get("frac_reward_zero_std"), lambda v: v > frac_bad, f),
+            onset(f, "frac_reward_zero_std", lambda v: v > frac_bad),
         )
     tasks = f.tasks
     if tasks and all(t.at_floor for t in tasks):
@@ -249,14 +287,7 @@ def not_learning(f: Findings) -> Scenario | None:
     if reward is not None:
         b.support(course("reward", reward))
     if f.spread_kind is not SpreadKind.UNKNOWN:
-        b.support(
-            Evidence(
-                "reward",
-                reward.window if reward else Window(None, None, 0),
-                {},
-                f"zero spread: {f.spread_why}",
-            )
-        )
+        b.support(Evidence("reward", _reward_window(f), {}, f"zero spread: {f.spread_why}"))
     if f.spread_kind is SpreadKind.ALL_FAIL:
         b.advise(Advice.EASIER_DATA)
         b.advise(Advice.PARTIAL_CREDIT)
@@ -324,8 +355,7 @@ def saturated(f: Findings) -> Scenario | None:
         and position is not None
         and position >= f.rules.rewards.saturation_position
     )
-    task_rising = any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
-    plateau = shape.phase is Phase.PLATEAU and not task_rising
+    plateau = shape.phase is Phase.PLATEAU and not _task_rising(f)
     if not (at_top or plateau) or shape.declined:
         return None
     signal_gone = False
@@ -393,11 +423,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
-        b.add(
-            Severity.PROBLEM,
-            Evidence("reward", f.reward.window if f.reward else Window(None, None, 0), {}, text),
-            step,
-        )
+        b.add(Severity.PROBLEM, Evidence("reward", _reward_window(f), {}, text), step)
         b.advise(Advice.LOWER_LR)
         b.advise(Advice.RESUME_EARLIER, f"step {format_step(step)}" if step is not None else "")
     clip = f.clip
@@ -405,22 +431,13 @@ def too_aggressive(f: Findings) -> Scenario | None:
     if clip is not None and clip.zone.warns:
         low = clip_bounds.caution_below is not None and clip.level < clip_bounds.caution_below
         if not low:
-            high = clip_bounds.bad_above if clip.zone is Zone.BAD else clip_bounds.caution_above
-            severity = Severity.PROBLEM if clip.zone is Zone.BAD else Severity.CAUTION
-            b.add(
-                severity,
-                evidence(clip),
-                onset(f.snap.get("clip_ratio"), lambda v: v > (high or 0.0), f),
-            )
+            _add_above(b, f, clip, "clip_ratio")
             b.advise(
                 Advice.FEWER_ITERATIONS if (f.context.num_iterations or 1) > 1 else Advice.LOWER_LR
             )
     kl = f.kl
     if kl is not None and kl.zone.warns:
-        kl_bounds = _bounds(f, "kl")
-        level = kl_bounds.bad_above if kl.zone is Zone.BAD else kl_bounds.caution_above
-        severity = Severity.PROBLEM if kl.zone is Zone.BAD else Severity.CAUTION
-        b.add(severity, evidence(kl), onset(f.snap.get("kl"), lambda v: v > (level or 0.0), f))
+        _add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     # a certain collapse is shown at once, like a NaN loss
     certain = blow_up is not None and blow_up.certain
@@ -514,7 +531,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
             b.add(
                 severity,
                 _function_evidence(aux, f"{top} while {stalled}"),
-                onset(f.snap.get(aux.key), _at_least(0.98 * top_value), f),
+                onset(f, aux.key, _at_least(0.98 * top_value)),
             )
             b.advise(
                 Advice.TASK_REWARD,
@@ -528,37 +545,13 @@ def reward_hacking(f: Findings) -> Scenario | None:
             b.advise(Advice.TASK_REWARD)
     samples = f.samples
     if reward_up and samples is not None and samples.comparable:
-        early, recent = samples.early_mean(overlap), samples.recent_mean(overlap)
-        if (
-            early is not None
-            and recent is not None
-            and recent - early > f.rules.samples.diversity_drop
-        ):
-            b.add(
-                Severity.CAUTION,
-                samples.evidence(
-                    {"early": early, "recent": recent},
-                    f"reward rising while the completions grow alike: overlap {num(early)} → {num(recent)}",
-                ),
-            )
-            b.advise(Advice.READ_SAMPLES)
-        early_format, recent_format = (
-            samples.early_mean(format_rate),
-            samples.recent_mean(format_rate),
-        )
-        if (
-            early_format is not None
-            and recent_format is not None
-            and early_format - recent_format > f.rules.samples.format_drop
-        ):
-            b.add(
-                Severity.CAUTION,
-                samples.evidence(
-                    {"early": early_format, "recent": recent_format},
-                    f"reward rising while format compliance falls: {pct(early_format)} → {pct(recent_format)}",
-                ),
-            )
-            b.advise(Advice.READ_SAMPLES)
+        for measure, falls, drop, words, show in _WORSE_SAMPLES:
+            worse = _worse(samples, measure, falls, getattr(f.rules.samples, drop))
+            if worse is not None:
+                early, recent = worse
+                text = "reward rising while " + words.format(show(early), show(recent))
+                b.add(Severity.CAUTION, samples.evidence({"early": early, "recent": recent}, text))
+                b.advise(Advice.READ_SAMPLES)
     eval_reward = f.eval_reward
     rng = f.reward_range
     eval_position = (
@@ -593,24 +586,15 @@ def truncation(f: Findings) -> Scenario | None:
     b = _Builder(ScenarioId.TRUNCATION)
     clipped = f.clipped
     if clipped is not None and clipped.zone.warns:
-        bounds = _bounds(f, "clipped_ratio")
-        level = bounds.bad_above if clipped.zone is Zone.BAD else bounds.caution_above
-        severity = Severity.PROBLEM if clipped.zone is Zone.BAD else Severity.CAUTION
-        b.add(
-            severity,
-            evidence(clipped),
-            onset(f.snap.get("clipped_ratio"), lambda v: v > (level or 0.0), f),
-        )
+        _add_above(b, f, clipped, "clipped_ratio")
     length, cap = f.length, f.cap
     if length is not None and cap is not None and length.zone.warns:
-        bounds = _bounds(f, "completion_length")
-        share = bounds.bad_above if length.zone is Zone.BAD else bounds.caution_above
-        severity = Severity.PROBLEM if length.zone is Zone.BAD else Severity.CAUTION
+        severity, share = _upper(f, length, "completion_length")
         text = f"completion_length {num(length.level)} (recent median) of cap {num(cap.tokens)}: {length.reason}"
         b.add(
             severity,
             evidence(length, text, cap=cap.tokens),
-            onset(f.snap.get("completion_length"), lambda v: v > (share or 1.0) * cap.tokens, f),
+            onset(f, "completion_length", lambda v: v > (share or 1.0) * cap.tokens),
         )
     if not b.findings:
         return None
@@ -637,17 +621,15 @@ def length_collapse(f: Findings) -> Scenario | None:
         return None
     b = _Builder(ScenarioId.LENGTH_COLLAPSE)
     limit = collapse.early * (1 - f.rules.length.collapse_caution_drop)
-    severity = Severity.PROBLEM if collapse.zone is Zone.BAD else Severity.CAUTION
     b.add(
-        severity,
+        _severity(collapse.zone),
         Evidence(
             "completion_length",
             collapse.recent_window,
             {"early": collapse.early, "recent": collapse.recent},
             f"completion_length {collapse.text}",
         ),
-        onset(f.snap.get("completion_length"), lambda v: v < limit, f)
-        or collapse.recent_window.first_step,
+        onset(f, "completion_length", lambda v: v < limit) or collapse.recent_window.first_step,
     )
     if f.reward is not None and f.reward.shape is not None:
         b.support(course("reward", f.reward))
@@ -673,43 +655,30 @@ def low_diversity(f: Findings) -> Scenario | None:
                 entropy,
                 f"entropy {num(entropy.level)} (recent median): the policy is near deterministic — {entropy.reason}",
             ),
-            onset(f.snap.get("entropy"), lambda v: v < low, f),
+            onset(f, "entropy", lambda v: v < low),
         )
     samples = f.samples
     if samples is not None:
-        recent, early = samples.recent_mean(overlap), samples.early_mean(overlap)
-        bad, caution = rules.samples.overlap_bad, rules.samples.overlap_caution
-        if recent is not None and recent >= bad:
+        recent = samples.recent_mean(overlap)
+        alike = (
+            (rules.samples.overlap_bad, Severity.PROBLEM, "nearly identical"),
+            (rules.samples.overlap_caution, Severity.CAUTION, "alike"),
+        )
+        hit = next((a for a in alike if recent is not None and recent >= a[0]), None)
+        if hit is not None and recent is not None:
+            level, severity, words = hit
+            text = f"completions in a group {words}: mean pairwise 3-gram overlap {num(recent)}"
             b.add(
-                Severity.PROBLEM,
-                samples.evidence(
-                    {"recent_overlap": recent},
-                    f"completions in a group nearly identical: mean pairwise 3-gram overlap {num(recent)}",
-                ),
-                samples.onset(lambda s: s.column("pairwise_overlap") >= bad),
+                severity,
+                samples.evidence({"recent_overlap": recent}, text),
+                samples.onset(lambda s: s.column("pairwise_overlap") >= level),
             )
-        elif recent is not None and recent >= caution:
-            b.add(
-                Severity.CAUTION,
-                samples.evidence(
-                    {"recent_overlap": recent},
-                    f"completions in a group alike: mean pairwise 3-gram overlap {num(recent)}",
-                ),
-                samples.onset(lambda s: s.column("pairwise_overlap") >= caution),
-            )
-        elif (
-            samples.comparable
-            and early is not None
-            and recent is not None
-            and recent - early > rules.samples.diversity_drop
+        elif samples.comparable and (
+            worse := _worse(samples, overlap, False, rules.samples.diversity_drop)
         ):
-            b.add(
-                Severity.CAUTION,
-                samples.evidence(
-                    {"early": early, "recent": recent},
-                    f"diversity falling: overlap {num(early)} → {num(recent)}",
-                ),
-            )
+            early, recent = worse
+            text = f"diversity falling: overlap {num(early)} → {num(recent)}"
+            b.add(Severity.CAUTION, samples.evidence({"early": early, "recent": recent}, text))
     identical = _identical_lengths(f)
     if identical is not None:
         b.add(*identical)
@@ -763,8 +732,7 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     if reward is None or reward.shape is None:
         return None
     shape = reward.shape
-    task_rising = any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
-    rising = shape.phase is Phase.RISING or (shape.rose and task_rising)
+    rising = shape.phase is Phase.RISING or (shape.rose and _task_rising(f))
     # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
     # is for a while less clear in the noise
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)

@@ -13,7 +13,7 @@ import orjson
 
 from grpo_tui.context import RunContext
 from grpo_tui.files import UTF8_BOM, describe_os_error, read_regular
-from grpo_tui.sources.jsonline import describe_json_error
+from grpo_tui.sources.logreader import describe_json_error
 
 #: the largest count or length taken from args (anything above is not a real setting)
 _LARGEST_SETTING = 2**53

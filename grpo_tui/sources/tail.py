@@ -66,7 +66,7 @@ class TailChunk:
     @property
     def lines(self) -> list[TailLine]:
         """The non-blank lines one by one (line endings dropped), for line-wise readers.
-        The metrics reader takes `data` whole instead (see shapes.py)."""
+        The metrics reader takes `data` whole instead (see logreader.py)."""
         lines: list[TailLine] = []
         offset = self.offset
         for line_no, raw in enumerate(self.data.split(b"\n")[:-1], self.first_line_no):

@@ -2,7 +2,7 @@
 
 An adapter is data: which keys alias which canonical metric, which keys carry the step,
 the progress strings, and what marks an eval, end-of-train or summary line. The readers
-(sources/plans.py, shapes.py) are shared by every framework, so adding one is adding a
+(sources/logreader.py) are shared by every framework, so adding one is adding a
 table, not a branch.
 """
 
@@ -52,7 +52,7 @@ class FormatAdapter:
     """One framework's vocabulary and files: which files it reads and how, which keys
     mean which canonical metric, and what its lines look like. Adapters compare and hash
     by identity: the caches of what is computed from them (names here, line plans in
-    sources/plans.py) are keyed on the adapter itself, so a derived adapter
+    sources/logreader.py) are keyed on the adapter itself, so a derived adapter
     (`dataclasses.replace`) starts with caches of its own."""
 
     name: str

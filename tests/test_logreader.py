@@ -1,10 +1,10 @@
-"""The fast reader (shapes.py) reads every line as if it were read alone.
+"""The JSON-lines reader (logreader.py) reads every line as if it were read alone.
 
 The reference below reads one line at a time with a plan made from that very line, the
-scalar progress parsers and the step rule, which is what a line means. The fast path
-groups lines by shape, trusts the first line's plan for the group, packs numbers with
-struct, parses progress strings a column at a time and may parse a chunk in forked
-parts: for any input it must give the same rows, bad lines and end-of-run.
+scalar progress parsers and the step rule, which is what a line means. The reader stacks
+lines of one plan, parses progress strings a column at a time, reads a chunk a slice at a
+time and settles steps afterwards: for any input it must give the same rows, bad lines
+and end-of-run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -20,13 +20,11 @@ from helpers import MS_SWIFT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_tui.sources import shapes
+from grpo_tui.sources import logreader
 from grpo_tui.sources.formats import MSSWIFT, TRL
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.values import parse_fraction
-from grpo_tui.sources.jsonline import BadJson, parse_object
-from grpo_tui.sources.logreader import LogReader
-from grpo_tui.sources.plans import fresh_plan
+from grpo_tui.sources.logreader import BadJson, LogReader, parse_object
 from grpo_tui.sources.records import Batch
 from grpo_tui.vocabulary import LineKind
 
@@ -54,7 +52,7 @@ def read_alone(adapter: FormatAdapter, data: bytes) -> Reading:
         except BadJson:
             bad.append(line_no)
             continue
-        plan = fresh_plan(adapter, obj)
+        plan = logreader._make_plan(adapter, obj)
         if plan.kind == LineKind.SUMMARY:
             finished = True
             continue
@@ -86,7 +84,7 @@ def _as_float(value: object) -> float:
         return math.inf if value > 0 else -math.inf  # type: ignore[operator]
 
 
-def read_fast(adapter: FormatAdapter, data: bytes) -> Reading:
+def read_log(adapter: FormatAdapter, data: bytes) -> Reading:
     batch: Batch = LogReader(adapter, "test").read_chunk(data)
     rows = [
         (int(record.kind), record.step, record.values)
@@ -229,18 +227,18 @@ def log_lines(draw: st.DrawFn) -> bytes:
     return b"".join(line + b"\n" for line in lines)
 
 
-@pytest.mark.parametrize("slice_lines", [3, shapes.SLICE_LINES])
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(data=log_lines())
+@given(data=log_lines(), slice_lines=st.integers(1, 50))
 def test_every_line_reads_as_if_alone(
     monkeypatch: pytest.MonkeyPatch, slice_lines: int, data: bytes
 ) -> None:
-    monkeypatch.setattr(shapes, "SLICE_LINES", slice_lines)
+    """Whatever the slices (one line each, a few, the whole log at once)."""
+    monkeypatch.setattr(logreader, "SLICE_LINES", slice_lines)
     for adapter in (MSSWIFT, TRL):
         expected = read_alone(adapter, data)
-        assert same(read_fast(adapter, data), expected)
+        assert same(read_log(adapter, data), expected)
 
 
 # -- real files --------------------------------------------------------------------------
@@ -252,7 +250,7 @@ def test_real_ms_swift_files_read_as_if_alone(path: Path) -> None:
     data = path.read_bytes()
     if not data.endswith(b"\n"):
         data += b"\n"
-    assert same(read_fast(MSSWIFT, data), read_alone(MSSWIFT, data))
+    assert same(read_log(MSSWIFT, data), read_alone(MSSWIFT, data))
 
 
 def test_a_shape_first_seen_with_null_keeps_later_numbers() -> None:
@@ -260,7 +258,7 @@ def test_a_shape_first_seen_with_null_keeps_later_numbers() -> None:
     set that do log a number for it must keep it."""
     lines = [{"loss": 1.0, "kl": None}, {"loss": 2.0, "kl": 0.5}, {"loss": 3.0, "kl": None}]
     data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    rows = read_fast(MSSWIFT, data).rows
+    rows = read_log(MSSWIFT, data).rows
     assert [values.get("kl") for _, _, values in rows] == [None, 0.5, None]
 
 
@@ -302,7 +300,7 @@ def read_in_chunks(adapter: FormatAdapter, data: bytes, cuts: list[int]) -> Read
 
 def test_a_log_read_in_pieces_reads_as_one() -> None:
     data = _bench_like_log(2000)
-    one = read_fast(MSSWIFT, data)
+    one = read_log(MSSWIFT, data)
     assert len(one.rows) == 2040 and len(one.bad) == 6
     assert same(read_in_chunks(MSSWIFT, data, [1, 2, 333, 334, 1000, 2039]), one)
 
@@ -317,3 +315,16 @@ def test_bad_line_numbers_count_blank_lines_and_continue_across_chunks() -> None
     second = b'{"loss": 2.0}\n[1]\n'
     assert _line_numbers(lambda: reader.read_chunk(first, 1)) == [3]
     assert _line_numbers(lambda: reader.read_chunk(second, 4)) == [5]
+
+
+# -- plans per adapter ---------------------------------------------------------------------
+def test_a_derived_adapter_reads_by_its_own_tables() -> None:
+    """Plans are cached per adapter: one made with `replace` (no cache reset by hand)
+    reads its own step keys and aliases, and the original still reads its own."""
+    data = b'{"score": 0.5, "progress": "3/10"}\n'
+    derived = replace(
+        TRL, name="trl-progress", fraction_step_keys=("progress",), aliases={"reward": ("score",)}
+    )
+    for adapter, step, name in ((TRL, 1.0, "score"), (derived, 3.0, "reward"), (TRL, 1.0, "score")):
+        [(_, got_step, values)] = read_log(adapter, data).rows
+        assert (got_step, list(values)) == (step, [name])
