@@ -12,6 +12,7 @@ from typing import NoReturn
 from grpo_tui import __version__
 from grpo_tui.commands.output import (
     EXIT_BROKEN_PIPE,
+    EXIT_CODES,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -129,7 +130,11 @@ def _parser() -> argparse.ArgumentParser:
     _source_options(tail)
 
     check = sub.add_parser(
-        "check", help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)"
+        "check",
+        help="diagnose PATH once, print it, exit 0/1/2 (healthy/caution/problem)",
+        epilog="exit codes:\n"
+        + "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument(
         "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"

@@ -257,15 +257,22 @@ def _evidence_json(evidence: Evidence) -> dict[str, Any]:
     }
 
 
+#: the version of `check --json`'s layout: raised when a field changes meaning or goes
+CHECK_JSON_SCHEMA = 1
+
+
 def diagnosis_to_json(
     run: Run, diagnosis: Diagnosis, *, now: float | None = None
 ) -> dict[str, Any]:
-    """The diagnosis as plain JSON data (NaN and ±Inf become null)."""
+    """The diagnosis as plain JSON data (NaN and ±Inf become null); the README's "check
+    --json" section documents every field."""
     state, age = run_state(run, time.time() if now is None else now)
     store = run.store
     steps = store.steps
     train_rows = int(np.count_nonzero(store.kinds == LineKind.TRAIN))
     return {
+        "schema": CHECK_JSON_SCHEMA,
+        "path": str(run.path),
         "status": diagnosis.status.word,
         "scenarios": [
             {

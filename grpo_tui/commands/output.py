@@ -40,6 +40,21 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
 
+#: every exit code with what it means, for `check --help` (the README's table says the same)
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_HEALTHY, "healthy"),
+    (EXIT_CAUTION, "caution, or warming up (too few points for a verdict)"),
+    (EXIT_PROBLEM, "problem"),
+    (EXIT_NOTHING, "nothing readable yet: no metric lines (an empty log, a run not started)"),
+    (EXIT_BAD_RULES, "the rules file cannot be used"),
+    (EXIT_UNREADABLE, "PATH cannot be read or does not exist (the message says why)"),
+    (EXIT_USAGE, "the command line is wrong"),
+    (EXIT_INTERNAL, "grpo-tui itself failed (GRPO_TUI_DEBUG=1 shows the traceback)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_BROKEN_PIPE, "the reader of the output went away (| head)"),
+)
+
+
 def say(message: str, *, stream: TextIO | None = None) -> None:
     """One line to stderr: "grpo-tui: message", sanitised."""
     stream = stream or sys.stderr

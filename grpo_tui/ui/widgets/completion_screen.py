@@ -2,7 +2,9 @@
 
 The text is untrusted model output of any size. It is made inert once (`printable`,
 newlines kept) and shown in a read-only TextArea, which draws only the lines on screen,
-so a 1 MB completion without a newline scrolls like a short one.
+so a 1 MB completion without a newline scrolls like a short one. Beyond SHOWN_CHARS the
+TextArea's soft wrap of the whole text takes seconds (a 10 MB completion froze the app for
+26 s), so the text is cut there, saying how much is left out. `q` quits the app here too.
 """
 
 from __future__ import annotations
@@ -19,15 +21,27 @@ from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.completions import completion_view
 from grpo_tui.untrusted import printable
 
+#: characters of a completion (and of its prompt) shown
+SHOWN_CHARS = 1_000_000
+
+
+def _shown(text: str) -> str:
+    """Up to SHOWN_CHARS of `text`, made inert, saying what is left out."""
+    if len(text) <= SHOWN_CHARS:
+        return printable(text, single_line=False)
+    left = len(text) - SHOWN_CHARS
+    return (
+        printable(text[:SHOWN_CHARS], single_line=False)
+        + f"\n── {left:,} more characters not shown ({len(text):,} in all) ──"
+    )
+
 
 def whole_text(group: Group, row: int, *, with_prompt: bool) -> str:
     """The completion (and, `with_prompt`, the prompt before it) made inert."""
-    sample = group.completions[row]
-    text = printable(sample.text, single_line=False)
+    text = _shown(group.completions[row].text)
     if not with_prompt:
         return text
-    prompt = printable(group.prompt, single_line=False)
-    return f"── prompt ──\n{prompt}\n── completion ──\n{text}"
+    return f"── prompt ──\n{_shown(group.prompt)}\n── completion ──\n{text}"
 
 
 class CompletionScreen(Screen[None]):
@@ -35,7 +49,7 @@ class CompletionScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Back"),
-        Binding("q", "close", "Back", show=False),
+        Binding("q", "app.quit", "Quit", show=False),
         Binding("p", "toggle_prompt", "Prompt"),
     ]
 

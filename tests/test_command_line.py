@@ -1,6 +1,6 @@
-"""Where `grpo-tui export` may write (commands/export.py): anywhere but the run's folder
-and the files the run is read from; the run's folder whatever file PATH names in it, and
-no folder at all for a lone log file. And what it writes is inert on a terminal."""
+"""The command line in plain words: where `export` may write (anywhere but the run's folder
+and the files the run is read from), what a wrong path or command is told, what `inspect`
+says of completions it could not use, and what `check --help` and `--json` promise."""
 
 from __future__ import annotations
 
@@ -109,3 +109,22 @@ def test_inspect_counts_and_shows_the_completions_it_could_not_use(
     out = capsys.readouterr().out
     assert f"completions {dumps}: 1 batches, 1 bad" in out
     assert "1.jsonl: line 2: invalid JSON" in out
+
+
+def test_check_help_lists_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    help_text = capsys.readouterr().out
+    for code in (0, 1, 2, 3, 4, 5, 64, 70, 130, 141):
+        assert f"\n  {code:>3}  " in help_text
+
+
+def test_check_json_says_its_schema_and_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "output" / "v0-20260101-000000"
+    run_dir.mkdir(parents=True)
+    shutil.copy(LOG, run_dir / "logging.jsonl")
+    main(["check", str(tmp_path / "output"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (data["schema"], data["path"]) == (1, str(tmp_path / "output"))
