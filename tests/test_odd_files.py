@@ -312,7 +312,7 @@ async def test_the_header_says_permission_denied(tmp_path: Path, denied: set[Pat
         assert f"UNREADABLE permission denied: {log}" in str(header)
         # once readable again, it is read (the loss was only of time)
         denied.clear()
-        app._reader.wake()
+        app.reader.wake()
         while len(app.run_state.store) == 0 and time.monotonic() < deadline + 10:
             await pilot.pause(0.05)
         assert len(app.run_state.store) > 0

@@ -8,26 +8,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import FIXED_MTIME, FIXTURE_COMPLETIONS, FIXTURE_LOG, RUN_DIR_NAME, settle
 from textual.pilot import Pilot
 
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.completion_screen import CompletionScreen
 from grpo_tui.ui.widgets.detail import DetailScreen
 
-FIXTURE = (
-    Path(__file__).parent
-    / "fixtures"
-    / "ms-swift"
-    / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
-)
-COMPLETIONS = FIXTURE.with_name("local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl")
-RUN_DIR_NAME = "v0-20261202-132949"
-FIXED_MTIME = 1_700_000_000.0
 FIXED_NOW = FIXED_MTIME + 42
 
 SnapCompare = Callable[..., bool]
@@ -38,14 +29,14 @@ def fixed_run(tmp_path: Path) -> Path:
     run_dir = tmp_path / "output" / RUN_DIR_NAME
     run_dir.mkdir(parents=True)
     log = run_dir / "logging.jsonl"
-    shutil.copy(FIXTURE, log)
+    shutil.copy(FIXTURE_LOG, log)
     os.utime(log, (FIXED_MTIME, FIXED_MTIME))
     return tmp_path / "output"
 
 
 @pytest.fixture
 def run_with_completions(fixed_run: Path) -> Path:
-    shutil.copy(COMPLETIONS, fixed_run / RUN_DIR_NAME / "completions.jsonl")
+    shutil.copy(FIXTURE_COMPLETIONS, fixed_run / RUN_DIR_NAME / "completions.jsonl")
     return fixed_run
 
 
@@ -57,22 +48,23 @@ def make_app(path: Path, theme: str | None = None) -> GrpoTuiApp:
 async def settled(pilot: Pilot[None]) -> None:
     app = pilot.app
     assert isinstance(app, GrpoTuiApp)
-    deadline = time.monotonic() + 20
-    while not (app.run_state.version > 0 and app.settled):
-        assert time.monotonic() < deadline, "the app did not settle"
-        await pilot.pause(0.05)
-    await pilot.pause(0.1)
+    await settle(pilot, app)
 
 
 def then(*keys: str, screen: type | None = None) -> Callable[[Pilot[None]], object]:
+    """Once settled, press `keys`; then wait for `screen` (when given) and a settled app."""
+
     async def run_before(pilot: Pilot[None]) -> None:
-        await settled(pilot)
+        app = pilot.app
+        assert isinstance(app, GrpoTuiApp)
+        await settle(pilot, app)
         await pilot.press(*keys)
-        deadline = time.monotonic() + 10
-        while screen is not None and not isinstance(pilot.app.screen, screen):
-            assert time.monotonic() < deadline
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
+        await settle(
+            pilot,
+            app,
+            lambda: screen is None or isinstance(app.screen, screen),
+            what=f"{screen.__name__ if screen else 'the screen'} after {' '.join(keys)}",
+        )
 
     return run_before
 
