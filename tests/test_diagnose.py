@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +50,7 @@ Column = Sequence[float | None]
 
 
 def make_run(
-    columns: dict[str, Column],
+    columns: Mapping[str, Column],
     *,
     context: RunContext | None = None,
     steps: Sequence[float] | None = None,
@@ -62,7 +62,7 @@ def make_run(
     steps = list(steps) if steps is not None else list(range(1, n + 1))
     records = []
     for i in range(n):
-        values = {k: float(v[i]) for k, v in columns.items() if i < len(v) and v[i] is not None}
+        values = {k: float(x) for k, v in columns.items() if i < len(v) and (x := v[i]) is not None}
         records.append(Record(LineKind.TRAIN, float(steps[i]), values, dict(source_keys or {})))
     run = Run(Path("run"), status=FeedStatus(context=context or RunContext()))
     run.ingest(Batch(blocks=[RowBlock.of(records)]))
@@ -246,9 +246,9 @@ def test_not_learning_needs_a_run_that_never_rose_and_little_spread() -> None:
 def test_a_reward_that_fell_to_nothing_with_dead_spread_is_not_learning_from_then() -> None:
     n = 120
     columns = healthy_columns(n)
-    columns["reward"] = list(columns["reward"][:60]) + [0.0] * 60  # type: ignore[index]
-    columns["reward_std"] = list(columns["reward_std"][:60]) + [0.0] * 60  # type: ignore[index]
-    columns["frac_reward_zero_std"] = list(columns["frac_reward_zero_std"][:60]) + [1.0] * 60  # type: ignore[index]
+    columns["reward"] = list(columns["reward"][:60]) + [0.0] * 60
+    columns["reward_std"] = list(columns["reward_std"][:60]) + [0.0] * 60
+    columns["frac_reward_zero_std"] = list(columns["frac_reward_zero_std"][:60]) + [1.0] * 60
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
     not_learning = scenario(d, ScenarioId.NOT_LEARNING)
     assert not_learning.severity is Severity.PROBLEM
@@ -827,7 +827,7 @@ def _ingest(run: Run, columns: dict[str, Column], rows: range) -> None:
         Record(
             LineKind.TRAIN,
             float(i + 1),
-            {k: float(v[i]) for k, v in columns.items() if v[i] is not None},
+            {k: float(x) for k, v in columns.items() if (x := v[i]) is not None},
         )
         for i in rows
     ]

@@ -274,10 +274,10 @@ def denied(monkeypatch: pytest.MonkeyPatch) -> set[Path]:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    def fake_scandir(path: object = ".") -> object:
-        if Path(str(path)) in paths:
+    def fake_scandir(path: str | os.PathLike[str] = ".") -> object:
+        if Path(path) in paths:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_scandir(path)  # type: ignore[arg-type]
+        return real_scandir(path)
 
     monkeypatch.setattr(os, "open", fake_open)
     monkeypatch.setattr(os, "scandir", fake_scandir)
