@@ -434,7 +434,6 @@ def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
     """`inspect --follow --json` in a pipe: appended lines come out as batch lines."""
     import subprocess
     import sys
-    import time
 
     path = tmp_path / "logging.jsonl"
     lines = RUN1.read_bytes().splitlines(keepends=True)
@@ -455,8 +454,7 @@ def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
         assert first["rows"] == 1 and first["last_step"] == 2.0
         with path.open("ab") as f:
             f.write(lines[-1])  # the summary line
-        time.sleep(0.1)
-        second = json.loads(proc.stdout.readline())
+        second = json.loads(proc.stdout.readline())  # readline waits for it
         assert second["finished"] is True
     finally:
         proc.terminate()
