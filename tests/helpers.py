@@ -11,14 +11,20 @@ names a file) or a completion, and each would act on a terminal or a renderer if
 
 from __future__ import annotations
 
+import atexit
+import functools
 import html
 import json
+import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from grpo_tui.sim import write_run
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -173,6 +179,56 @@ def hostile_completions() -> list[dict[str, object]]:
             record[text] = [float((i + position + step) % 2) for i in range(size)]
         records.append(record)
     return records
+
+
+# -- the live monitor on a run of real lines ------------------------------------------------
+
+
+def fixture_lines() -> list[str]:
+    """The lines of the recorded 4.6.0 "3rewards-eval" logging.jsonl (FIXTURE_LOG)."""
+    return FIXTURE_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def make_run(tmp_path: Path, lines: list[str], *, mtime: float | None = None) -> Path:
+    """An ms-swift output dir holding one run dir whose logging.jsonl has `lines` (its file
+    time `mtime`, when given). Returns the output dir."""
+    run_dir = tmp_path / "output" / RUN_DIR_NAME
+    run_dir.mkdir(parents=True)
+    log = run_dir / "logging.jsonl"
+    log.write_text("".join(lines), encoding="utf-8")
+    if mtime is not None:
+        os.utime(log, (mtime, mtime))
+    return tmp_path / "output"
+
+
+def app_for(path: Path, **kwargs: Any) -> GrpoTuiApp:
+    """The tail app on `path`, at a fixed time 42 s after FIXED_MTIME and without the
+    user's environment (NO_COLOR) unless told otherwise."""
+    from grpo_tui.ui.app import GrpoTuiApp
+
+    kwargs.setdefault("now", lambda: FIXED_MTIME + 42)
+    kwargs.setdefault("environ", {})
+    return GrpoTuiApp(path, **kwargs)
+
+
+# -- simulated runs ---------------------------------------------------------------------
+
+
+@functools.cache
+def _sims_dir() -> Path:
+    """One folder of simulated runs for the test session, removed when it ends."""
+    directory = Path(tempfile.mkdtemp(prefix="grpo-tui-test-sims-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+@functools.cache
+def simulated_run(scenario: str, seed: int = 0, max_steps: int | None = None) -> Path:
+    """The simulator's run of `scenario` (its `v0-...` run directory), written once per test
+    session and shared by every test that asks for the same one: read it, never change it
+    (copy it to tmp_path first to change it)."""
+    out = _sims_dir() / f"{scenario}-seed{seed}-steps{max_steps}"
+    return write_run(out, scenario, seed=seed, max_steps=max_steps)
 
 
 # -- waiting on a condition ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
+from helpers import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import (
@@ -36,7 +36,7 @@ from grpo_tui.health.verdict import CheckItem, Evidence, Scenario, Window
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
-from grpo_tui.sim import SCENARIOS, write_run
+from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats.trl import TRL
 from grpo_tui.sources.records import Batch, ColumnGroup, Record, RowBlock
@@ -812,7 +812,7 @@ def test_judging_the_same_step_again_counts_once() -> None:
 def test_the_healthy_simulation_never_cries_wolf_while_live() -> None:
     """Judged after every logged step as the live panel does: after warm-up, no caution or
     problem headline on the simulator's healthy run (bench/diagnosis.py does every seed)."""
-    run = load_run(write_run(Path(__import__("tempfile").mkdtemp()), "healthy", seed=1))
+    run = load_run(simulated_run("healthy", seed=1))
     snap = snapshot(run)
     tracker = VerdictTracker(RULES)
     for step in np.unique(snap.train_steps).tolist():
@@ -943,9 +943,8 @@ def test_a_million_rows_are_diagnosed() -> None:
 
 
 @pytest.fixture(scope="module")
-def sim_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    out = tmp_path_factory.mktemp("sim")
-    return {name: load_run(write_run(out / name, name, seed=0)) for name in SCENARIOS}
+def sim_runs() -> dict[str, Run]:
+    return {name: load_run(simulated_run(name)) for name in SCENARIOS}
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -13,9 +12,11 @@ import pytest
 from helpers import (
     FIXED_MTIME,
     FIXTURE_COMPLETIONS,
-    FIXTURE_LOG,
     RUN_DIR_NAME,
     TRL,
+    app_for,
+    fixture_lines,
+    make_run,
     read_again,
     screen_text,
     settle,
@@ -36,21 +37,6 @@ from grpo_tui.ui.widgets.help import HelpScreen
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.vocabulary import RunState, ScenarioId
-
-
-def fixture_lines() -> list[str]:
-    return FIXTURE_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
-
-
-def make_run(tmp_path: Path, lines: list[str], *, mtime: float | None = None) -> Path:
-    """An ms-swift output dir holding one run dir whose logging.jsonl has `lines`."""
-    run_dir = tmp_path / "output" / RUN_DIR_NAME
-    run_dir.mkdir(parents=True)
-    log = run_dir / "logging.jsonl"
-    log.write_text("".join(lines), encoding="utf-8")
-    if mtime is not None:
-        os.utime(log, (mtime, mtime))
-    return tmp_path / "output"
 
 
 def train_line(step: int, reward: float) -> str:
@@ -83,12 +69,6 @@ def drawn_value(app: GrpoTuiApp, name: str) -> str | None:
 @pytest.fixture
 def finished_run(tmp_path: Path) -> Path:
     return make_run(tmp_path, fixture_lines(), mtime=FIXED_MTIME)
-
-
-def app_for(path: Path, **kwargs: object) -> GrpoTuiApp:
-    kwargs.setdefault("now", lambda: FIXED_MTIME + 42)
-    kwargs.setdefault("environ", {})
-    return GrpoTuiApp(path, **kwargs)  # type: ignore[arg-type]
 
 
 class TestWhatIsShown:
