@@ -310,23 +310,6 @@ def test_an_unlistable_output_dir_says_permission_denied(tmp_path: Path, denied:
     assert run.unreadable == f"permission denied: {directory}"
 
 
-async def test_the_header_says_permission_denied(tmp_path: Path, denied: set[Path]) -> None:
-    directory = run_dir(tmp_path)
-    log = directory / "logging.jsonl"
-    denied.add(log)
-    app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
-    async with app.run_test(size=(120, 24)) as pilot:
-        said = f"UNREADABLE permission denied: {log}"
-        await wait_until(
-            pilot, lambda: said in str(app.query_one("#run-state").render()), what=said
-        )
-        # once readable again, it is read (the loss was only of time)
-        denied.clear()
-        app.reader.wake()
-        await settle(pilot, app, lambda: len(app.run_state.store) > 0, what="the log read")
-        assert app.run_state.unreadable is None
-
-
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files of any mode")
 def test_a_real_mode_000_file(tmp_path: Path) -> None:
     directory = run_dir(tmp_path)
@@ -389,17 +372,6 @@ def test_a_malformed_args_json_is_said_everywhere(
     assert said in capsys.readouterr().out
 
 
-async def test_the_header_shows_notes(tmp_path: Path) -> None:
-    directory = run_dir(tmp_path)
-    (directory / "args.json").write_text("[1]")
-    app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
-    async with app.run_test(size=(120, 24)) as pilot:
-        said = "args.json holds a JSON list"
-        await wait_until(
-            pilot, lambda: said in str(app.query_one("#run-notes").render()), what=said
-        )
-
-
 def test_bad_line_reasons_read_well() -> None:
     with pytest.raises(BadJson) as caught:
         parse_object(b'{"a": "\x01"}')
@@ -445,3 +417,38 @@ def test_export_of_a_folder_it_may_not_enter_is_unreadable_not_a_crash(
     monkeypatch.setattr(Path, "is_dir", refuse)
     code = export.export_command(target, str(tmp_path / "out.csv"), "csv")
     assert code in (EXIT_UNREADABLE, EXIT_NOTHING)
+
+
+# -- the live monitor's header -----------------------------------------------------------------
+
+
+class TestTheHeader:
+    """The monitor's header says what is wrong with the run's files."""
+
+    async def test_the_header_says_permission_denied(
+        self, tmp_path: Path, denied: set[Path]
+    ) -> None:
+        directory = run_dir(tmp_path)
+        log = directory / "logging.jsonl"
+        denied.add(log)
+        app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
+        async with app.run_test(size=(120, 24)) as pilot:
+            said = f"UNREADABLE permission denied: {log}"
+            await wait_until(
+                pilot, lambda: said in str(app.query_one("#run-state").render()), what=said
+            )
+            # once readable again, it is read (the loss was only of time)
+            denied.clear()
+            app.reader.wake()
+            await settle(pilot, app, lambda: len(app.run_state.store) > 0, what="the log read")
+            assert app.run_state.unreadable is None
+
+    async def test_the_header_shows_notes(self, tmp_path: Path) -> None:
+        directory = run_dir(tmp_path)
+        (directory / "args.json").write_text("[1]")
+        app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
+        async with app.run_test(size=(120, 24)) as pilot:
+            said = "args.json holds a JSON list"
+            await wait_until(
+                pilot, lambda: said in str(app.query_one("#run-notes").render()), what=said
+            )
