@@ -69,49 +69,55 @@ def then(*keys: str, screen: type | None = None) -> Callable[[Pilot[None]], obje
     return run_before
 
 
-def test_main_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
-    assert snap_compare(make_app(fixed_run), terminal_size=(80, 24), run_before=settled)
+class TestMainScreen:
+    """The main screen of a finished run, narrow, wide and in mono."""
+
+    def test_main_80x24(self, snap_compare: SnapCompare, fixed_run: Path) -> None:
+        assert snap_compare(make_app(fixed_run), terminal_size=(80, 24), run_before=settled)
+
+    def test_main_160x48(self, snap_compare: SnapCompare, fixed_run: Path) -> None:
+        assert snap_compare(make_app(fixed_run), terminal_size=(160, 48), run_before=settled)
+
+    def test_mono_80x24(self, snap_compare: SnapCompare, fixed_run: Path) -> None:
+        assert snap_compare(
+            make_app(fixed_run, theme="mono"), terminal_size=(80, 24), run_before=settled
+        )
 
 
-def test_main_160x48(snap_compare: SnapCompare, fixed_run: Path) -> None:
-    assert snap_compare(make_app(fixed_run), terminal_size=(160, 48), run_before=settled)
+class TestPanesAndScreens:
+    """The diagnosis and completions panes, the detail chart and one completion in full."""
 
+    def test_diagnosis_tab_80x24(self, snap_compare: SnapCompare, fixed_run: Path) -> None:
+        assert snap_compare(make_app(fixed_run), terminal_size=(80, 24), run_before=then("2"))
 
-def test_diagnosis_tab_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
-    assert snap_compare(make_app(fixed_run), terminal_size=(80, 24), run_before=then("2"))
+    def test_detail_80x24(self, snap_compare: SnapCompare, fixed_run: Path) -> None:
+        # clipped_ratio: zone bands and the truncation onset on the chart
+        keys = ("j",) * 6 + ("enter",)
+        assert snap_compare(
+            make_app(fixed_run),
+            terminal_size=(80, 24),
+            run_before=then(*keys, screen=DetailScreen),
+        )
 
+    def test_completions_80x24(self, snap_compare: SnapCompare, run_with_completions: Path) -> None:
+        # the newest group of a real run: folded prompt, rewards, signed advantages, text
+        assert snap_compare(
+            make_app(run_with_completions), terminal_size=(80, 24), run_before=then("3")
+        )
 
-def test_detail_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
-    # clipped_ratio: zone bands and the truncation onset on the chart
-    keys = ("j",) * 6 + ("enter",)
-    assert snap_compare(
-        make_app(fixed_run), terminal_size=(80, 24), run_before=then(*keys, screen=DetailScreen)
-    )
+    def test_completions_wide_160x48(
+        self, snap_compare: SnapCompare, run_with_completions: Path
+    ) -> None:
+        # wide: grid and diagnosis above, the completions below without switching panes
+        assert snap_compare(
+            make_app(run_with_completions), terminal_size=(160, 48), run_before=then("3", "n")
+        )
 
-
-def test_mono_80x24(snap_compare: SnapCompare, fixed_run: Path) -> None:
-    assert snap_compare(
-        make_app(fixed_run, theme="mono"), terminal_size=(80, 24), run_before=settled
-    )
-
-
-def test_completions_80x24(snap_compare: SnapCompare, run_with_completions: Path) -> None:
-    # the newest group of a real run: folded prompt, rewards, signed advantages, text
-    assert snap_compare(
-        make_app(run_with_completions), terminal_size=(80, 24), run_before=then("3")
-    )
-
-
-def test_completions_wide_160x48(snap_compare: SnapCompare, run_with_completions: Path) -> None:
-    # wide: grid and diagnosis above, the completions below without switching panes
-    assert snap_compare(
-        make_app(run_with_completions), terminal_size=(160, 48), run_before=then("3", "n")
-    )
-
-
-def test_completion_screen_80x24(snap_compare: SnapCompare, run_with_completions: Path) -> None:
-    assert snap_compare(
-        make_app(run_with_completions),
-        terminal_size=(80, 24),
-        run_before=then("3", "down", "enter", screen=CompletionScreen),
-    )
+    def test_completion_screen_80x24(
+        self, snap_compare: SnapCompare, run_with_completions: Path
+    ) -> None:
+        assert snap_compare(
+            make_app(run_with_completions),
+            terminal_size=(80, 24),
+            run_before=then("3", "down", "enter", screen=CompletionScreen),
+        )
