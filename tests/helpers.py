@@ -1,9 +1,11 @@
 """Shared test helpers, the one module tests import them from (test modules never import
 each other): where the copied real fixtures live, an ms-swift run folder rebuilt from one,
 a corpus of hostile strings with a run directory built from them, for the tests that
-walk every output path (tests/test_hostile_output.py, and the completions tests), and the
-waits: a test waits on the condition it needs (`wait_until`, `settle`, `wait_for`), in
-short steps up to a generous timeout, never for a fixed time.
+walk every output path (tests/test_hostile_output.py, and the completions tests), the
+tail app on a run of real lines (`make_run`, `app_for`, `screen_text`), simulated runs
+written once a session (`simulated_run`), and the waits: a test waits on the condition it
+needs (`wait_until`, `settle`, `read_again` in an app; `wait_for` outside one), looking
+again in short steps up to a generous timeout, never for a fixed time.
 
 Each hostile string is valid in a JSON key, a value, a file name (no "/" or NUL where it
 names a file) or a completion, and each would act on a terminal or a renderer if printed raw.
