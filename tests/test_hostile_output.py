@@ -176,7 +176,9 @@ def test_rules_output_and_warnings_are_inert(
 
 
 def _terminal_output(app: GrpoTuiApp) -> str:
-    """The bytes the compositor would write for the whole screen (as a screenshot does)."""
+    """The bytes the compositor would write for the whole screen (as a screenshot does).
+    Textual has no public call for them (export_screenshot gives SVG, which escapes what
+    this test looks for), so this asks its compositor, as export_screenshot itself does."""
     console = Console(
         width=app.size.width,
         height=app.size.height,
