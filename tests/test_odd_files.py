@@ -145,9 +145,12 @@ def in_pty(script: str) -> Iterator[tuple[subprocess.Popen[bytes], int, bytearra
 
 
 #: every open of a run's files blocks forever, as on a hung NFS mount; the first to block
-#: creates the file `stuck` names, so the test knows a read is stuck
+#: creates the file `stuck` names, so the test knows a read is stuck. Ctrl-C raises
+#: KeyboardInterrupt as in a terminal, even where the tests run with SIGINT ignored (a
+#: background job of a non-interactive shell passes SIG_IGN on, and Python keeps it)
 STUCK_READS = """
-import sys, threading
+import signal, sys, threading
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import grpo_tui.files, grpo_tui.sources.tail, grpo_tui.sources.context
 forever = threading.Event()
 def stuck(path):
