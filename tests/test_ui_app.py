@@ -53,17 +53,17 @@ def append(path: Path, text: str) -> None:
         handle.flush()
 
 
-def grid_row_text(app: GrpoTuiApp, name: str) -> str:
-    grid = app.main_screen.query_one(MetricGrid)
-    row = grid.row(name)
-    assert row is not None, f"{name} not drawn"
-    return row.value_text
-
-
 def drawn_value(app: GrpoTuiApp, name: str) -> str | None:
     """The value a grid row shows, or None while the row is not drawn."""
     row = app.main_screen.query_one(MetricGrid).row(name)
     return row.value_text if row is not None else None
+
+
+def grid_row_text(app: GrpoTuiApp, name: str) -> str:
+    """The value a grid row shows (the row must be drawn)."""
+    value = drawn_value(app, name)
+    assert value is not None, f"{name} not drawn"
+    return value
 
 
 @pytest.fixture
