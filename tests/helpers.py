@@ -1,7 +1,11 @@
 """Shared test helpers, the one module tests import them from (test modules never import
 each other): where the copied real fixtures live, an ms-swift run folder rebuilt from one,
-and a corpus of hostile strings with a run directory built from them, for the tests that
-walk every output path (tests/test_hostile_output.py, and the completions tests).
+a corpus of hostile strings with a run directory built from them, for the tests that
+walk every output path (tests/test_hostile_output.py, and the completions tests), the
+tail app on a run of real lines (`make_run`, `app_for`, `screen_text`), simulated runs
+written once a session (`simulated_run`), and the waits: a test waits on the condition it
+needs (`wait_until`, `settle`, `read_again` in an app; `wait_for` outside one), looking
+again in short steps up to a generous timeout, never for a fixed time.
 
 Each hostile string is valid in a JSON key, a value, a file name (no "/" or NUL where it
 names a file) or a completion, and each would act on a terminal or a renderer if printed raw.
@@ -9,14 +13,33 @@ names a file) or a completion, and each would act on a terminal or a renderer if
 
 from __future__ import annotations
 
+import atexit
+import functools
+import html
 import json
+import os
 import re
 import shutil
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grpo_tui.sim import write_run
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
+    from grpo_tui.ui.app import GrpoTuiApp
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MS_SWIFT = FIXTURES / "ms-swift"
 TRL = FIXTURES / "trl"
+#: the run directory name of the recorded 4.6.0 runs (and of `msswift_run_dir`)
+RUN_DIR_NAME = "v0-20261202-132949"
+#: a file time the app tests and snapshots fix, so "last data 42s ago" is the same each run
+FIXED_MTIME = 1_700_000_000.0
 
 
 def msswift_run_dir(
@@ -24,7 +47,7 @@ def msswift_run_dir(
 ) -> Path:
     """An ms-swift output dir rebuilt from a fixture: its logging.jsonl (and completions), with
     the args.json its .source.txt command implies (ms-swift 4.6 defaults num_iterations 1)."""
-    run_dir = tmp_path / "output" / "v0-20261202-132949"
+    run_dir = tmp_path / "output" / RUN_DIR_NAME
     run_dir.mkdir(parents=True)
     shutil.copy(MS_SWIFT / f"{name}_logging.jsonl", run_dir / "logging.jsonl")
     if completions:
@@ -83,6 +106,8 @@ OWN_SEQUENCES = re.compile(
 )
 
 FIXTURE_LOG = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl"
+#: the completions.jsonl of the same run
+FIXTURE_COMPLETIONS = MS_SWIFT / "local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl"
 
 
 def leaks(text: str) -> list[str]:
@@ -156,3 +181,140 @@ def hostile_completions() -> list[dict[str, object]]:
             record[text] = [float((i + position + step) % 2) for i in range(size)]
         records.append(record)
     return records
+
+
+# -- the live monitor on a run of real lines ------------------------------------------------
+
+
+def fixture_lines() -> list[str]:
+    """The lines of the recorded 4.6.0 "3rewards-eval" logging.jsonl (FIXTURE_LOG)."""
+    return FIXTURE_LOG.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def make_run(tmp_path: Path, lines: list[str], *, mtime: float | None = None) -> Path:
+    """An ms-swift output dir holding one run dir whose logging.jsonl has `lines` (its file
+    time `mtime`, when given). Returns the output dir."""
+    run_dir = tmp_path / "output" / RUN_DIR_NAME
+    run_dir.mkdir(parents=True)
+    log = run_dir / "logging.jsonl"
+    log.write_text("".join(lines), encoding="utf-8")
+    if mtime is not None:
+        os.utime(log, (mtime, mtime))
+    return tmp_path / "output"
+
+
+def app_for(path: Path, **kwargs: Any) -> GrpoTuiApp:
+    """The tail app on `path`, at a fixed time 42 s after FIXED_MTIME and without the
+    user's environment (NO_COLOR) unless told otherwise."""
+    from grpo_tui.ui.app import GrpoTuiApp
+
+    kwargs.setdefault("now", lambda: FIXED_MTIME + 42)
+    kwargs.setdefault("environ", {})
+    return GrpoTuiApp(path, **kwargs)
+
+
+# -- simulated runs ---------------------------------------------------------------------
+
+
+@functools.cache
+def _sims_dir() -> Path:
+    """One folder of simulated runs for the test session, removed when it ends."""
+    directory = Path(tempfile.mkdtemp(prefix="grpo-tui-test-sims-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+@functools.cache
+def simulated_run(scenario: str, seed: int = 0, max_steps: int | None = None) -> Path:
+    """The simulator's run of `scenario` (its `v0-...` run directory), written once per test
+    session and shared by every test that asks for the same one: read it, never change it
+    (copy it to tmp_path first to change it)."""
+    out = _sims_dir() / f"{scenario}-seed{seed}-steps{max_steps}"
+    return write_run(out, scenario, seed=seed, max_steps=max_steps)
+
+
+# -- waiting on a condition ----------------------------------------------------------------
+
+#: how long a wait may take before the test fails: generous, as a loaded CI machine is slow;
+#: a passing test never waits this long, it goes on as soon as its condition holds
+WAIT_S = 30.0
+#: how often a wait looks again
+STEP_S = 0.02
+
+
+async def wait_until(
+    pilot: Pilot[None],
+    condition: Callable[[], object],
+    timeout: float = WAIT_S,
+    *,
+    what: str = "the expected state",
+) -> None:
+    """Let the app run, in short steps, until `condition()` holds; fail saying `what` never
+    came when it does not within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came (waited {timeout:g} s)")
+        await pilot.pause(STEP_S)
+
+
+async def settle(
+    pilot: Pilot[None],
+    app: GrpoTuiApp,
+    until: Callable[[], object] = lambda: True,
+    timeout: float = WAIT_S,
+    *,
+    what: str = "the expected state",
+) -> None:
+    """Wait until the app read, diagnosed and drew the newest data, and `until()` holds;
+    then until its pending messages and layout are done (what a screenshot shows)."""
+    await wait_until(
+        pilot,
+        lambda: app.run_state.version > 0 and app.settled and until(),
+        timeout,
+        what=f"a settled app with {what}",
+    )
+    await pilot.pause()
+
+
+async def read_again(pilot: Pilot[None], app: GrpoTuiApp) -> None:
+    """Wait until the app's reader has read the files once more, from a read begun after
+    this call (the one under way may have begun before), and the app took what it sent."""
+    reader = app.reader
+    seen = reader.reads
+
+    def read_since() -> bool:
+        reader.wake()  # no waiting for the poll interval
+        return reader.reads >= seen + 2
+
+    await wait_until(pilot, read_since, what="a read of the files after the change")
+    await pilot.pause()
+
+
+def wait_for(
+    condition: Callable[[], object], timeout: float = WAIT_S, *, what: str = "the condition"
+) -> None:
+    """Outside an app (a thread, a subprocess): look every `STEP_S` until `condition()`
+    holds; fail saying `what` never came when it does not within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} never came (waited {timeout:g} s)")
+        time.sleep(STEP_S)
+
+
+# -- what the app shows --------------------------------------------------------------------
+
+_SVG_TEXT = re.compile(
+    r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" clip-path="url\(#[\w-]+?-line-(\d+)\)">(.*?)</text>'
+)
+
+
+def screen_text(app: GrpoTuiApp) -> str:
+    """What the terminal shows, as plain text lines (from the SVG screenshot)."""
+    svg = app.export_screenshot()
+    lines: dict[int, list[tuple[float, str]]] = {}
+    for match in _SVG_TEXT.finditer(svg):
+        x, line, content = float(match.group(1)), int(match.group(2)), match.group(3)
+        lines.setdefault(line, []).append((x, html.unescape(content).replace("\xa0", " ")))
+    return "\n".join("".join(part for _, part in sorted(lines[n])) for n in sorted(lines))

@@ -24,7 +24,7 @@ from grpo_tui.sources.feed import RunFeed
 from grpo_tui.sources.formats.console import ConsoleParser, looks_like_console
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
-from diagnosis import label_problems, labelled_runs
+from diagnosis import label_problems, labelled_runs  # type: ignore[import-not-found]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = Path(__file__).parent / "corpus"

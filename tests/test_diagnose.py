@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir
+from helpers import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import (
@@ -36,7 +36,7 @@ from grpo_tui.health.verdict import CheckItem, Evidence, Scenario, Window
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
-from grpo_tui.sim import SCENARIOS, write_run
+from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats.trl import TRL
 from grpo_tui.sources.records import Batch, ColumnGroup, Record, RowBlock
@@ -50,7 +50,7 @@ Column = Sequence[float | None]
 
 
 def make_run(
-    columns: dict[str, Column],
+    columns: Mapping[str, Column],
     *,
     context: RunContext | None = None,
     steps: Sequence[float] | None = None,
@@ -62,7 +62,7 @@ def make_run(
     steps = list(steps) if steps is not None else list(range(1, n + 1))
     records = []
     for i in range(n):
-        values = {k: float(v[i]) for k, v in columns.items() if i < len(v) and v[i] is not None}
+        values = {k: float(x) for k, v in columns.items() if i < len(v) and (x := v[i]) is not None}
         records.append(Record(LineKind.TRAIN, float(steps[i]), values, dict(source_keys or {})))
     run = Run(Path("run"), status=FeedStatus(context=context or RunContext()))
     run.ingest(Batch(blocks=[RowBlock.of(records)]))
@@ -246,9 +246,9 @@ def test_not_learning_needs_a_run_that_never_rose_and_little_spread() -> None:
 def test_a_reward_that_fell_to_nothing_with_dead_spread_is_not_learning_from_then() -> None:
     n = 120
     columns = healthy_columns(n)
-    columns["reward"] = list(columns["reward"][:60]) + [0.0] * 60  # type: ignore[index]
-    columns["reward_std"] = list(columns["reward_std"][:60]) + [0.0] * 60  # type: ignore[index]
-    columns["frac_reward_zero_std"] = list(columns["frac_reward_zero_std"][:60]) + [1.0] * 60  # type: ignore[index]
+    columns["reward"] = list(columns["reward"][:60]) + [0.0] * 60
+    columns["reward_std"] = list(columns["reward_std"][:60]) + [0.0] * 60
+    columns["frac_reward_zero_std"] = list(columns["frac_reward_zero_std"][:60]) + [1.0] * 60
     d = diagnose(make_run(columns, context=ON_POLICY), RULES)
     not_learning = scenario(d, ScenarioId.NOT_LEARNING)
     assert not_learning.severity is Severity.PROBLEM
@@ -812,7 +812,7 @@ def test_judging_the_same_step_again_counts_once() -> None:
 def test_the_healthy_simulation_never_cries_wolf_while_live() -> None:
     """Judged after every logged step as the live panel does: after warm-up, no caution or
     problem headline on the simulator's healthy run (bench/diagnosis.py does every seed)."""
-    run = load_run(write_run(Path(__import__("tempfile").mkdtemp()), "healthy", seed=1))
+    run = load_run(simulated_run("healthy", seed=1))
     snap = snapshot(run)
     tracker = VerdictTracker(RULES)
     for step in np.unique(snap.train_steps).tolist():
@@ -827,7 +827,7 @@ def _ingest(run: Run, columns: dict[str, Column], rows: range) -> None:
         Record(
             LineKind.TRAIN,
             float(i + 1),
-            {k: float(v[i]) for k, v in columns.items() if v[i] is not None},
+            {k: float(x) for k, v in columns.items() if (x := v[i]) is not None},
         )
         for i in rows
     ]
@@ -943,9 +943,8 @@ def test_a_million_rows_are_diagnosed() -> None:
 
 
 @pytest.fixture(scope="module")
-def sim_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    out = tmp_path_factory.mktemp("sim")
-    return {name: load_run(write_run(out / name, name, seed=0)) for name in SCENARIOS}
+def sim_runs() -> dict[str, Run]:
+    return {name: load_run(simulated_run(name)) for name in SCENARIOS}
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -26,7 +26,7 @@ def test_one_row_per_step_with_eval_columns_beside_train_ones() -> None:
     eval6 = next(r for r in lines if r.get("global_step/max_steps") == "6/6" and "eval_reward" in r)
     assert frame.loc[6, "reward"] == pytest.approx(train6["reward"])
     assert frame.loc[6, "eval_reward"] == pytest.approx(eval6["eval_reward"])
-    assert pd.isna(frame.loc[3, "reward"]) and not pd.isna(frame.loc[3, "eval_reward"])
+    assert frame["reward"].isna()[3] and not frame["eval_reward"].isna()[3]
     assert "rewards/Format/mean" in frame.columns
 
 

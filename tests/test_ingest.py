@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from helpers import MS_SWIFT, TRL
 from grpo_tui.commands.inspect import inspect_data, render_text
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
+from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.formats.values import (
     parse_duration,
     parse_fraction,
@@ -27,7 +29,16 @@ NUMITER2 = MS_SWIFT / "local-run-msswift-4.6.0_grpo-numiter2-dapo-beta0_logging.
 NAN_LINE = MS_SWIFT / "ms-swift-issue-4465_grpo-v3.5_nan.jsonl"
 
 
-def make_run_dir(root: Path, name: str, logging: Path, args: dict | None = None) -> Path:
+def last_value(store: MetricStore, name: str) -> float:
+    """The value of `name` at its last logged step."""
+    last = store.last(name)
+    assert last is not None, f"{name} never logged"
+    return last[1]
+
+
+def make_run_dir(
+    root: Path, name: str, logging: Path, args: dict[str, object] | None = None
+) -> Path:
     run_dir = root / name
     run_dir.mkdir(parents=True)
     shutil.copy(logging, run_dir / "logging.jsonl")
@@ -83,8 +94,8 @@ def test_msswift_46_run_line_kinds_and_values() -> None:
     # unknown numeric keys are kept under their own names
     assert store.count("step_time") == 4 and store.count("entropy/max") == 4
     # one canonical seconds-per-step; elapsed parsed from "16s"
-    assert store.last("speed")[1] == pytest.approx(2.687603)
-    assert store.last("elapsed")[1] == 16
+    assert last_value(store, "speed") == pytest.approx(2.687603)
+    assert last_value(store, "elapsed") == 16
     # no memory key on CPU: not logged, never 0
     assert "memory" not in store
     assert run.version_hints[0].startswith("ms-swift ≥ 3.12.5")
@@ -110,12 +121,12 @@ def test_nan_tokens_are_data_not_bad_lines() -> None:
     assert store.count("kl") == 0 and store.nonfinite_steps("kl").tolist() == [300.0]
     assert store.nonfinite_steps("clip_ratio").tolist() == [300.0]
     assert store.last("reward") == (300.0, 1.55)
-    assert store.last("percentage")[1] == pytest.approx(23.15)
-    assert store.last("elapsed")[1] == 20 * 3600 + 20 * 60 + 38
-    assert store.last("remaining")[1] == 2 * 86400 + 19 * 3600 + 32 * 60 + 31
+    assert last_value(store, "percentage") == pytest.approx(23.15)
+    assert last_value(store, "elapsed") == 20 * 3600 + 20 * 60 + 38
+    assert last_value(store, "remaining") == 2 * 86400 + 19 * 3600 + 32 * 60 + 31
     # train_speed(iter/s) 0.004094 is inverted into seconds per step
-    assert store.last("speed")[1] == pytest.approx(1 / 0.004094)
-    assert store.last("memory")[1] == pytest.approx(146.13)
+    assert last_value(store, "speed") == pytest.approx(1 / 0.004094)
+    assert last_value(store, "memory") == pytest.approx(146.13)
     assert run.max_steps == 1296
 
 
@@ -124,7 +135,7 @@ def test_two_pasted_runs_newer_step_replaces_older() -> None:
     # line 2 ("2/4389") comes from a restarted run: it supersedes step 9 of the first
     assert run.store.steps.tolist() == [2.0]
     assert run.store.replaced_rows == 1
-    assert run.store.last("remaining")[1] == parse_duration("10d 9h 50m 13s")
+    assert last_value(run.store, "remaining") == parse_duration("10d 9h 50m 13s")
     assert "memory" not in run.store
 
 
@@ -135,7 +146,7 @@ def test_msswift_37_train_and_eval_lines() -> None:
     assert store.count("eval_kl") == 1  # present on one eval line, absent on the other
     assert store.count("eval_reward") == 2
     assert store.count("rewards/CompletenessReward/mean") == 1
-    assert store.last("memory")[1] == pytest.approx(52.21)
+    assert last_value(store, "memory") == pytest.approx(52.21)
 
 
 def test_sft_file_with_summary_line() -> None:
@@ -254,11 +265,13 @@ def test_trl_trainer_state_directory(tmp_path: Path) -> None:
     assert "rewards/format_reward/mean" in run.store
 
 
-def _trl_checkpoint_and_top(tmp_path: Path) -> dict:
+def _trl_checkpoint_and_top(tmp_path: Path) -> dict[str, Any]:
     """A TRL output dir as a finished run leaves it: checkpoint-6 saved at the last step
     (its history stops before the train_runtime item), then the top trainer_state.json
     from `trainer.save_state()` with the whole history."""
-    document = json.loads((TRL / "local-run-trl1.16.0-tf5.20.0_trainer_state.json").read_text())
+    document: dict[str, Any] = json.loads(
+        (TRL / "local-run-trl1.16.0-tf5.20.0_trainer_state.json").read_text()
+    )
     assert "train_runtime" in document["log_history"][-1]
     (tmp_path / "checkpoint-6").mkdir()
     checkpoint = dict(document, log_history=document["log_history"][:-1])
@@ -421,7 +434,6 @@ def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
     """`inspect --follow --json` in a pipe: appended lines come out as batch lines."""
     import subprocess
     import sys
-    import time
 
     path = tmp_path / "logging.jsonl"
     lines = RUN1.read_bytes().splitlines(keepends=True)
@@ -442,8 +454,7 @@ def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
         assert first["rows"] == 1 and first["last_step"] == 2.0
         with path.open("ab") as f:
             f.write(lines[-1])  # the summary line
-        time.sleep(0.1)
-        second = json.loads(proc.stdout.readline())
+        second = json.loads(proc.stdout.readline())  # readline waits for it
         assert second["finished"] is True
     finally:
         proc.terminate()

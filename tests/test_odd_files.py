@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import MS_SWIFT
+from helpers import MS_SWIFT, settle, wait_for, wait_until
 
 from grpo_tui.commands.check import check_command
 from grpo_tui.commands.inspect import inspect_command
@@ -109,9 +109,9 @@ def test_a_fifo_args_json_is_skipped_and_said(tmp_path: Path) -> None:
 
 
 @contextmanager
-def in_pty(script: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+def in_pty(script: str) -> Iterator[tuple[subprocess.Popen[bytes], int, bytearray]]:
     """Run a Python script on a pseudo-terminal of 80×24 (the TUI needs one); its output
-    is drained in a thread so it never blocks on a full pty."""
+    is drained in a thread (so it never blocks on a full pty) into the bytearray yielded."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color", "XDG_CONFIG_HOME": "/nonexistent", RULES_ENV: ""}
@@ -125,16 +125,18 @@ def in_pty(script: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     )
     os.close(slave)
 
+    output = bytearray()
+
     def drain() -> None:
         try:
-            while os.read(master, 65536):
-                pass
+            while chunk := os.read(master, 65536):
+                output.extend(chunk)
         except OSError:
             pass
 
     threading.Thread(target=drain, daemon=True).start()
     try:
-        yield proc, master
+        yield proc, master, output
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -142,12 +144,17 @@ def in_pty(script: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
         os.close(master)
 
 
-#: every open of a run's files blocks forever, as on a hung NFS mount
+#: every open of a run's files blocks forever, as on a hung NFS mount; the first to block
+#: creates the file `stuck` names, so the test knows a read is stuck. Ctrl-C raises
+#: KeyboardInterrupt as in a terminal, even where the tests run with SIGINT ignored (a
+#: background job of a non-interactive shell passes SIG_IGN on, and Python keeps it)
 STUCK_READS = """
-import sys, threading
+import signal, sys, threading
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import grpo_tui.files, grpo_tui.sources.tail, grpo_tui.sources.context
 forever = threading.Event()
 def stuck(path):
+    open({stuck!r}, "w").close()
     forever.wait()
 grpo_tui.files.open_regular = grpo_tui.sources.tail.open_regular = stuck
 grpo_tui.files.read_regular = grpo_tui.sources.context.read_regular = stuck
@@ -156,18 +163,27 @@ sys.exit(main({argv!r}))
 """
 
 
-def _wait_started(proc: subprocess.Popen[bytes], seconds: float = 3.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "ended before it was asked to"
-        time.sleep(0.1)
+def stuck_reads(argv: list[str], tmp_path: Path) -> tuple[str, Path]:
+    """The script running the CLI on `argv` with every read stuck, and the file that says
+    a read is stuck once it exists."""
+    mark = tmp_path / "a-read-is-stuck"
+    return STUCK_READS.format(argv=argv, stuck=str(mark)), mark
+
+
+def wait_stuck(proc: subprocess.Popen[bytes], mark: Path) -> None:
+    """Wait until the process is stuck in a read (and still running)."""
+    wait_for(lambda: mark.exists() or proc.poll() is not None, ENDS_WITHIN, what="a stuck read")
+    assert proc.poll() is None, "ended before it was asked to"
 
 
 @pytest.mark.parametrize("how", ["q", "SIGTERM", "SIGINT", "SIGHUP"])
 def test_the_monitor_ends_while_a_read_is_stuck(tmp_path: Path, how: str) -> None:
     directory = run_dir(tmp_path)
-    with in_pty(STUCK_READS.format(argv=["tail", str(directory.parent)])) as (proc, master):
-        _wait_started(proc)
+    script, mark = stuck_reads(["tail", str(directory.parent)], tmp_path)
+    with in_pty(script) as (proc, master, output):
+        wait_stuck(proc, mark)
+        # the screen is up (its footer drawn): keys and signals reach the running app
+        wait_for(lambda: b"Quit" in output, ENDS_WITHIN, what="the monitor's first frame")
         if how == "q":
             os.write(master, b"q")
         else:
@@ -180,12 +196,11 @@ def test_headless_commands_end_on_ctrl_c_while_a_read_is_stuck(
     tmp_path: Path, command: str
 ) -> None:
     directory = run_dir(tmp_path)
+    script, mark = stuck_reads([command, str(directory.parent)], tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-c", STUCK_READS.format(argv=[command, str(directory.parent)])],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    _wait_started(proc, 2.0)
+    wait_stuck(proc, mark)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=ENDS_WITHIN) == EXIT_INTERRUPTED
     assert b"Traceback" not in proc.communicate()[1]
@@ -262,10 +277,10 @@ def denied(monkeypatch: pytest.MonkeyPatch) -> set[Path]:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    def fake_scandir(path: object = ".") -> object:
-        if Path(str(path)) in paths:
+    def fake_scandir(path: str | os.PathLike[str] = ".") -> object:
+        if Path(path) in paths:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_scandir(path)  # type: ignore[arg-type]
+        return real_scandir(path)
 
     monkeypatch.setattr(os, "open", fake_open)
     monkeypatch.setattr(os, "scandir", fake_scandir)
@@ -296,27 +311,6 @@ def test_an_unlistable_output_dir_says_permission_denied(tmp_path: Path, denied:
     denied.add(directory)
     run = load_run(directory)
     assert run.unreadable == f"permission denied: {directory}"
-
-
-async def test_the_header_says_permission_denied(tmp_path: Path, denied: set[Path]) -> None:
-    directory = run_dir(tmp_path)
-    log = directory / "logging.jsonl"
-    denied.add(log)
-    app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
-    async with app.run_test(size=(120, 24)) as pilot:
-        deadline = time.monotonic() + 10
-        while app.run_state.unreadable is None and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
-        header = app.query_one("#run-state").render()
-        assert f"UNREADABLE permission denied: {log}" in str(header)
-        # once readable again, it is read (the loss was only of time)
-        denied.clear()
-        app._reader.wake()
-        while len(app.run_state.store) == 0 and time.monotonic() < deadline + 10:
-            await pilot.pause(0.05)
-        assert len(app.run_state.store) > 0
-        assert app.run_state.unreadable is None
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files of any mode")
@@ -381,18 +375,6 @@ def test_a_malformed_args_json_is_said_everywhere(
     assert said in capsys.readouterr().out
 
 
-async def test_the_header_shows_notes(tmp_path: Path) -> None:
-    directory = run_dir(tmp_path)
-    (directory / "args.json").write_text("[1]")
-    app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
-    async with app.run_test(size=(120, 24)) as pilot:
-        deadline = time.monotonic() + 10
-        while not app.run_state.notes and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
-        assert "args.json holds a JSON list" in str(app.query_one("#run-notes").render())
-
-
 def test_bad_line_reasons_read_well() -> None:
     with pytest.raises(BadJson) as caught:
         parse_object(b'{"a": "\x01"}')
@@ -438,3 +420,38 @@ def test_export_of_a_folder_it_may_not_enter_is_unreadable_not_a_crash(
     monkeypatch.setattr(Path, "is_dir", refuse)
     code = export.export_command(target, str(tmp_path / "out.csv"), "csv")
     assert code in (EXIT_UNREADABLE, EXIT_NOTHING)
+
+
+# -- the live monitor's header -----------------------------------------------------------------
+
+
+class TestTheHeader:
+    """The monitor's header says what is wrong with the run's files."""
+
+    async def test_the_header_says_permission_denied(
+        self, tmp_path: Path, denied: set[Path]
+    ) -> None:
+        directory = run_dir(tmp_path)
+        log = directory / "logging.jsonl"
+        denied.add(log)
+        app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
+        async with app.run_test(size=(120, 24)) as pilot:
+            said = f"UNREADABLE permission denied: {log}"
+            await wait_until(
+                pilot, lambda: said in str(app.query_one("#run-state").render()), what=said
+            )
+            # once readable again, it is read (the loss was only of time)
+            denied.clear()
+            app.reader.wake()
+            await settle(pilot, app, lambda: len(app.run_state.store) > 0, what="the log read")
+            assert app.run_state.unreadable is None
+
+    async def test_the_header_shows_notes(self, tmp_path: Path) -> None:
+        directory = run_dir(tmp_path)
+        (directory / "args.json").write_text("[1]")
+        app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
+        async with app.run_test(size=(120, 24)) as pilot:
+            said = "args.json holds a JSON list"
+            await wait_until(
+                pilot, lambda: said in str(app.query_one("#run-notes").render()), what=said
+            )

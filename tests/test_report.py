@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir
+from helpers import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
 from rich.console import Console
 
 from grpo_tui.commands.check import check_command, exit_code
@@ -98,11 +98,9 @@ def test_exit_codes() -> None:
 
 
 @pytest.fixture(scope="module")
-def sim_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("sim")
+def sim_dirs() -> dict[str, Path]:
     return {
-        name: write_run(out / name, name, seed=1)
-        for name in ("healthy", "reward_hacking", "truncation")
+        name: simulated_run(name, seed=1) for name in ("healthy", "reward_hacking", "truncation")
     }
 
 

@@ -10,16 +10,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from rich.console import Console
 
+from grpo_tui.presentation import BARS, GAP, bar_levels
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.records import Record
 from grpo_tui.ui.themes import load_themes
-from grpo_tui.ui.widgets.sparkline import (
-    BARS,
-    GAP,
-    ZoneSparkline,
-    bar_levels,
-    sparkline_segments,
-)
+from grpo_tui.ui.widgets.sparkline import ZoneSparkline, sparkline_segments
 from grpo_tui.vocabulary import LineKind, Zone
 
 PALETTE = load_themes()["colorblind"].palette

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
-from tensorboard.plugins.scalar.summary_v2 import scalar_pb
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
-from tensorboard.summary.writer.record_writer import RecordWriter
-from tensorboard.util import tensor_util
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2  # type: ignore[import-untyped]
+from tensorboard.plugins.scalar.summary_v2 import scalar_pb  # type: ignore[import-untyped]
+from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
+from tensorboard.summary.writer.record_writer import RecordWriter  # type: ignore[import-untyped]
+from tensorboard.util import tensor_util  # type: ignore[import-untyped]
 
 from grpo_tui.sources.formats.tensorboard import find_event_files
 from grpo_tui.sources.tensorboard import MISSING_TENSORBOARD, TensorBoardStore
@@ -34,7 +34,8 @@ def simple(step: int, tag: str, value: float) -> bytes:
     """A TF1-style event: one `simple_value` (what torch's SummaryWriter writes)."""
     value_pb = summary_pb2.Summary.Value(tag=tag, simple_value=value)
     summary = summary_pb2.Summary(value=[value_pb])
-    return event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary).SerializeToString()
+    event = event_pb2.Event(wall_time=1.7e9 + step, step=step, summary=summary)
+    return bytes(event.SerializeToString())
 
 
 def tensor(step: int, tag: str, value: float, *, metadata: bool = True) -> bytes:
@@ -43,7 +44,7 @@ def tensor(step: int, tag: str, value: float, *, metadata: bool = True) -> bytes
     summary = scalar_pb(tag, value)
     if not metadata:
         summary.value[0].ClearField("metadata")
-    return event_pb2.Event(wall_time=1.7e9, step=step, summary=summary).SerializeToString()
+    return bytes(event_pb2.Event(wall_time=1.7e9, step=step, summary=summary).SerializeToString())
 
 
 def other(step: int, tag: str, plugin: str, tensor_pb: tensor_pb2.TensorProto) -> bytes:
@@ -51,7 +52,7 @@ def other(step: int, tag: str, plugin: str, tensor_pb: tensor_pb2.TensorProto) -
     value = summary_pb2.Summary.Value(tag=tag, tensor=tensor_pb)
     value.metadata.plugin_data.plugin_name = plugin
     summary = summary_pb2.Summary(value=[value])
-    return event_pb2.Event(step=step, summary=summary).SerializeToString()
+    return bytes(event_pb2.Event(step=step, summary=summary).SerializeToString())
 
 
 def frame(data: bytes) -> bytes:

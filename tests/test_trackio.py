@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import wait_for
 
 from grpo_tui.sources.trackio import (
     TrackioStore,
@@ -136,14 +137,14 @@ def writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Writer]:
 def poll_until(store: TrackioStore, count: int, timeout: float = 20.0) -> list[Record]:
     """Poll until `count` records arrived in all (trackio writes every 0.5 s), no more."""
     records: list[Record] = []
-    deadline = time.monotonic() + timeout
-    while len(records) < count:
+
+    def arrived() -> bool:
         polled = store.poll()
         assert polled.problem is None
         records.extend(polled.records)
-        if len(records) < count:
-            assert time.monotonic() < deadline, f"{len(records)} of {count} records arrived"
-            time.sleep(0.05)
+        return len(records) >= count
+
+    wait_for(arrived, timeout, what=f"{count} records")
     assert len(records) == count, records
     return records
 
@@ -269,12 +270,16 @@ def test_a_newer_run_is_a_restart_and_a_named_run_stays(writer: Writer) -> None:
     writer.init("restart", "two")
     writer.log(train_row(1))
     writer.finish()
-    deadline = time.monotonic() + 20
-    polled = following.poll()
-    while not polled.records:
-        assert not polled.restarted and time.monotonic() < deadline
-        time.sleep(0.05)
-        polled = following.poll()
+    polls = [following.poll()]
+
+    def new_run_read() -> bool:
+        if not polls[-1].records:
+            assert not polls[-1].restarted  # no restart without the new run's rows
+            polls.append(following.poll())
+        return bool(polls[-1].records)
+
+    wait_for(new_run_read, 20, what="the new run's rows")
+    polled = polls[-1]
     assert polled.restarted
     assert polled.records == [trl_record(1)]
     assert following.current_run == "two"

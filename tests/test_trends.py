@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -84,7 +85,7 @@ def test_smooth_removes_single_spikes_and_reduces_long_series() -> None:
     ("slope", "expected"),
     [(0.01, Direction.RISING), (-0.01, Direction.FALLING), (0.0, Direction.FLAT)],
 )
-def test_trend_direction_of_noisy_lines(slope: float, expected: str) -> None:
+def test_trend_direction_of_noisy_lines(slope: float, expected: Direction) -> None:
     steps, values = noisy(100, slope, sigma=0.1, seed=4)
     trend = tr.classify_trend(steps, values, TREND)
     assert trend.direction == expected
@@ -245,7 +246,7 @@ def test_relative_bands_need_their_scale() -> None:
     ]
 
 
-def zone_of(codes: list[int], sustained: float = 0.7) -> int:
+def zone_of(codes: Sequence[int], sustained: float = 0.7) -> int:
     return tr.sustained_zone(np.array(codes, dtype=np.int8), sustained).zone
 
 

@@ -56,10 +56,11 @@ def test_shipped_themes() -> None:
 
 def test_colorblind_theme_uses_okabe_ito() -> None:
     palette = load_themes()["colorblind"].palette
-    colours = {
-        code: palette.style(code).color.name.lower()
-        for code in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD)
-    }  # type: ignore[union-attr]
+    colours: dict[Zone, str] = {}
+    for code in (Zone.HEALTHY, Zone.CAUTION, Zone.BAD):
+        colour = palette.style(code).color
+        assert colour is not None, code
+        colours[code] = colour.name.lower()
     assert colours == {Zone.HEALTHY: "#009e73", Zone.CAUTION: "#e69f00", Zone.BAD: "#d55e00"}
 
 
@@ -286,8 +287,8 @@ def test_one_frame_draws_the_detail_title_as_the_grid_row() -> None:
 
 def test_latest_value_sees_logged_infinity() -> None:
     store = _store({"grad_norm": [1.0, math.inf]})
-    assert store.latest("grad_norm")[1] == math.inf
-    assert _store({"x": [1.0, 2.0]}).latest("x")[1] == 2.0
+    assert store.latest("grad_norm") == (2.0, math.inf)
+    assert _store({"x": [1.0, 2.0]}).latest("x") == (2.0, 2.0)
 
 
 def test_row_layout_fits_80_columns() -> None:

@@ -38,7 +38,7 @@ from textual.widgets import Footer, Tab, Tabs
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.presentation import DEFAULT_CYCLE_S
-from grpo_tui.run.follow import RunFollower
+from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
 from grpo_tui.session import (
@@ -293,6 +293,17 @@ class GrpoTuiApp(App[None]):
         drawn = self._drawn is not None and self._drawn[0] == self.session.moment
         widgets_done = self._metrics.caption_aligned and self._completions.settled
         return drawn and widgets_done and self.session.settled
+
+    @property
+    def reader(self) -> FollowLoop:
+        """The run's reader (core's follow loop, in its own thread): `wake()` makes it look
+        at the files at once instead of at its next poll (tests use it)."""
+        return self._reader
+
+    @property
+    def frames(self) -> Pacer:
+        """The pacing of frames (tests put the next frame off with `done`)."""
+        return self._frames
 
     @property
     def main_screen(self) -> Screen[object]:

@@ -20,6 +20,7 @@ from textual.strip import Strip
 
 from grpo_tui.presentation import matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
+from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,
@@ -81,6 +82,11 @@ class MetricGrid(ScrollView, can_focus=True):
     def names(self) -> list[str]:
         """The metrics listed now (filtered), in display order."""
         return list(self._names)
+
+    @property
+    def palette(self) -> ZonePalette | None:
+        """The zone colours the rows are drawn in (None before the first source)."""
+        return self._source.palette if self._source is not None else None
 
     @property
     def selected(self) -> str | None:
