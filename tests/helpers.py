@@ -17,16 +17,25 @@ import atexit
 import functools
 import html
 import json
+import math
 import os
+import random
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from hypothesis import strategies as st
+
+from grpo_tui.run.metrics import Buckets, MetricStore
 from grpo_tui.sim import write_run
+from grpo_tui.sources.records import ColumnGroup, RowBlock
+from grpo_tui.vocabulary import LineKind
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -318,3 +327,220 @@ def screen_text(app: GrpoTuiApp) -> str:
         x, line, content = float(match.group(1)), int(match.group(2)), match.group(3)
         lines.setdefault(line, []).append((x, html.unescape(content).replace("\xa0", " ")))
     return "\n".join("".join(part for _, part in sorted(lines[n])) for n in sorted(lines))
+
+
+# -- the metric store's cases (tests/test_store_blocks.py, tests/test_cells.py) ----------------
+# Rows drawn like real logs, built into blocks the way sources/logreader.py builds them, and
+# the store's whole visible state compared between two stores.
+
+TRAIN, EVAL, END = LineKind.TRAIN, LineKind.EVAL, LineKind.END
+NAN, INF = math.nan, math.inf
+#: metric names rows draw from; shared by train and eval rows so columns span several groups
+NAMES = ("loss", "reward", "kl", "eval_loss")
+#: bucket widths compared: fewer buckets than points, about as many, more than points
+WIDTHS = (1, 5, 64)
+
+
+# -- building rows and blocks --------------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One log line: what it logged, and which key shape (reading plan) it came in."""
+
+    kind: LineKind
+    step: float
+    values: dict[str, float] = field(default_factory=dict)
+    #: two plans can log the same metrics (other key spellings, another key order)
+    shape: int = 0
+
+
+def _group_key(row: Row) -> tuple[int, tuple[str, ...], int]:
+    return int(row.kind), tuple(name for name in NAMES if name in row.values), row.shape
+
+
+def make_block(rows: Sequence[Row], *, shuffle_groups: random.Random | None = None) -> RowBlock:
+    """The rows as one RowBlock: a ColumnGroup per key shape, its rows increasing, groups in
+    order of their first row (what logreader.py gives for a plain slice), or shuffled."""
+    by_shape: dict[tuple[int, tuple[str, ...], int], list[int]] = {}
+    for i, row in enumerate(rows):
+        by_shape.setdefault(_group_key(row), []).append(i)
+    groups: list[ColumnGroup] = []
+    for (kind, names, shape), members in by_shape.items():
+        columns = names if shape == 0 else names[::-1]
+        prefix = "" if shape == 0 else f"{LineKind(kind).name.lower()}/"
+        values = np.array([[rows[i].values[c] for c in columns] for i in members], dtype=np.float64)
+        groups.append(
+            ColumnGroup(
+                rows=np.array(members, dtype=np.intp),
+                columns=columns,
+                source_keys={c: prefix + c for c in columns},
+                values=values.reshape(len(members), len(columns)),
+            )
+        )
+    if shuffle_groups is not None:
+        shuffle_groups.shuffle(groups)
+    return RowBlock(
+        kinds=np.array([int(row.kind) for row in rows], dtype=np.uint8),
+        steps=np.array([row.step for row in rows], dtype=np.float64),
+        groups=groups,
+        max_steps=100,
+    )
+
+
+def slice_block(block: RowBlock, start: int, stop: int) -> RowBlock:
+    """Rows [start, stop) of a block as a block of their own (groups keep their order)."""
+    groups = []
+    for group in block.groups:
+        inside = (group.rows >= start) & (group.rows < stop)
+        if inside.any():
+            rows = group.rows[inside] - start
+            groups.append(ColumnGroup(rows, group.columns, group.source_keys, group.values[inside]))
+    kinds, steps = block.kinds[start:stop].copy(), block.steps[start:stop].copy()
+    return RowBlock(kinds, steps, groups, block.max_steps)
+
+
+def block_of(*rows: Row) -> RowBlock:
+    return make_block(rows)
+
+
+def store_of(*rows: Row) -> MetricStore:
+    """A store fed the rows one by one through `add` (the reference path)."""
+    store = MetricStore()
+    for record in make_block(rows).records():
+        store.add(record)
+    return store
+
+
+def one_column_block(values: np.ndarray, name: str = "x") -> RowBlock:
+    """Train rows at steps 1, 2, … logging one metric."""
+    n = values.shape[0]
+    group = ColumnGroup(np.arange(n), (name,), {}, values.reshape(-1, 1))
+    return RowBlock(np.zeros(n, np.uint8), np.arange(1.0, n + 1), [group])
+
+
+def block_rows(block: RowBlock) -> list[Row]:
+    """A block's rows back as Rows (one key shape)."""
+    return [Row(r.kind, r.step, r.values) for r in block.records()]
+
+
+def train_rows(*steps: float, name: str = "loss") -> list[Row]:
+    return [Row(TRAIN, float(s), {name: float(s) / 10}) for s in steps]
+
+
+# -- comparing stores ------------------------------------------------------------------------
+def _same_arrays(got: np.ndarray, want: np.ndarray, what: str, *, rtol: float = 0.0) -> None:
+    """Exact (NaN == NaN, same shape and dtype), or within `rtol`; numpy's asserts only
+    run to explain a mismatch (they are slow, and this runs thousands of times)."""
+    assert (got.shape, got.dtype) == (want.shape, want.dtype), what
+    if rtol:
+        if not np.allclose(got, want, rtol=rtol, atol=0, equal_nan=True):
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=0, equal_nan=True, err_msg=what)
+    elif not np.array_equal(got, want, equal_nan=got.dtype.kind == "f"):
+        np.testing.assert_array_equal(got, want, err_msg=what, strict=True)
+
+
+def _same_pair(
+    got: tuple[float, float] | None, want: tuple[float, float] | None, what: str
+) -> None:
+    if want is None or got is None:
+        assert got == want, what
+        return
+    _same_arrays(np.array(got), np.array(want), what)
+
+
+def _same_buckets(got: Buckets, want: Buckets, what: str, *, mean_rtol: float) -> None:
+    for part in ("step_lo", "step_hi", "min", "max", "last", "count"):
+        _same_arrays(getattr(got, part), getattr(want, part), f"{what}.{part}")
+    _same_arrays(got.mean, want.mean, f"{what}.mean", rtol=mean_rtol)
+
+
+def assert_same_state(
+    got: MetricStore, want: MetricStore, label: str, *, mean_rtol: float = 0.0
+) -> None:
+    """Everything the store shows is the same. `mean_rtol` loosens only the bucket means of
+    long runs (block summaries sum in another order: see the module docstring)."""
+    assert len(got) == len(want), f"{label}: rows"
+    _same_arrays(got.steps, want.steps, f"{label}: steps")
+    _same_arrays(got.kinds, want.kinds, f"{label}: kinds")
+    assert got.last_step() == want.last_step(), f"{label}: last_step"
+    assert got.replaced_rows == want.replaced_rows, f"{label}: replaced_rows"
+    assert got.names() == want.names(), f"{label}: names"
+    assert [n for n in NAMES if n in got] == [n for n in NAMES if n in want], f"{label}: contains"
+    for name in [n for n in NAMES if n in want]:
+        what = f"{label}: {name}"
+        _same_arrays(got.column(name), want.column(name), f"{what} column")
+        assert got.count(name) == want.count(name), f"{what} count"
+        assert got.source_key(name) == want.source_key(name), f"{what} source_key"
+        _same_pair(got.last(name), want.last(name), f"{what} last")
+        _same_pair(got.latest(name), want.latest(name), f"{what} latest")
+        _same_arrays(
+            got.nonfinite_steps(name), want.nonfinite_steps(name), f"{what} nonfinite_steps"
+        )
+        got_points, want_points = got.points(name), want.points(name)
+        _same_arrays(got_points.steps, want_points.steps, f"{what} points.steps")
+        _same_arrays(got_points.values, want_points.values, f"{what} points.values")
+        got_window, want_window = got.window(name, 5), want.window(name, 5)
+        _same_arrays(got_window.steps, want_window.steps, f"{what} window.steps")
+        _same_arrays(got_window.values, want_window.values, f"{what} window.values")
+        for width in WIDTHS:
+            got_buckets, want_buckets = got.buckets(name, width), want.buckets(name, width)
+            _same_buckets(
+                got_buckets, want_buckets, f"{what} buckets({width})", mean_rtol=mean_rtol
+            )
+
+
+# -- the scenario: rows, and where blocks are cut ----------------------------------------------
+_KINDS = (TRAIN,) * 5 + (EVAL, EVAL, END)
+_MOVES = ("rise",) * 6 + ("same",) * 2 + ("jump", "back")
+#: which metrics a row logs: every subset of NAMES, each metric logged 2 times in 3
+_LOGGED = tuple(
+    subset
+    for mask in range(2 ** len(NAMES))
+    for subset in [tuple(name for bit, name in enumerate(NAMES) if mask >> bit & 1)]
+    for _ in range(2 ** len(subset))
+)
+#: a logged value: finite 6 times in 9, else NaN, +Infinity or -Infinity
+_NONFINITE = {6: NAN, 7: INF, 8: -INF}
+_finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def log_rows(draw: st.DrawFn, max_rows: int = 24) -> list[Row]:
+    """Rows like a log: steps mostly rising, sometimes repeating, jumping or going back."""
+    n = draw(st.integers(0, max_rows))
+    step = draw(st.integers(0, 3))
+    rows = []
+    for i in range(n):
+        move = draw(st.sampled_from(_MOVES)) if i else "same"
+        if move == "rise":
+            step += 1
+        elif move == "jump":
+            step += draw(st.integers(2, 30))
+        elif move == "back":
+            step = max(0, step - draw(st.integers(1, 8)))
+        kind = draw(st.sampled_from(_KINDS))
+        values = {}
+        for name in draw(st.sampled_from(_LOGGED)):
+            what = draw(st.integers(0, 8))
+            values[name] = _NONFINITE[what] if what in _NONFINITE else draw(_finite)
+        shape = draw(st.sampled_from((0, 0, 0, 1)))
+        rows.append(Row(kind, float(step), values, shape))
+    return rows
+
+
+@dataclass
+class Scenario:
+    rows: list[Row]
+    #: rows the "held" store takes one by one through `add` before one block of the rest
+    held: int
+    #: block boundaries for the "pieces" store (repeats give empty blocks)
+    cuts: list[int]
+    group_seed: int
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    rows = draw(log_rows())
+    n = len(rows)
+    held = draw(st.integers(0, n))
+    inner = draw(st.lists(st.integers(0, n), max_size=6))
+    return Scenario(rows, held, [0, *sorted(inner), n], draw(st.integers(0, 2**16)))

@@ -16,11 +16,10 @@ import math
 import random
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_store_blocks import (
+from helpers import (
     EVAL,
     TRAIN,
     Row,
@@ -30,6 +29,8 @@ from test_store_blocks import (
     scenarios,
     slice_block,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grpo_tui import load_run
 from grpo_tui.run.cells import (
@@ -71,7 +72,7 @@ def _same(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert np.array_equal(got, want, equal_nan=True), f"{what}: {got} != {want}"
 
 
-def _assert_same_cells(sparse: SparseCells | DenseCells, dense: DenseCells) -> None:
+def _assert_same_cells(sparse: SparseCells | DenseCells | ScaledCells, dense: DenseCells) -> None:
     for row in range(CAPACITY):
         got, want = sparse.get(row), dense.get(row)
         assert got == want or (math.isnan(got) and math.isnan(want)), f"get({row})"
@@ -89,10 +90,10 @@ def _assert_same_cells(sparse: SparseCells | DenseCells, dense: DenseCells) -> N
 @st.composite
 def cell_operations(
     draw: st.DrawFn, writes: st.SearchStrategy[list[tuple[int, float]]] = _ANY_WRITE
-) -> list[tuple[str, object]]:
+) -> list[tuple[str, Any]]:
     """Writes into empty rows (appends and rows between held ones), clears, conversions."""
     free = set(range(CAPACITY))
-    ops: list[tuple[str, object]] = []
+    ops: list[tuple[str, Any]] = []
     for _ in range(draw(st.integers(1, 25))):
         kind = draw(st.sampled_from(["put", "put", "put", "clear", "convert"]))
         if kind == "put":
@@ -114,16 +115,16 @@ def cell_operations(
 
 @settings(max_examples=150, deadline=None)
 @given(ops=cell_operations())
-def test_sparse_cells_answer_as_dense_cells_do(ops: list[tuple[str, object]]) -> None:
+def test_sparse_cells_answer_as_dense_cells_do(ops: list[tuple[str, Any]]) -> None:
     dense = DenseCells(CAPACITY)
     other: SparseCells | DenseCells = SparseCells()
     for kind, arg in ops:
         if kind == "put":
-            rows, values = arg  # type: ignore[misc]
+            rows, values = arg
             for cells in (dense, other):
                 cells.put(np.array(rows, dtype=np.int64), np.array(values))
         elif kind == "clear":
-            start, stop = arg  # type: ignore[misc]
+            start, stop = arg
             dense.clear(start, stop)
             other.clear(start, stop)
         else:
@@ -210,17 +211,16 @@ def test_a_long_real_shaped_log_holds_its_rare_metrics_sparsely() -> None:
         assert store.last(name) == reference.last(name)
         _same(store.nonfinite_steps(name), reference.nonfinite_steps(name), f"{name} NaN steps")
 
-    columns = store._columns  # the shape is the store's own business: looked at here only
-    shapes = {name: type(column.cells).__name__ for name, column in columns.items()}
-    assert shapes == {
-        "loss": "DenseCells",
-        "reward": "SparseCells",  # stopped at step 300: 10% of the rows
-        "kl": "SparseCells",  # a third of the rows: held as it started
-        "eval_loss": "SparseCells",  # 2% of the rows
-        "derived": "SparseCells",  # four rows
+    holding = store.holding()
+    assert {name: held for name, (held, _) in holding.items()} == {
+        "loss": "dense",
+        "reward": "sparse",  # stopped at step 300: 10% of the rows
+        "kl": "sparse",  # a third of the rows: held as it started
+        "eval_loss": "sparse",  # 2% of the rows
+        "derived": "sparse",  # four rows
     }
-    held = sum(column.cells.nbytes for column in columns.values())
-    dense = sum(column.cells.nbytes for column in reference._columns.values())
+    held = sum(size for _, size in holding.values())
+    dense = sum(size for _, size in reference.holding().values())
     assert held < 0.45 * dense, (held, dense)
 
 
@@ -243,17 +243,17 @@ def test_the_fewest_decimals_that_hold_every_value_exactly() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(ops=cell_operations(_DECIMAL_WRITE))
-def test_scaled_cells_answer_as_float_cells_do(ops: list[tuple[str, object]]) -> None:
+def test_scaled_cells_answer_as_float_cells_do(ops: list[tuple[str, Any]]) -> None:
     dense = DenseCells(CAPACITY)
     scaled = ScaledCells(CAPACITY, 4)
     for kind, arg in ops:
         if kind == "put":
-            rows, values = arg  # type: ignore[misc]
+            rows, values = arg
             assert scaled.fits(np.array(values))
             for cells in (dense, scaled):
                 cells.put(np.array(rows, dtype=np.int64), np.array(values))
         elif kind == "clear":
-            start, stop = arg  # type: ignore[misc]
+            start, stop = arg
             dense.clear(start, stop)
             scaled.clear(start, stop)
         else:
@@ -297,11 +297,11 @@ def test_real_msswift_values_are_held_as_int32_and_read_back_bit_for_bit() -> No
         floats.add_block(slice_block(block, start, stop))
     store.compact()
     floats.compact()
-    shapes = {name: type(column.cells).__name__ for name, column in store._columns.items()}
-    assert shapes["reward"] == shapes["grad_norm"] == "ScaledCells", shapes
-    assert set(type(c.cells).__name__ for c in floats._columns.values()) == {"DenseCells"}
-    held = sum(column.cells.nbytes for column in store._columns.values())
-    assert held < 0.55 * sum(column.cells.nbytes for column in floats._columns.values())
+    shapes = {name: held for name, (held, _) in store.holding().items()}
+    assert shapes["reward"] == shapes["grad_norm"] == "scaled", shapes
+    assert {held for held, _ in floats.holding().values()} == {"dense"}
+    held = sum(size for _, size in store.holding().values())
+    assert held < 0.55 * sum(size for _, size in floats.holding().values())
 
     def same_views() -> None:
         for name in floats.names():
@@ -319,8 +319,11 @@ def test_real_msswift_values_are_held_as_int32_and_read_back_bit_for_bit() -> No
     odd = {"reward": 0.123456789012345, "grad_norm": math.inf, "loss": 0.25}
     for target in (store, floats):
         target.add(Record(TRAIN, 3_001.0, odd, {}))
-    assert type(store._columns["reward"].cells).__name__ == "DenseCells"
-    assert type(store._columns["grad_norm"].cells).__name__ == "DenseCells"
-    assert type(store._columns["loss"].cells).__name__ == "ScaledCells"
+    holding = store.holding()
+    assert (holding["reward"][0], holding["grad_norm"][0], holding["loss"][0]) == (
+        "dense",
+        "dense",
+        "scaled",
+    )
     same_views()
     assert store.latest("grad_norm") == (3_001.0, math.inf)

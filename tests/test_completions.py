@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,7 @@ def _index(path: Path, **kwargs: object) -> CompletionsIndex:
     return index
 
 
-def _write_lines(path: Path, records: list[object], mode: str = "w") -> None:
+def _write_lines(path: Path, records: Sequence[object], mode: str = "w") -> None:
     with open(path, mode, encoding="utf-8") as handle:
         handle.writelines(
             (record if isinstance(record, str) else json.dumps(record)) + "\n" for record in records
@@ -53,7 +54,7 @@ def _columns(
     step: str,
     prompts: list[str],
     completions: list[str],
-    rewards: dict[str, list[float | None]],
+    rewards: Mapping[str, Sequence[float | None]],
     advantages: list[float] | None = None,
 ) -> dict[str, object]:
     record: dict[str, object] = {
@@ -280,7 +281,8 @@ def test_megatron_ray_rows_form_one_batch_per_gen_step(tmp_path: Path) -> None:
     assert index.poll() == 1
     assert len(index) == 1 and index.line_info(0).rows == 5
     assert [g.size for g in index.groups(0)] == [2, 3]
-    assert index.summary().latest is not None and index.summary().latest.completions == 5
+    latest = index.summary().latest
+    assert latest is not None and latest.completions == 5
     _write_lines(path, [{"gen_step": 2, "prompt": "c", "completion": "u", "reward": 0.5}], mode="a")
     index.poll()
     assert len(index) == 2
@@ -541,7 +543,10 @@ def test_index_missing_file_then_created(tmp_path: Path) -> None:
 def test_all_fail_all_pass_against_observed_range(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
     prompts = ["fail"] * 3 + ["pass"] * 3 + ["mixed"] * 3
-    rewards = {"acc": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0], "fmt": [None] * 9}
+    rewards: dict[str, list[float | None]] = {
+        "acc": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0],
+        "fmt": [None] * 9,
+    }
     _write_lines(path, [_columns("1", prompts, ["a", "b", "c"] * 3, rewards)])
     index = _index(path)
     by_prompt = {g.prompt: g for g in index.groups()}

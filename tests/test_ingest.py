@@ -390,6 +390,8 @@ def test_inspect_json_document(tmp_path: Path) -> None:
         "count": 4,
         "last": 1.50625002,
         "nonfinite": 0,
+        "held": "dense",
+        "bytes": 8192,
     }
     assert data["context"]["beta"] == 0.04
     assert data["finished"] is True

@@ -21,6 +21,7 @@ from grpo_tui.commands.output import (
     EXIT_HEALTHY,
     EXIT_NOTHING,
     EXIT_PROBLEM,
+    EXIT_UNREADABLE,
     EXIT_USAGE,
 )
 from grpo_tui.health.diagnose import diagnose
@@ -76,9 +77,11 @@ def small_run(values: dict[str, list[float]]) -> Run:
     return run
 
 
-def test_exit_codes() -> None:
-    empty = Run(Path("none"))
+def test_exit_codes(tmp_path: Path) -> None:
+    empty = Run(tmp_path)  # there, nothing in it yet
     assert exit_code(empty, diagnose(empty, RULES)) == EXIT_NOTHING
+    missing = Run(tmp_path / "no-such-run")  # not there: no such path, not "waiting"
+    assert exit_code(missing, diagnose(missing, RULES)) == EXIT_UNREADABLE
     dead = small_run(
         {"reward": [0.0] * 12, "reward_std": [0.0] * 12, "frac_reward_zero_std": [1.0] * 12}
     )
@@ -179,7 +182,17 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
     run = load_run(sim_dirs["reward_hacking"])
     data = diagnosis_to_json(run, diagnose(run, RULES))
     json.dumps(data, allow_nan=False)
-    assert set(data) == {"status", "scenarios", "checklist", "metrics", "run", "notes", "history"}
+    assert set(data) == {
+        "schema",
+        "path",
+        "status",
+        "scenarios",
+        "checklist",
+        "metrics",
+        "run",
+        "notes",
+        "history",
+    }
     for scenario in data["scenarios"]:
         assert set(scenario) == {
             "id",

@@ -136,7 +136,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunFiles]:
 
 
 def _totals(comp: dict[str, list[Any]], funcs: list[str]) -> np.ndarray:
-    return np.sum([comp[f] for f in funcs], axis=0)
+    totals: np.ndarray = np.sum([comp[f] for f in funcs], axis=0)
+    return totals
 
 
 def _overlap(texts: list[str]) -> float:

@@ -511,6 +511,7 @@ def test_a_followed_database_at_rest_moves_nothing_in_its_folder(
     from watchdog.observers import Observer
 
     from grpo_tui.run.follow import FollowLoop, RunFollower
+    from grpo_tui.run.update import Update
 
     folder = tmp_path / "project"
     folder.mkdir()
@@ -531,8 +532,8 @@ def test_a_followed_database_at_rest_moves_nothing_in_its_folder(
     enough = threading.Event()
     read = follower.read
 
-    def counted(**arguments: Any) -> Any:
-        update = read(**arguments)
+    def counted(time_budget: float = 0.05, chunk_bytes: int | None = None) -> Update:
+        update = read(time_budget, chunk_bytes)
         reads.append(update.more)
         if len(reads) >= 8:
             enough.set()

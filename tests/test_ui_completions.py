@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import HOSTILE, leaks
-from test_ui_app import RUN_DIR_NAME, app_for, fixture_lines, make_run, screen_text
+from helpers import (
+    HOSTILE,
+    RUN_DIR_NAME,
+    app_for,
+    fixture_lines,
+    leaks,
+    make_run,
+    read_again,
+    screen_text,
+    wait_until,
+)
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
 
@@ -41,22 +48,12 @@ def panel_of(app: GrpoTuiApp) -> CompletionsPanel:
     return app.main_screen.query_one(CompletionsPanel)
 
 
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause(0.05)
-        if condition():
-            await pilot.pause(0.05)
-            return
-    raise AssertionError("the expected state never came")
-
-
 async def opened(pilot: Pilot[None], app: GrpoTuiApp) -> CompletionsPanel:
     """The app settled with the completions pane shown."""
-    await wait_for(pilot, lambda: app.run_state.version > 0 and app.settled)
+    await wait_until(pilot, lambda: app.run_state.version > 0 and app.settled)
     await pilot.press("3")
     panel = panel_of(app)
-    await wait_for(pilot, lambda: panel.settled and panel.page is not None)
+    await wait_until(pilot, lambda: panel.settled and panel.page is not None)
     return panel
 
 
@@ -89,9 +86,9 @@ async def test_empty_state_says_which_file_and_how_to_log(tmp_path: Path) -> Non
     output = make_run(tmp_path, fixture_lines())
     app = app_for(output)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.run_state.version > 0 and app.settled)
+        await wait_until(pilot, lambda: app.run_state.version > 0 and app.settled)
         await pilot.press("3")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: "No completions logged yet." in screen_text(app))
         text = screen_text(app)
     assert "No completions logged yet." in text
     # the path (inside the PATH watched, as the header names the log) and whether it is there
@@ -132,21 +129,21 @@ async def test_group_and_step_keys(run_with_completions: Path) -> None:
         await pilot.press("N")
         assert "group 1/2" in title(panel)
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: "step 6 train" in title(panel))
+        await wait_until(pilot, lambda: "step 6 train" in title(panel))
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: "step 4 train" in title(panel))
+        await wait_until(pilot, lambda: "step 4 train" in title(panel))
         await pilot.press("right_square_bracket")
-        await wait_for(pilot, lambda: "step 6 train" in title(panel))
+        await wait_until(pilot, lambda: "step 6 train" in title(panel))
         # N at the first group goes to the last group of the step before
         await pilot.press("N")
-        await wait_for(pilot, lambda: "step 4 train · group 2/2" in title(panel))
+        await wait_until(pilot, lambda: "step 4 train · group 2/2" in title(panel))
         # n at the last group goes on to the first group of the next step
         await pilot.press("n")
-        await wait_for(pilot, lambda: "step 6 train · group 1/2" in title(panel))
+        await wait_until(pilot, lambda: "step 6 train · group 1/2" in title(panel))
         for _ in range(5):
             await pilot.press("left_square_bracket")
-            await pilot.pause(0.1)
-        await wait_for(pilot, lambda: "oldest step" in status(panel))
+            await pilot.pause()
+        await wait_until(pilot, lambda: "oldest step" in status(panel))
         assert "step 1 train" in title(panel)
 
 
@@ -180,11 +177,11 @@ async def test_zero_spread_filter(tmp_path: Path) -> None:
         panel = await opened(pilot, app)
         assert "step 7" in title(panel)
         await pilot.press("z")
-        await wait_for(pilot, lambda: "step 5" in title(panel))
+        await wait_until(pilot, lambda: "step 5" in title(panel))
         assert "ALL FAIL" in title(panel) or "ZERO SPREAD" in title(panel)
         assert "zero-spread groups only" in status(panel)
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: "no older step with a zero-spread group" in status(panel))
+        await wait_until(pilot, lambda: "no older step with a zero-spread group" in status(panel))
         await pilot.press("z")
         assert "zero-spread groups only" not in status(panel)
 
@@ -201,7 +198,7 @@ async def test_expand_enter_and_back(run_with_completions: Path) -> None:
         await pilot.press("down")
         row = table.cursor_row
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
         screen = app.screen
         assert isinstance(screen, CompletionScreen)
         group = panel.shown_group
@@ -211,7 +208,7 @@ async def test_expand_enter_and_back(run_with_completions: Path) -> None:
         await pilot.press("p")
         assert body.text.startswith("── prompt ──")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, CompletionScreen))
+        await wait_until(pilot, lambda: not isinstance(app.screen, CompletionScreen))
 
 
 async def test_search_finds_older_text(run_with_completions: Path) -> None:
@@ -219,12 +216,12 @@ async def test_search_finds_older_text(run_with_completions: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         panel = await opened(pilot, app)
         await pilot.press("slash", *"what is 0+5", "enter")
-        await wait_for(pilot, lambda: "found" in status(panel))
+        await wait_until(pilot, lambda: "found" in status(panel))
         group = panel.shown_group
         assert group is not None and "What is 0+5?" in group.prompt
         assert "step 1" in title(panel)
         await pilot.press("slash", "enter")  # the same search again: nothing older
-        await wait_for(pilot, lambda: "no more matches" in status(panel))
+        await wait_until(pilot, lambda: "no more matches" in status(panel))
         await pilot.press("slash", "escape")
         assert "/ what" not in status(panel)
 
@@ -242,11 +239,11 @@ async def test_new_groups_never_move_a_held_place(run_with_completions: Path) ->
         before = panel.cursor.place
         append(path, restamped(completions_lines()[1], 7))
         append(path, restamped(completions_lines()[2], 8))
-        app._reader.wake()
-        await wait_for(pilot, lambda: "2 new" in status(panel))
+        app.reader.wake()
+        await wait_until(pilot, lambda: "2 new" in status(panel))
         assert panel.cursor.place == before and "step 6" in title(panel)
         await pilot.press("space")  # follow again: the newest at once
-        await wait_for(pilot, lambda: "step 8 train" in title(panel))
+        await wait_until(pilot, lambda: "step 8 train" in title(panel))
         assert "following" in status(panel)
 
 
@@ -255,10 +252,10 @@ async def test_following_moves_to_new_groups_and_cycles(run_with_completions: Pa
     path = run_with_completions / RUN_DIR_NAME / "completions.jsonl"
     async with app.run_test(size=(100, 30)) as pilot:
         panel = await opened(pilot, app)
-        await wait_for(pilot, lambda: "group 2/2" in title(panel))
+        await wait_until(pilot, lambda: "group 2/2" in title(panel))
         append(path, restamped(completions_lines()[1], 9))
-        app._reader.wake()
-        await wait_for(pilot, lambda: "step 9 train" in title(panel))
+        app.reader.wake()
+        await wait_until(pilot, lambda: "step 9 train" in title(panel))
 
 
 async def test_paused_app_freezes_the_panel(run_with_completions: Path) -> None:
@@ -270,12 +267,11 @@ async def test_paused_app_freezes_the_panel(run_with_completions: Path) -> None:
         await pilot.press("p")
         place = panel.cursor.place
         append(path, restamped(completions_lines()[1], 9))
-        app._reader.wake()
-        await pilot.pause(1.0)
+        await read_again(pilot, app)  # the new line was read, and held
         assert panel.cursor.place == place and "step 9" not in title(panel)
         assert "paused" in status(panel)
         await pilot.press("p")
-        await wait_for(pilot, lambda: "step 9 train" in title(panel))
+        await wait_until(pilot, lambda: "step 9 train" in title(panel))
 
 
 # -- hostile and big ----------------------------------------------------------------------
@@ -300,11 +296,12 @@ async def test_hostile_completions_stay_inert_on_screen(tmp_path: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         panel = await opened(pilot, app)
         await pilot.press("e")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: panel.expanded and panel.settled)
+        await pilot.pause()  # the expanded rows drawn
         text = screen_text(app)
         svg = app.export_screenshot()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
         body = app.screen.query_one(TextArea).text
         whole = screen_text(app)
     assert panel.shown_group is not None
@@ -333,7 +330,7 @@ async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
         assert panel.query_one(DataTable).row_count == size
         assert f"{size} completions" in title(panel)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompletionScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
         assert len(app.screen.query_one(TextArea).text) == 1_000_000
 
 
@@ -430,8 +427,8 @@ async def test_a_truncated_or_new_completions_file_starts_the_panel_over(
         panel = await opened(pilot, app)
         assert "step 6" in title(panel)
         path.write_text(restamped(completions_lines()[1], 2), encoding="utf-8")
-        app._reader.wake()
-        await wait_for(pilot, lambda: "step 2 train" in title(panel) and panel.settled)
+        app.reader.wake()
+        await wait_until(pilot, lambda: "step 2 train" in title(panel) and panel.settled)
         assert panel.page is not None and panel.page.info.index == 0
         # the user moves back; the place is held on the new file's entries
         await pilot.press("n")
@@ -451,5 +448,5 @@ async def test_a_newer_run_directory_brings_its_own_completions(tmp_path: Path) 
         (resumed / "completions.jsonl").write_text(
             restamped(completions_lines()[2], 11), encoding="utf-8"
         )
-        app._reader.wake()
-        await wait_for(pilot, lambda: "step 11 train" in title(panel), timeout=20)
+        app.reader.wake()
+        await wait_until(pilot, lambda: "step 11 train" in title(panel), timeout=20)

@@ -39,13 +39,18 @@ def inspect_data(run: Run) -> dict[str, Any]:
     store = run.store
     steps = store.steps
     metrics: dict[str, Any] = {}
+    holding = store.holding()
     for name in store.names():
         last = store.last(name)
+        held, size = holding[name]
         metrics[name] = {
             "source_key": store.source_key(name),
             "count": store.count(name),
             "last": _number(last[1]) if last else None,
             "nonfinite": int(store.nonfinite_steps(name).size),
+            # how the values are held in memory (dense, scaled, sparse) and their bytes
+            "held": held,
+            "bytes": size,
         }
     return {
         "path": str(run.path),

@@ -557,6 +557,22 @@ class MetricStore:
         view.flags.writeable = False
         return view
 
+    @property
+    def capacity(self) -> int:
+        """Rows there is room for before the store grows (by a quarter; `compact` gives
+        back what a history read in full left over)."""
+        return self._capacity
+
+    def holding(self) -> dict[str, tuple[str, int]]:
+        """How each metric's values are held, "dense" (a float a row), "scaled" (an int32
+        decimal a row) or "sparse" (its logged rows only), and their bytes: where a run's
+        memory goes (`inspect --json` says it per metric)."""
+        shapes = {DenseCells: "dense", ScaledCells: "scaled", SparseCells: "sparse"}
+        return {
+            name: (shapes[type(column.cells)], column.cells.nbytes)
+            for name, column in self._columns.items()
+        }
+
     def names(self) -> list[str]:
         """Every metric ever logged, in order of first appearance."""
         return [name for name, col in self._columns.items() if col.logged_count]

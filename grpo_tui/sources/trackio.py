@@ -140,14 +140,17 @@ def list_runs(db_path: Path) -> list[RunInfo]:
     if os.path.lexists(db_path):
         for attempt in range(_AT_REST_TRIES):
             info = _check_files(db_path)
-            at_rest = _at_rest(db_path)
-            with closing(_connect(db_path, at_rest=at_rest)) as conn:
+            mode = _read_mode(db_path)
+            if mode is None:  # trackio is opening it: its -shm comes next
+                time.sleep(_BUSY_TIMEOUT)
+                continue
+            with closing(_connect(db_path, mode)) as conn:
                 schema = _Schema.of(conn)
                 if schema is not None:
                     runs = _database_runs(conn, schema, last_rows=True)
                     ids = (entry.log_id for _, entries in inbox.values() for entry in entries)
                     imported = _logged(conn, schema, ids)
-            if not at_rest or _still_at_rest(db_path, info) or attempt == _AT_REST_TRIES - 1:
+            if mode != _AT_REST or _still_at_rest(db_path, info) or attempt == _AT_REST_TRIES - 1:
                 break
     for key, (name, entries) in inbox.items():
         fresh = [entry for entry in entries if entry.log_id not in imported]
@@ -258,8 +261,10 @@ class TrackioStore:
                 self._choose({}, 0)
             fetched.fragments = self._read_inbox(folders, self._max_rows)
             return fetched
-        at_rest = _at_rest(self.path)
-        with closing(_connect(self.path, at_rest=at_rest)) as conn:
+        mode = _read_mode(self.path)
+        if mode is None:
+            return _Fetched(moved=True)  # trackio is opening it: its -shm comes next
+        with closing(_connect(self.path, mode)) as conn:
             schema = _Schema.of(conn)
             if schema is None:  # trackio is creating the tables
                 return fetched
@@ -278,7 +283,7 @@ class TrackioStore:
             fetched.fragments = self._read_inbox(folders, budget)
             ids = (entry.log_id for fragment in fetched.fragments for entry in fragment.entries)
             fetched.imported = _logged(conn, schema, ids)
-        if at_rest and not _still_at_rest(self.path, db_stat):
+        if mode == _AT_REST and not _still_at_rest(self.path, db_stat):
             return _Fetched(moved=True)  # trackio wrote meanwhile: nothing taken, read again
         self._db_identity = _identity(db_stat)
         return fetched
@@ -511,12 +516,27 @@ def _database_runs(
     return runs
 
 
-def _connect(path: Path, *, at_rest: bool) -> sqlite3.Connection:
-    """A connection that writes nothing: `mode=ro&immutable=1` while the database is at
-    rest (no `-wal`, no `-journal`: SQLite then opens the file read-only and creates none), `mode=ro&readonly_shm=1` while trackio's
-    `-wal` and `-shm` exist (read through them, not even read marks written)."""
-    uri = path.absolute().as_uri()
-    uri += "?mode=ro&immutable=1" if at_rest else "?mode=ro&readonly_shm=1"
+#: how a database at rest is opened: read-only, nothing created, no lock taken
+_AT_REST = "mode=ro&immutable=1"
+
+
+def _read_mode(path: Path) -> str | None:
+    """How to open the database writing nothing: immutable at rest (no `-wal`, no
+    `-journal`); through trackio's WAL, writing not even read marks, while its `-wal` and
+    `-shm` both exist; plain read-only during a rollback-mode transaction (its
+    `-journal`: locks, no shared memory). None while a `-wal` has no `-shm` yet: trackio is
+    opening the database, and SQLite would create the `-shm` itself (read again soon)."""
+    wal, journal = _exists(_sibling(path, "-wal")), _exists(_sibling(path, "-journal"))
+    if not wal and not journal:
+        return _AT_REST
+    if not wal:
+        return "mode=ro"
+    return "mode=ro&readonly_shm=1" if _exists(_sibling(path, "-shm")) else None
+
+
+def _connect(path: Path, mode: str) -> sqlite3.Connection:
+    """A connection opened as `_read_mode` says, queries only."""
+    uri = path.absolute().as_uri() + "?" + mode
     conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, isolation_level=None)
     try:
         conn.execute("PRAGMA query_only = 1")
@@ -558,13 +578,7 @@ def _still_at_rest(path: Path, before: os.stat_result) -> bool:
         before.st_mtime_ns,
         before.st_ctime_ns,
     )
-    return same and _at_rest(path)
-
-
-def _at_rest(path: Path) -> bool:
-    """No writer is at work: no `-wal` (WAL mode) and no `-journal` (rollback mode, a
-    transaction under way). Then the file alone holds every committed row."""
-    return not _exists(_sibling(path, "-wal")) and not _exists(_sibling(path, "-journal"))
+    return same and _read_mode(path) == _AT_REST
 
 
 def _logged(conn: sqlite3.Connection, schema: _Schema, log_ids: Iterable[str | None]) -> set[str]:

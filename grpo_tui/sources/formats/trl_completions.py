@@ -45,8 +45,8 @@ def convert(path: Path) -> Converted | None:
     per reward function, `advantages`); None while its footer is not written. Raises
     BatchFileError (no pyarrow, unreadable, no completion column), OSError (not opened)."""
     try:
-        import pyarrow as pa  # type: ignore[import-untyped]
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError as error:
         raise BatchFileError(PYARROW_MISSING) from error
     data = read_regular(path)  # whole, at once: one version of a file rewritten in place

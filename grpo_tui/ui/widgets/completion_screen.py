@@ -22,7 +22,7 @@ from grpo_tui.ui.widgets.completions import completion_view
 from grpo_tui.untrusted import printable
 
 #: characters of a completion (and of its prompt) shown
-SHOWN_CHARS = 1_000_000
+SHOWN_CHARS = 1 << 20
 
 
 def _shown(text: str) -> str:
