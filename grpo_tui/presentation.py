@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -140,11 +141,20 @@ def state_headline(run: Run, now: float) -> tuple[RunState, str]:
         label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
     elif state is RunState.STALLED and age is not None:
         label = f"STALLED: {stall_words(run, age)}"
+    elif state is RunState.WAITING and run.waiting_for is None and run.status.lines_read:
+        label = f"WAITING: {no_metrics_words(run)}"
     elif state is RunState.WAITING:
         label = "WAITING for " + (run.waiting_for or "data")
     else:
         label = state.word.upper()
     return state, printable(label)
+
+
+def no_metrics_words(run: Run) -> str:
+    """What a followed file that holds lines but no metric line is told with."""
+    lines = run.status.lines_read
+    name = Path(run.followed[0]).name if run.followed else "the log"
+    return f"no training metrics found in {name} ({lines} line{'' if lines == 1 else 's'} read)"
 
 
 def progress_facts(run: Run, now: float) -> tuple[str, ...]:

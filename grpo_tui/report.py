@@ -22,6 +22,7 @@ from grpo_tui.presentation import (
     bars,
     history_lines,
     is_function_reward,
+    no_metrics_words,
     no_verdict_words,
     pack_facts,
     progress_facts,
@@ -209,7 +210,8 @@ def render_check(
         if run.unreadable:
             parts.append(Text(f"Cannot read: {run.unreadable}", style="bold"))
         else:
-            parts.append(Text("Nothing readable: no metric lines found.", style="bold"))
+            words = no_metrics_words(run) if run.status.lines_read else "no metric lines found"
+            parts.append(Text(f"Nothing readable: {words}.", style="bold"))
         return Group(*parts)
     status = Text("Status: ", style="bold")
     status.append(diagnosis.status.headline, style="bold " + ZONE_STYLES[diagnosis.status.zone])

@@ -41,22 +41,24 @@ EXPECTED: dict[str, Expected] = {
     "local-run-msswift-4.6.0_grpo-3rewards-eval_checkpoint-6_trainer_state.json": Expected(
         "trl", "TRL", None, 0
     ),
+    # a completions file under another name: no metrics log of any framework
     "local-run-msswift-4.6.0_grpo-3rewards-eval_completions.jsonl": Expected(
-        "ms-swift", "ms-swift", None, 0
+        "jsonl", "JSON lines (no framework recognised)", None, 0
     ),
     "local-run-msswift-4.6.0_grpo-3rewards-eval_logging.jsonl": Expected(
         "ms-swift", "ms-swift", None, 0
     ),
     "local-run-msswift-4.6.0_grpo-numiter2-dapo-beta0_completions.jsonl": Expected(
-        "ms-swift", "ms-swift", None, 0
+        "jsonl", "JSON lines (no framework recognised)", None, 0
     ),
     "local-run-msswift-4.6.0_grpo-numiter2-dapo-beta0_logging.jsonl": Expected(
         "ms-swift", "ms-swift", None, 0
     ),
     "ms-swift-issue-4465_grpo-v3.5_nan.jsonl": Expected("ms-swift", "ms-swift", None, 0),
     "ms-swift-issue-5890_grpo-v3.8plus_no-memory.jsonl": Expected("ms-swift", "ms-swift", None, 0),
+    # log_history items without ms-swift's progress key: no evidence of whose
     "ms-swift-issue-6295_grpo-v3.10dev_log_history-items.jsonl": Expected(
-        "ms-swift", "ms-swift", None, 0
+        "jsonl", "JSON lines (no framework recognised)", None, 0
     ),
     "ms-swift-issue-5571_grpo-v3.8plus_console-repr.txt": Expected(
         "ms-swift-console",

@@ -33,8 +33,8 @@ def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
         return RunState.READING, age
     if run.finished or run.reached_max_steps():
         return RunState.FINISHED, age
-    if age is None:
-        return RunState.WAITING, None
+    if age is None or not len(run.store):
+        return RunState.WAITING, age  # nothing yet, or only lines that are no metrics
     if age > stall_threshold(run.usual_interval()):
         return RunState.STALLED, age
     return RunState.LIVE, age

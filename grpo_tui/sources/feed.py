@@ -85,6 +85,9 @@ class FeedStatus:
     #: (bytes read, bytes in the file) while the metrics log holds more than one read
     #: takes (its history is being read); None once caught up
     backlog: tuple[int, int] | None = None
+    #: lines of the followed log read so far, metric lines or not (a file of none but
+    #: other text says so rather than look live)
+    lines_read: int = 0
 
     def signature(self) -> tuple[object, ...]:
         """What a consumer shows of the status, as one comparable value (a new signature
@@ -99,6 +102,7 @@ class FeedStatus:
             self.data_time,
             self.completions_file,
             self.context,
+            self.lines_read,
         )
 
     def snapshot(self) -> FeedStatus:
@@ -312,6 +316,7 @@ class RunFeed:
             )
             batch.restarted = True
             reader.restart()
+        self.status.lines_read = tail.line_no
         if chunk.data:
             batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
             self.status.data_time = tail.mtime

@@ -141,9 +141,6 @@ def list_runs(db_path: Path) -> list[RunInfo]:
         for attempt in range(_AT_REST_TRIES):
             info = _check_files(db_path)
             mode = _read_mode(db_path)
-            if mode is None:  # trackio is opening it: its -shm comes next
-                time.sleep(_BUSY_TIMEOUT)
-                continue
             with closing(_connect(db_path, mode)) as conn:
                 schema = _Schema.of(conn)
                 if schema is not None:
@@ -262,8 +259,8 @@ class TrackioStore:
             fetched.fragments = self._read_inbox(folders, self._max_rows)
             return fetched
         mode = _read_mode(self.path)
-        if mode is None:
-            return _Fetched(moved=True)  # trackio is opening it: its -shm comes next
+        # the choice of run a first read makes is undone with a read that does not count
+        choice = (self._chosen, self._run, self.current_run, self._mark, set(self._known))
         with closing(_connect(self.path, mode)) as conn:
             schema = _Schema.of(conn)
             if schema is None:  # trackio is creating the tables
@@ -284,7 +281,9 @@ class TrackioStore:
             ids = (entry.log_id for fragment in fetched.fragments for entry in fragment.entries)
             fetched.imported = _logged(conn, schema, ids)
         if mode == _AT_REST and not _still_at_rest(self.path, db_stat):
-            return _Fetched(moved=True)  # trackio wrote meanwhile: nothing taken, read again
+            # trackio wrote meanwhile: nothing taken, nothing chosen, read again
+            self._chosen, self._run, self.current_run, self._mark, self._known = choice
+            return _Fetched(moved=True)
         self._db_identity = _identity(db_stat)
         return fetched
 
@@ -518,20 +517,23 @@ def _database_runs(
 
 #: how a database at rest is opened: read-only, nothing created, no lock taken
 _AT_REST = "mode=ro&immutable=1"
+#: a -wal without its -shm (seen while trackio writes, under load): read-only, which
+#: SQLite can do only by making the -shm again (trackio's next write removes it)
+_WAL_WITHOUT_SHM = "mode=ro"
 
 
-def _read_mode(path: Path) -> str | None:
+def _read_mode(path: Path) -> str:
     """How to open the database writing nothing: immutable at rest (no `-wal`, no
     `-journal`); through trackio's WAL, writing not even read marks, while its `-wal` and
     `-shm` both exist; plain read-only during a rollback-mode transaction (its
-    `-journal`: locks, no shared memory). None while a `-wal` has no `-shm` yet: trackio is
-    opening the database, and SQLite would create the `-shm` itself (read again soon)."""
+    `-journal`: locks, no shared memory); plain read-only too for a `-wal` without its
+    `-shm`, the one case SQLite must create a file to read (the `-shm`)."""
     wal, journal = _exists(_sibling(path, "-wal")), _exists(_sibling(path, "-journal"))
     if not wal and not journal:
         return _AT_REST
     if not wal:
         return "mode=ro"
-    return "mode=ro&readonly_shm=1" if _exists(_sibling(path, "-shm")) else None
+    return "mode=ro&readonly_shm=1" if _exists(_sibling(path, "-shm")) else _WAL_WITHOUT_SHM
 
 
 def _connect(path: Path, mode: str) -> sqlite3.Connection:

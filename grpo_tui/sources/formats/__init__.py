@@ -6,6 +6,7 @@ from __future__ import annotations
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.console import CONSOLE
 from grpo_tui.sources.formats.easyr1 import EASYR1
+from grpo_tui.sources.formats.generic import GENERIC
 from grpo_tui.sources.formats.msswift import MSSWIFT
 from grpo_tui.sources.formats.msswift_console import MSSWIFT_CONSOLE
 from grpo_tui.sources.formats.openrlhf import OPENRLHF
@@ -30,6 +31,7 @@ ADAPTERS: dict[str, FormatAdapter] = {
         CONSOLE,
         VERL_CONSOLE,
         OPENRLHF,
+        GENERIC,
     )
 }
 

@@ -5,15 +5,13 @@ flipped meaning in 3.12.5 (`iter/s` → `s/it`); Megatron 4.x says `iteration`.
 
 Files: `<output_dir>/vN-YYYYMMDD-HHMMSS/logging.jsonl`, with `completions.jsonl` and
 `args.json` beside it. A newer `v*` folder under the same output directory is a resumed
-run (it is followed, the older history kept). Any other `.jsonl` is read with this
-vocabulary too, as the weakest guess, since ms-swift-style JSON lines are what generic
-loggers write.
+run (it is followed, the older history kept). A `.jsonl` of another name is ms-swift's
+when its first line carries ms-swift's progress key; others go to the generic reader.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from grpo_tui.sources.formats.base import FormatAdapter
@@ -25,9 +23,9 @@ from grpo_tui.sources.formats.layout import (
     Reading,
     Tier,
     entry_is_dir,
+    first_line,
     found_file,
     probe,
-    read_head,
     scan,
 )
 from grpo_tui.sources.formats.values import duration_column, percentage_column
@@ -37,6 +35,8 @@ RUN_DIR_PATTERN = re.compile(r"^v(\d+)-(\d{8})-(\d{6})$")
 LOGGING_FILE = "logging.jsonl"
 COMPLETIONS_FILE = "completions.jsonl"
 ARGS_FILE = "args.json"
+#: keys only ms-swift's lines carry: a .jsonl of another name holding them is ms-swift's
+EVIDENCE_KEYS = ("global_step/max_steps", "iteration")
 
 
 def newest_run_dir(output_dir: Path) -> Path | None:
@@ -75,19 +75,16 @@ def claim(path: Path, seen: Probe) -> Found | None:
             path.parent / LOGGING_FILE,
             f"{COMPLETIONS_FILE} is ms-swift's: following the {LOGGING_FILE} beside it",
         )
-    if path.suffix == ".jsonl":
-        return _log(path, "a .jsonl file no framework claims: read as JSON lines", Tier.GUESS)
-    if seen.is_file:
-        head = read_head(path, 4096)
-        if head.startswith(b"PAR1") or b"\x00" in head:
-            # a binary file (a parquet table, a database): no lines to count
-            found = _log(path, "a binary file", Tier.LAST)
-            return replace(
-                found, exists=False, problem=f"not a metrics log (a binary file): {path}"
-            )
-        # nothing else recognised it: read as JSON lines, so its lines are counted and shown
-        return _log(path, "no framework recognised it: read as JSON lines", Tier.LAST)
-    return None
+    if path.suffix == ".jsonl" and _shows_msswift(first_line(path)):
+        return _log(path, "its lines carry ms-swift's progress (global_step/max_steps)", Tier.GUESS)
+    return None  # no evidence: the generic JSON-lines reader (generic.py) takes it
+
+
+def _shows_msswift(line: bytes) -> bool:
+    """ms-swift writes its progress on every line: `global_step/max_steps` ("12/500"), or
+    Megatron's `iteration` (looked for as keys in the bytes: a line with a bare NaN is no
+    JSON orjson reads)."""
+    return any(b'"' + key.encode() + b'":' in line for key in EVIDENCE_KEYS)
 
 
 def find(directory: Path) -> list[Found]:
