@@ -25,7 +25,7 @@ from types import FrameType
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from render import history, train_line
+from render import history_run, train_line
 
 import grpo_tui
 
@@ -99,10 +99,7 @@ async def trace_one_line() -> tuple[set[str], set[str]]:
 
     tmp = Path(tempfile.mkdtemp(prefix="grpo-tui-bench-"))
     try:
-        run_dir = tmp / "output" / "v0-20250101-000000"
-        run_dir.mkdir(parents=True)
-        log = run_dir / "logging.jsonl"
-        log.write_text("".join(history(500)), encoding="utf-8")
+        log = history_run(tmp)
         MetricGrid.render_line = recording_render_line  # type: ignore[method-assign]
         # every thread profiled from its start (the reader thread too), recording only
         # while the line is on its way

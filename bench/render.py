@@ -148,6 +148,15 @@ def history(steps: int) -> Iterator[str]:
         yield train_line(step, round(rng.uniform(0.1, 0.9), 4))
 
 
+def history_run(tmp: Path, steps: int = 500) -> Path:
+    """An ms-swift run folder under `tmp` with `steps` real-shaped train lines; its log."""
+    run_dir = tmp / "output" / "v0-20250101-000000"
+    run_dir.mkdir(parents=True)
+    log = run_dir / "logging.jsonl"
+    log.write_text("".join(history(steps)), encoding="utf-8")
+    return log
+
+
 async def measure_latency(appends: int, watch_files: bool) -> list[float]:
     from grpo_tui.ui.app import GrpoTuiApp
     from grpo_tui.ui.widgets.metric_grid import MetricGrid
@@ -165,10 +174,7 @@ async def measure_latency(appends: int, watch_files: bool) -> list[float]:
 
     tmp = Path(tempfile.mkdtemp(prefix="grpo-tui-bench-"))
     try:
-        run_dir = tmp / "output" / "v0-20250101-000000"
-        run_dir.mkdir(parents=True)
-        log = run_dir / "logging.jsonl"
-        log.write_text("".join(history(500)), encoding="utf-8")
+        log = history_run(tmp)
         MetricGrid.render_line = recording_render_line  # type: ignore[method-assign]
         app = GrpoTuiApp(tmp / "output", environ={}, watch_files=watch_files)
         delays: list[float] = []
