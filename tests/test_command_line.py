@@ -128,3 +128,16 @@ def test_check_json_says_its_schema_and_path(
     main(["check", str(tmp_path / "output"), "--json"])
     data = json.loads(capsys.readouterr().out)
     assert (data["schema"], data["path"]) == (1, str(tmp_path / "output"))
+
+
+def test_check_on_random_bytes_says_so_with_exit_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Random bytes are bad lines and nothing else: not "waiting" (3) but unreadable (5)."""
+    damaged = tmp_path / "metrics.jsonl"
+    damaged.write_bytes(bytes(range(256)) * 64 + b"\n" + bytes(range(255, -1, -1)) * 64 + b"\n")
+    lines = damaged.read_bytes().count(b"\n")
+    assert main(["check", str(damaged)]) == 5
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"no training metrics found in metrics.jsonl ({lines} lines read)" in out
+    assert " bad lines" in out and "· 0 bad lines" not in out

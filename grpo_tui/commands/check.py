@@ -31,11 +31,13 @@ from grpo_tui.vocabulary import Status
 
 def exit_code(run: Run, diagnosis: Diagnosis) -> int:
     """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable
-    yet, 5 PATH cannot be read (or does not exist: a cron job asking about a path with a
-    typo must hear that, not "waiting")."""
+    yet, 5 PATH cannot be read: it does not exist (a cron job asking about a path with a
+    typo must hear that, not "waiting"), or what it holds is bad lines and nothing else
+    (random bytes, a damaged file)."""
     if len(run.store) == 0:
         missing = not os.path.lexists(run.path)
-        return EXIT_UNREADABLE if run.unreadable or missing else EXIT_NOTHING
+        broken = run.bad_line_count > 0
+        return EXIT_UNREADABLE if run.unreadable or missing or broken else EXIT_NOTHING
     return {Status.HEALTHY: EXIT_HEALTHY, Status.PROBLEM: EXIT_PROBLEM}.get(
         diagnosis.status, EXIT_CAUTION
     )

@@ -47,7 +47,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_PROBLEM, "problem"),
     (EXIT_NOTHING, "nothing readable yet: no metric lines (an empty log, a run not started)"),
     (EXIT_BAD_RULES, "the rules file cannot be used"),
-    (EXIT_UNREADABLE, "PATH cannot be read or does not exist (the message says why)"),
+    (EXIT_UNREADABLE, "PATH cannot be read, does not exist, or holds only bad lines"),
     (EXIT_USAGE, "the command line is wrong"),
     (EXIT_INTERNAL, "grpo-tui itself failed (GRPO_TUI_DEBUG=1 shows the traceback)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
