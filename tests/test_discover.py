@@ -70,3 +70,16 @@ class TestRunFolders:
         _place(FILE_LOGGER, deep / "x.jsonl")
         layout = discover(tmp_path)
         assert layout.waiting and layout.metrics_file is None
+
+
+def test_a_damaged_first_line_hides_no_file(tmp_path: Path) -> None:
+    """verl's file logger log whose first line was cut (a restart mid-write): still found
+    in its folder and read as verl's, the cut line counted."""
+    lines = FILE_LOGGER.read_text(encoding="utf-8").splitlines(keepends=True)
+    log = tmp_path / "rl-log" / "run.jsonl"
+    log.parent.mkdir()
+    log.write_text('{"step": 1, "da\n' + "".join(lines[1:]), encoding="utf-8")
+    layout = discover(tmp_path)
+    assert (layout.metrics_file, layout.adapter) == (log, "verl")
+    run = load_run(tmp_path)
+    assert run.bad_line_count == 1 and len(run.store.steps) == len(lines) - 1

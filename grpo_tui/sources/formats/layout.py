@@ -215,8 +215,14 @@ _KEPT = 256
 _FIRST_RECORDS: dict[tuple[str, int, int], dict[str, Any]] = {}
 
 
+#: complete lines at a file's start looked at for its first record (a damaged first line,
+#: a line cut by a restart, must not hide whose file it is)
+FIRST_LINES_LOOKED_AT = 8
+
+
 def first_record(path: Path) -> dict[str, Any] | None:
-    """The file's first line as a JSON object (None: no whole line yet, or not an object)."""
+    """The file's first readable line as a JSON object: the first of its first
+    FIRST_LINES_LOOKED_AT complete lines that is one (None: there is none yet)."""
     try:
         info = os.stat(path)
     except OSError:
@@ -225,10 +231,16 @@ def first_record(path: Path) -> dict[str, Any] | None:
     known = _FIRST_RECORDS.get(identity)
     if known is not None:
         return known
-    try:
-        value = orjson.loads(first_line(path))
-    except orjson.JSONDecodeError:
-        return None
+    head = read_head(path, 1 << 16).removeprefix(b"\xef\xbb\xbf")
+    lines = head.split(b"\n")[:-1][:FIRST_LINES_LOOKED_AT]  # complete lines only
+    value: object = None
+    for line in lines:
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            break
     if not isinstance(value, dict):
         return None
     if len(_FIRST_RECORDS) >= _KEPT:
