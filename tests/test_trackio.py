@@ -550,3 +550,25 @@ def test_a_followed_database_at_rest_moves_nothing_in_its_folder(
         observer.join(5)
     assert events == [] and listing(folder) == before
     assert not any(reads[2:])  # every read after the first found nothing more: it slept
+
+
+def test_a_database_that_is_not_trackios_says_so(tmp_path: Path) -> None:
+    """A SQLite file with tables but no trackio metrics table is unreadable, with what it
+    lacks (not "waiting" forever); one with no table at all is trackio creating it."""
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE notes (text)")
+        conn.commit()
+    polled = TrackioStore(other).poll()
+    assert polled.problem == f"not a trackio database (no metrics table): {other}"
+    odd = tmp_path / "odd.db"
+    with closing(sqlite3.connect(odd)) as conn:
+        conn.execute("CREATE TABLE metrics (id INTEGER PRIMARY KEY, metrics TEXT)")
+        conn.commit()
+    assert TrackioStore(odd).poll().problem == (
+        f"not a trackio database (a metrics table without trackio's run_name, step): {odd}"
+    )
+    empty = tmp_path / "fresh.db"
+    with closing(sqlite3.connect(empty)) as conn:
+        conn.execute("PRAGMA user_version = 1")  # a file with no table yet
+    assert TrackioStore(empty).poll().problem is None

@@ -131,8 +131,8 @@ def list_projects(directory: Path) -> list[str]:
 
 def list_runs(db_path: Path) -> list[RunInfo]:
     """A project's runs, oldest first: by their first database row, then the runs found
-    only in the inbox by their first fragment. Raises OSError or sqlite3.Error when the
-    database cannot be read (a live view polls `TrackioStore` instead, which never raises)."""
+    only in the inbox by their first fragment. Raises OSError, sqlite3.Error or NotTrackio
+    when the database cannot be read (a live view polls `TrackioStore`, which never raises)."""
     project = db_path.name.removesuffix(DB_SUFFIX)
     inbox = inbox_runs(db_path.parent / INBOX, project)
     runs: dict[str, _RunRows] = {}
@@ -208,6 +208,9 @@ class TrackioStore:
             self._reset()
         try:
             fetched = self._fetch(db_stat)
+        except NotTrackio as error:
+            result.problem = f"not a trackio database ({error}): {self.path}"
+            return result
         except sqlite3.Error as error:
             result.problem = self._sqlite_problem(error)
             return result
@@ -463,11 +466,24 @@ class _Schema:
 
     @staticmethod
     def of(conn: sqlite3.Connection) -> _Schema | None:
-        """None while the metrics table does not exist yet (trackio creating the file)."""
+        """None while the database holds no table yet (trackio creating the file). Raises
+        NotTrackio when it holds tables but no metrics table with trackio's columns."""
         columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
         if not {"id", "run_name", "step", "metrics"} <= columns:
-            return None
+            tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+            if not tables:
+                return None
+            missing = sorted({"id", "run_name", "step", "metrics"} - columns)
+            raise NotTrackio(
+                "a metrics table without trackio's " + ", ".join(missing)
+                if columns
+                else "no metrics table"
+            )
         return _Schema("run_id" in columns, "log_id" in columns)
+
+
+class NotTrackio(ValueError):
+    """A SQLite database that is not trackio's (what it lacks is the message)."""
 
 
 @dataclass(slots=True)
