@@ -572,3 +572,26 @@ def test_a_database_that_is_not_trackios_says_so(tmp_path: Path) -> None:
     with closing(sqlite3.connect(empty)) as conn:
         conn.execute("PRAGMA user_version = 1")  # a file with no table yet
     assert TrackioStore(empty).poll().problem is None
+
+
+def test_rows_it_cannot_use_are_counted_and_shown(tmp_path: Path) -> None:
+    """A row whose metrics cell is no JSON object, or that has no step, is a bad line with
+    its row id; the rows around it are read."""
+    db = tmp_path / "damaged.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "CREATE TABLE metrics (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT,"
+            " run_name TEXT, step INTEGER, metrics TEXT)"
+        )
+        for step in range(1, 31):
+            metrics = json.dumps(train_row(step)) if step % 2 else "{not json"
+            conn.execute(
+                "INSERT INTO metrics (timestamp, run_name, step, metrics) VALUES (?, ?, ?, ?)",
+                ("2026-12-04T10:00:00", "run", step, metrics),
+            )
+        conn.commit()
+    polled = TrackioStore(db).poll()
+    assert [record["step"] for record in polled.records] == list(range(1, 31, 2))
+    assert [bad.line_no for bad in polled.bad] == list(range(2, 31, 2))
+    assert {bad.reason for bad in polled.bad} == {"its metrics are not a JSON object"}
+    assert polled.bad[0].excerpt == "{not json" and polled.bad[0].origin == "damaged.db"

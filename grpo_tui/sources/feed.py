@@ -331,6 +331,7 @@ class RunFeed:
         polled = store.poll()
         self.status.unreadable = polled.problem
         batch.events.extend(polled.events)
+        batch.bad_lines.extend(polled.bad)
         if polled.restarted:
             batch.events.append(f"{store.path.name} started over: reading it from the start")
             batch.restarted = True

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from grpo_tui.sources.records import BadLine
+
 
 @dataclass(slots=True)
 class PolledRecords:
@@ -39,6 +41,9 @@ class PolledRecords:
     #: the store's own settings, once it was read ({} when it has none): a
     #: trainer_state.json's max_steps and logging_steps fill what the run context lacks
     settings: dict[str, Any] | None = None
+    #: records found and not usable (a row whose metrics are no JSON object, one without
+    #: a step): counted and shown like bad lines, the records around them kept
+    bad: list[BadLine] = field(default_factory=list)
 
 
 class RecordStore(Protocol):

@@ -54,6 +54,7 @@ import orjson
 from grpo_tui.files import NotRegularFile, describe_os_error, file_kind
 from grpo_tui.sources.formats.trackio import DB_SUFFIX, REGISTRY_PREFIX
 from grpo_tui.sources.polled import PolledRecords
+from grpo_tui.sources.records import BadLine
 from grpo_tui.sources.trackio_inbox import (
     Fragment,
     WriterFolder,
@@ -375,7 +376,10 @@ class TrackioStore:
             if log_id is not None and log_id in self._pending:
                 self._pending.discard(log_id)  # taken from the inbox before its import
                 continue
-            self._append(records, step, _json(metrics))
+            unused = self._append(records, step, _json(metrics))
+            if unused is not None:
+                excerpt = (metrics if isinstance(metrics, str) else repr(metrics))[:80]
+                result.bad.append(BadLine(self.path.name, int(row_id), unused, excerpt))
         result.more = len(rows) >= self._max_rows
         for fragment in fetched.fragments:
             writer = self._writers[fragment.folder]
@@ -396,7 +400,9 @@ class TrackioStore:
                     if entry.log_id in fetched.imported:
                         continue  # imported already: read from the database
                     self._pending.add(entry.log_id)
-                self._append(records, entry.step, entry.metrics)
+                unused = self._append(records, entry.step, entry.metrics)
+                if unused is not None:
+                    result.bad.append(BadLine(fragment.name, 0, unused, repr(entry.metrics)[:80]))
             if len(records) >= self._max_rows:
                 result.more = True
                 return
@@ -412,11 +418,12 @@ class TrackioStore:
         self._pending.clear()
         self._global_step = None
 
-    def _append(self, records: list[dict[str, Any]], row_step: Any, metrics: Any) -> None:
+    def _append(self, records: list[dict[str, Any]], row_step: Any, metrics: Any) -> str | None:
         """A metrics row as a log dict: numbers only, TRL's key names, the trainer's step.
-        A row without `train/global_step` (an eval of `trainer.predict`) takes the last one."""
+        A row without `train/global_step` (an eval of `trainer.predict`) takes the last one.
+        Returns why the row cannot be used (None when it was, or holds no number)."""
         if not isinstance(metrics, dict):
-            return
+            return "its metrics are not a JSON object"
         record: dict[str, Any] = {"step": None}
         names = self._names
         for stored, value in metrics.items():  # the hot loop: ~30 keys a row
@@ -435,15 +442,16 @@ class TrackioStore:
             elif name is None and float(value).is_integer():
                 self._global_step = int(value)
         if len(record) == 1:
-            return
+            return None  # no number in it (a table, media): nothing to read, nothing wrong
         step = self._global_step
         if step is None and isinstance(row_step, int) and not isinstance(row_step, bool):
             step = row_step
         if step is None:
-            return
+            return "no step: neither train/global_step nor trackio's step"
         record["step"] = step
         records.append(record)
         self._handed_out = True
+        return None
 
 
 # -- the database --------------------------------------------------------------------------
