@@ -347,7 +347,9 @@ def test_truncated_last_record_is_read_once_complete(tmp_path: Path) -> None:
         path.write_bytes(path.read_bytes()[: -len(tail)])
 
 
-def test_corrupted_record_is_reported_and_a_newer_file_still_read(tmp_path: Path) -> None:
+def test_a_corrupted_record_is_counted_and_the_rest_read(tmp_path: Path) -> None:
+    """A flipped bit in a record's data: that record is a bad line, the ones after it are
+    read (TensorBoard's own reader stopped there for good), and so is a newer file."""
     bad = event_file(tmp_path, 1700000000)
     good_part = frame(simple(1, "train/loss", 1.0))
     broken = bytearray(frame(simple(2, "train/loss", 0.5)))
@@ -357,17 +359,30 @@ def test_corrupted_record_is_reported_and_a_newer_file_still_read(tmp_path: Path
     store = TensorBoardStore(tmp_path)
     first = store.poll()
     offset = bad.stat().st_size - len(frame(simple(3, "train/loss", 0.25))) - len(broken)
-    assert first.problem == f"corrupted record at byte {offset}, the rest is unreadable: {bad}"
-    assert first.records == []
-    second = store.poll()
-    assert second.problem == first.problem  # still stuck: said each poll, counted once
-    assert second.records == [{"step": 1, "loss": 1.0}]
+    assert first.problem is None
+    assert [(b.origin, b.reason) for b in first.bad] == [
+        (bad.name, f"a corrupted record at byte {offset}, skipped")
+    ]
+    assert first.records + drain(store) == [{"step": 1, "loss": 1.0}, {"step": 3, "loss": 0.25}]
     assert store.unreadable_records == 1
     newer = event_file(tmp_path, 1700000500)
     append(newer, simple(4, "train/loss", 0.125))
-    result = store.poll()
-    assert result.problem == second.problem
-    assert result.records + drain(store) == [{"step": 4, "loss": 0.125}]
+    assert drain(store) == [{"step": 4, "loss": 0.125}]
+
+
+def test_a_corrupted_length_and_garbage_are_skipped_to_the_next_record(tmp_path: Path) -> None:
+    """A length whose checksum is wrong (an absurd one, or bytes that are no record) is
+    one bad record; reading resumes at the next record with a right checksum."""
+    path = event_file(tmp_path, 1700000000)
+    absurd = bytearray(frame(simple(2, "train/loss", 0.5)))
+    absurd[0:8] = (2**62).to_bytes(8, "little")  # a length of 4 EB, its checksum now wrong
+    garbage = bytes(range(256)) * 40
+    with path.open("ab") as handle:
+        handle.write(frame(simple(1, "train/loss", 1.0)) + bytes(absurd) + garbage)
+        handle.write(frame(simple(3, "train/loss", 0.25)))
+    store = TensorBoardStore(path)
+    assert drain(store) == [{"step": 1, "loss": 1.0}, {"step": 3, "loss": 0.25}]
+    assert store.unreadable_records == 1  # one run of corrupted bytes, counted once
 
 
 def test_unparseable_event_with_good_checksum_is_skipped(tmp_path: Path) -> None:
@@ -410,3 +425,15 @@ def test_unreadable_file_is_said_in_words(tmp_path: Path) -> None:
     result = TensorBoardStore(missing).poll()
     assert result.problem == f"cannot read (no such file or directory): {missing}"
     assert result.records == []
+
+
+def test_python_checksums_are_said_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without google-crc32c the checksums run in Python: the user hears it, once."""
+    import grpo_tui.sources.tensorboard as module
+
+    monkeypatch.setattr(module, "COMPILED", False)
+    path = event_file(tmp_path, 1700000000)
+    append(path, simple(1, "train/loss", 1.0))
+    store = TensorBoardStore(path)
+    assert store.poll().events == [module.SLOW_CHECKSUMS]
+    assert store.poll().events == []

@@ -1,10 +1,12 @@
 """TensorBoard event files as a record store: scalars, one dict per step, read as they grow.
 
 ms-swift writes event files by default (TRL, verl and OpenRLHF when asked): framed,
-checksummed protobuf records, one scalar per event. TensorBoard's own reader returns only
-the records completed since its last call (a half-written one is read again next time). It
-reopens the file by name, so every poll first checks that it is a regular file (a FIFO
-would block the reader forever).
+checksummed protobuf records, one scalar per event. The framing is read by tfrecord.py,
+which returns the records completed since the last read (a half-written one is read
+again next time) and skips, counting them, the ones it cannot read (a bad checksum, a
+corrupted length: the records after them are read). The file is reopened each poll, once
+it is known to be a regular file (a FIFO would block the reader forever); the events are
+parsed by tensorboard's protobuf classes.
 
 A step's scalars come as several events, so its dict is held back until an event of
 another step (or a second value for one key) shows the writer moved on, or until the files
@@ -18,7 +20,6 @@ absence is a `problem`, never an ImportError.
 from __future__ import annotations
 
 import errno
-import itertools
 import os
 import stat
 from collections.abc import Callable
@@ -31,14 +32,20 @@ import numpy as np
 from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, open_regular
 from grpo_tui.sources.formats.tensorboard import find_event_files, name_time, scan_events
 from grpo_tui.sources.polled import PolledRecords
+from grpo_tui.sources.records import BadLine
+from grpo_tui.sources.tfrecord import COMPILED, RecordReader
 
-#: records read per poll at most: TensorBoard's reader checksums in pure Python (~25 µs a
-#: record, ~0.5 s for a full bite), so a large backlog is read in bites (`more`)
+#: records read per poll at most: a large backlog is read in bites (`more`), so the screen
+#: stays responsive (each record is parsed in Python, ~20 µs)
 MAX_EVENTS_PER_POLL = 20_000
+#: said once when the checksums are computed in Python (google-crc32c not installed)
+SLOW_CHECKSUMS = (
+    "TensorBoard files are checksummed in Python here (a few MB/s): "
+    "pip install google-crc32c reads them about 50x faster"
+)
 MISSING_TENSORBOARD = (
     "TensorBoard event files need the tensorboard package: pip install 'grpo-tui[tensorboard]'"
 )
-_FRAME = 16  # bytes around a record's data: length (8) and its CRC (4), the data's CRC (4)
 _SCALAR_PLUGINS = ("", "scalars")  # hparams, text, histograms... have plugins of their own
 _FLOAT_DTYPES = (1, 2, 19)  # DT_FLOAT, DT_DOUBLE, DT_HALF (tensorboard's types.proto)
 
@@ -47,11 +54,8 @@ _FLOAT_DTYPES = (1, 2, 19)  # DT_FLOAT, DT_DOUBLE, DT_HALF (tensorboard's types.
 class _TensorBoard:
     """The few pieces of the (optional) tensorboard package used here."""
 
-    loader: Callable[[str], Any]  # RawEventFileLoader: yields each new record's bytes
     parse_event: Callable[[bytes], Any]
     make_ndarray: Callable[[Any], Any]
-    masked_crc: Callable[[bytes], int]
-    errors: tuple[type[Exception], ...]  # what its reader raises besides OSError
     decode_error: type[Exception]
 
 
@@ -59,25 +63,13 @@ def load_tensorboard() -> _TensorBoard | str:
     """The tensorboard pieces, or the problem to show when the package cannot be used."""
     try:  # `import a.b as c` fails when a is missing, or set to None in sys.modules
         import google.protobuf.message as protobuf  # type: ignore[import-untyped]
-        import tensorboard.backend.event_processing.event_file_loader as loader  # type: ignore[import-untyped]
         import tensorboard.compat.proto.event_pb2 as event_pb2  # type: ignore[import-untyped]
-        import tensorboard.compat.tensorflow_stub.pywrap_tensorflow as stub  # type: ignore[import-untyped]
         import tensorboard.util.tensor_util as tensor_util  # type: ignore[import-untyped]
-        from tensorboard.compat import tf
-
-        errors = (tf.errors.OpError,)
     except ImportError:
         return MISSING_TENSORBOARD
     except Exception as error:  # a broken install (protobuf too old...) is said, not raised
         return f"the tensorboard package cannot be loaded ({type(error).__name__}: {error})"
-    return _TensorBoard(
-        loader.RawEventFileLoader,
-        event_pb2.Event.FromString,
-        tensor_util.make_ndarray,
-        stub.masked_crc32c,
-        errors,
-        protobuf.DecodeError,
-    )
+    return _TensorBoard(event_pb2.Event.FromString, tensor_util.make_ndarray, protobuf.DecodeError)
 
 
 def _float32(number: float) -> float:
@@ -115,21 +107,20 @@ class TensorBoardStore:
 
     def __init__(self, path: Path, *, max_events: int = MAX_EVENTS_PER_POLL) -> None:
         self.path = path
-        #: records skipped: not an event, or a bad checksum (the reader stops at one)
+        #: records skipped: not an event, a bad checksum, a run of corrupted bytes
         self.unreadable_records = 0
+        self._told_slow = False
         self._max_events = max_events
         self._reset()
 
     def _reset(self) -> None:
         self._files: list[Path] = []  # in reading order; _files[_index] is being read
         self._index = 0
-        self._loader: Any = None
+        self._records: RecordReader | None = None  # the file being read, from where
         self._ident = (0, 0)  # st_dev, st_ino of the file being read
-        self._offset = 0  # bytes of its records read so far
         self._size = -1  # its size at the last poll
         self._pending: dict[str, Any] | None = None  # the newest step, not handed out yet
         self._idle = False  # the last poll found nothing grown
-        self._stuck: tuple[Path, int] | None = None  # the bad record counted
         self._data_time: float | None = None
 
     def _discover(self) -> None:
@@ -155,6 +146,9 @@ class TensorBoardStore:
         if isinstance(tb, str):
             return PolledRecords(problem=tb)
         out = PolledRecords()
+        if not COMPILED and not self._told_slow:
+            self._told_slow = True
+            out.events.append(SLOW_CHECKSUMS)
         self._discover()
         budget, grew = self._max_events, False
         while self._index < len(self._files):
@@ -165,42 +159,37 @@ class TensorBoardStore:
                     kind = file_kind(info.st_mode)
                     raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
                 ident = (info.st_dev, info.st_ino)
-                if self._loader is not None and (
-                    ident != self._ident or info.st_size < self._offset
-                ):
+                reader = self._records
+                if reader is not None and (ident != self._ident or info.st_size < reader.offset):
                     self._reset()  # replaced or truncated: everything is read again
                     out.restarted, out.records = True, []
                     self._discover()
                     continue
-                if self._loader is None:
-                    self._loader, self._ident = tb.loader(str(path)), ident
-                read = self._read(tb, out.records, budget)
-                # stopped before the end of what was there before reading: a bad record?
-                bad = (
-                    read < budget
-                    and info.st_size > self._offset
-                    and self._bad(tb, path, info.st_size)
-                )
+                if reader is None:
+                    reader = self._records = RecordReader()
+                    self._ident = ident
+                bad_before = len(reader.bad)
+                with open_regular(path) as handle:
+                    raws = reader.read(handle, info.st_size, budget)
+                read = self._parse(tb, raws, out.records)
             except OSError as error:
                 out.problem = describe_os_error(error, path)
                 break
-            except tb.errors as error:  # TensorBoard's own: the file vanished after the stat...
-                out.problem = describe_os_error(OSError(errno.EIO, str(error)), path)
-                break
-            grew |= info.st_size != self._size
-            self._size, budget = info.st_size, budget - read
-            self._data_time = info.st_mtime if read else self._data_time
-            if bad:
-                out.problem = (
-                    f"corrupted record at byte {self._offset}, the rest is unreadable: {path}"
+            for at in reader.bad[bad_before:]:
+                self.unreadable_records += 1
+                out.bad.append(
+                    BadLine(path.name, 0, f"a corrupted record at byte {at}, skipped", "")
                 )
-            elif budget <= 0:
+            grew |= info.st_size != self._size
+            self._size, budget = info.st_size, budget - len(raws)
+            self._data_time = info.st_mtime if read else self._data_time
+            if budget <= 0:
                 out.more = True
                 break
             if self._index + 1 == len(self._files):
                 break
             # read to its end and a newer file exists (a resumed run): that one is next
-            self._index, self._loader, self._offset, self._size = self._index + 1, None, 0, -1
+            self._index, self._records, self._size = self._index + 1, None, -1
         if not grew and not out.more and self._pending is not None:
             out.records.append(self._pending)  # nothing new for a poll: the step is complete
             self._pending = None
@@ -212,12 +201,11 @@ class TensorBoardStore:
         out.data_time = self._data_time
         return out
 
-    def _read(self, tb: _TensorBoard, records: list[dict[str, Any]], budget: int) -> int:
-        """Read up to `budget` new records into step dicts; how many records were read."""
+    def _parse(self, tb: _TensorBoard, raws: list[bytes], records: list[dict[str, Any]]) -> int:
+        """The events of these records into step dicts; how many were read."""
         count = 0
-        for raw in itertools.islice(self._loader.Load(), budget):
+        for raw in raws:
             count += 1
-            self._offset += len(raw) + _FRAME
             try:
                 event = tb.parse_event(raw)
             except tb.decode_error:
@@ -235,19 +223,3 @@ class TensorBoardStore:
                     pending = self._pending = {"step": event.step}
                 pending[key] = number
         return count
-
-    def _bad(self, tb: _TensorBoard, path: Path, size: int) -> bool:
-        """Whether the reader stopped at a whole record it refuses (a bad checksum: it never
-        reads past one), not at the start of one still being written."""
-        with open_regular(path) as handle:
-            handle.seek(self._offset)
-            header = handle.read(12)
-        length, crc = int.from_bytes(header[:8], "little"), int.from_bytes(header[8:], "little")
-        if len(header) < 12 or (
-            length + _FRAME > size - self._offset and tb.masked_crc(header[:8]) == crc
-        ):
-            return False
-        if self._stuck != (path, self._offset):
-            self._stuck = (path, self._offset)
-            self.unreadable_records += 1
-        return True
