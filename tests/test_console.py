@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
-from grpo_tui.sources.console import ConsoleReader
+from grpo_tui.sources.console import ConsoleReader, console_lines
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.feed import RunFeed
-from grpo_tui.sources.formats.console import ConsoleParser, looks_like_console
+from grpo_tui.sources.formats.console import ConsoleParser, looks_like_console, redraw_states
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from diagnosis import label_problems, labelled_runs  # type: ignore[import-not-found]
@@ -267,3 +267,18 @@ def test_rediscovery_does_not_read_a_known_console_log_again(
         handle.write(b"{'loss': 0.1, 'reward': 0.2}\n")
     assert discover(log).reading == "console"
     assert len(reads) == 2
+
+
+@given(st.binary(max_size=400).map(lambda b: b.replace(b"\x00", b"\n")))
+def test_lines_are_decoded_one_at_a_time_as_a_whole_decode_would(data: bytes) -> None:
+    """The reader decodes a chunk line by line (a 50 MB line of redraws is never held
+    twice over): the same lines as decoding the chunk whole, any bytes at all."""
+    whole = data.decode("utf-8", errors="replace").split("\n")
+    if whole and whole[-1] == "":
+        whole.pop()
+    assert list(console_lines(data)) == whole
+
+
+@given(st.text(alphabet="ab\r\n{}", max_size=60))
+def test_redrawn_states_come_one_at_a_time_as_a_split_would(line: str) -> None:
+    assert list(redraw_states(line)) == line.split("\r")

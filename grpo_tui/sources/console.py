@@ -9,6 +9,7 @@ next read.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict, TextParser
@@ -16,6 +17,20 @@ from grpo_tui.sources.formats.console import CONSOLE
 from grpo_tui.sources.formats.layout import strip_terminal_codes
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.records import BadLine, Batch
+
+
+def console_lines(data: bytes) -> Iterator[str]:
+    """The chunk's lines, decoded one at a time (UTF-8 never holds 0x0A inside a
+    character): a 50 MB line of tqdm redraws is decoded alone, not beside a decoded copy of
+    the whole chunk and a list of every line."""
+    view = memoryview(data)
+    start, end = 0, len(data)
+    while start < end:
+        stop = data.find(b"\n", start)
+        if stop < 0:
+            stop = end
+        yield str(view[start:stop], "utf-8", "replace")
+        start = stop + 1
 
 
 class ConsoleReader(LogReader):
@@ -31,11 +46,8 @@ class ConsoleReader(LogReader):
         self._bad_seen = 0
 
     def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
-        lines = data.decode("utf-8", errors="replace").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
         found: list[TextDict] = []
-        for line_no, line in enumerate(lines, first_line_no):
+        for line_no, line in enumerate(console_lines(data), first_line_no):
             found.extend(self.parser.feed(strip_terminal_codes(line), line_no))
         return self._read_found(found)
 

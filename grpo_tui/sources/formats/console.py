@@ -71,6 +71,19 @@ _WRAPPED_NUMBER = re.compile(r"(?:np\.)?(?:float|int)\d*\(([^()]*)\)|tensor\(([^
 MAX_DICT_CHARS = 200_000
 
 
+def redraw_states(line: str) -> Iterator[str]:
+    """The states of a line tqdm redrew with `\\r`, one at a time (a 50 MB line of redraws
+    is a million of them: never all held at once)."""
+    start = 0
+    while True:
+        stop = line.find("\r", start)
+        if stop < 0:
+            yield line[start:]
+            return
+        yield line[start:stop]
+        start = stop + 1
+
+
 def looks_like_console(text: str) -> bool:
     """The text holds a trainer's printed log dict (the content fingerprint)."""
     return _LOG_DICT_START.search(strip_terminal_codes(text)) is not None
@@ -104,7 +117,7 @@ class ConsoleParser:
     def feed(self, line: str, line_no: int) -> Iterator[ConsoleDict]:
         """The log dicts completed by one console line (without its newline or terminal
         codes: the reader strips them)."""
-        for segment in line.split("\r"):
+        for segment in redraw_states(line):
             yield from self._segment(segment, line_no)
 
     def flush(self) -> Iterator[ConsoleDict]:
