@@ -83,3 +83,46 @@ def test_a_damaged_first_line_hides_no_file(tmp_path: Path) -> None:
     assert (layout.metrics_file, layout.adapter) == (log, "verl")
     run = load_run(tmp_path)
     assert run.bad_line_count == 1 and len(run.store.steps) == len(lines) - 1
+
+
+WANDB_CONFIG = """\
+_wandb:
+  value:
+    cli_version: 0.21.0
+    python_version: 3.10.12
+actor_rollout_ref:
+  value:
+    actor:
+      kl_loss_coef: 0.001
+      optim:
+        lr: 1.0e-06
+      ppo_epochs: 1
+      ppo_mini_batch_size: 16
+      use_kl_loss: true
+    model:
+      path: Qwen/Qwen2.5-3B-Instruct
+    rollout:
+      n: 16
+      temperature: 1.0
+data:
+  desc: null
+  value:
+    max_response_length: 8096
+    train_batch_size: 16
+trainer:
+  value:
+    total_training_steps: 59
+"""
+
+
+def test_wandbs_config_beside_its_console_is_the_run_context(tmp_path: Path) -> None:
+    """W&B keeps the run's config as files/config.yaml ({key: {value: …}}): read as
+    args.json is for ms-swift, through the framework's own names (verl's here)."""
+    files = tmp_path / "wandb" / "run-20251130_144822-x" / "files"
+    _place(RAY_COLOURED, files / "output.log")
+    (files / "config.yaml").write_text(WANDB_CONFIG, encoding="utf-8")
+    assert discover(tmp_path).args_file == files / "config.yaml"
+    context = load_run(tmp_path).context
+    assert (context.max_completion_length, context.num_generations) == (8096, 16)
+    assert (context.beta, context.num_iterations, context.max_steps) == (0.001, 1, 59)
+    assert context.model == "Qwen/Qwen2.5-3B-Instruct" and context.learning_rate == 1e-06

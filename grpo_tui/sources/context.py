@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -130,17 +131,41 @@ def read_json_document(path: Path) -> tuple[Any, bool]:
             raise ValueError("nested too deeply") from None
 
 
-def read_args_json(path: Path) -> tuple[RunContext, list[str]]:
-    """The context from an args file and notes on what in it could not be used. Raises
-    ArgsError (with a message for the user) when the file cannot be used at all."""
+def read_yaml_config(path: Path) -> tuple[Any, bool]:
+    """A YAML config (W&B's config.yaml) as plain data: W&B's `{key: {desc, value}}`
+    entries as `{key: value}`, its own `_wandb` entry left out. Raises OSError/ValueError."""
+    import yaml  # only a run kept by W&B needs it
+
     try:
-        args, lossy = read_json_document(path)
+        data = yaml.safe_load(read_regular(path).removeprefix(UTF8_BOM))
+    except yaml.YAMLError as error:
+        raise ValueError(f"not readable YAML ({str(error).splitlines()[0]})") from None
+    if isinstance(data, dict) and any(isinstance(v, dict) and "value" in v for v in data.values()):
+        data = {
+            key: entry["value"] if isinstance(entry, dict) and "value" in entry else entry
+            for key, entry in data.items()
+            if key != "_wandb"
+        }
+    return data, False
+
+
+def read_args_json(
+    path: Path, mapper: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> tuple[RunContext, list[str]]:
+    """The context from an args file (JSON; W&B's config.yaml) and notes on what in it
+    could not be used; `mapper` names a framework's own config keys as args.json's. Raises
+    ArgsError (with a message for the user) when the file cannot be used at all."""
+    yaml_file = path.suffix in (".yaml", ".yml")
+    try:
+        args, lossy = read_yaml_config(path) if yaml_file else read_json_document(path)
     except OSError as error:
         raise ArgsError(describe_os_error(error, path)) from None
     except ValueError as error:
         raise ArgsError(f"{path.name} is {error}") from None
     if not isinstance(args, dict):
-        raise ArgsError(f"{path.name} holds a JSON {_json_type(args)}, not an object")
+        raise ArgsError(f"{path.name} holds a {_json_type(args)}, not a mapping of settings")
+    if mapper is not None:
+        args = {**args, **mapper(args)}
     context, problems = context_and_problems(args)
     if lossy:
         problems.insert(

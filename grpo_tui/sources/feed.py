@@ -280,7 +280,9 @@ class RunFeed:
         notes = list(layout.skipped)
         if layout.args_file is not None:
             try:
-                context, problems = read_args_json(layout.args_file)
+                adapter = ADAPTERS.get(layout.adapter or "")
+                mapper = adapter.settings if adapter is not None else None
+                context, problems = read_args_json(layout.args_file, mapper)
             except ArgsError as error:
                 notes.append(f"{error}: run context unknown")
             else:

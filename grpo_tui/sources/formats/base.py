@@ -101,6 +101,9 @@ class FormatAdapter:
     """Whether a file is one of its metrics files, and how it is read (PATH is a file)."""
     find: Callable[[Path], list[Found]] | None = None
     """Its metrics files in a directory (PATH is a directory), in any order."""
+    settings: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """The framework's own config (a dump in its log, W&B's config.yaml) under args.json's
+    names; None when its config already uses them (TRL's, ms-swift's)."""
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
     ("Unsloth"), or None; shown as "Unsloth (TRL)"."""

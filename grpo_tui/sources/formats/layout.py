@@ -266,21 +266,23 @@ def found_file(
     run_dir: Path | None = None,
     output_dir: Path | None = None,
     completions: CompletionsRef | None = None,
-    args_name: str | None = None,
+    args_name: str | tuple[str, ...] | None = None,
     args_dirs: tuple[Path, ...] = (),
 ) -> Found:
     """A Found for `path`, its problem said when it is there but cannot be read, and the
-    first regular `args_name` file in `args_dirs` (else the run directory) as its context."""
+    first `args_name` file (of several: the first name found) in `args_dirs` (else the run
+    directory) as its context."""
     seen = probe(path)
     # TensorBoard's event files are read as one store: a folder is one of its files
     folder_store = reading is Reading.TENSORBOARD
     run_dir = run_dir or path.parent
     args_file: Path | None = None
-    if args_name is not None:
-        for directory in args_dirs or (run_dir,):
-            if probe(directory / args_name).exists:
-                args_file = directory / args_name
-                break
+    names = (args_name,) if isinstance(args_name, str) else args_name or ()
+    for directory in args_dirs or (run_dir,):
+        found = next((directory / n for n in names if probe(directory / n).exists), None)
+        if found is not None:
+            args_file = found
+            break
     return Found(
         path=path,
         adapter=adapter,
@@ -382,6 +384,10 @@ def strip_terminal_codes(text: str) -> str:
     return _TERMINAL_CODES.sub("", text) if "\x1b" in text else text
 
 
+#: W&B's copy of a run's config, beside `files/output.log` (its console)
+WANDB_CONFIG = "config.yaml"
+
+
 def console_candidate(path: Path) -> bool:
     """A name a console log may have: not JSON, and a log-ish suffix or no telling one."""
     return path.suffix not in (".jsonl", ".json", ".parquet", ".db")
@@ -402,7 +408,8 @@ def console_claim(
         Reading.CONSOLE,
         Tier.CONSOLE,
         f"its content shows {what}",
-        args_name="args.json",
+        # W&B keeps the run's config beside its copy of the console (files/output.log)
+        args_name=("args.json", WANDB_CONFIG),
     )
 
 

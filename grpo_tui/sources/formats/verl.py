@@ -371,6 +371,7 @@ VERL = FormatAdapter(
     ),
     reading=Reading.JSONL,
     completion_folders=(VERL_ROLLOUTS,),
+    settings=verl_settings,
     flatten=flatten,
     claim=claim,
     find=find,
