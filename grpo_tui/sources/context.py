@@ -163,7 +163,8 @@ def read_args_json(
     except ValueError as error:
         raise ArgsError(f"{path.name} is {error}") from None
     if not isinstance(args, dict):
-        raise ArgsError(f"{path.name} holds a {_json_type(args)}, not a mapping of settings")
+        kind = "YAML" if yaml_file else "JSON"
+        raise ArgsError(f"{path.name} holds a {kind} {_json_type(args)}, not an object")
     if mapper is not None:
         args = {**args, **mapper(args)}
     context, problems = context_and_problems(args)
