@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grpo_tui.health.diagnose import diagnose
@@ -130,3 +131,39 @@ def test_responses_cut_at_the_cap_are_truncation_whatever_the_mean(tmp_path: Pat
     assert len(run.store.points("clipped_ratio")) == 60
     scenarios = {s.id.value for s in diagnose(run, Rules()).scenarios}
     assert "truncation" in scenarios
+
+
+def _verl_log(tmp_path: Path, score: list[float], shaped: list[float]) -> Path:
+    lines = [
+        f"step:{step} - critic/score/mean:{s:.4f} - critic/rewards/mean:{r:.4f}"
+        f" - actor/entropy:0.4 - response_length/mean:300.0"
+        for step, (s, r) in enumerate(zip(score, shaped, strict=True), 1)
+    ]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return log
+
+
+def test_a_shaped_reward_rising_while_the_task_score_falls_is_reward_hacking(
+    tmp_path: Path,
+) -> None:
+    """verl's critic/rewards/mean (the score less the in-reward KL penalty) climbing while
+    critic/score/mean falls: the penalty is gamed, not the task (the W&B corpus run)."""
+    rng = np.random.default_rng(0)
+    n = 60
+    score = list(-0.55 - 0.35 * np.linspace(0, 1, n) + rng.normal(0, 0.03, n))
+    shaped = list(-18 + 16 * np.linspace(0, 1, n) + rng.normal(0, 0.5, n))
+    diagnosis = diagnose(load_run(_verl_log(tmp_path, score, shaped)), Rules())
+    hacking = [s for s in diagnosis.scenarios if s.id.value == "reward_hacking"]
+    assert hacking and hacking[0].severity.word == "problem"
+    assert "shaped_reward (the task score less the KL penalty) rose" in hacking[0].evidence[0].text
+    assert any("KL penalty in the reward" in advice for advice in hacking[0].advice)
+
+
+def test_a_shaped_reward_rising_with_the_task_score_is_no_alarm(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    n = 60
+    score = list(0.2 + 0.5 * np.linspace(0, 1, n) + rng.normal(0, 0.03, n))
+    shaped = list(0.1 + 0.5 * np.linspace(0, 1, n) + rng.normal(0, 0.03, n))
+    diagnosis = diagnose(load_run(_verl_log(tmp_path, score, shaped)), Rules())
+    assert "reward_hacking" not in {s.id.value for s in diagnosis.scenarios}

@@ -172,11 +172,12 @@ def _worse(samples: Samples, get: Getter, falls: bool, drop: float) -> tuple[flo
     return (early, recent) if (early - recent if falls else recent - early) > drop else None
 
 
-def course(name: str, judgement: Judgement) -> Evidence:
-    """A metric's course over the run, in stretch medians."""
+def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence:
+    """A metric's course over the run, in stretch medians (`what`: instead of its phase,
+    what the course shows)."""
     shape = judgement.shape
     text = (
-        f"{name} {shape.phase.word}: {shape.describe()}"
+        f"{name} {what or shape.phase.word}: {shape.describe()}"
         if shape is not None
         else f"{name}: no points"
     )
@@ -543,6 +544,26 @@ def reward_hacking(f: Findings) -> Scenario | None:
                 _function_evidence(aux, f"{top}; no task (correctness) reward is recognised"),
             )
             b.advise(Advice.TASK_REWARD)
+    shaped = f.others.get("shaped_reward")
+    if (
+        shaped is not None
+        and reward is not None
+        and shaped.shape is not None
+        and reward.shape is not None
+        and shaped.shape.rose
+        and shaped.shape.end.value > shaped.shape.start.value
+        and reward.shape.fell
+        and not reward.shape.rose
+    ):
+        # the reward trained on (the task score less the in-reward KL penalty) rises while
+        # the task score falls: the penalty is what improves
+        start = reward.shape.start.value
+        b.add(
+            Severity.PROBLEM,
+            course("shaped_reward", shaped, "(the task score less the KL penalty) rose"),
+            onset(f, "reward", lambda values: values < start),
+        )
+        b.advise(Advice.KL_IN_REWARD)  # the task score's fall is the scenario's support
     samples = f.samples
     if reward_up and samples is not None and samples.comparable:
         for measure, falls, drop, words, show in _WORSE_SAMPLES:

@@ -8,8 +8,9 @@ values `{:.3f}` (≤ 0.4) or full `pformat` (≥ 0.5, `np.float64(0.5)` under nu
 logs break the line anywhere, mid-key included.
 
 Semantics (frameworks.md §3, the traps):
-- `critic/score/mean` is the reward functions' raw score: the reward. `critic/rewards/mean`
-  is after the in-reward KL penalty: second choice.
+- `critic/score/mean` is the reward functions' raw score: the reward (the task score).
+  `critic/rewards/mean` is after the in-reward KL penalty: `shaped_reward`, which the
+  diagnosis sets against the task score.
 - `actor/pg_clipfrac` is the PPO clip fraction, both sides together: `clip_ratio`.
   `actor/pg_clipfrac_lower` is the dual-clip bound, not the low side: kept as it is.
 - `actor/ppo_kl` is the drift from the rollout policy, not KL to the reference: kept as it
@@ -56,7 +57,11 @@ NAME = "verl"
 CONSOLE_NAME = "verl-console"
 
 VERL_ALIASES: dict[str, tuple[str, ...]] = {
-    "reward": ("critic/score/mean", "critic/rewards/mean"),
+    # the task score (the reward functions'), and the reward the policy is trained on:
+    # the score minus the in-reward KL penalty (use_kl_in_reward), which can rise while
+    # the task falls (the penalty gamed by shortening the answer)
+    "reward": ("critic/score/mean",),
+    "shaped_reward": ("critic/rewards/mean",),
     "clip_ratio": ("actor/pg_clipfrac",),
     "kl": ("actor/kl_loss", "actor/reward_kl_penalty", "critic/kl"),
     "entropy": ("actor/entropy", "actor/entropy_loss"),
