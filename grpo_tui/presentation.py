@@ -32,6 +32,8 @@ DEFAULT_CYCLE_S = 6.0
 #: the group-spread and policy signals, in the order a reader scans them
 GRPO_SIGNALS: tuple[str, ...] = (
     "reward",
+    # verl's reward after the in-reward KL penalty, beside the task score it is set against
+    "shaped_reward",
     "reward_std",
     "frac_reward_zero_std",
     "clip_ratio",
@@ -39,6 +41,8 @@ GRPO_SIGNALS: tuple[str, ...] = (
     "completion_length",
     "clipped_ratio",
     "entropy",
+    # TRL's adaptive entropy control: the coefficient beside the entropy it holds
+    "entropy_coef",
 )
 OPTIMISER: tuple[str, ...] = ("loss", "grad_norm", "learning_rate")
 #: per-function rewards shown in `check`'s metric table at most

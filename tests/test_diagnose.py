@@ -33,6 +33,7 @@ from grpo_tui.health.rules import Rules, rules_from_dict
 from grpo_tui.health.series import SeriesView, snapshot
 from grpo_tui.health.steady import VerdictTracker
 from grpo_tui.health.verdict import CheckItem, Evidence, Scenario, Window
+from grpo_tui.presentation import order_metrics
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
@@ -1010,3 +1011,21 @@ def test_chaos_economy_late_truncation() -> None:
     assert scenario(d, ScenarioId.TRUNCATION).severity is Severity.PROBLEM
     assert d.metrics["kl"].zone is Zone.HEALTHY
     assert "healthy" not in ids(d)
+
+
+def test_an_entropy_held_by_adaptive_control_is_controlled_not_healthy() -> None:
+    """TRL's adaptive entropy control moves entropy_coef to hold the entropy at a target:
+    the entropy in its band says nothing by itself then (and the coefficient sits beside
+    it in the metric order)."""
+    columns = healthy_columns()
+    n = len(columns["reward"])
+    columns["entropy"] = list(0.45 + noise(n, 0.01, 3))
+    held = dict(columns, entropy_coef=list(np.linspace(0.01, 0.05, n)))
+    controlled = diagnose(make_run(held), Rules()).metrics["entropy"]
+    assert controlled.zone is Zone.NA
+    assert "adaptive entropy control (entropy_coef 0.01–0.05)" in controlled.reason
+    fixed = dict(columns, entropy_coef=[0.01] * n)
+    assert diagnose(make_run(fixed), Rules()).metrics["entropy"].zone is Zone.HEALTHY
+    assert diagnose(make_run(columns), Rules()).metrics["entropy"].zone is Zone.HEALTHY
+    order = order_metrics(["entropy_coef", "loss", "entropy", "shaped_reward", "reward"])
+    assert order == ["reward", "shaped_reward", "entropy", "entropy_coef", "loss"]

@@ -283,7 +283,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         frac_zero_std=_maybe(view("frac_reward_zero_std"), lambda v: jd.banded(v, rules, context)),
         clip=_clip(snap, rules),
         kl=_maybe(view("kl"), lambda v: jd.judge_kl(v, rules, context)),
-        entropy=_maybe(view("entropy"), lambda v: jd.judge_entropy(v, rules)),
+        entropy=_maybe(view("entropy"), lambda v: _entropy(v, view("entropy_coef"), rules)),
         clipped=clipped,
         length=length,
         cap=cap,
@@ -299,6 +299,23 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         spread_why=why,
         samples=Samples.of(snap.samples, rules),
         others=others,
+    )
+
+
+def _entropy(view: SeriesView, coef: SeriesView | None, rules: Rules) -> Judgement:
+    """The entropy's judgement; one held in its band by TRL's adaptive entropy control (a
+    logged entropy_coef that moves) is controlled, not healthy by itself."""
+    judgement = jd.judge_entropy(view, rules)
+    if judgement.zone is not Zone.HEALTHY or coef is None or coef.empty:
+        return judgement
+    low, high = float(np.min(coef.values)), float(np.max(coef.values))
+    if not high > low:
+        return judgement
+    return replace(
+        judgement,
+        zone=Zone.NA,
+        reason=f"{judgement.reason}; held there by adaptive entropy control (entropy_coef "
+        f"{num(low)}–{num(high)}): controlled, not healthy by itself",
     )
 
 
