@@ -437,3 +437,20 @@ def test_python_checksums_are_said_once(tmp_path: Path, monkeypatch: pytest.Monk
     store = TensorBoardStore(path)
     assert store.poll().events == [module.SLOW_CHECKSUMS]
     assert store.poll().events == []
+
+
+def test_miles_all_fail_and_all_pass_shares_are_the_sample_series(tmp_path: Path) -> None:
+    """miles logs the share of all-0 and all-1 groups (rollout/zero_std/...): they are the
+    all-fail / all-pass series grpo-tui otherwise derives from the completions."""
+    from grpo_tui.run.follow import load_run
+
+    path = event_file(tmp_path, 1700000000)
+    for step in (1, 2, 3):
+        append(
+            path,
+            simple(step, "rollout/zero_std/all_zero_percentage", 0.5),
+            simple(step, "rollout/zero_std/all_one_percentage", 0.25),
+        )
+    run = load_run(path)
+    assert list(run.store.points("samples/all_fail").values) == [0.5, 0.5, 0.5]
+    assert list(run.store.points("samples/all_pass").values) == [0.25, 0.25, 0.25]

@@ -21,6 +21,20 @@ GRPO_ALIASES: dict[str, tuple[str, ...]] = {
     "completion_length_max": ("completions/max_length",),
     # 3.2's response_clip_ratio compared length > max: the same idea, effectively 0
     "clipped_ratio": ("completions/clipped_ratio", "response_clip_ratio"),
+    # miles (radixark/miles, ray/rollout/metrics.py) logs the share of groups whose every
+    # completion scored 0 and 1 as rollout/zero_std/all_{zero,one}_percentage (a fraction,
+    # its name notwithstanding; older versions: zero_std/all_{zero,one}_ratio): the
+    # all-fail / all-pass shares grpo-tui otherwise derives from the completions
+    "samples/all_fail": (
+        "rollout/zero_std/all_zero_percentage",
+        "zero_std/all_zero_percentage",
+        "zero_std/all_zero_ratio",
+    ),
+    "samples/all_pass": (
+        "rollout/zero_std/all_one_percentage",
+        "zero_std/all_one_percentage",
+        "zero_std/all_one_ratio",
+    ),
     "loss": ("loss",),
     "grad_norm": ("grad_norm",),
     "learning_rate": ("learning_rate",),
