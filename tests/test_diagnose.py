@@ -1029,3 +1029,19 @@ def test_an_entropy_held_by_adaptive_control_is_controlled_not_healthy() -> None
     assert diagnose(make_run(columns), Rules()).metrics["entropy"].zone is Zone.HEALTHY
     order = order_metrics(["entropy_coef", "loss", "entropy", "shaped_reward", "reward"])
     assert order == ["reward", "shaped_reward", "entropy", "entropy_coef", "loss"]
+
+
+def test_a_live_judge_fed_in_bursts_says_what_check_says(tmp_path: Path) -> None:
+    """A buffered console writes its log dicts in bursts: the live panel's judge sees the
+    run three times, and says what `check` says of the whole run (it judges the moments
+    a burst passed, as a whole run's replay does)."""
+    source = Path(__file__).parent / "corpus" / "trl-qwen7b-gsm8k-vanilla-s43" / "console.log"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    log = tmp_path / "console.log"
+    judge = LiveJudge(Rules())
+    for upto in (len(lines) // 3, 2 * len(lines) // 3, len(lines)):
+        log.write_text("".join(lines[:upto]), encoding="utf-8")
+        live = judge.judge(load_run(log))
+    whole = diagnose(load_run(log), Rules())
+    assert live.status is whole.status
+    assert {s.id for s in live.scenarios} == {s.id for s in whole.scenarios}

@@ -96,8 +96,9 @@ class LiveJudge:
                 # waits for the first data, or it would start from an empty history
                 return judge(snap, frozenset(), True)
             self._started = True
-            return self._tracker.replay(snap, judge, replay_steps(snap, rules))
-        return self._tracker.feed(judge(snap, self._tracker.holding, True), snap.step)
+        # the history at first, later the replay moments the new lines passed (one, or none,
+        # for a line at a time; many when a buffered console dumps a burst)
+        return self._tracker.replay(snap, judge, replay_steps(snap, rules))
 
 
 def diagnose_snapshot(

@@ -139,6 +139,11 @@ class VerdictTracker:
                 track.span = None
 
     @property
+    def last_step(self) -> float:
+        """The newest step judged so far (-inf before any)."""
+        return self._last_step
+
+    @property
     def holding(self) -> frozenset[ScenarioId]:
         """The verdicts shown now (judged with their staying thresholds)."""
         return frozenset(scenario_id for scenario_id, t in self._tracks.items() if t.active)
@@ -149,10 +154,13 @@ class VerdictTracker:
         judge: Callable[[RunSnapshot, frozenset[ScenarioId], bool], Diagnosis],
         steps: list[float],
     ) -> Diagnosis:
-        """Feed the run as it was at each of `steps` (verdicts only), then as it is (in
-        full); the last steady diagnosis."""
+        """Feed the run as it was at each of `steps` not judged yet (verdicts only), then
+        as it is (in full); the last steady diagnosis. A tracker that judged part of the
+        run already goes on from there: the moments a burst of lines brought at once are
+        judged as a whole run's replay judges them."""
         for step in steps:
-            self.feed(judge(snap.upto(step), self.holding, False), step)
+            if step > self._last_step:
+                self.feed(judge(snap.upto(step), self.holding, False), step)
         return self.feed(judge(snap, self.holding, True), snap.step)
 
 
