@@ -32,7 +32,7 @@ DEFAULT_CYCLE_S = 6.0
 #: the group-spread and policy signals, in the order a reader scans them
 GRPO_SIGNALS: tuple[str, ...] = (
     "reward",
-    # verl's reward after the in-reward KL penalty, beside the task score it is set against
+    # the reward after an in-reward KL penalty, beside the task score it is set against
     "shaped_reward",
     "reward_std",
     "frac_reward_zero_std",
@@ -41,7 +41,7 @@ GRPO_SIGNALS: tuple[str, ...] = (
     "completion_length",
     "clipped_ratio",
     "entropy",
-    # TRL's adaptive entropy control: the coefficient beside the entropy it holds
+    # adaptive entropy control: the coefficient beside the entropy it holds
     "entropy_coef",
 )
 OPTIMISER: tuple[str, ...] = ("loss", "grad_norm", "learning_rate")

@@ -86,7 +86,7 @@ def words(advice: Advice, context: RunContext, detail: str = "") -> str:
         Advice.READ_SHORT: "Read recent completions: an early EOS or a fixed short template?",
         Advice.MORE_DIVERSITY: f"Raise temperature / top_p{temp}: the completions of a group are near copies.",
         Advice.TASK_REWARD: f"Add or weight up a correctness reward{': ' + detail if detail else ''}.",
-        Advice.KL_IN_REWARD: "Lower the KL penalty in the reward (algorithm.kl_ctrl.kl_coef), or move it to the loss (use_kl_loss): the policy games the penalty, not the task.",
+        Advice.KL_IN_REWARD: "Lower the KL penalty in the reward, or move it into the loss: the policy games the penalty, not the task.",
         Advice.READ_SAMPLES: "Read the completions: the easy reward may be gamed.",
         Advice.EVAL_SET: "Add an eval set and evaluate checkpoints for real.",
         Advice.WAIT: "Wait for more steps: a verdict needs a few logged points.",

@@ -303,8 +303,8 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
 
 
 def _entropy(view: SeriesView, coef: SeriesView | None, rules: Rules) -> Judgement:
-    """The entropy's judgement; one held in its band by TRL's adaptive entropy control (a
-    logged entropy_coef that moves) is controlled, not healthy by itself."""
+    """The entropy's judgement; one held in its band by adaptive entropy control (a logged
+    entropy_coef that moves) is controlled, not healthy by itself."""
     judgement = jd.judge_entropy(view, rules)
     if judgement.zone is not Zone.HEALTHY or coef is None or coef.empty:
         return judgement
