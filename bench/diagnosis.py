@@ -3,7 +3,14 @@
 1. Agreement with expert labels: every run of tests/corpus/ (other people's real GRPO
    runs) and every labelled real log of tests/fixtures/ (labels.json in each says which
    verdicts must, may and must never appear, and the numbers why).
-2. The simulator, judged live: every scenario x N seeds, judged after every logged step
+2. The real runs replayed live: every corpus run cut after 10 %, 20 %, ... 100 % of its
+   logged train points, in the layout its trainer writes (a trainer_state.json whose
+   log_history ends at the cut, a logging.jsonl / console log / W&B output.log / verl
+   JSONL cut just after the line that logged the cut's step), each cut read and judged
+   as `check` (and a panel opened at that moment) judges it. A false alarm (target 0):
+   after warm-up, a verdict the run's `never` names among LIVE_VERDICTS, or a PROBLEM
+   its `status` does not allow (labels.json `_doc`: the labels hold at every moment).
+3. The simulator, judged live: every scenario x N seeds, judged after every logged step
    the way the panel is (one VerdictTracker fed one moment at a time), against the
    simulator's ground truth (grpo_tui.sim.SCENARIO_REGIMES):
    - false alarms: moments after warm-up showing a caution or problem verdict that the
@@ -17,7 +24,7 @@
      warm-up (HEALTH.md: no verdict on the first points), and the warm-up's own share is
      printed beside it.
 
-    python bench/diagnosis.py [--seeds 10] [--scenarios healthy,plateau] [-v]
+    python bench/diagnosis.py [--seeds 10] [--scenarios healthy,plateau] [--no-live] [-v]
 
 Exit status 0 when every target is met, 1 otherwise. tests/test_bench_diagnosis.py runs
 the same functions on a small scale.
@@ -28,6 +35,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
+import os
 import shutil
 import statistics
 import sys
@@ -46,6 +55,7 @@ from grpo_tui.health.series import snapshot
 from grpo_tui.health.steady import VerdictTracker
 from grpo_tui.run.follow import load_run
 from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, write_run
+from grpo_tui.sources.discover import discover
 from grpo_tui.vocabulary import ScenarioId, Status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +142,130 @@ def label_agreement(label_dirs: Iterable[Path], rules: Rules) -> list[LabelResul
     return results
 
 
-# -- 2. the simulator, judged live ----------------------------------------------------------------
+# -- 2. the real runs replayed live ---------------------------------------------------------------
+
+CORPUS = ROOT / "tests" / "corpus"
+#: the verdicts a run's `never` forbids at every moment of it (labels.json `_doc`)
+LIVE_VERDICTS = frozenset(
+    s.word
+    for s in (
+        ScenarioId.NOT_LEARNING,
+        ScenarioId.TOO_AGGRESSIVE,
+        ScenarioId.REWARD_HACKING,
+        ScenarioId.LENGTH_COLLAPSE,
+        ScenarioId.LOW_DIVERSITY,
+    )
+)
+#: the cuts, as shares of a run's logged train points
+CUTS = tuple(tenth / 10 for tenth in range(1, 11))
+
+
+@dataclass
+class ReplayResult:
+    name: str
+    #: per cut: (share, train step, status, verdict ids) as judged at that moment
+    moments: list[tuple[float, float, str, list[str]]] = field(default_factory=list)
+    #: per cut after warm-up that raised a false alarm: "30%: not_learning"
+    false_alarms: list[str] = field(default_factory=list)
+
+    @property
+    def judged(self) -> int:
+        return sum(1 for *_, ids in self.moments if WARMING_UP not in ids)
+
+
+def _max_train_step(path: Path) -> float | None:
+    steps = snapshot(load_run(path)).train_steps
+    return float(steps.max()) if steps.size else None
+
+
+def _cut_trainer_state(path: Path, upto: float) -> None:
+    """trainer_state.json as a save at step `upto` writes it: the log_history so far."""
+    state = json.loads(path.read_text(encoding="utf-8"))
+    state["log_history"] = [
+        entry for entry in state.get("log_history", []) if float(entry.get("step", 0)) <= upto
+    ]
+    state["global_step"] = int(upto)
+    path.write_text(json.dumps(state, indent=2), encoding="utf-8")
+
+
+def _cut_lines(top: Path, path: Path, upto: float) -> None:
+    """The log as it stood just after the line that logged step `upto`: the fewest whole
+    lines whose train steps reach it (found by reading prefixes, as the tool reads them)."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    low, high = 1, len(lines)
+    while low < high:
+        middle = (low + high) // 2
+        path.write_bytes(b"".join(lines[:middle]))
+        reached = _max_train_step(top)
+        if reached is not None and reached >= upto:
+            high = middle
+        else:
+            low = middle + 1
+    path.write_bytes(b"".join(lines[:low]))
+
+
+def cut_run(top: Path, upto: float, scratch: Path) -> Path:
+    """A copy of the run folder `top` as it stood when step `upto` had just been logged
+    (the original is never written)."""
+    layout = discover(top)
+    assert layout.metrics_file is not None, f"{top}: nothing to read"
+    copy = scratch / top.name
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(top, copy)
+    metrics = copy / layout.metrics_file.relative_to(top)
+    stat = layout.metrics_file.stat()
+    if metrics.name == "trainer_state.json":
+        _cut_trainer_state(metrics, upto)
+    else:
+        _cut_lines(copy, metrics, upto)
+    # the file keeps its time, so discovery picks it as it did in the whole run
+    os.utime(metrics, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert discover(copy).metrics_file == metrics, f"{top}: the cut is read from another file"
+    return copy
+
+
+def live_problems(
+    diagnosis: Diagnosis, label: dict[str, Any], verdicts: frozenset[str] = LIVE_VERDICTS
+) -> list[str]:
+    """What one moment after warm-up shows that the label forbids at every moment."""
+    ids = set(diagnosis.ids)
+    wrong = sorted(ids & set(label.get("never", [])) & verdicts)
+    if diagnosis.status is Status.PROBLEM and "problem" not in label.get("status", ["problem"]):
+        wrong.append("PROBLEM")
+    return wrong
+
+
+def replay_run(top: Path, label: dict[str, Any], rules: Rules, scratch: Path) -> ReplayResult:
+    result = ReplayResult(top.name)
+    steps = np.unique(snapshot(load_run(top)).train_steps)
+    cuts: dict[float, float] = {}  # step -> the first share that cuts there (short runs)
+    for share in CUTS:
+        cuts.setdefault(float(steps[max(0, math.ceil(share * steps.size) - 1)]), share)
+    for upto, share in cuts.items():
+        d = diagnose(load_run(cut_run(top, upto, scratch)), rules)
+        ids = list(d.ids)
+        result.moments.append((share, upto, d.status.word, ids))
+        if WARMING_UP in ids:
+            continue
+        wrong = live_problems(d, label)
+        if wrong:
+            result.false_alarms.append(f"{_pct(share)}: {'+'.join(wrong)}")
+    return result
+
+
+def live_replay(
+    corpus: Path, rules: Rules, names: Sequence[str] | None = None
+) -> list[ReplayResult]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-replay-") as tmp:
+        for name, label in labelled_runs(corpus):
+            if names is None or name in names:
+                results.append(replay_run(corpus / name, label, rules, Path(tmp)))
+    return results
+
+
+# -- 3. the simulator, judged live ----------------------------------------------------------------
 
 
 @dataclass
@@ -263,11 +396,17 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def report(labels: list[LabelResult], sims: list[SimResult], *, verbose: bool) -> bool:
+def report(
+    labels: list[LabelResult],
+    replays: list[ReplayResult],
+    sims: list[SimResult],
+    *,
+    verbose: bool,
+) -> bool:
     """Print the figures; True when every target is met."""
     ok = True
     agreed = sum(r.agreed for r in labels)
-    print(f"Labelled real runs: {agreed}/{len(labels)} agree")
+    print(f"Labelled real runs, finished: {agreed}/{len(labels)} agree")
     for r in labels:
         if verbose or not r.agreed:
             mark = "ok " if r.agreed else "BAD"
@@ -275,6 +414,23 @@ def report(labels: list[LabelResult], sims: list[SimResult], *, verbose: bool) -
                 f"  {mark} {r.name:46} {r.status:8} {' '.join(r.shown) or '-'}  {'; '.join(r.problems)}"
             )
     ok &= agreed == len(labels)
+    if replays:
+        finished = {r.name.removeprefix(f"{CORPUS.name}/"): r.agreed for r in labels}
+        judged = sum(r.judged for r in replays)
+        false = sum(len(r.false_alarms) for r in replays)
+        print()
+        print(f"Corpus runs replayed live (cut after {_pct(CUTS[0])}, {_pct(CUTS[1])}, ... 100 %):")
+        for r in replays:
+            if verbose or r.false_alarms or not finished.get(r.name, True):
+                agreement = "agree " if finished.get(r.name, True) else "DIFFER"
+                print(f"  {r.name:46} {agreement} {'; '.join(r.false_alarms) or 'no false alarm'}")
+                if verbose:
+                    for share, upto, status, ids in r.moments:
+                        print(
+                            f"      {_pct(share):>4} step {upto:g}: {status} {' '.join(ids) or '-'}"
+                        )
+        print(f"  false alarms after warm-up: {false} of {judged} judged moments (target 0)")
+        ok &= false == 0
     if not sims:
         return ok
     print()
@@ -338,13 +494,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--steps", type=int, default=1000, help="steps per simulated run (default 1000)"
     )
+    parser.add_argument(
+        "--no-live", action="store_true", help="leave out the live replay of the real runs"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="every run, every headline")
     args = parser.parse_args(argv)
     rules = Rules()
     started = time.perf_counter()
     labels = label_agreement(LABEL_SETS, rules)
+    replays = [] if args.no_live else live_replay(CORPUS, rules)
     sims = evaluate_sims(args.scenarios.split(","), range(args.seeds), rules, args.steps)
-    ok = report(labels, sims, verbose=args.verbose)
+    ok = report(labels, replays, sims, verbose=args.verbose)
     print(
         f"\n{'all targets met' if ok else 'targets missed'} ({time.perf_counter() - started:.0f} s)"
     )

@@ -21,7 +21,7 @@ from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import Findings, find
 from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.scenarios import RULES, aux_only_rise, healthy
+from grpo_tui.health.scenarios import RULES, aux_only_rise, healthy, too_early_to_say
 from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.health.steady import VerdictTracker, replay_steps, staying_rules
 from grpo_tui.health.verdict import (
@@ -292,6 +292,9 @@ def _notes(f: Findings) -> list[Note]:
                 "not learning the task if it stays flat once they are done",
             )
         )
+    early = too_early_to_say(f)
+    if early is not None:
+        notes.append(Note(Severity.INFO, early.metric, early.text))
     if f.cap is not None and f.cap.inferred:
         notes.append(
             Note(

@@ -11,6 +11,7 @@ import numpy as np
 
 from grpo_tui.context import RunContext
 from grpo_tui.health import judges as jd
+from grpo_tui.health.improvement import Improvement, improvement
 from grpo_tui.health.judges import Cap, Collapse, Event, Judgement
 from grpo_tui.health.rewards import (
     RewardFunction,
@@ -48,6 +49,37 @@ class BlowUp:
     def certain(self) -> bool:
         """The reward at its floor while two signals ran off with it cannot be noise."""
         return self.companions >= 2
+
+
+@dataclass(frozen=True, slots=True)
+class RiseBound:
+    """How far one reward series rose since its start, against the rise that would matter."""
+
+    #: the metric's key ("reward", "rewards/accuracy/mean")
+    key: str
+    #: its name in words ("reward", "accuracy")
+    name: str
+    improvement: Improvement
+    #: the rise that matters for this series
+    amount: float
+    #: what `amount` is, in words ("5 % of its range 0–1")
+    amount_why: str
+
+    @property
+    def ruled_out(self) -> bool:
+        return self.improvement.rules_out(self.amount)
+
+    @property
+    def rising(self) -> bool:
+        """The data show a rise of at least the amount that matters."""
+        return self.improvement.low > 0 and self.improvement.change >= self.amount
+
+    def describe(self) -> str:
+        verb = "rose by less than" if self.ruled_out else "may still have risen by"
+        return (
+            f"{self.name} {verb} {num(self.amount)} ({self.amount_why}): "
+            f"{self.improvement.describe()}"
+        )
 
 
 @dataclass(frozen=True)
@@ -90,6 +122,48 @@ class Findings:
     @property
     def auxiliaries(self) -> list[RewardFunction]:
         return [f for f in self.functions if f.role is Role.AUX]
+
+    @cached_property
+    def rise_bounds(self) -> list[RiseBound]:
+        """The rise of every task reward (else of the reward) bounded by its confidence
+        interval: what "not learning" rests on (empty: too few points for a bound)."""
+        rules = self.rules.learning
+        series: list[tuple[str, str, RewardRange | None]] = [
+            (t.key, t.fn, t.range) for t in self.tasks
+        ] or [("reward", "reward", self.reward_range)]
+        bounds = []
+        for key, name, rng in series:
+            view = self.snap.get(key)
+            if view is None or view.empty:
+                continue
+            found = improvement(view.steps, view.values, rules.z)
+            if found is None:
+                continue
+            amount, why = self._meaningful(key, view, rng)
+            bounds.append(RiseBound(key, name, found, amount, why))
+        return bounds
+
+    def _meaningful(self, key: str, view: SeriesView, rng: RewardRange | None) -> tuple[float, str]:
+        rules = self.rules.learning
+        if rng is not None and rng.known and rng.span > 0:
+            return rules.meaningful_fraction * rng.span, (
+                f"{pct(rules.meaningful_fraction)} of its range {num(rng.low)}–{num(rng.high)}"
+            )
+        std_key = "reward_std" if key == "reward" else key.removesuffix("/mean") + "/std"
+        std = self.snap.get(std_key)
+        if std is not None and not std.empty and float(np.median(std.values)) > 0:
+            typical = float(np.median(std.values))
+            return rules.meaningful_std_fraction * typical, (
+                f"{pct(rules.meaningful_std_fraction)} of its typical spread within a batch, {num(typical)}"
+            )
+        span = float(np.ptp(view.values))
+        if span <= 0:
+            # one value on every point: any rise at all would show (never an amount of 0,
+            # which nothing is below)
+            return 1e-9 * max(1.0, abs(float(view.values[-1]))), "any rise: one value throughout"
+        return rules.meaningful_std_fraction * span, (
+            f"{pct(rules.meaningful_std_fraction)} of its observed range {num(span)}"
+        )
 
     @cached_property
     def entropy_exploded(self) -> bool:

@@ -294,6 +294,28 @@ class BlowUpRules:
 
 
 @dataclass(frozen=True, slots=True)
+class LearningRules:
+    """ "Not learning" as a bounded claim: the rise of the task reward (the reward, when no
+    task reward is named) since its start is bounded below an amount that matters, by a
+    confidence interval allowing for the run's own noise and autocorrelation
+    (health/improvement.py). Without that bound the verdict is withheld: "too early to say".
+
+    Stated error rate: a run whose reward truly rose by the meaningful amount gets a bound
+    below it at one moment with probability 1 - Φ(z) (z 2.33: 1 %), and the verdict also
+    needs its no-signal evidence (zero spread sustained, every group tied, the task at its
+    floor, no gradient) and the steady tracker's 3 judged steps in a row."""
+
+    meaningful_fraction: float = 0.05
+    """A rise that matters: this fraction of the reward's known range..."""
+    meaningful_std_fraction: float = 0.25
+    """...or, with no range known, this fraction of the typical within-group reward_std (the
+    unit GRPO's advantages are measured in), or of the observed range when no std is logged."""
+    z: float = 2.33
+    """One-sided normal quantile of the bound (2.33: a rise that large is missed 1 % of the
+    time at one moment; Student's t is used for few effective points)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SteadyRules:
     """How verdicts stay steady while a run is live (hysteresis)."""
 
@@ -372,6 +394,8 @@ class Rules:
     """Entropy explosion."""
     blow_up: BlowUpRules = field(default_factory=BlowUpRules)
     """Policy collapse."""
+    learning: LearningRules = field(default_factory=LearningRules)
+    """"Not learning" as a bounded claim."""
     steady: SteadyRules = field(default_factory=SteadyRules)
     """Steady verdicts (hysteresis) and how check replays a run."""
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from grpo_tui.health import trends as tr
 from grpo_tui.health.advice import Advice, pick
-from grpo_tui.health.findings import Findings
+from grpo_tui.health.findings import Findings, RiseBound
 from grpo_tui.health.judges import Judgement, window_of
 from grpo_tui.health.rewards import RewardFunction, SpreadKind
 from grpo_tui.health.rules import ZoneBounds
@@ -203,6 +203,68 @@ def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence
 
 
 def not_learning(f: Findings) -> Scenario | None:
+    """No learning signal that holds, and a rise that matters ruled out (LearningRules):
+    both, or the data cannot tell a slow rise from none yet (`too_early_to_say`)."""
+    b = _no_signal(f)
+    if b is None:
+        return None
+    if f.warming_up:
+        return b.build(f)  # an early warning only (diagnose's warming-up verdict)
+    bounds = f.rise_bounds
+    if not bounds or not all(bound.ruled_out for bound in bounds):
+        return None
+    for bound in bounds:
+        b.support(_bound_evidence(bound))
+    return b.build(f)
+
+
+def _bound_evidence(bound: RiseBound, text: str | None = None) -> Evidence:
+    found = bound.improvement
+    window = Window(
+        found.early.window.first_step,
+        found.recent.window.last_step,
+        found.early.window.points + found.recent.window.points,
+    )
+    numbers = {"change": finite_or_none(found.change), "bound": finite_or_none(found.high)}
+    return Evidence(bound.key, window, numbers, text or bound.describe())
+
+
+def too_early_to_say(f: Findings) -> Evidence | None:
+    """The no-learning-signal evidence is there, but the reward's course does not yet rule
+    out a rise that matters (and does not show one either): the early facts, and about how
+    many more steps at this noise would decide it."""
+    if f.warming_up or _no_signal(f) is None:
+        return None
+    bounds = f.rise_bounds
+    if bounds and all(bound.ruled_out for bound in bounds):
+        return None  # decided: not learning
+    if any(bound.rising for bound in bounds):
+        return None  # it rises: nothing to decide
+    open_bounds = [bound for bound in bounds if not bound.ruled_out]
+    text = "not learning? too early to say: no learning signal in the recent window"
+    if open_bounds:
+        bound = open_bounds[0]
+        more = bound.improvement.points_to_decide(bound.amount)
+        text += f", but {bound.describe()}"
+        steps = _points_as_steps(f, bound.key, more)
+        if steps is not None:
+            text += f"; about {steps:g} more steps at this noise would decide it"
+        return _bound_evidence(bound, text)
+    return Evidence("reward", _reward_window(f), {}, text + " (too few points for a bound)")
+
+
+def _points_as_steps(f: Findings, key: str, points: int | None) -> float | None:
+    """`points` more points of a series as steps (its median step between points); the
+    parts are thirds of the run, so the run needs three times that many."""
+    view = f.snap.get(key)
+    if points is None or view is None or view.steps.size < 2:
+        return None
+    gap = float(np.median(np.diff(view.steps)))
+    return float(math.ceil(3 * points * max(gap, 1.0)))
+
+
+def _no_signal(f: Findings) -> _Builder | None:
+    """The evidence of no learning signal, with its advice (None: there is none)."""
     b = _Builder(ScenarioId.NOT_LEARNING)
     reward = f.reward
     if f.learned or f.is_blow_up:
@@ -300,7 +362,7 @@ def not_learning(f: Findings) -> Scenario | None:
         b.advise(Advice.RAISE_TEMPERATURE)
     b.advise(Advice.PARTIAL_CREDIT)
     b.advise(Advice.MORE_GENERATIONS)
-    return b.build(f)
+    return b
 
 
 def aux_only_rise(f: Findings, *, done: bool) -> Evidence | None:
