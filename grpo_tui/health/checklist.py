@@ -73,7 +73,9 @@ def checklist(f: Findings) -> list[CheckItem]:
         _zone_answer("clip_ratio", f.clip),
         length_answer,
         _samples_answer(f),
-        _course_answer("eval_reward", f.eval_reward, "no eval logged"),
+        _course_answer(
+            f.eval_reward.name if f.eval_reward else "eval_reward", f.eval_reward, "no eval logged"
+        ),
         kl,
     ]
     return [

@@ -21,7 +21,7 @@ from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import Findings, find
 from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.scenarios import RULES, aux_only_rise, healthy, too_early_to_say
+from grpo_tui.health.scenarios import RULES, aux_only_rise, healthy, kl_watch, too_early_to_say
 from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.health.steady import VerdictTracker, replay_steps, staying_rules
 from grpo_tui.health.verdict import (
@@ -143,6 +143,8 @@ def diagnose_snapshot(
     if not full:
         return Diagnosis(status_of(scenarios, []), scenarios, [], {}, [], step=snap.step)
     notes = _notes(f)
+    if (watch := kl_watch(f, scenarios)) is not None:
+        notes.insert(0, Note(Severity.CAUTION, "kl", watch))
     return Diagnosis(
         status_of(scenarios, notes),
         scenarios,
@@ -164,6 +166,8 @@ class _Fold:
     words: str
     #: fold only when the cause holds at least as badly (else it may be a second problem)
     cause_as_bad: bool
+    #: a symptom at PROBLEM stays a verdict of its own (what the user must see first)
+    keep_problem: bool = False
 
 
 _FOLDS = (
@@ -176,11 +180,14 @@ _FOLDS = (
     ),
     # an unstable policy's outputs shorten, and a gamed reward's template is short: part of
     # the instability or the hack (HEALTH.md: "length anomaly"), not a second finding
+    # ...unless they collapsed to a few tokens: that is the loudest fact of the run, named
+    # beside its cause (a verl run gamed its shaped reward by answering in 9 tokens)
     _Fold(
         ScenarioId.LENGTH_COLLAPSE,
         (ScenarioId.TOO_AGGRESSIVE, ScenarioId.REWARD_HACKING),
         "and the completions shorten",
         True,
+        keep_problem=True,
     ),
     # these mechanisms also kill the learning signal
     _Fold(
@@ -208,7 +215,7 @@ def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Sc
         found = [s for s in found if s.id is not ScenarioId.SATURATED]
     for fold in _FOLDS:
         symptom = next((s for s in found if s.id is fold.symptom), None)
-        if symptom is None:
+        if symptom is None or (fold.keep_problem and symptom.severity is Severity.PROBLEM):
             continue
         causes = [
             s
@@ -292,6 +299,8 @@ def _notes(f: Findings) -> list[Note]:
                 "not learning the task if it stays flat once they are done",
             )
         )
+    if f.kl_offset is not None:
+        notes.append(Note(Severity.CAUTION, "kl", f.kl_offset))
     early = too_early_to_say(f)
     if early is not None:
         notes.append(Note(Severity.INFO, early.metric, early.text))

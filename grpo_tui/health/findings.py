@@ -18,6 +18,7 @@ from grpo_tui.health.rewards import (
     RewardRange,
     Role,
     SpreadKind,
+    eval_counterpart,
     reward_functions,
     total_range,
     zero_spread_kind,
@@ -96,6 +97,8 @@ class Findings:
     frac_zero_std: Judgement | None
     clip: Judgement | None
     kl: Judgement | None
+    #: why a KL in its caution band is an offset from the start, not drift (None: it is not)
+    kl_offset: str | None
     entropy: Judgement | None
     clipped: Judgement | None
     length: Judgement | None
@@ -333,11 +336,27 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     warming_up = (logged or snap.train_rows) < rules.window.warmup_points
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
-    cap = _cap(context, view("completion_length"), view("completion_length_max"), rules)
+    cap = _cap(
+        context,
+        view("completion_length"),
+        view("completion_length_max"),
+        rules,
+        view("clipped_ratio"),
+    )
     length = jd.judge_length(length_view, clipped, cap, rules) if length_view is not None else None
     collapse = jd.length_collapse(length_view, cap, rules) if length_view is not None else None
     grad = _maybe(view("grad_norm"), lambda v: jd.judge_grad_norm(v, rules))
     kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
+    kl_view = view("kl")
+    kl = _maybe(kl_view, lambda v: jd.judge_kl(v, rules, context))
+    offset = (
+        jd.kl_offset(kl, kl_view, view("learning_rate"), rules)
+        if kl is not None and kl_view is not None
+        else None
+    )
+    if kl is not None and offset is not None:
+        # one judgement of the metric: the grid, the checklist and the verdicts read it
+        kl = replace(kl, zone=Zone.CAUTION, reason=f"{kl.reason}; {offset}")
     covered = {"reward", "reward_std", "frac_reward_zero_std", "clip_ratio", "kl", "entropy", "completion_length",
                "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}  # fmt: skip
     others = {}
@@ -356,7 +375,8 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         reward_std=_maybe(view("reward_std"), lambda v: _reward_std(v, rng, rules)),
         frac_zero_std=_maybe(view("frac_reward_zero_std"), lambda v: jd.banded(v, rules, context)),
         clip=_clip(snap, rules),
-        kl=_maybe(view("kl"), lambda v: jd.judge_kl(v, rules, context)),
+        kl=kl,
+        kl_offset=offset,
         entropy=_maybe(view("entropy"), lambda v: _entropy(v, view("entropy_coef"), rules)),
         clipped=clipped,
         length=length,
@@ -365,7 +385,9 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         loss=_maybe(view("loss"), lambda v: _finite_or_bad(v, rules)),
         grad_norm=grad,
         grad_zero_share=jd.zero_share(grad, rules) if grad is not None else math.nan,
-        eval_reward=_maybe(view("eval_reward"), lambda v: jd.no_bands(v, _eval_rules(rules))),
+        eval_reward=_maybe(
+            _eval_view(snap, functions), lambda v: jd.no_bands(v, _eval_rules(rules))
+        ),
         is_ratio=_maybe(view(IS_RATIO_MEAN), lambda v: jd.no_bands(v, rules)),
         is_ratio_min=_maybe(view(IS_RATIO_MIN), lambda v: jd.no_bands(v, rules)),
         functions=functions,
@@ -374,6 +396,18 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         samples=Samples.of(snap.samples, rules),
         others=others,
     )
+
+
+def _eval_view(snap: RunSnapshot, functions: tuple[RewardFunction, ...]) -> SeriesView | None:
+    """The eval reward, or with none logged the held-out measure of the task reward (a
+    trainer of its own logs `eval_ndcg@10`, not `eval_reward`)."""
+    logged = snap.get("eval_reward")
+    if logged is not None:
+        return logged
+    for fn in functions:
+        if fn.role is Role.TASK and (name := eval_counterpart(fn.fn, snap.names())) is not None:
+            return snap.get(name)
+    return None
 
 
 def _entropy(view: SeriesView, coef: SeriesView | None, rules: Rules) -> Judgement:
@@ -418,12 +452,16 @@ def _finite_or_bad(view: SeriesView, rules: Rules) -> Judgement:
 
 
 def _cap(
-    context: RunContext, mean: SeriesView | None, longest: SeriesView | None, rules: Rules
+    context: RunContext,
+    mean: SeriesView | None,
+    longest: SeriesView | None,
+    rules: Rules,
+    clipped: SeriesView | None,
 ) -> Cap | None:
     if context.max_completion_length:
         given = "max_completion_length" in context.given_on_command_line
         return Cap(float(context.max_completion_length), "command line" if given else "args")
-    return jd.infer_cap(mean, longest, rules)
+    return jd.infer_cap(mean, longest, rules, clipped)
 
 
 def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judgement:

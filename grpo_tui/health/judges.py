@@ -285,6 +285,42 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     return replace(judgement, events=tuple(events))
 
 
+#: the learning rate at a series' first points counts as "still near 0" below this share
+#: of its peak (warm-up): the policy has barely moved from where it started
+_LR_STILL_LOW = 0.5
+
+
+def kl_offset(kl: Judgement, view: SeriesView, lr: SeriesView | None, rules: Rules) -> str | None:
+    """KL already in its caution band at the first steps, before the policy could move
+    (the learning rate, where logged, still below half its peak), and not clearly above
+    that level since: a mismatch between policy and reference (chat template, adapter,
+    precision), not drift from updates. In words; None when it is not that."""
+    caution = (rules.zone_bounds("kl") or ZoneBounds()).caution_above
+    if caution is None or not kl.zone.warns or kl.shape is None or len(view) < 4:
+        return None
+    head = view.head(max(1, min(3, len(view) // 4)))
+    early = tr.median_of(head.values)
+    if not early > caution:
+        return None
+    if lr is not None and not lr.empty:
+        at_start = lr.values[np.searchsorted(lr.steps, head.steps[-1], side="right") - 1 :][:1]
+        peak = float(np.max(lr.values))
+        if at_start.size and peak > 0 and float(at_start[0]) > _LR_STILL_LOW * peak:
+            return None  # the policy could already move: a high KL there is drift
+    shape = kl.shape
+    if shape.above(shape.end, shape.start) and shape.end.value - early > caution:
+        # it rose from there by more than a caution's worth: drift on top of the offset
+        return None
+    lr_words = " while the learning rate was still warming up" if lr is not None else ""
+    return (
+        f"kl already {num(early)} at the first steps ({head.steps.size} points to step "
+        f"{num(float(head.steps[-1]))}){lr_words}, and no more than {num(caution)} above it "
+        f"since ({shape.describe()}): "
+        "an offset between the policy and its reference (chat template, adapter, precision), "
+        "not an update that went too far"
+    )
+
+
 def earlier_floor(view: SeriesView, window: int, rules: Rules) -> SeriesView | None:
     """The stretch a growth is measured from: of the window-sized stretches over the latter
     half of the run before the recent window, the one with the lowest median. The previous
@@ -391,6 +427,9 @@ class Cap:
     tokens: float
     #: "args", "command line" or how it was inferred ("completion_length_max sits at …")
     source: str
+    #: an inferred cap that the run also shows cuts at (clipped_ratio above 0 where the
+    #: lengths sit at it); a stated cap needs no corroboration
+    corroborated: bool = True
 
     @property
     def inferred(self) -> bool:
@@ -404,10 +443,17 @@ class Cap:
         return ", from the command line" if self.source == "command line" else ""
 
 
-def infer_cap(mean: SeriesView | None, longest: SeriesView | None, rules: Rules) -> Cap | None:
+def infer_cap(
+    mean: SeriesView | None,
+    longest: SeriesView | None,
+    rules: Rules,
+    clipped: SeriesView | None = None,
+) -> Cap | None:
     """A cap nobody stated, read off the lengths: the batch's longest completion (or the
     mean, when every completion was cut) sitting at exactly one value, its highest, on many
-    points: 128.0 with the minimum at 127.8 is truncation at 128."""
+    points: 128.0 with the minimum at 127.8 is truncation at 128. Corroborated when the
+    run's clipped_ratio is above 0 where the lengths sit there; then a few such points are
+    enough for the longest completion too (a run whose lengths grow into the cap)."""
     for view, share_needed, count_needed, what in (
         (longest, rules.length.cap_pinned_share, 2, "the longest completion"),
         (mean, 0.0, rules.length.cap_pinned_points, "the mean length"),
@@ -417,9 +463,23 @@ def infer_cap(mean: SeriesView | None, longest: SeriesView | None, rules: Rules)
         top = float(np.max(view.values))
         at_top = np.abs(view.values - top) <= 1e-9 * max(1.0, top)
         count = int(at_top.sum())
-        if top >= 8 and count >= count_needed and count >= share_needed * len(view):
-            return Cap(top, f"{what} sits at exactly {num(top)} on {count}/{len(view)} points")
+        cut = _clipped_at(clipped, view.steps[at_top])
+        pinned = count >= count_needed and count >= share_needed * len(view)
+        confirmed = count >= rules.length.cap_pinned_points and cut
+        if top >= 8 and (pinned or confirmed):
+            source = f"{what} sits at exactly {num(top)} on {count}/{len(view)} points"
+            if cut:
+                source += ", where clipped_ratio is above 0"
+            return Cap(top, source, corroborated=cut)
     return None
+
+
+def _clipped_at(clipped: SeriesView | None, steps: np.ndarray) -> bool:
+    """clipped_ratio is above 0 at most of these steps (completions were cut there)."""
+    if clipped is None or clipped.empty or steps.size == 0:
+        return False
+    at = np.isin(clipped.steps, steps)
+    return bool(at.any()) and float(np.mean(clipped.values[at] > 0)) >= 0.5
 
 
 def judge_length(

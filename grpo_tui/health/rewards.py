@@ -46,10 +46,23 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)]
 
 
-def reward_role(name: str, rules: Rules) -> Role:
+def eval_counterpart(fn: str, names: Iterable[str]) -> str | None:
+    """The eval series that measures reward function `fn` on held-out data: an `eval_…`
+    name whose words begin with the function's (`eval_ndcg@10` for `ndcg`)."""
+    words = _words(fn)
+    if not words:
+        return None
+    for name in names:
+        if name.startswith("eval_") and _words(name.removeprefix("eval_"))[: len(words)] == words:
+            return name
+    return None
+
+
+def reward_role(name: str, rules: Rules, *, evaluated: bool = False) -> Role:
     """The role of a reward function from its name and the rules' patterns (a word of the
     name starts with a pattern; "reasoning_steps"-style patterns match across words; task
-    patterns win)."""
+    patterns win). A function the run also evaluates on held-out data (`evaluated`) is
+    the task when its name does not say otherwise: a run evaluates what it is for."""
     joined = "_".join(_words(name))
 
     def matches(patterns: Iterable[str]) -> bool:
@@ -63,7 +76,7 @@ def reward_role(name: str, rules: Rules) -> Role:
         return Role.TASK
     if matches(rules.rewards.aux_patterns):
         return Role.AUX
-    return Role.OTHER
+    return Role.TASK if evaluated else Role.OTHER
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +291,7 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
             RewardFunction(
                 fn,
                 name,
-                reward_role(fn, rules),
+                reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.names()) is not None),
                 judgement,
                 rng,
                 zero_spread,

@@ -205,6 +205,7 @@ class RewardRules:
             "overlong",
             "style",
             "think",
+            "bonus",
         ]
     )
     """Reward function names matching these (same matching) are auxiliary rewards."""

@@ -83,13 +83,17 @@ class _Builder:
             if finding.evidence.window.first_step is not None
         ]
         ordered = sorted(self.findings, key=lambda finding: finding.severity.rank)
+        advice = self.advice
+        if f.eval_reward is not None:
+            # never ask a run that evaluates for an eval set
+            advice = [(a, detail) for a, detail in advice if a is not Advice.EVAL_SET]
         return Scenario(
             self.id,
             self.id.title,
             severity,
             min(onsets) if onsets else None,
             [finding.evidence for finding in ordered] + self.supporting,
-            pick(self.advice, f.context),
+            pick(advice, f.context),
         )
 
 
@@ -469,7 +473,7 @@ def saturated(f: Findings) -> Scenario | None:
     for item in corroboration:
         b.support(item)
     if eval_reward is not None and eval_reward.shape is not None:
-        b.support(course("eval_reward", eval_reward))
+        b.support(course(eval_reward.name, eval_reward))
     if eval_reward is not None and not eval_stalled and eval_reward.direction.up:
         b.advise(Advice.KEEP_GOING)
     b.advise(Advice.HARDER_DATA)
@@ -499,7 +503,9 @@ def too_aggressive(f: Findings) -> Scenario | None:
                 Advice.FEWER_ITERATIONS if (f.context.num_iterations or 1) > 1 else Advice.LOWER_LR
             )
     kl = f.kl
-    if kl is not None and kl.zone.warns:
+    kl_warns = kl is not None and kl.zone.warns and f.kl_offset is None
+    # a KL in its bad band, or in its caution band and still climbing, is a sign by itself
+    if kl is not None and kl_warns and (kl.zone is Zone.BAD or kl.direction.up):
         _add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     # a certain collapse is shown at once, like a NaN loss
@@ -534,7 +540,12 @@ def too_aggressive(f: Findings) -> Scenario | None:
         and eval_reward.shape is not None
         and eval_reward.shape.phase in (Phase.FALLING, Phase.DECLINING)
     ):
-        b.add(Severity.CAUTION, course("eval_reward", eval_reward))
+        b.add(Severity.CAUTION, course(eval_reward.name, eval_reward))
+    if kl is not None and kl_warns and kl.zone is Zone.CAUTION and not kl.direction.up:
+        if not b.findings:
+            return None  # a KL in its caution band and nothing else unstable: kl_watch's note
+        _add_above(b, f, kl, "kl")
+        b.advise(Advice.STRONGER_KL)
     if not b.findings:
         return None
     b.advise(Advice.LOWER_LR)
@@ -545,6 +556,18 @@ def too_aggressive(f: Findings) -> Scenario | None:
     if scenario is not None and certain:
         scenario.immediate = True  # a NaN loss is no noise: shown at once
     return scenario
+
+
+def kl_watch(f: Findings, shown: list[Scenario]) -> str | None:
+    """A KL in its caution band (not an offset) that no verdict takes up: nothing else is
+    unstable, so it is a caution to watch, not "too aggressive" (a verdict needs the KL in
+    its bad band, or a second sign of instability)."""
+    kl = f.kl
+    if kl is None or kl.zone is not Zone.CAUTION or f.kl_offset is not None or kl.direction.up:
+        return None
+    if any(s.id is ScenarioId.TOO_AGGRESSIVE for s in shown):
+        return None
+    return f"kl {kl.reason}, no longer climbing, with nothing else unstable (clip, entropy, reward and eval hold): watch it; a verdict needs it in its bad band, climbing, or a second sign"
 
 
 # -- reward hacking ---------------------------------------------------------------------------------
@@ -569,6 +592,36 @@ def _near_top(fn: RewardFunction, f: Findings) -> bool:
     rng = fn.range
     position = rng.position(fn.level) if rng is not None and rng.known else None
     return position is not None and position >= f.rules.rewards.top_position
+
+
+def _bonus_carries_total(f: Findings) -> Evidence | None:
+    """The total rose only through an auxiliary reward (a bonus) while every task reward
+    stayed flat or fell, and the held-out measure fell: corroborated hacking. Without the
+    eval it is aux_only_rise's "not learning the task" (training metrics alone)."""
+    reward, held_out, tasks = f.reward, f.eval_reward, f.tasks
+    if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
+        return None
+    if (
+        held_out is None
+        or held_out.shape is None
+        or not (held_out.shape.fell or held_out.shape.phase in (Phase.FALLING, Phase.DECLINING))
+    ):
+        return None
+    if any(t.improved for t in tasks):
+        return None
+    carriers = [a for a in f.auxiliaries if a.improved]
+    if not carriers:
+        return None
+    carrier = carriers[0]
+    task_text = ", ".join(f"{t.fn} {t.shape.describe() if t.shape else ''}" for t in tasks)
+    return Evidence(
+        carrier.key,
+        reward.window,
+        {},
+        f"the total rose ({reward.shape.describe()}) through {carrier.fn} "
+        f"({carrier.shape.describe() if carrier.shape else ''}) while {task_text} did not, "
+        f"and {held_out.name} fell ({held_out.shape.describe()})",
+    )
 
 
 def reward_hacking(f: Findings) -> Scenario | None:
@@ -606,6 +659,10 @@ def reward_hacking(f: Findings) -> Scenario | None:
                 _function_evidence(aux, f"{top}; no task (correctness) reward is recognised"),
             )
             b.advise(Advice.TASK_REWARD)
+    carried = _bonus_carries_total(f)
+    if carried is not None:
+        b.add(Severity.PROBLEM, carried)
+        b.advise(Advice.TASK_REWARD)
     shaped = f.others.get("shaped_reward")
     if (
         shaped is not None
@@ -651,7 +708,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
         # an eval reward flat at the top has nothing left to show
         and not (eval_position is not None and eval_position >= f.rules.rewards.top_position)
     ):
-        b.add(Severity.CAUTION, course("eval_reward", eval_reward))
+        b.add(Severity.CAUTION, course(eval_reward.name, eval_reward))
         b.advise(Advice.EVAL_SET)
     if not b.findings:
         return None
@@ -666,19 +723,45 @@ def reward_hacking(f: Findings) -> Scenario | None:
 
 
 def truncation(f: Findings) -> Scenario | None:
+    """Completions cut at the cap. A PROBLEM needs a cut that is there and not going away:
+    a cap the lengths alone suggest (no clipped_ratio above 0 confirms it) or a cut share
+    falling while the task is learned (the model learns to finish) is a caution."""
     b = _Builder(ScenarioId.TRUNCATION)
     clipped = f.clipped
     if clipped is not None and clipped.zone.warns:
         _add_above(b, f, clipped, "clipped_ratio")
+    elif (rising := _rising_cut(f)) is not None:
+        b.add(Severity.CAUTION, rising, onset(f, "clipped_ratio", _at_least(_cut_bound(f))))
     length, cap = f.length, f.cap
     if length is not None and cap is not None and length.zone.warns:
         severity, share = _upper(f, length, "completion_length")
         text = f"completion_length {num(length.level)} (recent median) of cap {num(cap.tokens)}: {length.reason}"
+        if not cap.corroborated:
+            severity = _at_most_caution(severity)
+            text += " — a cap read off the lengths alone: no clipped ratio confirms the cut"
         b.add(
             severity,
             evidence(length, text, cap=cap.tokens),
             onset(f, "completion_length", lambda v: v > (share or 1.0) * cap.tokens),
         )
+    if b.findings and f.learned:
+        # the task is learned despite the cut (and a falling cut share is the model learning
+        # to finish in time): worth fixing, not a run that fails
+        b.findings = [
+            _Finding(_at_most_caution(x.severity), x.evidence, x.onset) for x in b.findings
+        ]
+        if (
+            clipped is not None
+            and clipped.shape is not None
+            and (clipped.shape.fell or clipped.shape.declined)
+        ):
+            b.support(course("clipped_ratio", clipped, "falling as the task is learned"))
+        else:
+            b.support(
+                Evidence(
+                    "reward", _reward_window(f), {}, "the task reward is learned despite the cut"
+                )
+            )
     if not b.findings:
         return None
     if f.is_blow_up and f.lengths_ran_to_cap:
@@ -692,6 +775,38 @@ def truncation(f: Findings) -> Scenario | None:
         b.advise(Advice.PENALISE_LENGTH)
     b.advise(Advice.PENALISE_LENGTH)
     return b.build(f)
+
+
+def _at_most_caution(severity: Severity) -> Severity:
+    return Severity.CAUTION if severity is Severity.PROBLEM else severity
+
+
+def _cut_bound(f: Findings) -> float:
+    return _bounds(f, "clipped_ratio").caution_above or 0.0
+
+
+def _rising_cut(f: Findings) -> Evidence | None:
+    """A cut share that rose clearly from ≈0 to a recent median above its caution bound
+    while the lengths grew: a truncation building up, before it is sustained on the
+    window (the sustained share lags a share that swings between 0.1 and 0.6)."""
+    clipped, length = f.clipped, f.length
+    bound = _cut_bound(f)
+    if clipped is None or clipped.shape is None or length is None or length.shape is None:
+        return None
+    view = f.snap.get("clipped_ratio")
+    if view is None or view.empty or not bound > 0:
+        return None
+    recent = window_of(view, f.rules)
+    median = tr.median_of(recent.values)
+    if not (clipped.shape.rose and length.shape.rose and median > bound):
+        return None
+    return Evidence(
+        "clipped_ratio",
+        clipped.window,
+        {"recent": finite_or_none(median)},
+        f"clipped_ratio rising: {clipped.shape.describe()}, recent median {num(median)} > "
+        f"{num(bound)}, while completion_length rose ({length.shape.describe()})",
+    )
 
 
 # -- length collapse ----------------------------------------------------------------------------------
