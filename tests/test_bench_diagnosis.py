@@ -85,3 +85,31 @@ def test_simulated_runs_judged_live_meet_the_targets(bench: ModuleType, scenario
     assert result.false_alarms == 0, result.false_alarm_examples
     assert result.headline_changes <= result.change_target, result.headlines
     assert all(d is not None and d <= bench.DELAY_TARGET for d in result.delays), result.delays
+
+
+def test_real_runs_replayed_live_raise_no_false_alarm(bench: ModuleType) -> None:
+    """The live replay on the runs that raised alarms before (rising runs early, a KL offset)."""
+    names = (
+        "trl-qwen35-9b-gsm8k-learning",
+        "trl-qwen3-8b-verilog-curriculum-lr6e-6",
+        "unsloth-gsm8k-llama-imjonezz",
+    )
+    results = bench.live_replay(bench.CORPUS, Rules(), names)
+    assert [r.name for r in results] == [
+        n for n, _ in bench.labelled_runs(bench.CORPUS) if n in names
+    ]
+    assert all(r.judged >= 7 for r in results)  # after warm-up, most cuts are judged
+    assert [(r.name, r.false_alarms) for r in results if r.false_alarms] == []
+
+
+def test_a_cut_is_the_file_the_trainer_had_written_then(bench: ModuleType, tmp_path: Path) -> None:
+    """A trainer_state.json ends its log_history at the cut; a console log just after its line."""
+    import json
+
+    top = bench.CORPUS / "trl-qwen35-9b-gsm8k-learning"
+    cut = bench.cut_run(top, 60.0, tmp_path)
+    state = json.loads((cut / "checkpoint-200" / "trainer_state.json").read_text())
+    assert max(e["step"] for e in state["log_history"]) == 60
+    verl = bench.cut_run(bench.CORPUS / "verl-qwen7b-econagent-300st", 30.0, tmp_path)
+    log = (verl / "train_300steps.log").read_text(errors="replace").splitlines()
+    assert "step:30 " in log[-1] or "step:30 -" in log[-1]
