@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.run.follow import load_run
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.formats.primerl import PRIMERL
@@ -258,3 +259,38 @@ class TestARunInTheRealShape:
         assert eval_points.values.tolist() == [0.3] and eval_points.steps.tolist() == [2.0]
         assert "mismatch_kl/all/mean" in store.names()  # not a KL to a reference: its own name
         assert "time" not in store.names()
+
+
+#: the resolved orchestrator config's fields read (configs/orchestrator.py OrchestratorConfig,
+#: TrainConfig.sampling, ModelConfig), as `write_subconfigs` dumps it (values invented)
+ORCHESTRATOR_CONFIG: dict[str, Any] = {
+    "model": {"name": "Qwen/Qwen3-0.6B"},
+    "train": {"sampling": {"temperature": 0.8, "max_completion_tokens": 512}},
+    "group_size": 8,
+    "seq_len": 4096,
+    "max_steps": 40,
+    "max_off_policy_steps": 8,
+}
+
+
+class TestSettings:
+    """The resolved configs in `<run_dir>/configs/` fill the run context."""
+
+    def _context_of(self, tmp_path: Path, name: str, config: dict[str, Any]) -> RunContext:
+        run = tmp_path / "run"
+        (run / "configs").mkdir(parents=True)
+        (run / "configs" / name).write_text(json.dumps(config), encoding="utf-8")
+        write(run / "metrics.jsonl", run_lines(3))
+        return load_run(run).context
+
+    def test_the_orchestrators_config(self, tmp_path: Path) -> None:
+        """orchestrator.json: steps, group size, model, temperature (not the per-turn cap)."""
+        context = self._context_of(tmp_path, "orchestrator.json", ORCHESTRATOR_CONFIG)
+        assert (context.max_steps, context.num_generations) == (40, 8)
+        assert (context.model, context.temperature) == ("Qwen/Qwen3-0.6B", 0.8)
+        assert context.max_completion_length is None
+
+    def test_rl_json_nests_it(self, tmp_path: Path) -> None:
+        """rl.json holds the orchestrator's config under `orchestrator`."""
+        context = self._context_of(tmp_path, "rl.json", {"orchestrator": ORCHESTRATOR_CONFIG})
+        assert (context.max_steps, context.num_generations) == (40, 8)

@@ -25,7 +25,15 @@ the canonical metric is the first agent's (prime-rl logs agents sorted by name).
 What is not mapped, and why: prime-rl logs no reward standard deviation (its statistics
 are mean/max/min/p10/p90); `mismatch_kl/all/mean` is the KL between the inference
 engine's and the trainer's log-probabilities, not a KL to a reference model, so it keeps
-its name; the run's settings (`configs/*.json`) are not read yet.
+its name.
+
+The run's settings: the `rl` entrypoint writes the resolved configs as JSON into
+`<run_dir>/configs/` (entrypoints/rl.py `write_config`, `write_subconfigs`): the
+orchestrator's (`orchestrator.json`; `rl.json` nests it under `orchestrator`) holds
+`max_steps`, `group_size` (completions per prompt), `model.name` and
+`train.sampling.temperature` (configs/orchestrator.py `OrchestratorConfig`). Its
+`max_completion_tokens` is a cap per turn, not per rollout, so the length cap is left to
+the values.
 """
 
 from __future__ import annotations
@@ -48,6 +56,9 @@ from grpo_tui.sources.formats.layout import (
 
 NAME = "prime-rl"
 METRICS_FILE = "metrics.jsonl"
+CONFIGS_DIR = "configs"
+#: the resolved configs holding the orchestrator's settings, the first found wins
+CONFIG_FILES = ("orchestrator.json", "rl.json")
 #: folders prime-rl writes beside metrics.jsonl in a run directory (resolved configs,
 #: episode traces, per-attempt logs)
 RUN_DIR_MARKS = ("configs", "rollouts")
@@ -116,7 +127,39 @@ def _in_run_dir(directory: Path) -> bool:
 
 
 def _found(path: Path, why: str, tier: Tier = Tier.LOG) -> Found:
-    return found_file(path, NAME, Reading.MERGED_JSONL, tier, why, run_dir=path.parent)
+    return found_file(
+        path,
+        NAME,
+        Reading.MERGED_JSONL,
+        tier,
+        why,
+        run_dir=path.parent,
+        args_name=CONFIG_FILES,
+        args_dirs=(path.parent / CONFIGS_DIR,),
+    )
+
+
+def _section(config: dict[str, Any], *names: str) -> dict[str, Any]:
+    """A nested section of a config ({} where it is missing or not a table)."""
+    for name in names:
+        inner = config.get(name)
+        config = inner if isinstance(inner, dict) else {}
+    return config
+
+
+def primerl_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The orchestrator's settings under args.json's names (`rl.json` nests them)."""
+    orchestrator = _section(config, "orchestrator") or config
+    settings: dict[str, Any] = {}
+    for name, value in (
+        ("max_steps", orchestrator.get("max_steps")),
+        ("num_generations", orchestrator.get("group_size")),
+        ("model", _section(orchestrator, "model").get("name")),
+        ("temperature", _section(orchestrator, "train", "sampling").get("temperature")),
+    ):
+        if value is not None:
+            settings[name] = value
+    return settings
 
 
 def claim(path: Path, seen: Probe) -> Found | None:
@@ -170,6 +213,7 @@ PRIMERL = FormatAdapter(
     end_keys=(),
     summary_keys=(),
     writers=WRITERS,
+    settings=primerl_settings,
     flatten=flatten,
     claim=claim,
     find=find,
