@@ -11,7 +11,9 @@ the key names come from PrimeIntellect-ai/prime-rl at 559b44772,
   rewards/<fn>, solved_none/solved_all for `all`);
 - the trainer's: src/prime_rl/trainer/rl/train.py lines 651-693 (perf/…, optim/lr,
   optim/grad_norm, the tensor statistics loss/mean, entropy/all/mean, mismatch_kl/all/mean,
-  time/…, and trainer/utils.py `get_ckpt_disk_metrics`'s system/ckpt_disk_…);
+  time/…, and trainer/utils.py `get_ckpt_disk_metrics`'s system/ckpt_disk_…), the loss's
+  is_masked{,_low,_high} (trainer/rl/loss.py 152-158, logged as `<key>/mean` and `/max` by
+  train.py 537-539 and trainer/utils.py `filter_rl_trainer_tensor_stats_for_wandb`);
 - the eval's: orchestrator.py 935-938 with metrics.py `EvalMetrics` (`avg@<k>`).
 The values are invented; the agent is named `policy`.
 """
@@ -81,6 +83,10 @@ def trainer_lines(step: int) -> list[dict[str, Any]]:
             "entropy/all/mean": 0.5 - 0.01 * step,
             "entropy/all/std": 0.1,
             "mismatch_kl/all/mean": 0.001,
+            "is_masked/mean": 0.004,
+            "is_masked/max": 0.1,
+            "is_masked_low/mean": 0.001,
+            "is_masked_high/mean": 0.003,
             "kl_ent_ratio/mean": 0.002,
         },
         {**stamp, "time/step": 25.0, "time/forward_backward": 20.0},
@@ -250,6 +256,8 @@ class TestARunInTheRealShape:
             "loss": [0.01, 0.02, 0.03, 0.04, 0.05],
             "grad_norm": [0.21, 0.22, 0.23, 0.24, 0.25],
             "learning_rate": [1e-6] * 5,
+            "clip_ratio": [0.004] * 5,
+            "clip_ratio_high": [0.003] * 5,
         }
         for name, values in expected.items():
             points = store.points(name)

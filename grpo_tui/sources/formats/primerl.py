@@ -77,7 +77,13 @@ PRIMERL_ALIASES: dict[str, tuple[str, ...]] = {
     "clipped_ratio": ("train/agg/effective/is_truncated/mean",),
     "samples/all_fail": ("train/agg/all/solved_none",),
     "samples/all_pass": ("train/agg/all/solved_all",),
-    # the trainer's
+    # the trainer's. Its default loss (trainer/rl/loss.py `default_loss_fn`, DPPO) masks the
+    # tokens whose probability moved past the trust region from the inference engine's, on
+    # the side the advantage pushes (`is_masked_low`: negative advantage, probability fell;
+    # `_high`: positive, rose): tokens without a gradient, what PPO's clip ratio counts
+    "clip_ratio": ("is_masked/mean",),
+    "clip_ratio_low": ("is_masked_low/mean",),
+    "clip_ratio_high": ("is_masked_high/mean",),
     "entropy": ("entropy/all/mean",),
     "loss": ("loss/mean",),
     "grad_norm": ("optim/grad_norm",),
