@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from grpo_tui.context import RunContext
-from grpo_tui.run.follow import load_run
+from grpo_tui.run.follow import RunFollower, load_run
+from grpo_tui.run.live import Run
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.formats.primerl import PRIMERL
 from grpo_tui.sources.merged import MergedStepsStore
@@ -302,3 +303,25 @@ class TestSettings:
         """rl.json holds the orchestrator's config under `orchestrator`."""
         context = self._context_of(tmp_path, "rl.json", {"orchestrator": ORCHESTRATOR_CONFIG})
         assert (context.max_steps, context.num_generations) == (40, 8)
+
+
+class TestFollowing:
+    """Followed live, the run gets each step once, whole, in step order."""
+
+    def test_lines_as_the_two_processes_write_them(self, tmp_path: Path) -> None:
+        """The orchestrator a step ahead, the trainer's burst after: no step re-logged."""
+        run = tmp_path / "run"
+        (run / "configs").mkdir(parents=True)
+        path = run / "metrics.jsonl"
+        follower = RunFollower(run)
+        live = Run(run)
+        write(path, [orchestrator_line(1)])
+        for step in range(1, 6):
+            write(path, [orchestrator_line(step + 1)])
+            write(path, trainer_lines(step))
+            live.apply(follower.read())
+        assert live.store.replaced_rows == 0
+        # step 5 waits for the trainer's step 6 (or for the file to settle, on a slow machine)
+        steps = live.store.points("reward").steps.tolist()
+        assert steps in ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0, 5.0])
+        assert live.store.points("loss").steps.tolist() == steps
