@@ -233,6 +233,19 @@ class TestMergedSteps:
         assert [r["step"] for r in records] == [2]
         assert records[0]["optim/grad_norm"] == 9.0 and "loss/mean" in records[0]
 
+    def test_a_bad_line_is_counted_and_its_neighbours_kept(self, tmp_path: Path) -> None:
+        """Not JSON, or no step: a bad line with its number; the lines around it still count."""
+        path = tmp_path / "metrics.jsonl"
+        store = _store(path, FakeClock())
+        write(path, trainer_lines(1)[:1])
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write('{"step": 1, "optim/lr": \n{"optim/lr": 1e-6}\n')
+        write(path, trainer_lines(2)[:1])
+        polled = store.poll()
+        assert [(bad.line_no, bad.reason) for bad in polled.bad][1:] == [(3, "no integer step")]
+        assert [bad.line_no for bad in polled.bad] == [2, 3]
+        assert [r["step"] for r in polled.records] == [1]
+
 
 class TestARunInTheRealShape:
     """A whole metrics.jsonl reads into the canonical metrics, one row per step."""
