@@ -36,6 +36,11 @@ class RunContext:
     """Planned optimizer steps (-1 in args means "from epochs": stored as None)."""
     reward_funcs: list[str] = field(default_factory=list)
     """Reward function names as given on the command line."""
+    reward_weights: list[float] | None = None
+    """One weight per reward function, in the trainer's order of its functions (ms-swift's
+    and TRL's `reward_weights`); None when not set or not known (the trainers' default is a
+    weight of 1 each). The advantages are computed from the weighted sum, and so is the
+    logged `reward` (ms-swift; TRL ≥ 1.0); the per-function means are not weighted."""
     loss_type: str | None = None
     """grpo, bnpo, dr_grpo, dapo, cispo, ..."""
     temperature: float | None = None

@@ -21,10 +21,11 @@ import enum
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from grpo_tui.context import RunContext
 from grpo_tui.health.judges import Judgement, no_bands, window_of
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import RunSnapshot, SeriesView
@@ -177,6 +178,8 @@ class RewardFunction:
     improved: bool
     #: it climbed to the top during the run (an earlier stretch clearly lower)
     rose_to_top: bool
+    #: its weight in the trainer's total (the run's reward_weights), None when not known
+    weight: float | None = None
 
     @property
     def shape(self) -> Shape | None:
@@ -217,26 +220,113 @@ class RewardFunction:
         )
 
 
+#: a logged total is a weighted sum of the function means when the median gap between the
+#: two is within this share of its size: logs round to 4–8 digits, and means over the same
+#: completions add up exactly (a mean of a sum is the sum of the means)
+_SUM_FITS = 1e-3
+
+
+def _weights_of(functions: list[RewardFunction]) -> list[float] | None:
+    """The functions' weights when every one is known and some weight is not 1."""
+    weights = [fn.weight for fn in functions]
+    if not functions or any(w is None for w in weights) or all(w == 1.0 for w in weights):
+        return None
+    return [w for w in weights if w is not None]
+
+
+def _values_at(view: SeriesView, steps: np.ndarray) -> np.ndarray:
+    """A series' value at each of `steps` (all of which it logged; the last of a step
+    logged twice, as a resumed run does)."""
+    order = np.argsort(view.steps, kind="stable")
+    sorted_steps = view.steps[order]
+    return view.values[order][np.searchsorted(sorted_steps, steps, side="right") - 1]
+
+
+def _fits(total: SeriesView, functions: list[RewardFunction], weights: list[float]) -> bool | None:
+    """Whether the logged total is this weighted sum of the function means on the steps all
+    of them logged; None when there is no such step (the values cannot say). TRL logged the
+    plain sum before 1.0 (PR #5353) while its advantages used the weights: the values tell
+    which sum a log holds, and catch weights matched to the wrong functions."""
+    steps = total.steps
+    for fn in functions:
+        steps = np.intersect1d(steps, fn.judgement.view.steps)
+    if steps.size == 0:
+        return None
+    predicted = sum(w * _values_at(fn.judgement.view, steps) for w, fn in zip(weights, functions))
+    actual = _values_at(total, steps)
+    gap = float(np.median(np.abs(actual - predicted)))
+    return gap <= _SUM_FITS * max(1.0, float(np.median(np.abs(actual))))
+
+
+def _sum_of(ranges: list[RewardRange], weights: list[float]) -> tuple[float, float]:
+    """The range of a weighted sum: a negative weight turns a function's top into the
+    bottom of its share."""
+    low = sum(min(w * r.low, w * r.high) for w, r in zip(weights, ranges))
+    high = sum(max(w * r.low, w * r.high) for w, r in zip(weights, ranges))
+    return low, high
+
+
 def total_range(
     view: SeriesView, functions: list[RewardFunction], rules: Rules
 ) -> RewardRange | None:
-    """The range of the total reward. With several reward functions it is their sum: when
-    every function's range is known and the total stays inside their sum (weights of 1),
-    that sum is the range; otherwise it is read from the total alone, and values that
-    have stayed in [0, 1] so far do not make a sum of two rewards a 0–1 reward."""
-    own = reward_range(view, None, rules, may_be_unit=len(functions) < 2)
-    if len(functions) < 2 or own is None or own.known:
+    """The range of the total reward. It is the sum of the functions' ranges, weighted by
+    the run's reward weights when they are known: when every function's range is known,
+    the logged total is that sum of the function means (where the values can tell) and it
+    stays inside the summed range, that is the range; otherwise it is read from the total
+    alone, and values that have stayed in [0, 1] so far make neither a sum of two rewards
+    nor a weighted reward a 0–1 reward."""
+    weights = _weights_of(functions)
+    several = len(functions) >= 2
+    own = reward_range(view, None, rules, may_be_unit=not several and weights is None)
+    if own is None or own.known or not (several or weights is not None):
         return own
     ranges = [fn.range for fn in functions]
-    if not all(r is not None and r.known for r in ranges):
+    known = [r for r in ranges if r is not None and r.known]
+    if len(known) != len(functions):
         return own
-    low = sum(r.low for r in ranges if r is not None)
-    high = sum(r.high for r in ranges if r is not None)
     values = view.values
-    margin = 1e-9 * max(1.0, abs(high))
-    if float(values.min()) < low - margin or float(values.max()) > high + margin:
-        return own  # weighted: the plain sum is not its range
-    return RewardRange(low, high, f"the sum of {len(functions)} functions' ranges", known=True)
+    # the weighted sum first, then the plain sum (TRL < 1.0 logs it): with weights, a sum
+    # the values contradict is not taken (a function returning None on some completions
+    # breaks the equality, and then neither is); without, the plain sum as it always was
+    for candidate in (weights, [1.0] * len(functions)):
+        if candidate is None:
+            continue
+        if weights is not None and _fits(view, functions, candidate) is False:
+            continue
+        low, high = _sum_of(known, candidate)
+        margin = 1e-9 * max(1.0, abs(high), abs(low))
+        if float(values.min()) < low - margin or float(values.max()) > high + margin:
+            continue  # weighted otherwise: this sum is not its range
+        if candidate is weights:
+            shown = ", ".join(num(w) for w in candidate)
+            how = f"the weighted sum of {len(functions)} functions' ranges (reward weights {shown})"
+        elif several:
+            how = f"the sum of {len(functions)} functions' ranges"
+        else:
+            how = f"the range of its one function {functions[0].fn} (the log holds it unweighted)"
+        return RewardRange(low, high, how, known=True)
+    return own
+
+
+def function_weights(context: RunContext, names: list[str]) -> list[float] | None:
+    """The weight of each logged reward function (in `names`' order); None without one
+    weight per function. By name when the run's reward_funcs name every function (compared
+    without case and punctuation: ms-swift's `length_bonus` logs as `LengthBonus`), else by
+    position: TRL and ms-swift log their functions in the order of their weights, and the
+    store keeps the order metrics first appeared in (a wrong match shows as a total that is
+    not the weighted sum, see `_fits`)."""
+    weights = context.reward_weights
+    if weights is None or len(weights) != len(names):
+        return None
+
+    def key(name: str) -> str:
+        return re.sub(r"[^0-9a-z]", "", name.lower())
+
+    given = [key(name) for name in context.reward_funcs]
+    logged = [key(name) for name in names]
+    if len(given) == len(weights) == len(set(given)) and sorted(given) == sorted(logged):
+        return [weights[given.index(name)] for name in logged]
+    return list(weights)
 
 
 def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
@@ -302,6 +392,9 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
                 rose_to_top,
             )
         )
+    weights = function_weights(snap.context, [fn.fn for fn in found])
+    if weights is not None:
+        found = [replace(fn, weight=w) for fn, w in zip(found, weights, strict=True)]
     return found
 
 

@@ -103,8 +103,10 @@ class RunFollower:
         if self.completions is None or self.completions.path != ref.path:
             # num_generations lets a prompt that repeats within one batch split into its groups
             group_size = self.feed.status.context.num_generations
+            # the reward weights make a row's total the trainer's weighted sum
+            weights = self.feed.status.context.reward_weights
             self.completions = CompletionsIndex(
-                ref.path, group_size=group_size, source=open_batches(ref)
+                ref.path, group_size=group_size, source=open_batches(ref, reward_weights=weights)
             )
         return self.completions
 

@@ -55,6 +55,7 @@ import os
 import stat
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -119,19 +120,30 @@ class BatchSource(Protocol):
         ...
 
 
-def open_batches(ref: CompletionsRef, *, chunk_size: int | None = None) -> BatchSource:
-    """The source for a run's completions (one file of JSON lines, or a folder of step files)."""
+def open_batches(
+    ref: CompletionsRef,
+    *,
+    chunk_size: int | None = None,
+    reward_weights: Sequence[float] | None = None,
+) -> BatchSource:
+    """The source for a run's completions (one file of JSON lines, or a folder of step
+    files). `reward_weights`: the run's, which make a row's total the trainer's weighted sum."""
     if ref.folder is None:
-        return JsonlBatches(ref.path, chunk_size=chunk_size)
-    return FolderBatches(ref.path, ref.folder, chunk_size=chunk_size or DEFAULT_CHUNK)
+        return JsonlBatches(ref.path, chunk_size=chunk_size, reward_weights=reward_weights)
+    return FolderBatches(
+        ref.path,
+        ref.folder,
+        chunk_size=chunk_size or DEFAULT_CHUNK,
+        reward_weights=reward_weights,
+    )
 
 
 def _excerpt(data: bytes) -> str:
     return data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
 
 
-def _parse_line(data: bytes) -> CompletionRows | str:
-    """One line's rows, or why it holds none."""
+def _parse_line(data: bytes, weights: Sequence[float] | None) -> CompletionRows | str:
+    """One line's rows (totals weighted by `weights` when given), or why it holds none."""
     try:
         value, lenient = decode_line(data)
     except ValueError as error:
@@ -139,7 +151,7 @@ def _parse_line(data: bytes) -> CompletionRows | str:
     if not isinstance(value, dict):
         return f"not a JSON object ({type(value).__name__})"
     try:
-        return parse_record(value, clean=lenient)
+        return parse_record(value, clean=lenient, weights=weights)
     except ValueError as error:  # NotCompletionsError
         return str(error)
 
@@ -159,8 +171,16 @@ class _OpenBatch:
 class JsonlBatches:
     """A growing file of JSON lines, a batch per line (see the module docstring)."""
 
-    def __init__(self, path: Path, *, chunk_size: int | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        chunk_size: int | None = None,
+        reward_weights: Sequence[float] | None = None,
+    ) -> None:
         self.path = Path(path)
+        #: the run's reward weights (a row's total is their weighted sum), None: all 1
+        self.reward_weights = reward_weights
         self._tail = TailReader(self.path, chunk_size=chunk_size or DEFAULT_CHUNK)
         self._open: _OpenBatch | None = None
 
@@ -185,7 +205,7 @@ class JsonlBatches:
 
     def _batch(self, line: TailLine) -> CompletionBatch:
         end = line.offset + len(line.data)
-        rows = _parse_line(line.data)
+        rows = _parse_line(line.data, self.reward_weights)
         if isinstance(rows, str):
             return CompletionBatch(
                 (line.offset, end), line.line_no, None, rows, _excerpt(line.data)
@@ -217,7 +237,7 @@ class JsonlBatches:
         parts: list[CompletionRows] = []
         for raw in data.split(b"\n"):
             raw = raw.removesuffix(b"\r")
-            rows = _parse_line(raw) if raw.strip() else ""
+            rows = _parse_line(raw, self.reward_weights) if raw.strip() else ""
             if not isinstance(rows, str):  # a line that does not parse was counted when read
                 parts.append(rows)
         return CompletionRows.concat(parts) if parts else None
@@ -233,7 +253,7 @@ class JsonlBatches:
         parts: list[CompletionRows] = []
         first: TailLine | None = None
         for line in reversed(lines):
-            rows = _parse_line(line.data)
+            rows = _parse_line(line.data, self.reward_weights)
             if isinstance(rows, str):
                 continue
             if parts and (rows.shape != "ray" or rows.steps[:1] != parts[0].steps[:1]):
@@ -336,11 +356,14 @@ class FolderBatches:
         *,
         chunk_size: int = DEFAULT_CHUNK,
         keep_bytes: int = KEEP_BYTES,
+        reward_weights: Sequence[float] | None = None,
     ) -> None:
         """`kind`: which files are step files and how one becomes rows. `chunk_size`: file
         bytes converted per read when `read` is given no budget. `keep_bytes`: text of
-        recent batches kept in memory."""
+        recent batches kept in memory. `reward_weights`: the run's (a row's total is their
+        weighted sum)."""
         self.path = Path(directory)
+        self.reward_weights = reward_weights
         self.kind = kind
         if not kind.pattern.groups:
             raise ValueError(f"the file name pattern has no group for the step: {kind.pattern!r}")
@@ -589,14 +612,13 @@ class FolderBatches:
             self._files[item.name].tried = item.signature
         return data
 
-    @staticmethod
-    def _rows(name: str, step: int, columns: dict[str, list[Any]]) -> CompletionRows | str:
+    def _rows(self, name: str, step: int, columns: dict[str, list[Any]]) -> CompletionRows | str:
         """A file's lists per field as rows (its step from the name when it has no column)."""
         if "step" not in columns:
             texts = columns.get("completion")
             columns["step"] = [step] * (len(texts) if isinstance(texts, list) else 1)
         try:
-            return parse_record(dict(columns))
+            return parse_record(dict(columns), weights=self.reward_weights)
         except ValueError as error:  # NotCompletionsError
             return f"{name}: {error}"
 

@@ -96,6 +96,7 @@ def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
         reward_funcs = [reward_funcs]
     if not isinstance(reward_funcs, list):
         reward_funcs = []
+    reward_weights = _weights(args.get("reward_weights"), unusable)
     max_steps = _as_int(args.get("max_steps"))
     model = args.get("model") or args.get("model_name_or_path")
     loss_type = args.get("loss_type")
@@ -103,10 +104,25 @@ def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
         model=str(model) if isinstance(model, (str, int, float)) and model else None,
         max_steps=max_steps if max_steps and max_steps > 0 else None,
         reward_funcs=[str(name) for name in reward_funcs if isinstance(name, (str, int, float))],
+        reward_weights=reward_weights,
         loss_type=str(loss_type) if isinstance(loss_type, str) and loss_type else None,
         **numbers,
     )
     return context, problems
+
+
+def _weights(value: Any, unusable: Callable[[str, Any], None]) -> list[float] | None:
+    """`reward_weights` as floats: a list of numbers (one number is a list of one); None
+    when not set, and when any weight is not a usable number (which weight belongs to which
+    function is then not known)."""
+    if value is None or value == []:
+        return None
+    items = value if isinstance(value, list) else [value]
+    weights = [_as_float(item) for item in items]
+    if any(weight is None for weight in weights):
+        unusable("reward_weights", value)
+        return None
+    return [weight for weight in weights if weight is not None]
 
 
 def read_json_file(path: Path) -> Any:

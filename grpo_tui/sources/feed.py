@@ -31,6 +31,7 @@ from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
 from grpo_tui.sources.formats.completions import completions_in
 from grpo_tui.sources.formats.layout import CompletionsRef, Reading
 from grpo_tui.sources.logreader import LogReader
+from grpo_tui.sources.merged import MergedStepsStore
 from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.tail import DEFAULT_CHUNK, PREVIEW_FROM_BYTES, TailReader, read_tail_lines
@@ -178,7 +179,11 @@ class RunFeed:
 
     def finish(self) -> Batch:
         """A one-shot read reached the end of what is there: what a reader still holds
-        open (a console dict the file ends inside) is read as far as it goes."""
+        open (a console dict the file ends inside) is read as far as it goes; the steps a
+        merged log still holds are complete."""
+        if isinstance(self._store, MergedStepsStore) and self._reader is not None:
+            held = self._store.finish()
+            return self._reader.read_objects(held.records) if held.records else Batch()
         if self._reader is None or self._tail is None:
             return Batch()
         return self._reader.finish()
@@ -253,6 +258,8 @@ class RunFeed:
                 self._store = DocumentStore(path, adapter.document_records, after=after)
             elif reading is Reading.TENSORBOARD:
                 self._store = TensorBoardStore(path)
+            elif reading is Reading.MERGED_JSONL:
+                self._store = MergedStepsStore(path, adapter.writers, adapter.eval_prefix)
             else:
                 self._store = TrackioStore(path, self.options.run_name)
             self._reader = self._reader_for(adapter, path, reading is Reading.CONSOLE)

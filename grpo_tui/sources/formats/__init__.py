@@ -10,6 +10,7 @@ from grpo_tui.sources.formats.generic import GENERIC
 from grpo_tui.sources.formats.msswift import MSSWIFT
 from grpo_tui.sources.formats.msswift_console import MSSWIFT_CONSOLE
 from grpo_tui.sources.formats.openrlhf import OPENRLHF
+from grpo_tui.sources.formats.primerl import PRIMERL
 from grpo_tui.sources.formats.tensorboard import TENSORBOARD
 from grpo_tui.sources.formats.trackio import TRACKIO
 from grpo_tui.sources.formats.trl import TRL
@@ -24,6 +25,7 @@ ADAPTERS: dict[str, FormatAdapter] = {
         MSSWIFT,
         VERL,
         EASYR1,
+        PRIMERL,
         TRL,
         TENSORBOARD,
         TRACKIO,

@@ -104,6 +104,9 @@ class FormatAdapter:
     settings: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     """The framework's own config (a dump in its log, W&B's config.yaml) under args.json's
     names; None when its config already uses them (TRL's, ms-swift's)."""
+    writers: tuple[tuple[str, ...], ...] = ()
+    """For a log several processes append to (Reading.MERGED_JSONL): per process, key
+    prefixes only its lines carry (a step is complete once each has moved past it)."""
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
     ("Unsloth"), or None; shown as "Unsloth (TRL)"."""

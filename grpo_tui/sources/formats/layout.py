@@ -37,6 +37,9 @@ class Reading(str, Enum):
     TENSORBOARD = "tensorboard"
     #: a trackio project's SQLite database (and its inbox), polled for new rows
     TRACKIO = "trackio"
+    #: a JSON-lines log several processes append to, a step in several lines, merged by
+    #: step (prime-rl's trainer and orchestrator: sources/merged.py)
+    MERGED_JSONL = "merged-jsonl"
 
 
 class Tier(int, Enum):

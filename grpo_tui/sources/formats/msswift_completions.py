@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import orjson
@@ -121,11 +122,14 @@ def _shape_of(record: dict[str, object], row_oriented: bool) -> CompletionShape:
     return "columns"
 
 
-def parse_record(record: dict[str, object], *, clean: bool = False) -> CompletionRows:
+def parse_record(
+    record: dict[str, object], *, clean: bool = False, weights: Sequence[float] | None = None
+) -> CompletionRows:
     """The rows of one completions line, whatever its ms-swift shape (§5).
 
     Raises NotCompletionsError for an object that holds no completions. `clean` replaces
-    lone surrogates in the texts (only the lenient decoder can produce them).
+    lone surrogates in the texts (only the lenient decoder can produce them). `weights`:
+    the run's reward weights, one per reward column in the order written (see `_totals`).
     """
     if "completion" not in record:
         raise NotCompletionsError("no 'completion' field")
@@ -204,7 +208,9 @@ def parse_record(record: dict[str, object], *, clean: bool = False) -> Completio
         prompts=prompts,
         completions=completions,
         rewards=rewards,
-        totals=_totals(rewards, None if logged_total is None else logged_total[:count], count),
+        totals=_totals(
+            rewards, None if logged_total is None else logged_total[:count], count, weights
+        ),
         advantages=None if advantages is None else advantages[:count],
         entropy=None if entropy is None else entropy[:count],
         solutions=solutions,
@@ -213,20 +219,29 @@ def parse_record(record: dict[str, object], *, clean: bool = False) -> Completio
 
 
 def _totals(
-    rewards: dict[str, np.ndarray], logged_total: np.ndarray | None, count: int
+    rewards: dict[str, np.ndarray],
+    logged_total: np.ndarray | None,
+    count: int,
+    weights: Sequence[float] | None = None,
 ) -> np.ndarray:
-    """Total reward per row: the logged total when there is one, else the sum of the functions.
+    """Total reward per row: the logged total when there is one, else the sum of the
+    functions, weighted by the run's reward weights when there is one per function.
 
-    ms-swift logs each function's raw, unweighted value and the reward weights are not
-    known here, so the sum is unweighted: fine for ties and ranking inside a group, not a
-    copy of the trainer's weighted `reward`. Null/NaN values are skipped; a row with no
-    known value has an unknown (NaN) total.
+    ms-swift and TRL log each function's raw, unweighted value, and compute the advantages
+    from the weighted sum (`nansum(rewards_per_func * reward_weights)`), writing the reward
+    columns in the order of the weights (the order of their reward functions). Without the
+    weights (or with a count that does not match: which is which is then not known) the sum
+    is unweighted: fine for ties and ranking inside a group, not the trainer's total.
+    Null/NaN values are skipped; a row with no known value has an unknown (NaN) total.
     """
     if logged_total is not None:
         return logged_total
     if not rewards:
         return np.full(count, math.nan)
     matrix = np.vstack(list(rewards.values()))
+    if weights is not None and len(weights) == len(rewards):
+        with np.errstate(invalid="ignore", over="ignore"):
+            matrix = matrix * np.asarray(weights, dtype=np.float64)[:, None]
     known = ~np.isnan(matrix)
     with np.errstate(invalid="ignore"):
         sums = np.where(known, matrix, 0.0).sum(axis=0)

@@ -1,0 +1,226 @@
+"""prime-rl (PrimeIntellect-ai/prime-rl): the file monitor's `<run_dir>/metrics.jsonl`.
+
+Read from prime-rl at 559b44772 (2026-12). `FileMonitor.log_metrics`
+(src/prime_rl/monitors/file.py) appends `{"step": N, "time": <wall clock>, **metrics}` with
+non-finite values dropped; the file monitor is on by default (configs/monitors.py) and the
+`rl` entrypoint points the trainer and the orchestrator at one run directory,
+`<output_dir>/<run.name>` (configs/rl.py), so both append to the same file:
+
+- the orchestrator one line per step (orchestrator.py `monitors.log(metrics, step=step)`),
+  the episode statistics `train/<env>/<subset>/<agent>/<metric>/<stat>` of
+  orchestrator/metrics.py (`<env>` is `agg` for all environments together, `<subset>`
+  `all` for every rollout of the step or `effective` for the ones shipped to the trainer,
+  `<stat>` mean/max/min/p10/p90), with `progress/…`, `time/…`, `off_policy/…`;
+- the trainer a burst of lines per step after it (trainer/rl/train.py): `perf/…`,
+  `optim/lr` and `optim/grad_norm`, the tensor statistics (`loss/mean`, `entropy/all/mean`,
+  `mismatch_kl/all/mean`, …), `time/…`, `system/ckpt_disk_…`;
+- evals (`eval/<env>/<subset>/<agent>/avg@<k>`, …) on lines of their own when they end.
+
+So the lines are read merged by step (sources/merged.py); the two processes are told apart
+by their keys (`writers`). Before prime-rl's episode refactor (orchestrator/metrics.py up
+to 2026-08) the statistics had no agent level (`train/agg/effective/reward/mean`): those
+keys are whole-key aliases below. A run of several agents logs each agent's statistics:
+the canonical metric is the first agent's (prime-rl logs agents sorted by name).
+
+What is not mapped, and why: prime-rl logs no reward standard deviation (its statistics
+are mean/max/min/p10/p90); `mismatch_kl/all/mean` is the KL between the inference
+engine's and the trainer's log-probabilities, not a KL to a reference model, so it keeps
+its name.
+
+The run's settings: the `rl` entrypoint writes the resolved configs as JSON into
+`<run_dir>/configs/` (entrypoints/rl.py `write_config`, `write_subconfigs`): the
+orchestrator's (`orchestrator.json`; `rl.json` nests it under `orchestrator`) holds
+`max_steps`, `group_size` (completions per prompt), `model.name` and
+`train.sampling.temperature` (configs/orchestrator.py `OrchestratorConfig`). Its
+`max_completion_tokens` is a cap per turn, not per rollout, so the length cap is left to
+the values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.layout import (
+    Found,
+    Probe,
+    Reading,
+    Tier,
+    entry_is_dir,
+    first_line,
+    found_file,
+    probe,
+    scan,
+)
+
+NAME = "prime-rl"
+METRICS_FILE = "metrics.jsonl"
+CONFIGS_DIR = "configs"
+#: the resolved configs holding the orchestrator's settings, the first found wins
+CONFIG_FILES = ("orchestrator.json", "rl.json")
+#: folders prime-rl writes beside metrics.jsonl in a run directory (resolved configs,
+#: episode traces, per-attempt logs)
+RUN_DIR_MARKS = ("configs", "rollouts")
+#: the train statistics of every environment together, of the rollouts shipped to the
+#: trainer (what the orchestrator's `Step N | … | Reward …` line shows)
+_SHIPPED = r"train/agg/effective/[^/]+"
+#: … and of every rollout of the step (the solve rates are logged for these only)
+_ALL = r"train/agg/all/[^/]+"
+
+PRIMERL_ALIASES: dict[str, tuple[str, ...]] = {
+    # the statistics without an agent level (before the episode refactor)
+    "reward": ("train/agg/effective/reward/mean",),
+    "completion_length": ("train/agg/effective/num_output_tokens/mean",),
+    "completion_length_min": ("train/agg/effective/num_output_tokens/min",),
+    "completion_length_max": ("train/agg/effective/num_output_tokens/max",),
+    "clipped_ratio": ("train/agg/effective/is_truncated/mean",),
+    "samples/all_fail": ("train/agg/all/solved_none",),
+    "samples/all_pass": ("train/agg/all/solved_all",),
+    # the trainer's. Its default loss (trainer/rl/loss.py `default_loss_fn`, DPPO) masks the
+    # tokens whose probability moved past the trust region from the inference engine's, on
+    # the side the advantage pushes (`is_masked_low`: negative advantage, probability fell;
+    # `_high`: positive, rose): tokens without a gradient, what PPO's clip ratio counts
+    "clip_ratio": ("is_masked/mean",),
+    "clip_ratio_low": ("is_masked_low/mean",),
+    "clip_ratio_high": ("is_masked_high/mean",),
+    "entropy": ("entropy/all/mean",),
+    "loss": ("loss/mean",),
+    "grad_norm": ("optim/grad_norm",),
+    "learning_rate": ("optim/lr",),
+}
+
+#: (regex, template): the per-agent statistics (orchestrator/metrics.py `TraceMetrics`),
+#: the per-function rewards, the eval score
+PRIMERL_FAMILIES: tuple[tuple[str, str], ...] = (
+    (_SHIPPED + r"/reward/mean", "reward"),
+    (_SHIPPED + r"/rewards/([^/]+)/mean", r"rewards/\1/mean"),
+    (r"train/agg/effective/rewards/([^/]+)/mean", r"rewards/\1/mean"),
+    (_SHIPPED + r"/num_output_tokens/mean", "completion_length"),
+    (_SHIPPED + r"/num_output_tokens/min", "completion_length_min"),
+    (_SHIPPED + r"/num_output_tokens/max", "completion_length_max"),
+    (_SHIPPED + r"/is_truncated/mean", "clipped_ratio"),
+    # groups whose every rollout scored 0 / scored 1 (TraceMetrics.solve_rates)
+    (_ALL + r"/solved_none", "samples/all_fail"),
+    (_ALL + r"/solved_all", "samples/all_pass"),
+    (r"eval/agg/effective/(?:[^/]+/)?avg@\d+", "eval_reward"),
+    (r"eval/[^/]+/effective/(?:[^/]+/)?avg@\d+", "eval_reward"),
+)
+
+#: key prefixes of each process's lines: the orchestrator's, the trainer's
+WRITERS: tuple[tuple[str, ...], ...] = (
+    ("train/", "progress/", "off_policy/", "batch/"),
+    ("perf/", "optim/", "loss/", "entropy/", "mismatch_kl/", "system/", "time/forward_backward"),
+)
+#: what a first line of its carries (bytes: a line with a bare NaN is no JSON orjson reads)
+_EVIDENCE = (b'"progress/', b'"optim/', b'"perf/', b'"train/agg/')
+
+
+def flatten(record: dict[str, Any]) -> dict[str, Any]:
+    """Its lines are flat already; `time` is the wall clock the line was written at, not a
+    metric."""
+    record.pop("time", None)
+    return record
+
+
+def _shows_primerl(path: Path) -> bool:
+    line = first_line(path)
+    return line.startswith(b'{"step":') and any(mark in line for mark in _EVIDENCE)
+
+
+def _in_run_dir(directory: Path) -> bool:
+    return any(probe(directory / mark).is_dir for mark in RUN_DIR_MARKS)
+
+
+def _found(path: Path, why: str, tier: Tier = Tier.LOG) -> Found:
+    return found_file(
+        path,
+        NAME,
+        Reading.MERGED_JSONL,
+        tier,
+        why,
+        run_dir=path.parent,
+        args_name=CONFIG_FILES,
+        args_dirs=(path.parent / CONFIGS_DIR,),
+    )
+
+
+def _section(config: dict[str, Any], *names: str) -> dict[str, Any]:
+    """A nested section of a config ({} where it is missing or not a table)."""
+    for name in names:
+        inner = config.get(name)
+        config = inner if isinstance(inner, dict) else {}
+    return config
+
+
+def primerl_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The orchestrator's settings under args.json's names (`rl.json` nests them)."""
+    orchestrator = _section(config, "orchestrator") or config
+    settings: dict[str, Any] = {}
+    for name, value in (
+        ("max_steps", orchestrator.get("max_steps")),
+        ("num_generations", orchestrator.get("group_size")),
+        ("model", _section(orchestrator, "model").get("name")),
+        ("temperature", _section(orchestrator, "train", "sampling").get("temperature")),
+    ):
+        if value is not None:
+            settings[name] = value
+    return settings
+
+
+def claim(path: Path, seen: Probe) -> Found | None:
+    if path.name != METRICS_FILE:
+        return None
+    if _shows_primerl(path):
+        return _found(path, "its lines carry prime-rl's keys (progress/, optim/, train/agg/)")
+    if _in_run_dir(path.parent):
+        return _found(path, f"{METRICS_FILE} of a prime-rl run folder (configs/, rollouts/)")
+    return None
+
+
+def find(directory: Path) -> list[Found]:
+    """metrics.jsonl of a run folder; else of the newest run folder under an output
+    folder (the `rl` entrypoint's `<output_dir>/<run.name>`)."""
+    metrics = directory / METRICS_FILE
+    if probe(metrics).is_file:
+        claimed = claim(metrics, probe(metrics))
+        return [claimed] if claimed is not None else []
+    if _in_run_dir(directory):
+        return [_found(metrics, "a fresh prime-rl run folder: its metrics.jsonl is waited for")]
+    newest: tuple[float, Path] | None = None
+    entries, _ = scan(directory)
+    for entry in entries:
+        if not entry_is_dir(entry):
+            continue
+        candidate = Path(entry.path) / METRICS_FILE
+        seen = probe(candidate)
+        if (
+            seen.is_file
+            and _in_run_dir(Path(entry.path))
+            and (newest is None or seen.mtime > newest[0])
+        ):
+            newest = (seen.mtime, candidate)
+    if newest is None:
+        return []
+    run = newest[1].parent.name
+    return [_found(newest[1], f"{METRICS_FILE} of the newest prime-rl run folder {run}")]
+
+
+PRIMERL = FormatAdapter(
+    name=NAME,
+    title="prime-rl",
+    aliases=PRIMERL_ALIASES,
+    families=PRIMERL_FAMILIES,
+    reading=Reading.MERGED_JSONL,
+    fraction_step_keys=(),
+    int_step_keys=("step",),
+    eval_prefix="eval/",
+    eval_needs_all=True,
+    end_keys=(),
+    summary_keys=(),
+    writers=WRITERS,
+    settings=primerl_settings,
+    flatten=flatten,
+    claim=claim,
+    find=find,
+)
