@@ -10,7 +10,8 @@
    as `check` (and a panel opened at that moment) judges it. A false alarm (target 0):
    after warm-up, a verdict the run's `never` names among LIVE_VERDICTS, or a PROBLEM
    its `status` does not allow (labels.json `_doc`: the labels hold at every moment).
-3. The simulator, judged live: every scenario x N seeds, judged after every logged step
+3. The simulator, judged live (and each verdict's false-alarm rate on healthy runs at two
+   batch sizes, the noisier one as in the corpus's small real runs): every scenario x N seeds, judged after every logged step
    the way the panel is (one VerdictTracker fed one moment at a time), against the
    simulator's ground truth (grpo_tui.sim.SCENARIO_REGIMES):
    - false alarms: moments after warm-up showing a caution or problem verdict that the
@@ -42,6 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,6 +289,8 @@ class SimResult:
     delays: list[float | None] = field(default_factory=list)
     #: share of the run spent warming up
     warmup: float = 0.0
+    #: judged moments after warm-up showing each warning verdict
+    shown: Counter[str] = field(default_factory=Counter)
 
     @property
     def change_target(self) -> int:
@@ -323,12 +327,22 @@ def _headline_changes(scenario: str) -> int:
 
 
 def evaluate_sim(
-    scenario: str, seed: int, rules: Rules, scratch: Path, max_steps: int
+    scenario: str,
+    seed: int,
+    rules: Rules,
+    scratch: Path,
+    max_steps: int,
+    prompts_per_step: int = SimConfig.prompts_per_step,
 ) -> SimResult:
-    config = SimConfig(scenario=scenario, seed=seed, max_steps=max_steps)
-    run_dir = write_run(scratch / f"{scenario}-{seed}", config=config)
+    config = SimConfig(
+        scenario=scenario, seed=seed, max_steps=max_steps, prompts_per_step=prompts_per_step
+    )
+    run_dir = write_run(scratch / f"{scenario}-{seed}-{prompts_per_step}", config=config)
     moments = judge_live(run_dir, rules)
     result = SimResult(scenario, seed, max_steps, moments=len(moments))
+    for _, d in moments:
+        if WARMING_UP not in d.ids:
+            result.shown.update(s.id.word for s in d.scenarios if s.severity.warns)
     result.regime_changes = _headline_changes(scenario)
     # one judging window of logged points, as progress
     lag = rules.window.points * config.logging_steps / max_steps
@@ -387,6 +401,46 @@ def evaluate_sims(
         return [
             evaluate_sim(s, seed, rules, Path(tmp), max_steps) for s in scenarios for seed in seeds
         ]
+
+
+#: batch sizes the healthy runs are simulated at for the error rates: the simulator's 4
+#: prompts × 8 completions, and 1 × 8 as in the small real runs of the corpus (noisier)
+NOISE_LEVELS = (4, 1)
+#: the error rate each verdict's entering rule states (rules.py); the others are measured only
+STATED = {"not_learning": "≤ 1 % (the bound's z 2.33)"}
+
+
+def error_rates(seeds: Sequence[int], rules: Rules, max_steps: int) -> dict[int, list[SimResult]]:
+    """Healthy simulated runs at each noise level: how often each verdict fires by chance."""
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-rates-") as tmp:
+        return {
+            prompts: [
+                evaluate_sim("healthy", seed, rules, Path(tmp), max_steps, prompts)
+                for seed in seeds
+            ]
+            for prompts in NOISE_LEVELS
+        }
+
+
+def report_error_rates(rates: dict[int, list[SimResult]]) -> None:
+    print()
+    print(
+        "Each verdict's false-alarm rate on healthy simulated runs (judged moments after warm-up):"
+    )
+    verdicts = sorted(
+        {v for runs in rates.values() for r in runs for v in r.shown} | set(STATED) | LIVE_VERDICTS
+    )
+    header = "  ".join(f"{f'batch {p}x8':>12}" for p in rates)
+    print(f"  {'verdict':16} {header}  stated")
+    for verdict in verdicts:
+        cells = []
+        for runs in rates.values():
+            judged = sum(r.judged for r in runs)
+            fired = sum(r.shown[verdict] for r in runs)
+            cells.append(f"{fired:>4}/{judged:<4} {_pct(fired / max(judged, 1)):>3}")
+        print(
+            f"  {verdict:16} {'  '.join(f'{c:>12}' for c in cells)}  {STATED.get(verdict, 'measured')}"
+        )
 
 
 # -- the report -------------------------------------------------------------------------------------
@@ -505,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     replays = [] if args.no_live else live_replay(CORPUS, rules)
     sims = evaluate_sims(args.scenarios.split(","), range(args.seeds), rules, args.steps)
     ok = report(labels, replays, sims, verbose=args.verbose)
+    if args.seeds:
+        report_error_rates(error_rates(range(args.seeds), rules, args.steps))
     print(
         f"\n{'all targets met' if ok else 'targets missed'} ({time.perf_counter() - started:.0f} s)"
     )

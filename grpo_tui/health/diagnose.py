@@ -142,6 +142,7 @@ def diagnose_snapshot(
     scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
     if not full:
         return Diagnosis(status_of(scenarios, []), scenarios, [], {}, [], step=snap.step)
+    f = _as_shown(f, staying, scenarios, holding)
     notes = _notes(f)
     if (watch := kl_watch(f, scenarios)) is not None:
         notes.insert(0, Note(Severity.CAUTION, "kl", watch))
@@ -153,6 +154,43 @@ def diagnose_snapshot(
         notes,
         step=snap.step,
     )
+
+
+#: the Findings field that holds each banded metric's judgement
+_FIELDS = {
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_zero_std",
+    "clip_ratio": "clip",
+    "kl": "kl",
+    "entropy": "entropy",
+    "completion_length": "length",
+    "clipped_ratio": "clipped",
+    "grad_norm": "grad_norm",
+}
+
+
+def _as_shown(
+    f: Findings, staying: Findings, shown: list[Scenario], holding: frozenset[ScenarioId]
+) -> Findings:
+    """One judgement per metric on the screen: a metric a held verdict cites is judged as
+    that verdict judges it (with its staying thresholds), so the grid, the checklist and
+    the verdict's evidence never disagree about it."""
+    if holding and staying is not f:
+        cited = {
+            e.metric for s in shown if s.id in holding and s.severity.warns for e in s.evidence
+        }
+        swap = {
+            field: getattr(staying, field)
+            for metric, field in _FIELDS.items()
+            if metric in cited and getattr(staying, field) is not None
+        }
+        f = replace(f, **swap) if swap else f
+    length, collapse = f.length, f.collapse
+    if length is not None and collapse is not None and collapse.zone.badness > length.zone.badness:
+        # a collapse to short outputs is not a normal length, whatever the cap says (the
+        # rules judged the cap and the collapse apart; the screen shows one length)
+        f = replace(f, length=replace(length, zone=collapse.zone, reason=collapse.text))
+    return f
 
 
 @dataclass(frozen=True, slots=True)

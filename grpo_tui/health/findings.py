@@ -345,6 +345,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     )
     length = jd.judge_length(length_view, clipped, cap, rules) if length_view is not None else None
     collapse = jd.length_collapse(length_view, cap, rules) if length_view is not None else None
+
     grad = _maybe(view("grad_norm"), lambda v: jd.judge_grad_norm(v, rules))
     kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
     kl_view = view("kl")

@@ -94,6 +94,7 @@ class _Builder:
             min(onsets) if onsets else None,
             [finding.evidence for finding in ordered] + self.supporting,
             pick(advice, f.context),
+            findings=len(ordered),
         )
 
 

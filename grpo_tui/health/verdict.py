@@ -67,6 +67,14 @@ class Scenario:
     advice: list[str]
     immediate: bool = False
     """Its evidence cannot be noise (a NaN loss): it is shown at once, not after holding."""
+    findings: int | None = None
+    """How many of the first `evidence` items are what it found (the rest support it:
+    a course, a fact that explains); None: not said."""
+
+    @property
+    def found(self) -> list[Evidence]:
+        """The evidence it rests on, without the supporting facts."""
+        return self.evidence if self.findings is None else self.evidence[: self.findings]
 
 
 @dataclass(frozen=True, slots=True)
