@@ -181,7 +181,13 @@ def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[Renderab
         f"{_cell('metric', 22)} {_cell('last', 9, right=True)}   {_cell('trend', 9)} run",
         style="dim",
     )
-    lines: list[RenderableType] = [Text("Metrics", style="bold underline"), header]
+    # the trend column reads a short recent window, the checklist the whole course: say so
+    # (the train metrics share one window size; the reward's stands for them)
+    reward = diagnosis.metrics.get("reward")
+    title = Text("Metrics", style="bold underline")
+    if reward is not None and reward.points:
+        title.append(f"  (zone and trend: the latest {reward.points} points)", style="dim")
+    lines: list[RenderableType] = [title, header]
     for name in table_metrics(name for name in run.store.names() if name in diagnosis.metrics):
         health = diagnosis.metrics[name]
         line = Text(

@@ -37,7 +37,7 @@ from grpo_tui.presentation import order_metrics
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
-from grpo_tui.sim import SCENARIOS
+from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats.trl import TRL
 from grpo_tui.sources.records import Batch, ColumnGroup, Record, RowBlock
@@ -1013,18 +1013,13 @@ def sim_runs() -> dict[str, Run]:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_each_simulated_scenario_is_named(name: str, sim_runs: dict[str, Run]) -> None:
     d = diagnose(sim_runs[name], RULES)
-    expected = (
-        "saturated"
-        if name == "plateau"
-        else "too_aggressive"
-        if name == "blow_up"
-        else "length_collapse"
-        if name == "early_collapse"
-        else name
-    )
+    # what an expert names at the end of the run: its last regime
+    expected = SCENARIO_REGIMES[name][-1].headline
     assert expected in ids(d), f"{name}: got {[(s.id.word, s.severity.word) for s in d.scenarios]}"
     if name == "healthy":
         assert d.status is Status.HEALTHY
+    if name == "fast_convergence":  # the negative control: honest convergence is no hack
+        assert "reward_hacking" not in ids(d)
 
 
 # -- real runs ----------------------------------------------------------------------------------------------------------

@@ -358,5 +358,6 @@ def _notes(f: Findings) -> list[Note]:
 
 def _metric_health(f: Findings) -> dict[str, MetricHealth]:
     return {
-        name: MetricHealth(j.zone, j.last, j.direction, j.reason) for name, j in f.judged().items()
+        name: MetricHealth(j.zone, j.last, j.direction, j.reason, j.window.points)
+        for name, j in f.judged().items()
     }

@@ -11,6 +11,7 @@ import numpy as np
 
 from grpo_tui.context import RunContext
 from grpo_tui.health import judges as jd
+from grpo_tui.health import trends as tr
 from grpo_tui.health.improvement import Improvement, improvement
 from grpo_tui.health.judges import Cap, Collapse, Event, Judgement
 from grpo_tui.health.rewards import (
@@ -230,6 +231,8 @@ class Findings:
         companions = []
         if self.entropy_exploded and self.entropy is not None:
             companions.append(f"entropy {self.entropy.reason}")
+        elif (ran_off := self._entropy_ran_off()) is not None:
+            companions.append(ran_off)
         if self.is_ratio_collapsed:
             # one signal, said with both of its statistics where both are logged
             companions.append(
@@ -258,6 +261,19 @@ class Findings:
             if after.any():
                 step = float(view.steps[np.flatnonzero(after)[0]])
         return BlowUp(text, step, len(companions))
+
+    def _entropy_ran_off(self) -> str | None:
+        """Entropy ×blow_up.entropy_factor over its early level (the lowest of its first
+        points), in words; None when it did not run off."""
+        view = self.snap.get("entropy")
+        rules = self.rules.blow_up
+        if view is None or len(view) < 4 or self.entropy is None:
+            return None
+        early = tr.median_of(jd.early_head(view, highest=False).values)
+        level = self.entropy.level
+        if not (level >= rules.entropy_factor * max(early, 1e-12) and level >= rules.entropy_floor):
+            return None
+        return f"entropy {num(early)} → {num(level)} (×{level / max(early, 1e-12):.0f}, medians)"
 
     @property
     def is_blow_up(self) -> bool:

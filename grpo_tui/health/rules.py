@@ -292,6 +292,12 @@ class BlowUpRules:
     else `/mean`)."""
     clipped_run_to_cap: float = 0.5
     """Lengths ran to the cap: clipped_ratio rose above this from well below it."""
+    entropy_factor: float = 5.0
+    """With the reward at its floor, entropy this many times its early level ran off with
+    it (HEALTH.md: ×5 and more is the loudest collapse signal; on its own, the entropy zone
+    needs entropy.explode_factor)..."""
+    entropy_floor: float = 0.5
+    """...and at least this many nats per token (0.01 → 0.05 is no run-off)."""
 
 
 @dataclass(frozen=True, slots=True)

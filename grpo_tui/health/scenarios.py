@@ -87,9 +87,13 @@ class _Builder:
         if f.eval_reward is not None:
             # never ask a run that evaluates for an eval set
             advice = [(a, detail) for a, detail in advice if a is not Advice.EVAL_SET]
+        title = self.id.title
+        if self.id is ScenarioId.REWARD_HACKING and severity is not Severity.PROBLEM:
+            # from training metrics alone it is a suspicion (HEALTH.md: said honestly)
+            title = f"Possible {title[0].lower()}{title[1:]}"
         return Scenario(
             self.id,
-            self.id.title,
+            title,
             severity,
             min(onsets) if onsets else None,
             [finding.evidence for finding in ordered] + self.supporting,
@@ -941,7 +945,8 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     if not (rising or kept) or (stalled and not holding):
         return None
     std = f.reward_std
-    if std is None or std.zone is Zone.BAD:
+    # no reward_std logged: a reward that rose is itself proof that groups differed
+    if std is not None and std.zone is Zone.BAD:
         return None
     for judgement in (f.frac_zero_std, f.clip, f.length, f.kl):
         if judgement is not None and judgement.zone is Zone.BAD:

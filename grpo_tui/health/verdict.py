@@ -95,6 +95,9 @@ class MetricHealth:
     last: float | None
     trend: Direction
     reason: str
+    points: int = 0
+    """How many latest points the zone and the trend were judged on (the trend is of
+    this recent window, not of the whole run: the checklist reads the whole course)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,6 +234,17 @@ _POLICIES: dict[str, dict[str, Curve]] = {
         grad_norm=lambda t: _geometric(0.3 - 0.05 * t, 8.0, _blown(t)),
         kl=lambda t: 0.002 + 0.05 * t + _blown(t) * (2.0 + 4.0 * (t - _BLOW_UP_ONSET[0])),
     ),
+    # a negative control for reward hacking: honest fast convergence. Both rewards climb to
+    # near their top within the first quarter (P(correct) 0.2 -> 0.97) and eval climbs with
+    # them (the eval prompts follow the same policy): saturated, never hacking
+    "fast_convergence": dict(
+        acc=_ramped(_logit(0.2), _logit(0.97) - _logit(0.2), 0.0, 0.25),
+        fmt=_ramped(_logit(0.3), _logit(0.98) - _logit(0.3), 0.0, 0.25),
+        length=_ramped(0.36, -0.04, 0.0, 0.25),
+        kl=lambda t: 0.002 + 0.03 * _ramp(t, 0.0, 0.25) + 0.005 * t,
+        entropy=_ramped(0.75, -0.25, 0.0, 0.25),
+        grad_norm=_ramped(0.3, -0.15, 0.0, 0.25),
+    ),
     # from the first update on: every group one stub ("= 579"), entropy ~0.04; no answer
     # tag means every reward is 0, so advantages and grad_norm are ~0 (beta's term only)
     "early_collapse": dict(
@@ -272,6 +283,7 @@ _SCENARIO_SPECS: dict[str, _Scenario] = {
     "early_collapse": _Scenario(
         _TASK_AND_FORMAT, 1e-5, 1, 1.0, group_sd=0.5, first_step=_EARLY_FIRST_STEP
     ),
+    "fast_convergence": _Scenario(_TASK_AND_FORMAT, 3e-6, 1, 1.0, group_sd=0.8, eval_shift=-0.2),
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_SCENARIO_SPECS)
@@ -313,6 +325,12 @@ SCENARIO_REGIMES: dict[str, tuple[Regime, ...]] = {
     # collapsed from the first update on: only the step-1 line (before any update) looks
     # normal, and one point is warming up, not a verdict
     "early_collapse": (Regime(0.0, "length_collapse", frozenset({"low_diversity"})),),
+    # rising, then at its top with eval risen too: the late stage (healthy is right while it
+    # levels off); reward hacking never
+    "fast_convergence": (
+        Regime(0.0, "healthy"),
+        Regime(0.3, "saturated", frozenset({"healthy"})),
+    ),
 }
 """For every scenario, its regimes in order of start (the first starts at 0)."""
 
