@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.text_stats import (
     MAX_EXACT_PAIRS,
+    SHINGLE_CHARS,
     STATS_CHAR_CAP,
     check_format,
     distinct_n,
     format_rate,
     group_text_stats,
+    measured_text,
     pairwise_overlap,
     sampled_pairs,
     truncated_rate,
@@ -610,8 +612,8 @@ def test_format_rate_known_once_the_run_uses_tags(tmp_path: Path) -> None:
 def test_identical_completions() -> None:
     texts = ["the cat sat on the mat"] * 4
     assert pairwise_overlap(texts) == 1.0
-    # 5 distinct bigrams out of 4 x 5
-    assert distinct_n(texts, 2) == pytest.approx(0.25)
+    # 11 distinct 12-character shingles out of 4 x 11
+    assert distinct_n(texts) == pytest.approx(0.25)
 
 
 def test_disjoint_completions() -> None:
@@ -621,10 +623,10 @@ def test_disjoint_completions() -> None:
 
 
 def test_partial_overlap_known_answer() -> None:
-    # 3-gram sets {abc, bcd} and {abc, bce}: 1 shared of 3
-    assert pairwise_overlap(["a b c d", "a b c e"]) == pytest.approx(1 / 3)
-    # bigrams ab bc cd | ab bc ce: 4 unique of 6
-    assert distinct_n(["a b c d", "a b c e"], 2) == pytest.approx(4 / 6)
+    # character 3-gram sets {abc, bcd} and {abc, bce}: 1 shared of 3
+    assert pairwise_overlap(["abcd", "abce"], 3) == pytest.approx(1 / 3)
+    # character bigrams ab bc cd | ab bc ce: 4 unique of 6
+    assert distinct_n(["abcd", "abce"], 2) == pytest.approx(4 / 6)
 
 
 def test_short_and_degenerate_completions() -> None:
@@ -649,11 +651,12 @@ def test_large_groups_compare_a_bounded_even_subset_of_pairs() -> None:
     assert pairwise_overlap([f"w{i} x{i} y{i}" for i in range(100)]) == 0.0
 
 
-def _reference_grams(text: str, n: int) -> list[tuple[str, ...]]:
-    tokens = text[:STATS_CHAR_CAP].split()
-    if len(tokens) < n:
-        return [tuple(tokens)]
-    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+def _reference_grams(text: str, n: int) -> list[str]:
+    """Character n-grams of the measured text, a short text one gram (plain Python)."""
+    measured = measured_text(text)
+    if len(measured) < n:
+        return [measured]
+    return [measured[i : i + n] for i in range(len(measured) - n + 1)]
 
 
 _small_texts = st.lists(
@@ -671,13 +674,14 @@ def test_diversity_matches_a_plain_python_reference(texts: list[str]) -> None:
     grams = [_reference_grams(t, 2) for t in texts]
     unique = {g for gs in grams for g in gs}
     assert distinct_n(texts, 2) == pytest.approx(len(unique) / sum(len(gs) for gs in grams))
-    sets = [set(_reference_grams(t, 3)) for t in texts]
-    pairs = [(i, j) for i in range(len(sets)) for j in range(i + 1, len(sets))]
-    if not pairs:
-        assert math.isnan(pairwise_overlap(texts))
-        return
-    expected = np.mean([len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in pairs])
-    assert pairwise_overlap(texts) == pytest.approx(expected)
+    pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
+    for n in (3, SHINGLE_CHARS):
+        if not pairs:
+            assert math.isnan(pairwise_overlap(texts, n))
+            continue
+        sets = [set(_reference_grams(t, n)) for t in texts]
+        expected = np.mean([len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in pairs])
+        assert pairwise_overlap(texts, n) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,7 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
         and recent_loop >= rules.samples.repetition_caution
         and recent_loop - early_loop > rules.samples.repetition_rise
     ):
-        found.append(f"repeated 3-grams {pct(early_loop)} → {pct(recent_loop)}")
+        found.append(f"repeated shingles {pct(early_loop)} → {pct(recent_loop)}")
         problems.append("completions repeating themselves")
     early_cut, recent_cut = samples.early_mean(_cut_off), samples.recent_mean(_cut_off)
     if (

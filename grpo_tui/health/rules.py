@@ -326,7 +326,7 @@ class SampleRules:
     """What the logged completions say (used only when a completions file was read)."""
 
     overlap_caution: float = 0.5
-    """Mean pairwise 3-gram overlap inside groups above this is caution (completions alike)."""
+    """Mean pairwise shingle overlap inside groups above this is caution (completions alike)."""
     overlap_bad: float = 0.8
     """Above this, completions in a group are nearly identical (low diversity, problem)."""
     diversity_drop: float = 0.2
@@ -334,7 +334,7 @@ class SampleRules:
     format_drop: float = 0.2
     """Format compliance falling by more than this from the early samples means samples get worse."""
     repetition_caution: float = 0.3
-    """Completions repeating this share of their own word 3-grams (mean) are looping..."""
+    """Completions repeating this share of their own character shingles (mean) are looping..."""
     repetition_rise: float = 0.1
     """...when that share also rose by more than this from the early samples."""
     cut_off_rise: float = 0.2

@@ -38,7 +38,7 @@ class Sample:
     follows_format: bool | None = None
     #: an opened tag never closed; None when its group uses no known marker
     truncated: bool | None = None
-    #: share of its word 3-grams that repeat an earlier one (0 = none)
+    #: share of its character shingles that repeat an earlier one (0 = none; text_stats.py)
     repetition: float = 0.0
 
     @property

@@ -1,0 +1,156 @@
+"""Principle 10, sample signals measure the text (HEALTH.md): distinct-n, overlap and
+repetition read character shingles, not whitespace words, so a loop without spaces and text
+without spaces are seen; role prefixes are not text; a group scoring 0 on every reward
+function is all-fail; identical groups and one-token completions are bad wherever they
+happen in a run. One class per point of the principle."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grpo_tui.run.completions import CompletionsIndex
+from grpo_tui.run.text_stats import (
+    REPETITIVE_SHARE,
+    distinct_n,
+    group_text_stats,
+    measured_text,
+    one_token,
+    pairwise_overlap,
+    repetition,
+)
+from grpo_tui.sources.completion_batches import FolderBatches
+from grpo_tui.sources.formats import trl_completions
+from grpo_tui.sources.formats.layout import BatchFolder
+
+TRL_FIXTURES = Path(__file__).parent / "fixtures" / "trl"
+#: a real TRL 1.16 file whose completions are chat messages (rendered "assistant: ...")
+TRL_MESSAGES = "local-run-trl1.16.0-tf5.20.0_completions_00003.parquet"
+
+#: what a collapsed policy wrote in a real bug report's shape: one short unit repeated,
+#: no space anywhere (whitespace words saw one "word": distinct-2 1, overlap 0, repetition 0)
+LOOP = "<answer>" + "8>" * 120 + "</answer>"
+#: the same worked answer in Chinese, differing only in the number each completion ends on
+CHINESE_STEPS = (
+    "小明原来有三个苹果，后来又去商店买了五个苹果，回家以后和妹妹一起吃掉了两个苹果。"
+    "我们先算三加五等于八，再算八减二等于六，所以他现在一共有{}个苹果。"
+)
+#: eight different Chinese answers to one question
+CHINESE_DIFFERENT = [
+    "首先计算三加五等于八，再减去二，得到六。",
+    "我们先把买来的五个加上原来的三个，共八个，吃掉两个剩下六个。",
+    "答案是六，因为三加五减二等于六。",
+    "设苹果总数为x，则x等于三加五减二，所以x等于六。",
+    "小明最后剩下六个苹果。",
+    "原有三个，增加五个变成八个，减少两个后还有六个。",
+    "用算式表示：3+5-2=6，所以答案为6。",
+    "先算买后的数量八个，再算吃后的数量六个。",
+]
+
+
+def _dump_rows(fixture: str) -> list[dict[str, Any]]:
+    """The rows of a fixture's `-dump.txt` (pyarrow's schema, the row count, a JSON row a line)."""
+    text = (TRL_FIXTURES / f"{fixture}-dump.txt").read_text(encoding="utf-8")
+    lines = text.split("\nrows: ", 1)[1].splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+class TestLoopWithoutSpaces:
+    """`8>8>8>…` and `哈哈哈…` are one short unit repeated: repetitive, and alike in a group."""
+
+    def test_eight_loops_are_one_completion_repeated(self) -> None:
+        stats = group_text_stats([LOOP] * 8)
+        assert stats.pairwise_overlap == 1.0
+        assert stats.distinct_2 < 0.05
+        assert all(share >= REPETITIVE_SHARE for share in stats.repetition)
+
+    def test_a_loop_is_repetitive_whatever_its_unit(self) -> None:
+        for text in (LOOP, "哈" * 40, "8>8>8>8>8>8>", "哈哈哈哈哈哈", "wait wait wait wait wait"):
+            assert repetition(text) >= REPETITIVE_SHARE, text
+
+    def test_loops_of_different_lengths_still_overlap(self) -> None:
+        texts = ["<answer>" + "8>" * (60 + 7 * i) + "</answer>" for i in range(8)]
+        assert pairwise_overlap(texts) > 0.8
+
+    def test_ordinary_prose_is_not_repetitive(self) -> None:
+        prose = "First add 3 and 5 to get 8, then subtract 2: the answer is 6."
+        assert repetition(prose) == 0.0
+
+
+class TestTextWithoutSpaces:
+    """Chinese (no spaces between words) is measured like any other text."""
+
+    def test_near_identical_chinese_completions_overlap(self) -> None:
+        texts = [CHINESE_STEPS.format(n) for n in "六七八九五四三二"]
+        # whitespace saw each completion as one different word: overlap 0
+        assert pairwise_overlap(texts) > 0.8
+        assert distinct_n(texts) < 0.25
+
+    def test_different_chinese_completions_do_not(self) -> None:
+        assert pairwise_overlap(CHINESE_DIFFERENT) < 0.1
+        assert distinct_n(CHINESE_DIFFERENT) > 0.9
+        assert all(
+            share < REPETITIVE_SHARE for share in group_text_stats(CHINESE_DIFFERENT).repetition
+        )
+
+    def test_a_chinese_sentence_repeated_is_repetitive(self) -> None:
+        assert repetition(CHINESE_DIFFERENT[0] * 6) >= REPETITIVE_SHARE
+        assert repetition(CHINESE_DIFFERENT[1]) < REPETITIVE_SHARE
+
+
+class TestRolePrefixes:
+    """Role labels and chat-template markers around a completion are not its text."""
+
+    @pytest.mark.parametrize(
+        "wrapped",
+        [
+            "assistant: {}",
+            "Assistant: {}",
+            "### Assistant: {}",
+            "<|im_start|>assistant\n{}<|im_end|>",
+            "<|start_header_id|>assistant<|end_header_id|>\n\n{}<|eot_id|>",
+            "<start_of_turn>model\n{}<end_of_turn>",
+            "<|assistant|>{}<|end|>",
+            "  \n{}\n\n",
+        ],
+    )
+    def test_markers_are_left_out(self, wrapped: str) -> None:
+        text = "The sum is 8, so the answer is 8."
+        assert measured_text(wrapped.format(text)) == text
+
+    def test_a_list_of_messages_loses_each_role_label(self) -> None:
+        assert measured_text("assistant: call it\ntool: 8\nassistant: 8") == "call it\n8\n8"
+
+    def test_a_prefix_shared_by_every_completion_is_no_overlap(self) -> None:
+        texts = ["the first answer reads 17", "a second one says 23 today", "third: 41"]
+        prefixed = [f"assistant: {text}" for text in texts]
+        assert pairwise_overlap(prefixed) == pairwise_overlap(texts) == 0.0
+
+    def test_a_completion_of_markers_only_is_empty(self) -> None:
+        for text in ("assistant: ", "<|im_start|>assistant\n<|im_end|>", "<|im_end|>", ""):
+            assert measured_text(text) == ""
+            assert one_token(measured_text(text))
+
+    def test_words_that_only_look_like_roles_stay(self) -> None:
+        assert measured_text("user said: no") == "user said: no"
+        assert measured_text("the assistant: yes") == "the assistant: yes"
+
+    def test_real_trl_messages_are_measured_without_their_role(self, tmp_path: Path) -> None:
+        """A real TRL 1.16 file: its completions are messages, shown as "assistant: ..."."""
+        folder = tmp_path / "output" / trl_completions.COMPLETIONS_DIR
+        folder.mkdir(parents=True)
+        shutil.copyfile(TRL_FIXTURES / TRL_MESSAGES, folder / "completions_00003.parquet")
+        kind = BatchFolder(trl_completions.FILE_PATTERN, trl_completions.convert)
+        index = CompletionsIndex(folder, source=FolderBatches(folder, kind))
+        index.poll()
+        (group,) = index.groups(0)
+        assert all(sample.text.startswith("assistant: ") for sample in group.completions)
+        contents = [row["completion"][0]["content"] for row in _dump_rows(TRL_MESSAGES)]
+        assert group.pairwise_overlap == pytest.approx(pairwise_overlap(contents))
+        assert group.distinct_2 == pytest.approx(distinct_n(contents))
+        stripped = group_text_stats([content.strip() for content in contents])
+        assert [s.repetition for s in group.completions] == pytest.approx(list(stripped.repetition))
