@@ -407,12 +407,13 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
     _write_lines(path, [*lines, "garbage"])
     index = _index(path)
     assert len(index) == 3 and index.state().bad_line_count == 1
-    _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [0.0, 0.0]})])
+    _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [3.0, 3.0]})])
     index.poll()
     assert index.restarts == 1 and index.last_restart is not None
     assert len(index) == 1 and index.lines == 1 and index.state().bad_line_count == 0
     assert index.groups()[0].prompt == "new prompt"
-    # the old file's totals are forgotten: the new one's only tie is at no bottom or top
+    # the old file's totals (0 to 3) are forgotten: the new one's only tie is at no bottom
+    # or top (remembered, 3 would be the top)
     (group,) = index.groups()
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert [s.step for s in index.summary().steps] == [1.0]
@@ -500,16 +501,16 @@ def test_a_summary_handed_out_never_changes(tmp_path: Path) -> None:
     (over more than one block of steps)."""
     path = tmp_path / "completions.jsonl"
     lines: list[object] = [
-        _columns(str(step), ["p"] * 2, [f"a {step}", f"b {step}"], {"acc": [0.0, 0.0]})
+        _columns(str(step), ["p"] * 2, [f"a {step}", f"b {step}"], {"acc": [0.5, 0.5]})
         for step in range(1, 1101)
     ]
     _write_lines(path, lines)
     index = _index(path)
     first = index.summary()
     seen = [(s.step, s.completions, s.zero_spread_all_fail) for s in first.steps]
-    assert len(seen) == 1100 and seen[-1] == (1100.0, 2, 0.0)  # every total 0: not judged
+    assert len(seen) == 1100 and seen[-1] == (1100.0, 2, 0.0)  # every total 0.5: not judged
     # a higher total: every earlier tie is now at the bottom
-    _write_lines(path, [_columns("1101", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.0]})], mode="a")
+    _write_lines(path, [_columns("1101", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.5]})], mode="a")
     index.poll()
     second = index.summary()
     assert second.revision != first.revision
@@ -573,13 +574,14 @@ def test_all_fail_all_pass_against_observed_range(tmp_path: Path) -> None:
 
 def test_tie_position_is_rejudged_as_the_range_grows(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
-    _write_lines(path, [_columns("1", ["p"] * 2, ["a", "b"], {"acc": [0.0, 0.0]})])
+    _write_lines(path, [_columns("1", ["p"] * 2, ["a", "b"], {"acc": [0.5, 0.5]})])
     index = _index(path)
-    # every total seen is 0: bottom or top cannot be told yet
+    # every total seen is 0.5: bottom or top cannot be told yet (a tie at 0 would be all-fail
+    # already: every completion scored 0)
     (group,) = index.groups()
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert index.summary().steps[0].zero_spread_all_fail == 0.0
-    _write_lines(path, [_columns("2", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.0]})], mode="a")
+    _write_lines(path, [_columns("2", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.5]})], mode="a")
     index.poll()
     assert index.groups(0)[0].all_fail
     assert index.summary().steps[0].zero_spread_all_fail == 1.0

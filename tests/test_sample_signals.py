@@ -154,3 +154,85 @@ class TestRolePrefixes:
         assert group.distinct_2 == pytest.approx(distinct_n(contents))
         stripped = group_text_stats([content.strip() for content in contents])
         assert [s.repetition for s in group.completions] == pytest.approx(list(stripped.repetition))
+
+
+Scores = dict[str, list[float | None]]
+
+
+def _write_line(path: Path, step: int, groups: list[tuple[str, Scores]]) -> None:
+    """Append one ms-swift 4.x column-oriented line: per group, its prompt and one score
+    list per reward function (a completion per score)."""
+    prompts: list[str] = []
+    scores: dict[str, list[float | None]] = {}
+    for prompt, functions in groups:
+        size = len(next(iter(functions.values())))
+        prompts += [prompt] * size
+        for name, values in functions.items():
+            scores.setdefault(name, []).extend(values)
+    texts = [f"attempt {i} at {prompt}: it is {i * 7 % 10}" for i, prompt in enumerate(prompts)]
+    record: dict[str, object] = {
+        "step": [str(step)] * len(texts),
+        "prompt": prompts,
+        "completion": texts,
+    }
+    record.update(scores)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+class TestAllZeroIsAllFail:
+    """A group scoring 0 on every reward function is all-fail whatever range was observed."""
+
+    def test_a_file_of_nothing_but_zeros_is_all_fail(self, tmp_path: Path) -> None:
+        path = tmp_path / "completions.jsonl"
+        zeros: Scores = {"accuracy": [0.0] * 4, "format": [0.0] * 4}
+        for step in (1, 2):
+            _write_line(path, step, [("p1", zeros), ("p2", zeros)])
+        index = CompletionsIndex(path)
+        index.poll()
+        groups = index.groups(-1)
+        assert [(g.zero_spread, g.all_fail, g.all_pass) for g in groups] == [
+            (True, True, False)
+        ] * 2
+        assert index.line_info(-1).zero_spread_groups == 2
+        for stats in index.summary().steps:
+            assert (stats.zero_spread_fraction, stats.zero_spread_all_fail) == (1.0, 1.0)
+            assert stats.zero_spread_all_pass == 0.0
+
+    def test_beside_groups_with_spread(self, tmp_path: Path) -> None:
+        path = tmp_path / "completions.jsonl"
+        zeros: Scores = {"accuracy": [0.0] * 4, "format": [0.0] * 4}
+        spread: Scores = {"accuracy": [0.0, 0.0, 0.0, 0.0], "format": [0.0, 0.2, 0.2, 0.0]}
+        _write_line(path, 1, [("p1", zeros), ("p2", spread)])
+        index = CompletionsIndex(path)
+        index.poll()
+        assert [g.all_fail for g in index.groups(-1)] == [True, False]
+        (stats,) = index.summary().steps
+        assert (stats.zero_spread_fraction, stats.zero_spread_all_fail) == (0.5, 0.5)
+
+    def test_a_function_without_values_does_not_hide_the_zeros(self, tmp_path: Path) -> None:
+        path = tmp_path / "completions.jsonl"
+        _write_line(path, 1, [("p", {"accuracy": [0.0] * 4, "judge": [None] * 4})])
+        index = CompletionsIndex(path)
+        index.poll()
+        (group,) = index.groups(-1)
+        assert group.all_fail and not group.all_pass
+
+    def test_a_total_of_zero_from_other_scores_is_judged_on_the_range(self, tmp_path: Path) -> None:
+        """+1 and -1 sum to a total of 0: not zero scores, so the range decides (none yet)."""
+        path = tmp_path / "completions.jsonl"
+        _write_line(path, 1, [("p", {"accuracy": [1.0] * 4, "penalty": [-1.0] * 4})])
+        index = CompletionsIndex(path)
+        index.poll()
+        (group,) = index.groups(-1)
+        assert group.zero_spread and not group.all_fail and not group.all_pass
+        (stats,) = index.summary().steps
+        assert stats.zero_spread_all_fail == 0.0
+
+    def test_a_tie_above_zero_without_a_range_stays_unjudged(self, tmp_path: Path) -> None:
+        path = tmp_path / "completions.jsonl"
+        _write_line(path, 1, [("p", {"accuracy": [0.5] * 4})])
+        index = CompletionsIndex(path)
+        index.poll()
+        (group,) = index.groups(-1)
+        assert group.zero_spread and not group.all_fail and not group.all_pass

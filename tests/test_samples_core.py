@@ -664,16 +664,16 @@ def test_summary_revision_changes_when_earlier_steps_are_rejudged(tmp_path: Path
     """A new highest total turns an earlier tied group into all-fail: the revision changes;
     a line that re-judges nothing keeps it."""
     path = tmp_path / "completions.jsonl"
-    _write(path, [_line(1, [("A", ["a", "b"], [0.0, 0.0])])])
+    _write(path, [_line(1, [("A", ["a", "b"], [0.5, 0.5])])])
     index = _index(path)
     first = index.summary()
     assert first.steps[0].zero_spread_all_fail == 0.0  # one value seen: no bottom yet
-    _write(path, [_line(2, [("B", ["c", "d"], [0.0, 1.0])])], mode="a")
+    _write(path, [_line(2, [("B", ["c", "d"], [0.5, 1.0])])], mode="a")
     index.poll()
     second = index.summary()
     assert second.revision != first.revision
     assert second.steps[0].zero_spread_all_fail == 1.0
-    _write(path, [_line(3, [("C", ["e", "f"], [0.25, 0.75])])], mode="a")
+    _write(path, [_line(3, [("C", ["e", "f"], [0.625, 0.875])])], mode="a")
     index.poll()
     third = index.summary()
     assert third.revision == second.revision
