@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from grpo_tui.health.diagnose import Diagnosis, diagnose
+from grpo_tui.health.rules import Rules
 from grpo_tui.run.completions import CompletionsIndex
+from grpo_tui.run.follow import load_run
 from grpo_tui.run.text_stats import (
     REPETITIVE_SHARE,
     distinct_n,
@@ -23,9 +27,13 @@ from grpo_tui.run.text_stats import (
     pairwise_overlap,
     repetition,
 )
+from grpo_tui.sim import write_run
 from grpo_tui.sources.completion_batches import FolderBatches
 from grpo_tui.sources.formats import trl_completions
 from grpo_tui.sources.formats.layout import BatchFolder
+from grpo_tui.vocabulary import Answer, ScenarioId, Zone
+
+RULES = Rules()
 
 TRL_FIXTURES = Path(__file__).parent / "fixtures" / "trl"
 #: a real TRL 1.16 file whose completions are chat messages (rendered "assistant: ...")
@@ -236,3 +244,86 @@ class TestAllZeroIsAllFail:
         index.poll()
         (group,) = index.groups(-1)
         assert group.zero_spread and not group.all_fail and not group.all_pass
+
+
+def _simulated_with(
+    tmp_path: Path, completion: Callable[[str, str], str], *, lines: int | None = None
+) -> Path:
+    """A simulated healthy ms-swift run whose completions are rewritten: each becomes
+    `completion(its group's first completion, its own)`. `lines`: keep only the first
+    lines of logging.jsonl (and the completions of the steps they reach)."""
+    run = write_run(tmp_path, "healthy", max_steps=60)
+    log = run / "logging.jsonl"
+    kept = log.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]
+    log.write_text("".join(kept), encoding="utf-8")
+    progress = [json.loads(line).get("global_step/max_steps") for line in kept]
+    last = max(int(str(p).split("/")[0]) for p in progress if p is not None)
+    records = []
+    for line in (run / "completions.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if int(record["step"][-1]) > last:
+            break
+        first: dict[str, str] = {}
+        record["completion"] = [
+            completion(first.setdefault(prompt, text), text)
+            for prompt, text in zip(record["prompt"], record["completion"])
+        ]
+        records.append(json.dumps(record) + "\n")
+    (run / "completions.jsonl").write_text("".join(records), encoding="utf-8")
+    return run
+
+
+def _identical(first: str, own: str) -> str:
+    return first
+
+
+def _one_token(first: str, own: str) -> str:
+    return ("7", "", "42", "assistant: 8")[len(own) % 4]
+
+
+class TestOverlapOneIsBadAnywhere:
+    """Every group's completions identical is bad from the first logged step, warm-up or not."""
+
+    def test_bad_from_the_start_of_a_run(self, tmp_path: Path) -> None:
+        d = diagnose(load_run(_simulated_with(tmp_path, _identical)), RULES)
+        assert d.metrics["samples/overlap_3gram"].zone is Zone.BAD
+        assert _answer(d, 6) is Answer.NO
+        assert d.scenario(ScenarioId.LOW_DIVERSITY) is not None
+
+    def test_bad_while_warming_up(self, tmp_path: Path) -> None:
+        d = diagnose(load_run(_simulated_with(tmp_path, _identical, lines=3)), RULES)
+        assert d.scenarios[0].id is ScenarioId.WARMING_UP
+        assert d.metrics["samples/overlap_3gram"].zone is Zone.BAD
+        # one logged sample step, nothing to compare with: identical is bad all the same
+        assert _answer(d, 6) is Answer.NO
+        assert "nearly identical" in d.checklist[5].evidence
+
+    def test_the_healthy_run_itself_is_not(self, tmp_path: Path) -> None:
+        d = diagnose(load_run(_simulated_with(tmp_path, lambda first, own: own)), RULES)
+        assert d.metrics["samples/overlap_3gram"].zone is Zone.HEALTHY
+        assert d.metrics["samples/one_token"].zone is Zone.HEALTHY
+
+
+class TestOneTokenIsBadAnywhere:
+    """Completions of at most one token (after their role prefix) are bad at any point."""
+
+    def test_one_token_completions(self) -> None:
+        stats = group_text_stats(["7", "", "42", "assistant: 8", "哈", "The answer is 8.", "1 2"])
+        assert stats.one_token == (True, True, True, True, True, False, False)
+
+    def test_bad_from_the_start_of_a_run(self, tmp_path: Path) -> None:
+        d = diagnose(load_run(_simulated_with(tmp_path, _one_token)), RULES)
+        assert d.metrics["samples/one_token"].zone is Zone.BAD
+        assert _answer(d, 6) is Answer.NO
+        assert "completions of one token" in d.checklist[5].evidence
+
+    def test_bad_while_warming_up(self, tmp_path: Path) -> None:
+        d = diagnose(load_run(_simulated_with(tmp_path, _one_token, lines=3)), RULES)
+        assert d.scenarios[0].id is ScenarioId.WARMING_UP
+        assert d.metrics["samples/one_token"].zone is Zone.BAD
+        assert _answer(d, 6) is Answer.NO
+        assert "one token or empty" in d.checklist[5].evidence
+
+
+def _answer(diagnosis: Diagnosis, number: int) -> Answer:
+    return diagnosis.checklist[number - 1].answer

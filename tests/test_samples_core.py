@@ -730,6 +730,7 @@ def test_sample_series_names_and_sources() -> None:
         pairwise_overlap=0.5,
         repetition=0.6,
         truncated_rate=0.7,
+        one_token=0.8,
     )
     assert sample_values(stats) == {
         "samples/format_ok": 0.1,
@@ -739,6 +740,7 @@ def test_sample_series_names_and_sources() -> None:
         "samples/overlap_3gram": 0.5,
         "samples/repetition": 0.6,
         "samples/cut_off": 0.7,
+        "samples/one_token": 0.8,
     }
 
 

@@ -149,6 +149,8 @@ def _default_zones() -> dict[str, ZoneBounds]:
         ),
         "samples/repetition": ZoneBounds(caution_above=0.3, bad_above=0.5),
         "samples/cut_off": ZoneBounds(caution_above=0.1, bad_above=0.5),
+        # completions of at most one token: no answer, whatever the run's own history says
+        "samples/one_token": ZoneBounds(caution_above=0.1, bad_above=SampleRules().one_token_share),
     }
 
 
@@ -339,6 +341,9 @@ class SampleRules:
     """...when that share also rose by more than this from the early samples."""
     cut_off_rise: float = 0.2
     """The share of completions cut off mid-tag rising by more than this means samples get worse."""
+    one_token_share: float = 0.5
+    """More than this share of completions of at most one token (empty ones included) means
+    the samples are bad at any point of a run, whatever they were before."""
     compare_steps: int = 5
     """How many logged sample steps form the early and the recent sample windows."""
     zero_spread_dominance: float = 2.0

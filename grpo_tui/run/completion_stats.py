@@ -48,6 +48,9 @@ class StepSampleStats:
     #: mean over groups of the std of their total rewards (GRPO's advantage scale), None
     #: when no group had a known total
     group_std: float | None = None
+    #: fraction of completions that are at most one token once role prefixes and template
+    #: markers are left out (empty ones included): no answer at all in a reasoning task
+    one_token: float = 0.0
 
 
 #: the columns of a StepColumns row, in StepSampleStats' field order
@@ -60,7 +63,7 @@ def _row_of(stats: StepSampleStats) -> list[float]:
 
 
 def _stats_of(row: list[float]) -> StepSampleStats:
-    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep, std = row
+    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep, std, one = row
     return StepSampleStats(
         step,
         int(groups),
@@ -75,6 +78,7 @@ def _stats_of(row: list[float]) -> StepSampleStats:
         None if math.isnan(cut) else cut,
         rep,
         None if math.isnan(std) else std,
+        one,
     )
 
 

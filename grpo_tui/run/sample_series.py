@@ -43,6 +43,8 @@ SAMPLE_SERIES: tuple[SampleSeries, ...] = (
     SampleSeries("samples/repetition", lambda s: s.repetition),
     # fraction of completions with a tag or \boxed{ opened and never closed
     SampleSeries("samples/cut_off", lambda s: s.truncated_rate),
+    # fraction of completions of at most one token once role prefixes are left out
+    SampleSeries("samples/one_token", lambda s: s.one_token),
 )
 SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
 

@@ -59,6 +59,8 @@ class Tally:
     overlap_sum: float = 0.0
     overlap_count: int = 0
     repetition_sum: float = 0.0
+    #: completions that are at most one token once their markers are left out
+    one_token: int = 0
     follows_format: int = 0
     uses_markers: int = 0
     truncated: int = 0
@@ -89,6 +91,7 @@ def tally(analysed: Analysed) -> Tally:
             result.uses_markers += check.uses_markers
             result.truncated += check.cut_off
         result.repetition_sum += sum(group.text.repetition)
+        result.one_token += sum(group.text.one_token)
         if not math.isnan(group.spread):
             result.std_sum += group.spread
             result.std_count += 1
@@ -153,7 +156,7 @@ class StepTable:
         """Write a step's row from the tallies of its batches (none: no statistics), all
         but the columns a summary judges."""
         groups = completions = distinct_count = overlap_count = all_zero = 0
-        markers = truncated = chars = std_count = follows = 0
+        markers = truncated = chars = std_count = follows = one_token = 0
         distinct_sum = overlap_sum = repetition_sum = std_sum = 0.0
         functions: dict[str, tuple[float, int]] = {}
         tied: list[float] = []
@@ -172,6 +175,7 @@ class StepTable:
             overlap_sum += part.overlap_sum
             overlap_count += part.overlap_count
             repetition_sum += part.repetition_sum
+            one_token += part.one_token
             markers += part.uses_markers
             truncated += part.truncated
             follows += part.follows_format
@@ -190,6 +194,7 @@ class StepTable:
             row[_COL["mean_chars"]] = chars / completions
             row[_COL["truncated_rate"]] = truncated / completions if markers else math.nan
             row[_COL["repetition"]] = repetition_sum / completions
+            row[_COL["one_token"]] = one_token / completions
             row[_COL["group_std"]] = std_sum / std_count if std_count else math.nan
         self._put_tied(slot, tied)
         self._all_zero[slot] = all_zero
