@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.text_stats import (
     MAX_EXACT_PAIRS,
+    SHINGLE_CHARS,
     STATS_CHAR_CAP,
     check_format,
     distinct_n,
     format_rate,
     group_text_stats,
+    measured_text,
     pairwise_overlap,
     sampled_pairs,
     truncated_rate,
@@ -405,12 +407,13 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
     _write_lines(path, [*lines, "garbage"])
     index = _index(path)
     assert len(index) == 3 and index.state().bad_line_count == 1
-    _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [0.0, 0.0]})])
+    _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [3.0, 3.0]})])
     index.poll()
     assert index.restarts == 1 and index.last_restart is not None
     assert len(index) == 1 and index.lines == 1 and index.state().bad_line_count == 0
     assert index.groups()[0].prompt == "new prompt"
-    # the old file's totals are forgotten: the new one's only tie is at no bottom or top
+    # the old file's totals (0 to 3) are forgotten: the new one's only tie is at no bottom
+    # or top (remembered, 3 would be the top)
     (group,) = index.groups()
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert [s.step for s in index.summary().steps] == [1.0]
@@ -498,16 +501,16 @@ def test_a_summary_handed_out_never_changes(tmp_path: Path) -> None:
     (over more than one block of steps)."""
     path = tmp_path / "completions.jsonl"
     lines: list[object] = [
-        _columns(str(step), ["p"] * 2, [f"a {step}", f"b {step}"], {"acc": [0.0, 0.0]})
+        _columns(str(step), ["p"] * 2, [f"a {step}", f"b {step}"], {"acc": [0.5, 0.5]})
         for step in range(1, 1101)
     ]
     _write_lines(path, lines)
     index = _index(path)
     first = index.summary()
     seen = [(s.step, s.completions, s.zero_spread_all_fail) for s in first.steps]
-    assert len(seen) == 1100 and seen[-1] == (1100.0, 2, 0.0)  # every total 0: not judged
+    assert len(seen) == 1100 and seen[-1] == (1100.0, 2, 0.0)  # every total 0.5: not judged
     # a higher total: every earlier tie is now at the bottom
-    _write_lines(path, [_columns("1101", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.0]})], mode="a")
+    _write_lines(path, [_columns("1101", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.5]})], mode="a")
     index.poll()
     second = index.summary()
     assert second.revision != first.revision
@@ -571,13 +574,14 @@ def test_all_fail_all_pass_against_observed_range(tmp_path: Path) -> None:
 
 def test_tie_position_is_rejudged_as_the_range_grows(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
-    _write_lines(path, [_columns("1", ["p"] * 2, ["a", "b"], {"acc": [0.0, 0.0]})])
+    _write_lines(path, [_columns("1", ["p"] * 2, ["a", "b"], {"acc": [0.5, 0.5]})])
     index = _index(path)
-    # every total seen is 0: bottom or top cannot be told yet
+    # every total seen is 0.5: bottom or top cannot be told yet (a tie at 0 would be all-fail
+    # already: every completion scored 0)
     (group,) = index.groups()
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert index.summary().steps[0].zero_spread_all_fail == 0.0
-    _write_lines(path, [_columns("2", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.0]})], mode="a")
+    _write_lines(path, [_columns("2", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.5]})], mode="a")
     index.poll()
     assert index.groups(0)[0].all_fail
     assert index.summary().steps[0].zero_spread_all_fail == 1.0
@@ -610,8 +614,8 @@ def test_format_rate_known_once_the_run_uses_tags(tmp_path: Path) -> None:
 def test_identical_completions() -> None:
     texts = ["the cat sat on the mat"] * 4
     assert pairwise_overlap(texts) == 1.0
-    # 5 distinct bigrams out of 4 x 5
-    assert distinct_n(texts, 2) == pytest.approx(0.25)
+    # 11 distinct 12-character shingles out of 4 x 11
+    assert distinct_n(texts) == pytest.approx(0.25)
 
 
 def test_disjoint_completions() -> None:
@@ -621,10 +625,10 @@ def test_disjoint_completions() -> None:
 
 
 def test_partial_overlap_known_answer() -> None:
-    # 3-gram sets {abc, bcd} and {abc, bce}: 1 shared of 3
-    assert pairwise_overlap(["a b c d", "a b c e"]) == pytest.approx(1 / 3)
-    # bigrams ab bc cd | ab bc ce: 4 unique of 6
-    assert distinct_n(["a b c d", "a b c e"], 2) == pytest.approx(4 / 6)
+    # character 3-gram sets {abc, bcd} and {abc, bce}: 1 shared of 3
+    assert pairwise_overlap(["abcd", "abce"], 3) == pytest.approx(1 / 3)
+    # character bigrams ab bc cd | ab bc ce: 4 unique of 6
+    assert distinct_n(["abcd", "abce"], 2) == pytest.approx(4 / 6)
 
 
 def test_short_and_degenerate_completions() -> None:
@@ -649,11 +653,12 @@ def test_large_groups_compare_a_bounded_even_subset_of_pairs() -> None:
     assert pairwise_overlap([f"w{i} x{i} y{i}" for i in range(100)]) == 0.0
 
 
-def _reference_grams(text: str, n: int) -> list[tuple[str, ...]]:
-    tokens = text[:STATS_CHAR_CAP].split()
-    if len(tokens) < n:
-        return [tuple(tokens)]
-    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+def _reference_grams(text: str, n: int) -> list[str]:
+    """Character n-grams of the measured text, a short text one gram (plain Python)."""
+    measured = measured_text(text)
+    if len(measured) < n:
+        return [measured]
+    return [measured[i : i + n] for i in range(len(measured) - n + 1)]
 
 
 _small_texts = st.lists(
@@ -671,13 +676,14 @@ def test_diversity_matches_a_plain_python_reference(texts: list[str]) -> None:
     grams = [_reference_grams(t, 2) for t in texts]
     unique = {g for gs in grams for g in gs}
     assert distinct_n(texts, 2) == pytest.approx(len(unique) / sum(len(gs) for gs in grams))
-    sets = [set(_reference_grams(t, 3)) for t in texts]
-    pairs = [(i, j) for i in range(len(sets)) for j in range(i + 1, len(sets))]
-    if not pairs:
-        assert math.isnan(pairwise_overlap(texts))
-        return
-    expected = np.mean([len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in pairs])
-    assert pairwise_overlap(texts) == pytest.approx(expected)
+    pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
+    for n in (3, SHINGLE_CHARS):
+        if not pairs:
+            assert math.isnan(pairwise_overlap(texts, n))
+            continue
+        sets = [set(_reference_grams(t, n)) for t in texts]
+        expected = np.mean([len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in pairs])
+        assert pairwise_overlap(texts, n) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(

@@ -779,7 +779,7 @@ def test_looping_and_cut_off_samples_answer_no_to_the_sixth_question() -> None:
     assert answer(d, 6) == "no"
     item = next(item for item in d.checklist if item.id == 6)
     assert "completions repeating themselves" in item.evidence
-    assert "repeated 3-grams" in item.evidence
+    assert "repeated shingles" in item.evidence
     cut = np.linspace(0.0, 0.5, 200)
     steps = tuple(
         StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, 500.0, float(cut[i]))

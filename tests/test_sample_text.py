@@ -498,7 +498,7 @@ def test_group_title(tmp_path: Path, palette: ZonePalette) -> None:
     page = _ranked_page(tmp_path)
     title = group_title(page, 1, [0, 1, 2, 3, 4], palette).plain
     assert title.startswith("step 6 train · group 2/5 · 2 completions · spread 1")
-    assert "distinct-2" in title and "overlap" in title
+    assert "distinct " in title and "overlap" in title
     assert "ALL" not in title
     filtered = group_title(page, 4, [0, 4], palette).plain
     assert "group 2/2 of 5" in filtered and filtered.endswith("ALL FAIL")

@@ -30,8 +30,10 @@ from grpo_tui.run.sample_series import (
 )
 from grpo_tui.run.text_stats import (
     REPETITIVE_SHARE,
+    SHINGLE_CHARS,
     STATS_CHAR_CAP,
     group_text_stats,
+    measured_text,
     repetition,
 )
 from grpo_tui.sim import write_run
@@ -123,12 +125,15 @@ def _page_view(page: Page) -> list[tuple[object, ...]]:
 
 
 def _reference_repetition(text: str) -> float:
-    """Share of word 3-grams that already occurred earlier in the text (plain Python)."""
-    tokens = text[:STATS_CHAR_CAP].split()
-    if len(tokens) < 4:
+    """Share of character shingles that already occurred earlier in the measured text
+    (plain Python): SHINGLE_CHARS long, a quarter of the text when it is shorter than
+    four shingles, nothing under four characters."""
+    measured = measured_text(text)
+    if len(measured) < 4:
         return 0.0
-    grams = [tuple(tokens[i : i + 3]) for i in range(len(tokens) - 2)]
-    seen: set[tuple[str, ...]] = set()
+    width = min(SHINGLE_CHARS, len(measured) // 4)
+    grams = [measured[i : i + width] for i in range(len(measured) - width + 1)]
+    seen: set[str] = set()
     repeats = 0
     for gram in grams:
         repeats += gram in seen
@@ -140,28 +145,31 @@ def _reference_repetition(text: str) -> float:
     ("text", "expected"),
     [
         ("", 0.0),
-        ("a a a", 0.0),  # three words: a single 3-gram cannot repeat
-        ("a b c d", 0.0),  # two different 3-grams
-        ("a a a a", 0.5),  # (a a a) twice: the second of two repeats the first
-        ("to be or not to be or not", 2 / 6),  # 6 grams, the last two seen before
+        ("aaa", 0.0),  # three characters: nothing can repeat
+        ("abcd", 0.0),  # four different characters
+        ("aaaa", 0.75),  # one character four times: three of four repeat the first
+        ("8>8>8>8>", 5 / 7),  # 2-character shingles: only "8>" and ">8" are new
+        ("to be or not to be or not", 7 / 20),  # 6-character shingles: the second half
+        ("assistant: aaaa", 0.75),  # the role prefix is no text
     ],
 )
 def test_repetition_known_answers(text: str, expected: float) -> None:
-    """repetition() is the share of word 3-grams repeating an earlier one; 0 under 4 words."""
+    """repetition() is the share of character shingles repeating an earlier one."""
     assert repetition(text) == pytest.approx(expected)
+    assert repetition(text) == pytest.approx(_reference_repetition(text))
 
 
 def test_repetition_of_a_loop_tends_to_one_and_flags_repetitive() -> None:
-    """A loop repeats almost every 3-gram: far above REPETITIVE_SHARE, ordinary prose far below."""
-    loop = "the cat sat " * 50  # 150 words, 148 grams, only 3 distinct
-    assert repetition(loop) == pytest.approx(1 - 3 / 148)
+    """A loop repeats almost every shingle: far above REPETITIVE_SHARE, ordinary prose far below."""
+    loop = "the cat sat " * 50  # 599 characters measured (the last space is not), 588
+    assert repetition(loop) == pytest.approx(1 - 12 / 588)  # shingles, only 12 distinct
     assert repetition(loop) >= REPETITIVE_SHARE
     prose = "The quick brown fox jumps over the lazy dog while the cat sleeps."
     assert repetition(prose) == 0.0 < REPETITIVE_SHARE
 
 
 def test_repetition_only_reads_the_analysed_head() -> None:
-    """Like the other word statistics, only the first STATS_CHAR_CAP characters count."""
+    """Like the other text statistics, only the first STATS_CHAR_CAP characters count."""
     head = " ".join(f"w{i}" for i in range(STATS_CHAR_CAP))[:STATS_CHAR_CAP]
     looping_tail = " la" * 100_000
     assert repetition(head + looping_tail) == pytest.approx(repetition(head)) == 0.0
@@ -169,9 +177,9 @@ def test_repetition_only_reads_the_analysed_head() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["a", "b", "c", "x y", "\n", "\t", "é"]), max_size=60))
+@given(st.lists(st.sampled_from(["a", "b", "c", "x y", "\n", "\t", "é", "哈"]), max_size=60))
 def test_repetition_matches_reference(parts: list[str]) -> None:
-    """repetition() agrees with a plain count of already-seen 3-grams and stays in [0, 1)."""
+    """repetition() agrees with a plain count of already-seen shingles and stays in [0, 1)."""
     text = " ".join(parts)
     value = repetition(text)
     assert value == pytest.approx(_reference_repetition(text))
@@ -656,16 +664,16 @@ def test_summary_revision_changes_when_earlier_steps_are_rejudged(tmp_path: Path
     """A new highest total turns an earlier tied group into all-fail: the revision changes;
     a line that re-judges nothing keeps it."""
     path = tmp_path / "completions.jsonl"
-    _write(path, [_line(1, [("A", ["a", "b"], [0.0, 0.0])])])
+    _write(path, [_line(1, [("A", ["a", "b"], [0.5, 0.5])])])
     index = _index(path)
     first = index.summary()
     assert first.steps[0].zero_spread_all_fail == 0.0  # one value seen: no bottom yet
-    _write(path, [_line(2, [("B", ["c", "d"], [0.0, 1.0])])], mode="a")
+    _write(path, [_line(2, [("B", ["c", "d"], [0.5, 1.0])])], mode="a")
     index.poll()
     second = index.summary()
     assert second.revision != first.revision
     assert second.steps[0].zero_spread_all_fail == 1.0
-    _write(path, [_line(3, [("C", ["e", "f"], [0.25, 0.75])])], mode="a")
+    _write(path, [_line(3, [("C", ["e", "f"], [0.625, 0.875])])], mode="a")
     index.poll()
     third = index.summary()
     assert third.revision == second.revision
@@ -722,6 +730,7 @@ def test_sample_series_names_and_sources() -> None:
         pairwise_overlap=0.5,
         repetition=0.6,
         truncated_rate=0.7,
+        one_token=0.8,
     )
     assert sample_values(stats) == {
         "samples/format_ok": 0.1,
@@ -731,6 +740,7 @@ def test_sample_series_names_and_sources() -> None:
         "samples/overlap_3gram": 0.5,
         "samples/repetition": 0.6,
         "samples/cut_off": 0.7,
+        "samples/one_token": 0.8,
     }
 
 

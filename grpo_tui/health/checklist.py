@@ -90,7 +90,16 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
     if samples is None:
         return Answer.UNKNOWN, "no completions logged: look at the samples yourself"
     recent_overlap = samples.recent_mean(overlap)
+    recent_short = samples.recent_mean(_one_token)
+    # bad at any point of a run, without a comparison: identical groups, no answers
+    absolute: list[str] = []
+    if recent_overlap is not None and recent_overlap >= rules.samples.overlap_bad:
+        absolute.append(f"completions in a group nearly identical (overlap {num(recent_overlap)})")
+    if recent_short is not None and recent_short > rules.samples.one_token_share:
+        absolute.append(f"{pct(recent_short)} of completions one token or empty")
     if not samples.comparable:
+        if absolute:
+            return Answer.NO, "; ".join(absolute) + f" over {samples.window}"
         shown = "unknown" if recent_overlap is None else num(recent_overlap)
         return Answer.UNKNOWN, f"one logged sample step (overlap {shown}): too few to compare"
     early_overlap = samples.early_mean(overlap)
@@ -99,7 +108,9 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
     found: list[str] = []
     if early_overlap is not None and recent_overlap is not None:
         found.append(f"overlap {num(early_overlap)} → {num(recent_overlap)}")
-        if (
+        if recent_overlap >= rules.samples.overlap_bad:
+            problems.append("completions in a group nearly identical")
+        elif (
             recent_overlap >= rules.samples.overlap_caution
             or recent_overlap - early_overlap > rules.samples.diversity_drop
         ):
@@ -115,8 +126,12 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
         and recent_loop >= rules.samples.repetition_caution
         and recent_loop - early_loop > rules.samples.repetition_rise
     ):
-        found.append(f"repeated 3-grams {pct(early_loop)} → {pct(recent_loop)}")
+        found.append(f"repeated shingles {pct(early_loop)} → {pct(recent_loop)}")
         problems.append("completions repeating themselves")
+    if recent_short is not None and recent_short > rules.samples.one_token_share:
+        early_short = samples.early_mean(_one_token)
+        found.append(f"one token or empty {pct(early_short or 0.0)} → {pct(recent_short)}")
+        problems.append("completions of one token")
     early_cut, recent_cut = samples.early_mean(_cut_off), samples.recent_mean(_cut_off)
     if (
         early_cut is not None
@@ -138,6 +153,10 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
 
 def _repetition(stats: StepSampleStats) -> float | None:
     return stats.repetition
+
+
+def _one_token(stats: StepSampleStats) -> float | None:
+    return stats.one_token
 
 
 def _cut_off(stats: StepSampleStats) -> float | None:

@@ -149,6 +149,8 @@ def _default_zones() -> dict[str, ZoneBounds]:
         ),
         "samples/repetition": ZoneBounds(caution_above=0.3, bad_above=0.5),
         "samples/cut_off": ZoneBounds(caution_above=0.1, bad_above=0.5),
+        # completions of at most one token: no answer, whatever the run's own history says
+        "samples/one_token": ZoneBounds(caution_above=0.1, bad_above=SampleRules().one_token_share),
     }
 
 
@@ -355,7 +357,7 @@ class SampleRules:
     """What the logged completions say (used only when a completions file was read)."""
 
     overlap_caution: float = 0.5
-    """Mean pairwise 3-gram overlap inside groups above this is caution (completions alike)."""
+    """Mean pairwise shingle overlap inside groups above this is caution (completions alike)."""
     overlap_bad: float = 0.8
     """Above this, completions in a group are nearly identical (low diversity, problem)."""
     diversity_drop: float = 0.2
@@ -363,11 +365,14 @@ class SampleRules:
     format_drop: float = 0.2
     """Format compliance falling by more than this from the early samples means samples get worse."""
     repetition_caution: float = 0.3
-    """Completions repeating this share of their own word 3-grams (mean) are looping..."""
+    """Completions repeating this share of their own character shingles (mean) are looping..."""
     repetition_rise: float = 0.1
     """...when that share also rose by more than this from the early samples."""
     cut_off_rise: float = 0.2
     """The share of completions cut off mid-tag rising by more than this means samples get worse."""
+    one_token_share: float = 0.5
+    """More than this share of completions of at most one token (empty ones included) means
+    the samples are bad at any point of a run, whatever they were before."""
     compare_steps: int = 5
     """How many logged sample steps form the early and the recent sample windows."""
     zero_spread_dominance: float = 2.0

@@ -1,7 +1,7 @@
 """What the logged completions say: early samples against recent ones.
 
 Read from the per-step sample statistics of `completions.jsonl` (run/completion_stats.py):
-diversity inside groups (pairwise 3-gram overlap), format compliance, all-fail and
+diversity inside groups (pairwise shingle overlap), format compliance, all-fail and
 all-pass groups. "Are the samples getting better?" is answered from these, not from the
 reward.
 """

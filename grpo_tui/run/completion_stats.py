@@ -31,9 +31,11 @@ class StepSampleStats:
     zero_spread_all_fail: float
     #: of all groups: zero spread with the reward at the top of its observed range (all pass)
     zero_spread_all_pass: float
-    #: mean over groups of distinct-2 (unique bigrams / all bigrams across the group's completions)
+    #: mean over groups of distinct-n (unique character shingles / all shingles across the
+    #: group's completions; text_stats.py)
     distinct_2: float
-    #: mean over groups of the mean pairwise Jaccard overlap of word 3-gram sets (1 = identical)
+    #: mean over groups of the mean pairwise Jaccard overlap of character shingle sets
+    #: (1 = identical)
     pairwise_overlap: float
     #: fraction of completions that follow the expected tag format, None when no format is recognisable
     format_rate: float | None
@@ -41,11 +43,14 @@ class StepSampleStats:
     mean_chars: float
     #: fraction of completions that look cut off (an opened tag never closed), None when unknown
     truncated_rate: float | None
-    #: mean share of repeated word 3-grams inside a completion (0 = no loops)
+    #: mean share of repeated character shingles inside a completion (0 = no loops)
     repetition: float = 0.0
     #: mean over groups of the std of their total rewards (GRPO's advantage scale), None
     #: when no group had a known total
     group_std: float | None = None
+    #: fraction of completions that are at most one token once role prefixes and template
+    #: markers are left out (empty ones included): no answer at all in a reasoning task
+    one_token: float = 0.0
 
 
 #: the columns of a StepColumns row, in StepSampleStats' field order
@@ -58,7 +63,7 @@ def _row_of(stats: StepSampleStats) -> list[float]:
 
 
 def _stats_of(row: list[float]) -> StepSampleStats:
-    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep, std = row
+    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep, std, one = row
     return StepSampleStats(
         step,
         int(groups),
@@ -73,6 +78,7 @@ def _stats_of(row: list[float]) -> StepSampleStats:
         None if math.isnan(cut) else cut,
         rep,
         None if math.isnan(std) else std,
+        one,
     )
 
 

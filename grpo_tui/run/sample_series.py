@@ -33,14 +33,18 @@ SAMPLE_SERIES: tuple[SampleSeries, ...] = (
     SampleSeries("samples/all_fail", lambda s: s.zero_spread_all_fail),
     # fraction of groups where every completion got the highest total reward
     SampleSeries("samples/all_pass", lambda s: s.zero_spread_all_pass),
-    # unique word bigrams / all bigrams inside a group, mean over groups (1 = all differ)
+    # unique character shingles / all shingles inside a group, mean over groups (1 = all
+    # differ; the name is kept from when it counted word bigrams)
     SampleSeries("samples/distinct_2", lambda s: s.distinct_2),
-    # mean pairwise word 3-gram overlap inside a group (1 = identical completions)
+    # mean pairwise character shingle overlap inside a group (1 = identical completions;
+    # the name is kept from when it compared word 3-grams)
     SampleSeries("samples/overlap_3gram", lambda s: s.pairwise_overlap),
-    # share of a completion's word 3-grams repeating an earlier one, mean (loops)
+    # share of a completion's character shingles repeating an earlier one, mean (loops)
     SampleSeries("samples/repetition", lambda s: s.repetition),
     # fraction of completions with a tag or \boxed{ opened and never closed
     SampleSeries("samples/cut_off", lambda s: s.truncated_rate),
+    # fraction of completions of at most one token once role prefixes are left out
+    SampleSeries("samples/one_token", lambda s: s.one_token),
 )
 SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
 

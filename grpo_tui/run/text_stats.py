@@ -1,16 +1,29 @@
 """Diversity and format statistics over one group of completions (pure functions).
 
-Completion text is untrusted model output: any characters, any length. Every function
-here accepts any `str` and never raises on its content; the word statistics look only at
-the first `STATS_CHAR_CAP` characters of each completion, so their cost is bounded per
-completion however long the text is.
+Completion text is untrusted model output: any characters, any length, any script. Every
+function here accepts any `str` and never raises on its content; the diversity statistics
+look only at the first `STATS_CHAR_CAP` characters of each completion, so their cost is
+bounded per completion however long the text is.
 
-- Diversity: `distinct_n` (unique word n-grams / all word n-grams across the group) and
-  `pairwise_overlap` (mean Jaccard overlap of word 3-gram sets over pairs of completions).
-  A completion shorter than n words counts as one n-gram made of all its words, so short
+What is measured is the text the model wrote (`measured_text`): role prefixes and chat-
+template markers around it (`assistant: `, `<|im_start|>assistant`, a closing
+`<|im_end|>`) are not text and are left out, as is the whitespace around it. An empty
+completion stays empty.
+
+The diversity statistics cut text into character n-grams (shingles of `SHINGLE_CHARS`
+characters), not words: no tokenizer is needed, a loop without spaces (`8>8>8>8…`) is seen,
+and text without spaces (Chinese, Japanese) is measured like any other.
+
+- Diversity: `distinct_n` (unique shingles / all shingles across the group) and
+  `pairwise_overlap` (mean Jaccard overlap of shingle sets over pairs of completions). A
+  completion shorter than a shingle counts as one shingle of all its characters, so short
   or empty completions still compare (two identical empty completions overlap fully).
-- Repetition: the share of a completion's word 3-grams that repeat an earlier one of the
-  same completion (0 = no 3-gram twice; a loop "the the the ..." tends to 1).
+- Repetition: the share of a completion's shingles that repeat an earlier one of the same
+  completion (0 = no shingle twice; a loop `8>8>8…` or `哈哈哈…` tends to 1). A completion
+  shorter than four shingles is cut into shingles of a quarter of its length instead, so a
+  short loop is seen too.
+- Very short: a completion that is at most one token after its markers are left out
+  (`one_token`).
 - Format: a completion follows the format when every known tag it uses (`<think>`,
   `<answer>`) is balanced and it closes at least one tag pair or a `\\boxed{...}`. An
   opened tag (or `\\boxed{`) never closed looks cut off (truncated). A group where no
@@ -21,19 +34,37 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
-#: characters of each completion the word statistics look at
+import numpy as np
+
+#: characters of each completion the diversity statistics look at
 STATS_CHAR_CAP = 4_000
 #: characters of each completion the format check scans (head and tail halves beyond this)
 FORMAT_SCAN_CAP = 262_144
-#: a completion with at least this share of repeated word 3-grams is flagged repetitive
-#: (a loop; ordinary prose and even terse math repeat well under a third of their 3-grams)
+#: characters per shingle. Why 12: the zones (overlap 0.5 / 0.8, repetition 0.3 / 0.5) were
+#: set on word 3-grams, and 12 characters are about two to three English words (a word and
+#: its space average 5-6 characters). Measured on the simulator's nine scenarios (mean per
+#: step), 12-character shingles keep overlap within 0.03 of the word 3-gram values (healthy
+#: 0.16-0.19 both ways, the reward-hacking template 0.72-0.75 both ways) and repetition
+#: within 0.04; 4-character shingles are shared by unrelated English ("the ", "ing ") and
+#: took the truncation scenario's overlap from 0.25 to 0.58, over the caution line. For
+#: text without spaces a shingle spans more words, so near-identical Chinese completions
+#: still overlap highly while merely similar ones score lower: erring towards no alarm.
+SHINGLE_CHARS = 12
+#: a completion with at least this share of repeated shingles is flagged repetitive
+#: (a loop; ordinary prose and even terse math repeat well under a third of their shingles)
 REPETITIVE_SHARE = 0.5
+#: a completion of at most this many characters without whitespace, once its markers are
+#: left out, is one token (an English BPE token is about 4 characters, a CJK character
+#: about one token): no answer in a reasoning task
+ONE_TOKEN_CHARS = 4
 #: pairs compared exactly; larger groups compare an evenly spread subset of about this many
 MAX_EXACT_PAIRS = 300
+#: groups whose completions x distinct shingles stay under this are compared with one
+#: matrix product (a dense 0/1 matrix of float32); larger ones with sets, in bounded memory
+_DENSE_CELLS = 1 << 22
 
 _TAG_NAMES = ("think", "answer")
 _TAG_RE = re.compile(r"<(/?)(think|answer)>")
@@ -42,24 +73,66 @@ _BRACE_RE = re.compile(r"[{}]")
 #: characters after `\boxed{` searched for its closing brace
 _BOXED_SCAN_CHARS = 2_000
 
-Gram = tuple[str, ...]
+#: what opens a completion but is no text of the model's: chat-template turn markers
+#: (ChatML, Llama 3, Gemma, Phi's <|assistant|>), begin-of-text tokens, and role labels
+#: ("assistant: " as sources write a list of messages, "Assistant:" / "### Assistant:"
+#: transcripts). Each repetition starts with its own whitespace and no marker ends with
+#: any, so a long run of spaces cannot make the match backtrack.
+_ROLE_PREFIX = re.compile(
+    r"\A(?:\s*(?:"
+    r"<\|im_start\|>\w*"
+    r"|<\|start_header_id\|>\w*<\|end_header_id\|>"
+    r"|<start_of_turn>\w*"
+    r"|<\|(?:assistant|user|system|model|bot)\|>"
+    r"|<\|begin_of_text\|>|<\|startoftext\|>|<bos>|<s>"
+    r"|(?:#{1,4}[ \t]*)?(?:assistant|user|system|model|human|gpt|bot|tool)[ \t]*:"
+    r"))+",
+    re.IGNORECASE,
+)
+#: the role label of each later message of a completion written as a list of messages
+_MESSAGE_LINE = re.compile(r"^(?:system|user|assistant|tool): ", re.MULTILINE)
+#: end-of-turn tokens that close a completion
+_TURN_ENDS = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end|>",
+    "</s>",
+    "<eos>",
+)
+#: characters looked at beyond the cap for the markers around the text
+_MARKER_SLACK = 256
+
+#: polynomial hashing of shingles modulo 2**64 (an odd multiplier: the 64-bit FNV prime)
+_BASE = 0x100000001B3
+_MASK = (1 << 64) - 1
+#: a value no character has: it starts the hash of a text shorter than a shingle
+_SHORT_SEED = 0x110000
 
 
-def words(text: str) -> list[str]:
-    """The whitespace-separated words of the analysed head of a completion."""
-    return text[:STATS_CHAR_CAP].split()
+def measured_text(text: str) -> str:
+    """The part of a completion the statistics measure: its first `STATS_CHAR_CAP`
+    characters once role prefixes, template markers and surrounding whitespace are left
+    out ("" when nothing else is there)."""
+    head = text[: STATS_CHAR_CAP + _MARKER_SLACK]
+    prefix = _ROLE_PREFIX.match(head)
+    if prefix is not None:
+        rendered = _MESSAGE_LINE.match(head) is not None
+        head = head[prefix.end() :]
+        if rendered:
+            # a list of messages: each later message starts with its role label too
+            head = _MESSAGE_LINE.sub("", head)
+    head = head.strip()
+    if len(text) <= STATS_CHAR_CAP + _MARKER_SLACK:
+        while head.endswith(_TURN_ENDS):
+            head = head[: head.rindex("<")].rstrip()
+    return head[:STATS_CHAR_CAP]
 
 
-def _grams(tokens: list[str], n: int) -> Iterable[Gram]:
-    # a completion shorter than n words is one gram of all its words: still comparable
-    if len(tokens) < n:
-        return (tuple(tokens),)
-    # zip over shifted slices runs in C (it stops at the shortest); n = 2 and 3 are hot
-    if n == 2:
-        return pairwise(tokens)
-    if n == 3:
-        return zip(tokens, tokens[1:], tokens[2:], strict=False)
-    return zip(*(tokens[i:] for i in range(n)), strict=False)
+def one_token(measured: str) -> bool:
+    """A measured text that is empty or one short run without whitespace (one token)."""
+    return len(measured) <= ONE_TOKEN_CHARS and (not measured or len(measured.split()) == 1)
 
 
 def _check_n(n: int) -> None:
@@ -67,36 +140,132 @@ def _check_n(n: int) -> None:
         raise ValueError(f"n-grams need n >= 1, not {n}")
 
 
-def _distinct(token_lists: Sequence[list[str]], n: int) -> float:
-    if not token_lists:
-        return math.nan
-    unique: set[Gram] = set()
-    total = 0
-    for tokens in token_lists:
-        total += max(1, len(tokens) - n + 1)
-        unique.update(_grams(tokens, n))
-    return len(unique) / total
+def _short_hash(text: str) -> int:
+    """The hash of a text shorter than a shingle (one shingle of all its characters)."""
+    value = _SHORT_SEED + len(text)
+    for char in text:
+        value = (value * _BASE + ord(char)) & _MASK
+    return value
 
 
-def distinct_n(texts: Sequence[str], n: int = 2) -> float:
-    """Unique word n-grams / all word n-grams across the completions (NaN for no completions).
+def _shingles(texts: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hash of every n-character shingle of each text, the text it belongs to), texts in
+    order; a text shorter than n is one shingle of all its characters.
+
+    All texts are hashed at once: one UTF-32 encoding, then n vector passes of a
+    polynomial hash over every window (windows across two texts are dropped).
+    """
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    grams = np.where(lengths >= n, lengths - n + 1, 1)
+    owner = np.repeat(np.arange(len(texts), dtype=np.int64), grams)
+    hashes = np.empty(owner.size, dtype=np.uint64)
+    full = lengths >= n
+    if full.any():
+        # lone surrogates pass through: model output may hold them
+        joined = "".join(texts).encode("utf-32-le", "surrogatepass")
+        codes = np.frombuffer(joined, dtype=np.uint32).astype(np.uint64)
+        windows = codes.size - n + 1
+        rolling = codes[:windows].copy()
+        base = np.uint64(_BASE)
+        for k in range(1, n):
+            rolling *= base  # wraps modulo 2**64, as intended
+            rolling += codes[k : k + windows]
+        first_gram = np.cumsum(grams) - grams
+        offsets = np.arange(owner.size, dtype=np.int64) - first_gram[owner]
+        starts = np.cumsum(lengths) - lengths
+        taken = full[owner]
+        hashes[taken] = rolling[starts[owner[taken]] + offsets[taken]]
+    for row in np.flatnonzero(~full).tolist():
+        hashes[np.searchsorted(owner, row)] = _short_hash(texts[row])
+    return hashes, owner
+
+
+@dataclass(frozen=True, slots=True)
+class _Diversity:
+    """The shingle statistics of one group of measured texts."""
+
+    #: distinct shingles / all shingles across the group (NaN for no texts)
+    distinct: float
+    #: mean Jaccard overlap of the texts' shingle sets over (sampled) pairs; NaN under two
+    overlap: float
+    #: per text: its distinct shingles, and all its shingles
+    own_distinct: np.ndarray
+    own_total: np.ndarray
+
+
+def _diversity(texts: Sequence[str], n: int) -> _Diversity:
+    if not texts:
+        return _Diversity(math.nan, math.nan, np.empty(0), np.empty(0))
+    hashes, owner = _shingles(texts, n)
+    # shingle ids in one sort (as int64: the same bits, a faster sort than uint64)
+    distinct_hashes, ids = np.unique(hashes.view(np.int64), return_inverse=True)
+    ids = ids.reshape(-1)
+    width = int(distinct_hashes.size)
+    count = len(texts)
+    totals = np.bincount(owner, minlength=count).astype(np.float64)
+    distinct = width / hashes.size
+    pairs = sampled_pairs(count)
+    first = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
+    second = np.fromiter((j for _, j in pairs), dtype=np.int64, count=len(pairs))
+    if count * (count - 1) // 2 <= MAX_EXACT_PAIRS and count * width <= _DENSE_CELLS:
+        # each text's distinct shingles as a 0/1 row (a repeated shingle sets its cell
+        # again), every pair's shared shingles in one matrix product
+        dense = np.zeros((count, width), dtype=np.float32)
+        dense[owner, ids] = 1.0
+        sizes = dense.sum(axis=1, dtype=np.float64)
+        shared = (dense @ dense.T)[first, second].astype(np.float64)
+    else:
+        # bounded memory for huge groups: plain sets, intersections run in C
+        bounds = np.searchsorted(owner, np.arange(count + 1)).tolist()
+        listed = ids.tolist()
+        sets = [set(listed[bounds[i] : bounds[i + 1]]) for i in range(count)]
+        sizes = np.array([len(s) for s in sets], dtype=np.float64)
+        shared = np.array([len(sets[i] & sets[j]) for i, j in pairs], dtype=np.float64)
+    if count < 2:
+        return _Diversity(distinct, math.nan, sizes, totals)
+    # never empty sets (a short text is one shingle), so the union is never 0
+    union = sizes[first] + sizes[second] - shared
+    return _Diversity(distinct, float(np.mean(shared / union)), sizes, totals)
+
+
+def distinct_n(texts: Sequence[str], n: int = SHINGLE_CHARS) -> float:
+    """Unique character n-grams / all character n-grams across the completions' measured
+    texts (NaN for no completions).
 
     1.0 when no n-gram repeats; 1/k for k identical completions without internal repeats.
     """
     _check_n(n)
-    return _distinct([words(text) for text in texts], n)
+    return _diversity([measured_text(text) for text in texts], n).distinct
 
 
-def _repetition(tokens: list[str]) -> float:
-    if len(tokens) < 4:
-        return 0.0  # fewer than two 3-grams: nothing can repeat
-    grams = list(_grams(tokens, 3))
-    return 1.0 - len(set(grams)) / len(grams)
+def _repetitions(texts: Sequence[str], diversity: _Diversity | None = None) -> tuple[float, ...]:
+    """Per measured text: the share of its shingles that repeat an earlier one, from the
+    group's `diversity` when given (its shingles are `SHINGLE_CHARS` long). A text shorter
+    than four shingles uses shingles of a quarter of its length instead (at least one
+    character; under four characters nothing counts as repeating)."""
+    shares = [0.0] * len(texts)
+    long = [i for i, text in enumerate(texts) if len(text) >= 4 * SHINGLE_CHARS]
+    if long:
+        if diversity is None:
+            diversity = _diversity([texts[i] for i in long], SHINGLE_CHARS)
+            rows = list(range(len(long)))
+        else:
+            rows = long
+        own = (1.0 - diversity.own_distinct / diversity.own_total).tolist()
+        for i, row in zip(long, rows):
+            shares[i] = own[row]
+    for i, text in enumerate(texts):
+        size = len(text)
+        if 4 <= size < 4 * SHINGLE_CHARS:
+            width = size // 4
+            grams = size - width + 1
+            shares[i] = 1.0 - len({text[p : p + width] for p in range(grams)}) / grams
+    return tuple(shares)
 
 
 def repetition(text: str) -> float:
-    """Share of the completion's word 3-grams that repeat an earlier one (0 ... <1)."""
-    return _repetition(words(text))
+    """Share of the completion's shingles that repeat an earlier one (0 ... <1)."""
+    return _repetitions([measured_text(text)])[0]
 
 
 def sampled_pairs(count: int) -> list[tuple[int, int]]:
@@ -111,34 +280,16 @@ def sampled_pairs(count: int) -> list[tuple[int, int]]:
     return [(i, (i + d) % count) for d in range(1, neighbours + 1) for i in range(count)]
 
 
-def _overlap(token_lists: Sequence[list[str]], n: int) -> float:
-    if len(token_lists) < 2:
-        return math.nan
-    # plain sets beat numpy here: groups are small and set intersection runs in C
-    return _overlap_of_sets([set(_grams(tokens, n)) for tokens in token_lists])
-
-
-def _overlap_of_sets(shingles: Sequence[set[Gram]]) -> float:
-    if len(shingles) < 2:
-        return math.nan
-    total = 0.0
-    pairs = sampled_pairs(len(shingles))
-    for i, j in pairs:
-        shared = len(shingles[i] & shingles[j])
-        # never empty sets (a short completion is one gram), so the union is never 0
-        total += shared / (len(shingles[i]) + len(shingles[j]) - shared)
-    return total / len(pairs)
-
-
-def pairwise_overlap(texts: Sequence[str], n: int = 3) -> float:
-    """Mean Jaccard overlap of word n-gram sets over pairs of completions.
+def pairwise_overlap(texts: Sequence[str], n: int = SHINGLE_CHARS) -> float:
+    """Mean Jaccard overlap of character n-gram sets of the measured texts over pairs of
+    completions.
 
     1.0 when all completions are identical, 0.0 when no two share an n-gram; NaN with
     fewer than two completions (no pair to compare). Groups with more than
     `MAX_EXACT_PAIRS` pairs are judged on an evenly spread subset of pairs.
     """
     _check_n(n)
-    return _overlap([words(text) for text in texts], n)
+    return _diversity([measured_text(text) for text in texts], n).overlap
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +385,9 @@ def truncated_rate(texts: Sequence[str]) -> float | None:
 class GroupTextStats:
     """All text statistics of one group, computed in one pass over its completions."""
 
+    #: distinct shingles / all shingles across the group (see `distinct_n`)
     distinct_2: float
+    #: mean pairwise Jaccard overlap of the completions' shingle sets (1 = identical)
     pairwise_overlap: float
     #: one check per completion, in order
     checks: tuple[FormatCheck, ...]
@@ -242,6 +395,8 @@ class GroupTextStats:
     repetition: tuple[float, ...]
     format_rate: float | None
     truncated_rate: float | None
+    #: per completion, in order: at most one token once its markers are left out
+    one_token: tuple[bool, ...] = ()
 
     @property
     def format_known(self) -> bool:
@@ -249,21 +404,17 @@ class GroupTextStats:
 
 
 def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
-    """Diversity and format of one group; each completion is tokenised once."""
-    token_lists = [words(text) for text in texts]
+    """Diversity and format of one group; each completion is measured once."""
+    measured = [measured_text(text) for text in texts]
     checks = tuple(check_format(text) for text in texts)
     known = any(c.uses_markers for c in checks)
-    # each completion's 3-gram set serves the overlap and its own repetition
-    shingles = [set(_grams(tokens, 3)) for tokens in token_lists]
-    repetition = tuple(
-        1.0 - len(grams) / (len(tokens) - 2) if len(tokens) >= 4 else 0.0
-        for tokens, grams in zip(token_lists, shingles, strict=True)
-    )
+    diversity = _diversity(measured, SHINGLE_CHARS)
     return GroupTextStats(
-        distinct_2=_distinct(token_lists, 2),
-        pairwise_overlap=_overlap_of_sets(shingles),
+        distinct_2=diversity.distinct,
+        pairwise_overlap=diversity.overlap,
         checks=checks,
-        repetition=repetition,
+        repetition=_repetitions(measured, diversity),
         format_rate=_rate([c.follows for c in checks], known),
         truncated_rate=_rate([c.cut_off for c in checks], known),
+        one_token=tuple(one_token(text) for text in measured),
     )

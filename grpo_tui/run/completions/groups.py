@@ -38,7 +38,7 @@ class Sample:
     follows_format: bool | None = None
     #: an opened tag never closed; None when its group uses no known marker
     truncated: bool | None = None
-    #: share of its word 3-grams that repeat an earlier one (0 = none)
+    #: share of its character shingles that repeat an earlier one (0 = none; text_stats.py)
     repetition: float = 0.0
 
     @property
@@ -63,7 +63,8 @@ class Group:
     spread: float
     #: at least two known totals and all equal: no advantage signal
     zero_spread: bool
-    #: zero spread at the bottom of the totals observed in the file so far
+    #: zero spread with every completion scoring 0 on every reward function, or at the
+    #: bottom of the totals observed in the file so far
     all_fail: bool
     #: zero spread at the top of the totals observed in the file so far
     all_pass: bool
@@ -92,6 +93,10 @@ class GroupStats:
     #: the shared total of a zero-spread group (NaN otherwise)
     tied_total: float
     text: GroupTextStats
+    #: zero spread with every completion scoring 0 on every reward function it has a
+    #: value for: all fail, whatever range the totals took (a file of nothing but failures
+    #: never shows a range to be at the bottom of)
+    all_zero: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +156,19 @@ def _spread(values: list[float]) -> tuple[float, bool, float]:
     return spread, tied, mean if tied else math.nan
 
 
+def _scored_zero(rows: CompletionRows) -> list[bool]:
+    """Per row: at least one reward function has a value for it and every one that has is 0
+    (the logged total stands for the functions when none is logged)."""
+    scores = np.vstack(list(rows.rewards.values()) or [rows.totals])
+    known = np.isfinite(scores)
+    zero: list[bool] = (known.any(axis=0) & ~(known & (scores != 0)).any(axis=0)).tolist()
+    return zero
+
+
 def analyse(rows: CompletionRows, group_size: int | None) -> Analysed:
     """The batch split into its groups, each with its statistics."""
     totals = rows.totals.tolist()
+    zero = _scored_zero(rows)
     groups: list[GroupStats] = []
     for indices in partition(rows.prompts, group_size):
         spread, tied, tied_total = _spread([totals[i] for i in indices if math.isfinite(totals[i])])
@@ -164,6 +179,7 @@ def analyse(rows: CompletionRows, group_size: int | None) -> Analysed:
                 zero_spread=tied,
                 tied_total=tied_total,
                 text=group_text_stats([rows.completions[i] for i in indices]),
+                all_zero=tied and all(zero[i] for i in indices),
             )
         )
     return Analysed(rows=rows, groups=groups, content_hash=content_hash(rows))
@@ -211,6 +227,8 @@ def build_group(rows: CompletionRows, stats: GroupStats, span: tuple[float, floa
     all_fail, all_pass = (
         tie_position(stats.tied_total, span) if stats.zero_spread else (False, False)
     )
+    if stats.all_zero:
+        all_fail, all_pass = True, False
     prompt = rows.prompts[indices[0]]
     return Group(
         prompt=prompt,

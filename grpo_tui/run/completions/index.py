@@ -56,7 +56,7 @@ from grpo_tui.run.completions.groups import (
     build_group,
     group_contains,
 )
-from grpo_tui.run.completions.summary import StepTable, Tally, grown, tally
+from grpo_tui.run.completions.summary import StepTable, Tally, grown, tally, zero_spread_groups
 from grpo_tui.sources.completion_batches import BatchSource, JsonlBatches
 from grpo_tui.sources.records import BadLine, CompletionBatch, CompletionRows, CompletionShape
 
@@ -489,7 +489,7 @@ class CompletionsIndex:
     def _store_tally(self, index: int, done: Tally) -> None:
         entry = self._entries[index]
         entry["groups"] = done.groups
-        entry["zero_spread_groups"] = len(done.tied_totals)
+        entry["zero_spread_groups"] = zero_spread_groups(done)
         entry["tallied"] = True
         self._format_seen = self._format_seen or done.uses_markers > 0
 

@@ -50,13 +50,17 @@ class Tally:
 
     groups: int = 0
     completions: int = 0
-    #: the shared total of each zero-spread group (judged all-fail / all-pass later)
+    #: the shared total of each zero-spread group (judged all-fail / all-pass later), but
+    #: those scoring 0 on every reward function: all-fail whatever the totals' range
     tied_totals: list[float] = field(default_factory=list)
+    all_zero_groups: int = 0
     distinct_2_sum: float = 0.0
     distinct_2_count: int = 0
     overlap_sum: float = 0.0
     overlap_count: int = 0
     repetition_sum: float = 0.0
+    #: completions that are at most one token once their markers are left out
+    one_token: int = 0
     follows_format: int = 0
     uses_markers: int = 0
     truncated: int = 0
@@ -72,7 +76,9 @@ def tally(analysed: Analysed) -> Tally:
     """The sums over one parsed batch."""
     result = Tally(groups=len(analysed.groups), completions=len(analysed.rows))
     for group in analysed.groups:
-        if group.zero_spread:
+        if group.all_zero:
+            result.all_zero_groups += 1
+        elif group.zero_spread:
             result.tied_totals.append(group.tied_total)
         if not math.isnan(group.text.distinct_2):
             result.distinct_2_sum += group.text.distinct_2
@@ -85,6 +91,7 @@ def tally(analysed: Analysed) -> Tally:
             result.uses_markers += check.uses_markers
             result.truncated += check.cut_off
         result.repetition_sum += sum(group.text.repetition)
+        result.one_token += sum(group.text.one_token)
         if not math.isnan(group.spread):
             result.std_sum += group.spread
             result.std_count += 1
@@ -94,6 +101,11 @@ def tally(analysed: Analysed) -> Tally:
         if known.size:
             result.functions[name] = (float(known.sum()), int(known.size))
     return result
+
+
+def zero_spread_groups(done: Tally) -> int:
+    """The zero-spread groups of a tallied batch, all-zero ones included."""
+    return len(done.tied_totals) + done.all_zero_groups
 
 
 class StepTable:
@@ -111,6 +123,8 @@ class StepTable:
         self._tied_start = np.empty(0, dtype=np.int64)
         self._tied_count = np.empty(0, dtype=np.int64)
         self._follows = np.empty(0)
+        #: per slot: its groups scoring 0 on every reward function (all fail, judged now)
+        self._all_zero = np.empty(0)
         #: reward function → its mean per slot (NaN where not logged)
         self._means: dict[str, np.ndarray] = {}
         #: slots from `_clean` on, and those in `_dirty`, are to be judged again
@@ -126,11 +140,13 @@ class StepTable:
         self._tied_start = grown(self._tied_start, slot, self.count)
         self._tied_count = grown(self._tied_count, slot, self.count)
         self._follows = grown(self._follows, slot, self.count)
+        self._all_zero = grown(self._all_zero, slot, self.count)
         self._stats[slot, _COL["step"]] = float(slot) if math.isnan(step) else step
         self._stats[slot, _COL["groups"]] = 0  # no statistics: left out of the summary
         self._tied_start[slot] = self._tied_used
         self._tied_count[slot] = 0
         self._follows[slot] = 0
+        self._all_zero[slot] = 0
         for column in self._means.values():
             if slot < column.shape[0]:
                 column[slot] = math.nan
@@ -139,8 +155,8 @@ class StepTable:
     def fill(self, slot: int, tallies: list[Tally]) -> None:
         """Write a step's row from the tallies of its batches (none: no statistics), all
         but the columns a summary judges."""
-        groups = completions = distinct_count = overlap_count = 0
-        markers = truncated = chars = std_count = follows = 0
+        groups = completions = distinct_count = overlap_count = all_zero = 0
+        markers = truncated = chars = std_count = follows = one_token = 0
         distinct_sum = overlap_sum = repetition_sum = std_sum = 0.0
         functions: dict[str, tuple[float, int]] = {}
         tied: list[float] = []
@@ -153,11 +169,13 @@ class StepTable:
             groups += part.groups
             completions += part.completions
             tied += part.tied_totals
+            all_zero += part.all_zero_groups
             distinct_sum += part.distinct_2_sum
             distinct_count += part.distinct_2_count
             overlap_sum += part.overlap_sum
             overlap_count += part.overlap_count
             repetition_sum += part.repetition_sum
+            one_token += part.one_token
             markers += part.uses_markers
             truncated += part.truncated
             follows += part.follows_format
@@ -168,7 +186,7 @@ class StepTable:
         else:
             row[_COL["groups"]] = groups
             row[_COL["completions"]] = completions
-            row[_COL["zero_spread_fraction"]] = len(tied) / groups
+            row[_COL["zero_spread_fraction"]] = (len(tied) + all_zero) / groups
             row[_COL["distinct_2"]] = distinct_sum / distinct_count if distinct_count else math.nan
             row[_COL["pairwise_overlap"]] = (
                 overlap_sum / overlap_count if overlap_count else math.nan
@@ -176,8 +194,10 @@ class StepTable:
             row[_COL["mean_chars"]] = chars / completions
             row[_COL["truncated_rate"]] = truncated / completions if markers else math.nan
             row[_COL["repetition"]] = repetition_sum / completions
+            row[_COL["one_token"]] = one_token / completions
             row[_COL["group_std"]] = std_sum / std_count if std_count else math.nan
         self._put_tied(slot, tied)
+        self._all_zero[slot] = all_zero
         self._follows[slot] = follows
         self._put_means(slot, functions)
         if slot < self._clean:
@@ -243,8 +263,9 @@ class StepTable:
         groups = self._stats[slots, _COL["groups"]]
         completions = self._stats[slots, _COL["completions"]]
         tied = self._tied_count[slots]
-        at_low: np.ndarray = np.zeros(width)
-        at_high: np.ndarray = at_low
+        # groups scoring 0 on every function fail whatever the range: counted as they are
+        at_low: np.ndarray = self._all_zero[slots].copy()
+        at_high: np.ndarray = np.zeros(width)
         if tied.any() and high > low:
             # every tied total of these slots: its slot's run in the flat array
             firsts = np.cumsum(tied) - tied
@@ -254,7 +275,7 @@ class StepTable:
             owner = np.repeat(np.arange(width), tied)
             with np.errstate(over="ignore", invalid="ignore"):  # huge logged totals: inf
                 bottom, top = np.abs(values - low) <= tolerance, np.abs(values - high) <= tolerance
-            at_low = np.bincount(owner, weights=bottom, minlength=width)
+            at_low += np.bincount(owner, weights=bottom, minlength=width)
             at_high = np.bincount(owner, weights=top, minlength=width)
         judged = np.empty((width, 3))
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -134,7 +134,7 @@ def group_title(
         text.append(" · spread ")
         text.append(format_value(group.spread), style="bold")
     if not math.isnan(group.distinct_2):
-        text.append(f" · distinct-2 {format_value(group.distinct_2)}")
+        text.append(f" · distinct {format_value(group.distinct_2)}")
     if not math.isnan(group.pairwise_overlap):
         text.append(f" · overlap {format_value(group.pairwise_overlap)}")
     kind_word = group_kind(group)
