@@ -274,6 +274,28 @@ async def test_paused_app_freezes_the_panel(run_with_completions: Path) -> None:
         await wait_until(pilot, lambda: "step 9 train" in title(panel))
 
 
+async def test_a_resize_storm_while_paused_lets_no_batch_slip(run_with_completions: Path) -> None:
+    """Paused, batches read between a dozen resizes stay held (the last round's defect was
+    one batch slipping onto the screen during a resize storm)."""
+    app = app_for(run_with_completions, cycle_seconds=0.2)
+    path = run_with_completions / RUN_DIR_NAME / "completions.jsonl"
+    sizes = [(80, 24), (160, 48), (100, 30), (81, 25), (159, 47), (120, 40)]
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = await opened(pilot, app)
+        await pilot.press("p")
+        place, shown = panel.cursor.place, title(panel)
+        for step in (9, 10, 11):
+            # a batch of its own (the same content again is a re-logged repeat, not new)
+            append(path, restamped(completions_lines()[1], step, f" #{step}"))
+            for size in sizes:
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+            await read_again(pilot, app)
+            assert panel.cursor.place == place and title(panel) == shown, f"after step {step}"
+        await pilot.press("p")
+        await wait_until(pilot, lambda: "step 11 train" in title(panel), what="the newest batch")
+
+
 # -- hostile and big ----------------------------------------------------------------------
 
 
