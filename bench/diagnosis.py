@@ -407,7 +407,7 @@ def evaluate_sims(
 #: prompts × 8 completions, and 1 × 8 as in the small real runs of the corpus (noisier)
 NOISE_LEVELS = (4, 1)
 #: the error rate each verdict's entering rule states (rules.py); the others are measured only
-STATED = {"not_learning": "≤ 1 % (the bound's z 2.33)"}
+STATED = {"not_learning": f"≤ 1 % (the bound's z {Rules().learning.z:g})"}
 
 
 def error_rates(seeds: Sequence[int], rules: Rules, max_steps: int) -> dict[int, list[SimResult]]:

@@ -38,6 +38,27 @@ RULES_ENV = "GRPO_TUI_RULES"
 OFF = "off"
 
 
+#: How often each verdict's entering rule fires by chance on a healthy run: stated where the
+#: rule is a test with a chosen error rate, else measured by bench/diagnosis.py on the
+#: simulator's healthy runs (10 seeds × 1 000 steps, every logged step judged live after
+#: warm-up) at its batch of 4 prompts × 8 completions and at 1 × 8, as noisy as the
+#: corpus's small real runs. `grpo-tui rules` prints them.
+FALSE_ALARM_RATES: dict[str, str] = {
+    "not_learning": (
+        "stated ≤ 1 % of moments for a run that truly rose by the meaningful amount (the "
+        "bound's z 2.33, [learning]); measured 0/1920 at 4×8 and 26/1920 (1.4 %) at 1×8, "
+        "in 3 of 10 seeds, each a stretch where the task scored 0 on every completion for "
+        "20 points (sparse early rewards at 8 completions a step; the simulator's regime "
+        "calls the whole run healthy)"
+    ),
+    "too_aggressive": "measured 0/1920 at 4×8 and at 1×8",
+    "reward_hacking": "measured 0/1920 at 4×8 and at 1×8 (and 0 on the fast-convergence control)",
+    "truncation": "measured 0/1920 at 4×8 and at 1×8",
+    "length_collapse": "measured 0/1920 at 4×8 and at 1×8",
+    "low_diversity": "measured 0/1920 at 4×8 and at 1×8",
+}
+
+
 class RulesError(ValueError):
     """The rules file cannot be used at all (missing, unreadable, not TOML)."""
 
@@ -622,6 +643,13 @@ def rules_as_toml(rules: Rules) -> str:
     lines = [
         "# grpo-tui health rules: the effective values (defaults merged with your overrides).",
         f"# Put the keys you change in {_config_hint()} (or a file named by ${RULES_ENV}).",
+        "#",
+        *_comment("Each verdict's false-alarm rate on healthy runs:"),
+        *(
+            line
+            for verdict, rate in FALSE_ALARM_RATES.items()
+            for line in _comment(f"  {verdict}: {rate}")
+        ),
         "",
     ]
     for f in fields(Rules):

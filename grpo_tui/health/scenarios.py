@@ -870,7 +870,9 @@ def low_diversity(f: Findings) -> Scenario | None:
         hit = next((a for a in alike if recent is not None and recent >= a[0]), None)
         if hit is not None and recent is not None:
             level, severity, words = hit
-            text = f"completions in a group {words}: mean pairwise overlap of their text {num(recent)}"
+            text = (
+                f"completions in a group {words}: mean pairwise overlap of their text {num(recent)}"
+            )
             b.add(
                 severity,
                 samples.evidence({"recent_overlap": recent}, text),
