@@ -1102,3 +1102,16 @@ def test_a_live_judge_fed_in_bursts_says_what_check_says(tmp_path: Path) -> None
     whole = diagnose(load_run(log), Rules())
     assert live.status is whole.status
     assert {s.id for s in live.scenarios} == {s.id for s in whole.scenarios}
+
+
+class TestEvalCounterpart:
+    """A reward function's own held-out measure is found under the run's own eval key."""
+
+    def test_both_directions_and_not_a_mirror_of_every_function(self) -> None:
+        from grpo_tui.health.rewards import eval_counterpart
+
+        assert eval_counterpart("ndcg", ["eval_ndcg@10", "eval_loss"]) == "eval_ndcg@10"
+        assert eval_counterpart("accuracy_reward", ["eval_accuracy"]) == "eval_accuracy"
+        # ms-swift logs eval_rewards/<fn>/mean for every function: no sign of the task
+        assert eval_counterpart("CoinFlip", ["eval_rewards/CoinFlip/mean"]) is None
+        assert eval_counterpart("accuracy", ["eval_reward"]) is None

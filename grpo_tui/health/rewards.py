@@ -54,7 +54,14 @@ def eval_counterpart(fn: str, names: Iterable[str]) -> str | None:
     if not words:
         return None
     for name in names:
-        if name.startswith("eval_") and _words(name.removeprefix("eval_"))[: len(words)] == words:
+        if not name.startswith("eval_") or name == "eval_reward":
+            continue
+        measured = _words(name.removeprefix("eval_"))
+        # (eval_rewards/<fn>/mean is not one: ms-swift mirrors every function on eval, so
+        # its presence says nothing about which function is the task)
+        # eval_ndcg@10 for ndcg, and eval_accuracy for accuracy_reward
+        shorter = min(len(words), len(measured))
+        if shorter and measured[:shorter] == words[:shorter] and measured[0] != "reward":
             return name
     return None
 

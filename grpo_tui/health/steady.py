@@ -204,5 +204,9 @@ def staying_rules(rules: Rules) -> Rules:
             rules.samples,
             overlap_caution=rules.samples.overlap_caution - margin,
             overlap_bad=rules.samples.overlap_bad - margin,
+            # the samples' changes since the early ones too (half the margin: they are
+            # differences of two means, not positions)
+            diversity_drop=max(0.0, rules.samples.diversity_drop - margin / 2),
+            format_drop=max(0.0, rules.samples.format_drop - margin / 2),
         ),
     )
