@@ -1115,3 +1115,21 @@ class TestEvalCounterpart:
         # ms-swift logs eval_rewards/<fn>/mean for every function: no sign of the task
         assert eval_counterpart("CoinFlip", ["eval_rewards/CoinFlip/mean"]) is None
         assert eval_counterpart("accuracy", ["eval_reward"]) is None
+
+
+class TestOneMechanismOneVerdict:
+    """A collapse to a few tokens that maxes out an auxiliary reward is the collapse, not a hack."""
+
+    def test_a_length_penalty_at_its_top_after_a_collapse_is_no_hack(self) -> None:
+        n = 200
+        x = np.arange(n) / n
+        columns = flat_columns(n)
+        columns["completion_length"] = list(np.where(x < 0.3, 300.0, 3.0) + noise(n, 0.2))
+        columns["rewards/accuracy_reward/mean"] = list(0.3 + noise(n, 0.03))
+        columns["rewards/length_penalty/mean"] = list(np.where(x < 0.3, 0.2, 1.0))
+        d = diagnose(
+            make_run(columns, context=RunContext(num_iterations=1, max_completion_length=1024)),
+            RULES,
+        )
+        assert "length_collapse" in ids(d)
+        assert "reward_hacking" not in ids(d)

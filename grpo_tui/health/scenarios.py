@@ -636,8 +636,11 @@ def reward_hacking(f: Findings) -> Scenario | None:
     reward_up = (
         reward is not None and reward.shape is not None and reward.shape.phase is Phase.RISING
     )
+    # outputs collapsed to a few tokens max out a length penalty or a format check by
+    # themselves: a symptom of the collapse (its own verdict), not a gamed reward
+    collapsed = f.collapse is not None and f.collapse.zone is Zone.BAD and f.collapse.short
     for aux in f.auxiliaries:
-        if not aux.at_top:
+        if not aux.at_top or collapsed:
             continue
         top = f"{aux.fn} at its top: {num(aux.level)} (recent median) of {aux.range.text if aux.range else '?'}"
         # every task flat *below its top*: a task stalled at its top is saturation, and the
