@@ -304,3 +304,49 @@ def test_condition_onset_finds_the_start_of_the_run_that_made_it_hold() -> None:
     assert tr.condition_onset(np.ones(5, dtype=bool), 20, 0.7) == 0
     # does not hold at the end
     assert tr.condition_onset(np.array([1, 1, 1, 0, 0, 0], dtype=bool), 2, 0.7) is None
+
+
+class TestImprovementBound:
+    """The rise since the start, bounded with the run's own noise and autocorrelation."""
+
+    def test_a_flat_noisy_series_rules_out_a_large_rise_but_not_a_small_one(self) -> None:
+        from grpo_tui.health.improvement import improvement
+
+        rng = np.random.default_rng(0)
+        values = 0.3 + rng.normal(0, 0.05, 300)
+        found = improvement(np.arange(300.0), values, 2.33)
+        assert found is not None
+        assert found.rules_out(0.05) and not found.rules_out(0.001)
+
+    def test_autocorrelation_widens_the_bound(self) -> None:
+        from grpo_tui.health.improvement import improvement
+
+        rng = np.random.default_rng(1)
+        white = rng.normal(0, 0.05, 300)
+        walk = np.zeros(300)
+        for i in range(1, 300):  # AR(1) with rho 0.8, the same step noise
+            walk[i] = 0.8 * walk[i - 1] + white[i]
+        steps = np.arange(300.0)
+        plain, correlated = improvement(steps, white, 2.33), improvement(steps, walk, 2.33)
+        assert plain is not None and correlated is not None
+        assert correlated.early.effective < plain.early.effective / 3
+        assert correlated.error > plain.error
+
+    def test_a_clear_rise_is_never_ruled_out_and_says_what_would_decide(self) -> None:
+        from grpo_tui.health.improvement import improvement
+
+        rng = np.random.default_rng(2)
+        rising = np.linspace(0.2, 0.6, 60) + rng.normal(0, 0.05, 60)
+        found = improvement(np.arange(60.0), rising, 2.33)
+        assert found is not None and not found.rules_out(0.05)
+        assert found.points_to_decide(0.05) is None  # it rose that much already
+        flat = 0.3 + 0.2 * (-1.0) ** np.arange(12)  # no change, much noise: undecided
+        early = improvement(np.arange(12.0), flat, 2.33)
+        assert early is not None and not early.rules_out(0.05)
+        more = early.points_to_decide(0.05)
+        assert more is not None and more > 0
+
+    def test_too_few_points_give_no_bound(self) -> None:
+        from grpo_tui.health.improvement import improvement
+
+        assert improvement(np.arange(5.0), np.zeros(5), 2.33) is None

@@ -81,11 +81,6 @@ class Improvement:
         """The data bound the rise below `amount`: no rise that large happened."""
         return self.high < amount
 
-    def shows(self, amount: float) -> bool:
-        """The data show a rise of at least... more than nothing: the lower end above 0
-        and the change itself at least `amount`."""
-        return self.low > 0 and self.change >= amount
-
     def points_to_decide(self, amount: float) -> int | None:
         """About how many more points per part would bound the rise below `amount` if the
         change stays where it is (None: it would not, the change is that large already)."""
