@@ -19,9 +19,10 @@ from grpo_tui.context import RunContext
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import Findings, find
+from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.scenarios import RULES, aux_only_rise, healthy, kl_watch, too_early_to_say
+from grpo_tui.health.scenarios import RULES, healthy, kl_watch
 from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.health.steady import VerdictTracker, replay_steps, staying_rules
 from grpo_tui.health.verdict import (

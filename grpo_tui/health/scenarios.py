@@ -1,25 +1,27 @@
 """The scenarios of HEALTH.md as rules over the findings, one function each.
 
 Each rule collects findings (a severity, the evidence in words with the numbers the data
-took, when it began, the advice it points to) and returns the `Scenario` when any fired.
-The rules, in words:
+took, when it began, the advice it points to) in a Builder (health/building.py) and
+returns the `Scenario` when any fired. The rules, in words:
 
-- **Not learning**: the reward never rose (and never came down from a higher level), and
-  the learning signal is gone: no spread in the groups (reward_std ≈ 0, most groups tied,
-  not because they all pass), every task reward at its floor, or no gradient while the
-  groups differ. A flat reward with healthy spread is no verdict; a plateau after a rise
-  is the late stage.
+- **Not learning** (health/learning.py): no learning signal that holds, and a rise of the
+  task reward that matters ruled out by a confidence interval; else "too early to say".
 - **Saturated (late stage)**: the reward sits at the top of its real range, or levelled
   off after a clear rise while no task reward still rises. Caution when the signal is
   mostly gone (groups tied, no gradient, eval flat), information otherwise.
 - **Too aggressive / unstable**: a blow-up (the reward collapsed to its floor after being
-  clearly higher, while entropy exploded, the importance-sampling ratio collapsed or the
-  lengths ran to the cap), the clip ratio high, KL in its bad band or exploding,
-  non-finite loss or grad_norm; eval falling while the reward rises.
-- **Reward hacking**: an auxiliary reward at its top while every task reward stalls; the
-  reward rising while the samples grow alike or lose their format.
-- **Truncation**: clipped_ratio in its bands, or the mean length near the cap (stated or
-  inferred from the lengths).
+  clearly higher, while entropy ran off ×5, the importance-sampling ratio collapsed or the
+  lengths ran to the cap), the clip ratio high, KL in its bad band, exploding or still
+  climbing through its caution band (a KL high from the first steps is an offset, never
+  this), non-finite loss or grad_norm; eval falling while the reward rises.
+- **Reward hacking**: an auxiliary reward at its top while every task reward stalls (not
+  when the outputs collapsed to a few tokens: that is the collapse); a bonus carrying the
+  total while the task and its eval fall; the shaped reward rising while the task score
+  falls; the reward rising while the samples grow alike or lose their format. Caution
+  from training metrics alone ("possible reward hacking").
+- **Truncation**: clipped_ratio in its bands or rising with the lengths, or the mean
+  length near the cap (stated, or inferred and confirmed by a clipped ratio above 0 for a
+  problem); a caution when the task is learned despite the cut.
 - **Length collapse**: the length fell far below its early level to short outputs.
 - **Low diversity**: entropy near 0, completions of a group nearly identical, every
   completion of a step the same length.
@@ -30,140 +32,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import numpy as np
 
 from grpo_tui.health import trends as tr
-from grpo_tui.health.advice import Advice, pick
-from grpo_tui.health.findings import Findings, RiseBound
+from grpo_tui.health.advice import Advice
+from grpo_tui.health.building import (
+    Builder,
+    Finding,
+    add_above,
+    at_least,
+    bounds_of,
+    course,
+    evidence,
+    function_evidence,
+    near_top,
+    onset,
+    reward_window,
+    severity_of,
+    task_rising,
+    upper,
+)
+from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement, window_of
-from grpo_tui.health.rewards import RewardFunction, SpreadKind
-from grpo_tui.health.rules import ZoneBounds
+from grpo_tui.health.learning import not_learning
+from grpo_tui.health.rewards import SpreadKind
 from grpo_tui.health.samples import Getter, Samples, format_rate, overlap
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num, pct
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
-
-
-@dataclass(slots=True)
-class _Finding:
-    severity: Severity
-    evidence: Evidence
-    onset: float | None = None
-
-
-@dataclass(slots=True)
-class _Builder:
-    """Collects the findings of one scenario, its supporting evidence and advice."""
-
-    id: ScenarioId
-    findings: list[_Finding] = field(default_factory=list)
-    supporting: list[Evidence] = field(default_factory=list)
-    advice: list[tuple[Advice, str]] = field(default_factory=list)
-
-    def add(self, severity: Severity, evidence: Evidence, onset: float | None = None) -> None:
-        self.findings.append(_Finding(severity, evidence, onset))
-
-    def support(self, evidence: Evidence | None) -> None:
-        if evidence is not None:
-            self.supporting.append(evidence)
-
-    def advise(self, advice: Advice, detail: str = "") -> None:
-        self.advice.append((advice, detail))
-
-    def build(self, f: Findings) -> Scenario | None:
-        if not self.findings:
-            return None
-        severity = min((finding.severity for finding in self.findings), key=lambda s: s.rank)
-        onsets = [finding.onset for finding in self.findings if finding.onset is not None] or [
-            finding.evidence.window.first_step
-            for finding in self.findings
-            if finding.evidence.window.first_step is not None
-        ]
-        ordered = sorted(self.findings, key=lambda finding: finding.severity.rank)
-        advice = self.advice
-        if f.eval_reward is not None:
-            # never ask a run that evaluates for an eval set
-            advice = [(a, detail) for a, detail in advice if a is not Advice.EVAL_SET]
-        title = self.id.title
-        if self.id is ScenarioId.REWARD_HACKING and severity is not Severity.PROBLEM:
-            # from training metrics alone it is a suspicion (HEALTH.md: said honestly)
-            title = f"Possible {title[0].lower()}{title[1:]}"
-        return Scenario(
-            self.id,
-            title,
-            severity,
-            min(onsets) if onsets else None,
-            [finding.evidence for finding in ordered] + self.supporting,
-            pick(advice, f.context),
-            findings=len(ordered),
-        )
-
-
-def evidence(judgement: Judgement, text: str | None = None, **numbers: float | None) -> Evidence:
-    """Evidence from a judgement: its window, its numbers, its reason in words."""
-    return Evidence(
-        judgement.name,
-        judgement.window,
-        {
-            "recent": finite_or_none(judgement.level),
-            **{k: finite_or_none(v) for k, v in numbers.items()},
-        },
-        text if text is not None else f"{judgement.name} {judgement.reason}",
-    )
-
-
-def onset(f: Findings, name: str, flag: Callable[[np.ndarray], np.ndarray]) -> float | None:
-    """First step of the latest stretch in which `flag` held on series `name` on a
-    sustained share of a rolling zone window (None when it does not hold now)."""
-    view = f.snap.get(name)
-    if view is None or view.empty:
-        return None
-    width = f.rules.window_size(len(view))
-    index = tr.condition_onset(flag(view.values), width, f.rules.window.sustained)
-    return None if index is None else float(view.steps[index])
-
-
-def _at_least(level: float) -> Callable[[np.ndarray], np.ndarray]:
-    """A flag for `onset`: values at or above `level`."""
-
-    def flag(values: np.ndarray) -> np.ndarray:
-        return values >= level
-
-    return flag
-
-
-def _bounds(f: Findings, name: str) -> ZoneBounds:
-    return f.rules.zone_bounds(name) or ZoneBounds()
-
-
-def _severity(zone: Zone) -> Severity:
-    """A warning zone's severity: a problem in the bad zone, a caution otherwise."""
-    return Severity.PROBLEM if zone is Zone.BAD else Severity.CAUTION
-
-
-def _upper(f: Findings, judgement: Judgement, name: str) -> tuple[Severity, float | None]:
-    """A judgement warning above its bounds: its severity, and the upper bound it passed."""
-    bounds = _bounds(f, name)
-    bound = bounds.bad_above if judgement.zone is Zone.BAD else bounds.caution_above
-    return _severity(judgement.zone), bound
-
-
-def _add_above(b: _Builder, f: Findings, judgement: Judgement, name: str) -> None:
-    """The finding of a judgement above its bounds, from when the series passed that bound."""
-    severity, bound = _upper(f, judgement, name)
-    b.add(severity, evidence(judgement), onset(f, name, lambda v: v > (bound or 0.0)))
-
-
-def _task_rising(f: Findings) -> bool:
-    return any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
-
-
-def _reward_window(f: Findings) -> Window:
-    return f.reward.window if f.reward else Window(None, None, 0)
-
 
 #: samples getting worse while the reward rises: (measure, whether worse is a fall, the
 #: rules.samples change that counts, the words for early → recent)
@@ -181,241 +77,11 @@ def _worse(samples: Samples, get: Getter, falls: bool, drop: float) -> tuple[flo
     return (early, recent) if (early - recent if falls else recent - early) > drop else None
 
 
-def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence:
-    """A metric's course over the run, in stretch medians (`what`: instead of its phase,
-    what the course shows)."""
-    shape = judgement.shape
-    text = (
-        f"{name} {what or shape.phase.word}: {shape.describe()}"
-        if shape is not None
-        else f"{name}: no points"
-    )
-    window = (
-        Window(shape.start.first_step, shape.end.last_step, shape.points)
-        if shape is not None
-        else judgement.window
-    )
-    numbers = (
-        {}
-        if shape is None
-        else {
-            "first": shape.start.value,
-            "peak": shape.peak.value,
-            "last": shape.end.value,
-            "noise": shape.noise,
-        }
-    )
-    return Evidence(name, window, {k: finite_or_none(v) for k, v in numbers.items()}, text)
-
-
-# -- not learning --------------------------------------------------------------------------
-
-
-def not_learning(f: Findings) -> Scenario | None:
-    """No learning signal that holds, and a rise that matters ruled out (LearningRules):
-    both, or the data cannot tell a slow rise from none yet (`too_early_to_say`)."""
-    b = _no_signal(f)
-    if b is None:
-        return None
-    if f.warming_up:
-        return b.build(f)  # an early warning only (diagnose's warming-up verdict)
-    bounds = f.rise_bounds
-    if not bounds or not all(bound.ruled_out for bound in bounds):
-        return None
-    for bound in bounds:
-        b.support(_bound_evidence(bound))
-    return b.build(f)
-
-
-def _bound_evidence(bound: RiseBound, text: str | None = None) -> Evidence:
-    found = bound.improvement
-    window = Window(
-        found.early.window.first_step,
-        found.recent.window.last_step,
-        found.early.window.points + found.recent.window.points,
-    )
-    numbers = {"change": finite_or_none(found.change), "bound": finite_or_none(found.high)}
-    return Evidence(bound.key, window, numbers, text or bound.describe())
-
-
-def too_early_to_say(f: Findings) -> Evidence | None:
-    """The no-learning-signal evidence is there, but the reward's course does not yet rule
-    out a rise that matters (and does not show one either): the early facts, and about how
-    many more steps at this noise would decide it."""
-    if f.warming_up or _no_signal(f) is None:
-        return None
-    bounds = f.rise_bounds
-    if bounds and all(bound.ruled_out for bound in bounds):
-        return None  # decided: not learning
-    if any(bound.rising for bound in bounds):
-        return None  # it rises: nothing to decide
-    open_bounds = [bound for bound in bounds if not bound.ruled_out]
-    text = "not learning? too early to say: no learning signal in the recent window"
-    if open_bounds:
-        bound = open_bounds[0]
-        more = bound.improvement.points_to_decide(bound.amount)
-        text += f", but {bound.describe()}"
-        steps = _points_as_steps(f, bound.key, more)
-        if steps is not None:
-            text += f"; about {steps:g} more steps at this noise would decide it"
-        return _bound_evidence(bound, text)
-    return Evidence("reward", _reward_window(f), {}, text + " (too few points for a bound)")
-
-
-def _points_as_steps(f: Findings, key: str, points: int | None) -> float | None:
-    """`points` more points of a series as steps (its median step between points); the
-    parts are thirds of the run, so the run needs three times that many."""
-    view = f.snap.get(key)
-    if points is None or view is None or view.steps.size < 2:
-        return None
-    gap = float(np.median(np.diff(view.steps)))
-    return float(math.ceil(3 * points * max(gap, 1.0)))
-
-
-def _no_signal(f: Findings) -> _Builder | None:
-    """The evidence of no learning signal, with its advice (None: there is none)."""
-    b = _Builder(ScenarioId.NOT_LEARNING)
-    reward = f.reward
-    if f.learned or f.is_blow_up:
-        return None  # it learned (a plateau is the late stage), or it blew up: not this
-    all_pass = f.spread_kind is SpreadKind.ALL_PASS
-    std, frac = f.reward_std, f.frac_zero_std
-    if std is not None and std.zone is Zone.BAD and not all_pass:
-        zero = _bounds(f, "reward_std").bad_below or 0.0
-        b.add(Severity.PROBLEM, evidence(std), onset(f, "reward_std", lambda v: v < zero))
-    frac_bad = _bounds(f, "frac_reward_zero_std").bad_above
-    if frac is not None and frac.zone is Zone.BAD and not all_pass and frac_bad is not None:
-        b.add(
-            Severity.PROBLEM,
-            evidence(frac),
-            onset(f, "frac_reward_zero_std", lambda v: v > frac_bad),
-        )
-    tasks = f.tasks
-    if tasks and all(t.at_floor for t in tasks):
-        for t in tasks:
-            b.add(
-                Severity.PROBLEM,
-                _function_evidence(
-                    t,
-                    f"{t.fn}: {num(t.level)} on every completion ({t.judgement.window}): no learning signal",
-                ),
-            )
-            b.advise(Advice.CHECK_REWARD_FUNCTION, t.fn)
-    grad = f.grad_norm
-    # groups that differ give a gradient: none at all, while most groups differ, is a
-    # training setup that does not train (with most groups tied it is the zero advantage)
-    spread_alive = (
-        std is not None and std.zone is Zone.HEALTHY and (frac is None or frac.level < 0.5)
-    )
-    if grad is not None and f.grad_zero_share >= f.rules.window.sustained and spread_alive:
-        b.add(
-            Severity.PROBLEM,
-            evidence(
-                grad,
-                f"grad_norm ≈0 on {grad.window.share(f.grad_zero_share)} while the groups differ (reward_std {num(std.level if std else None)})",
-            ),
-        )
-        b.advise(Advice.CHECK_TRAINING)
-    aux_only = aux_only_rise(f, done=True)
-    if aux_only is not None:
-        b.add(Severity.CAUTION, aux_only)
-        b.advise(Advice.TASK_REWARD)
-    clip = f.clip
-    clip_floor = _bounds(f, "clip_ratio").caution_below
-    # ≈0 clipping means updates too weak only when the run re-uses its batches (known
-    # off-policy); a sampler's tiny mismatch (vLLM) is not that
-    # ...and only while most groups differ: tied groups give no gradient, so no clipping
-    groups_differ = (
-        std is not None and std.zone is not Zone.BAD and (frac is None or frac.level < 0.5)
-    )
-    if (
-        clip is not None
-        and groups_differ
-        and f.context.off_policy is True
-        and clip.zone is Zone.CAUTION
-        and clip_floor is not None
-        and clip.level < clip_floor
-    ):
-        b.add(
-            Severity.CAUTION,
-            evidence(
-                clip,
-                f"clip_ratio {clip.reason}: with num_iterations {f.context.num_iterations} the updates barely move the policy",
-            ),
-        )
-        b.advise(Advice.WEAK_UPDATES)
-    if not b.findings:
-        # a weak signal on a run that never moved: caution
-        for series in (std, frac):
-            if (
-                series is not None
-                and series.zone is Zone.CAUTION
-                and not all_pass
-                and series.direction is not Direction.FALLING
-            ):
-                b.add(Severity.CAUTION, evidence(series))
-    if not b.findings:
-        return None
-    if reward is not None:
-        b.support(course("reward", reward))
-    if f.spread_kind is not SpreadKind.UNKNOWN:
-        b.support(Evidence("reward", _reward_window(f), {}, f"zero spread: {f.spread_why}"))
-    if f.spread_kind is SpreadKind.ALL_FAIL:
-        b.advise(Advice.EASIER_DATA)
-        b.advise(Advice.PARTIAL_CREDIT)
-    num_generations = f.context.num_generations
-    if num_generations is not None and num_generations <= 4:
-        b.advise(Advice.MORE_GENERATIONS)
-    temperature = f.context.temperature
-    if temperature is not None and temperature < 0.7:
-        b.advise(Advice.RAISE_TEMPERATURE)
-    b.advise(Advice.PARTIAL_CREDIT)
-    b.advise(Advice.MORE_GENERATIONS)
-    return b
-
-
-def aux_only_rise(f: Findings, *, done: bool) -> Evidence | None:
-    """The reward rises only through auxiliary rewards while every task reward stalls.
-    `done`: only auxiliary rewards that finished their rise (near the top of their range,
-    or levelled off) count. While the format is still being learned the task reward
-    usually lags it (format first, then correctness): that is a note, not yet a verdict
-    (HEALTH.md's "never healthy" still holds: healthy needs the task to rise)."""
-    reward, tasks = f.reward, f.tasks
-    if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
-        return None
-    if reward.shape.phase in (Phase.DECLINING, Phase.FALLING) or f.is_blow_up:
-        return None  # it rose, and then fell: no longer a rise of any kind
-    # every task flat below its top (a task stalled at its top is saturation)
-    if not all(t.stalled and not _near_top(t, f) for t in tasks):
-        return None
-    rising = [a for a in f.auxiliaries if (a.shape is not None and a.shape.rose) or a.at_top]
-    if done:
-        rising = [
-            a
-            for a in rising
-            if _near_top(a, f) or (a.shape is not None and a.shape.phase is Phase.PLATEAU)
-        ]
-    if not rising:
-        return None
-    aux_text = ", ".join(f"{a.fn} {a.shape.describe() if a.shape else ''}" for a in rising)
-    task_text = ", ".join(f"{t.fn} {t.shape.describe() if t.shape else ''}" for t in tasks)
-    return Evidence(
-        "rewards",
-        reward.window,
-        {},
-        f"reward rises only through auxiliary rewards ({aux_text}) while the task rewards do not ({task_text})",
-    )
-
-
-def _function_evidence(fn: RewardFunction, text: str) -> Evidence:
-    return Evidence(fn.key, fn.judgement.window, {"level": finite_or_none(fn.level)}, text)
-
-
 # -- saturated (late stage) --------------------------------------------------------------------
 
 
 def saturated(f: Findings) -> Scenario | None:
-    b = _Builder(ScenarioId.SATURATED)
+    b = Builder(ScenarioId.SATURATED)
     reward, rng = f.reward, f.reward_range
     if reward is None or reward.shape is None or f.is_blow_up:
         return None
@@ -427,7 +93,7 @@ def saturated(f: Findings) -> Scenario | None:
         and position is not None
         and position >= f.rules.rewards.saturation_position
     )
-    plateau = shape.phase is Phase.PLATEAU and not _task_rising(f)
+    plateau = shape.phase is Phase.PLATEAU and not task_rising(f)
     if not (at_top or plateau) or shape.declined:
         return None
     signal_gone = False
@@ -491,19 +157,19 @@ def saturated(f: Findings) -> Scenario | None:
 
 
 def too_aggressive(f: Findings) -> Scenario | None:
-    b = _Builder(ScenarioId.TOO_AGGRESSIVE)
+    b = Builder(ScenarioId.TOO_AGGRESSIVE)
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
-        b.add(Severity.PROBLEM, Evidence("reward", _reward_window(f), {}, text), step)
+        b.add(Severity.PROBLEM, Evidence("reward", reward_window(f), {}, text), step)
         b.advise(Advice.LOWER_LR)
         b.advise(Advice.RESUME_EARLIER, f"step {format_step(step)}" if step is not None else "")
     clip = f.clip
-    clip_bounds = _bounds(f, "clip_ratio")
+    clip_bounds = bounds_of(f, "clip_ratio")
     if clip is not None and clip.zone.warns:
         low = clip_bounds.caution_below is not None and clip.level < clip_bounds.caution_below
         if not low:
-            _add_above(b, f, clip, "clip_ratio")
+            add_above(b, f, clip, "clip_ratio")
             b.advise(
                 Advice.FEWER_ITERATIONS if (f.context.num_iterations or 1) > 1 else Advice.LOWER_LR
             )
@@ -511,7 +177,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
     kl_warns = kl is not None and kl.zone.warns and f.kl_offset is None
     # a KL in its bad band, or in its caution band and still climbing, is a sign by itself
     if kl is not None and kl_warns and (kl.zone is Zone.BAD or kl.direction.up):
-        _add_above(b, f, kl, "kl")
+        add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     # a certain collapse is shown at once, like a NaN loss
     certain = blow_up is not None and blow_up.certain
@@ -549,7 +215,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
     if kl is not None and kl_warns and kl.zone is Zone.CAUTION and not kl.direction.up:
         if not b.findings:
             return None  # a KL in its caution band and nothing else unstable: kl_watch's note
-        _add_above(b, f, kl, "kl")
+        add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     if not b.findings:
         return None
@@ -592,13 +258,6 @@ def _eval_stalled_while_train_rose(reward: Judgement, eval_reward: Judgement, f:
     return held_out.change + 2.0 * error < train.change / 3
 
 
-def _near_top(fn: RewardFunction, f: Findings) -> bool:
-    """A reward function in the highest (1 - top_position) of its known range."""
-    rng = fn.range
-    position = rng.position(fn.level) if rng is not None and rng.known else None
-    return position is not None and position >= f.rules.rewards.top_position
-
-
 def _bonus_carries_total(f: Findings) -> Evidence | None:
     """The total rose only through an auxiliary reward (a bonus) while every task reward
     stayed flat or fell, and the held-out measure fell: corroborated hacking. Without the
@@ -630,7 +289,7 @@ def _bonus_carries_total(f: Findings) -> Evidence | None:
 
 
 def reward_hacking(f: Findings) -> Scenario | None:
-    b = _Builder(ScenarioId.REWARD_HACKING)
+    b = Builder(ScenarioId.REWARD_HACKING)
     tasks = f.tasks
     reward = f.reward
     reward_up = (
@@ -645,7 +304,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
         top = f"{aux.fn} at its top: {num(aux.level)} (recent median) of {aux.range.text if aux.range else '?'}"
         # every task flat *below its top*: a task stalled at its top is saturation, and the
         # auxiliary reward there simply done too
-        if tasks and all(t.stalled and not _near_top(t, f) for t in tasks):
+        if tasks and all(t.stalled and not near_top(t, f) for t in tasks):
             stalled = "; ".join(
                 f"{t.fn} does not improve ({t.shape.describe() if t.shape else 'no points'})"
                 for t in tasks
@@ -654,8 +313,8 @@ def reward_hacking(f: Findings) -> Scenario | None:
             top_value = aux.range.high if aux.range else aux.level
             b.add(
                 severity,
-                _function_evidence(aux, f"{top} while {stalled}"),
-                onset(f, aux.key, _at_least(0.98 * top_value)),
+                function_evidence(aux, f"{top} while {stalled}"),
+                onset(f, aux.key, at_least(0.98 * top_value)),
             )
             b.advise(
                 Advice.TASK_REWARD,
@@ -664,7 +323,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
         elif not tasks and reward_up:
             b.add(
                 Severity.CAUTION,
-                _function_evidence(aux, f"{top}; no task (correctness) reward is recognised"),
+                function_evidence(aux, f"{top}; no task (correctness) reward is recognised"),
             )
             b.advise(Advice.TASK_REWARD)
     carried = _bonus_carries_total(f)
@@ -734,15 +393,15 @@ def truncation(f: Findings) -> Scenario | None:
     """Completions cut at the cap. A PROBLEM needs a cut that is there and not going away:
     a cap the lengths alone suggest (no clipped_ratio above 0 confirms it) or a cut share
     falling while the task is learned (the model learns to finish) is a caution."""
-    b = _Builder(ScenarioId.TRUNCATION)
+    b = Builder(ScenarioId.TRUNCATION)
     clipped = f.clipped
     if clipped is not None and clipped.zone.warns:
-        _add_above(b, f, clipped, "clipped_ratio")
+        add_above(b, f, clipped, "clipped_ratio")
     elif (rising := _rising_cut(f)) is not None:
-        b.add(Severity.CAUTION, rising, onset(f, "clipped_ratio", _at_least(_cut_bound(f))))
+        b.add(Severity.CAUTION, rising, onset(f, "clipped_ratio", at_least(_cut_bound(f))))
     length, cap = f.length, f.cap
     if length is not None and cap is not None and length.zone.warns:
-        severity, share = _upper(f, length, "completion_length")
+        severity, share = upper(f, length, "completion_length")
         text = f"completion_length {num(length.level)} (recent median) of cap {num(cap.tokens)}: {length.reason}"
         if not cap.corroborated:
             severity = _at_most_caution(severity)
@@ -756,7 +415,7 @@ def truncation(f: Findings) -> Scenario | None:
         # the task is learned despite the cut (and a falling cut share is the model learning
         # to finish in time): worth fixing, not a run that fails
         b.findings = [
-            _Finding(_at_most_caution(x.severity), x.evidence, x.onset) for x in b.findings
+            Finding(_at_most_caution(x.severity), x.evidence, x.onset) for x in b.findings
         ]
         if (
             clipped is not None
@@ -767,7 +426,7 @@ def truncation(f: Findings) -> Scenario | None:
         else:
             b.support(
                 Evidence(
-                    "reward", _reward_window(f), {}, "the task reward is learned despite the cut"
+                    "reward", reward_window(f), {}, "the task reward is learned despite the cut"
                 )
             )
     if not b.findings:
@@ -790,7 +449,7 @@ def _at_most_caution(severity: Severity) -> Severity:
 
 
 def _cut_bound(f: Findings) -> float:
-    return _bounds(f, "clipped_ratio").caution_above or 0.0
+    return bounds_of(f, "clipped_ratio").caution_above or 0.0
 
 
 def _rising_cut(f: Findings) -> Evidence | None:
@@ -825,10 +484,10 @@ def length_collapse(f: Findings) -> Scenario | None:
     length = f.length
     if collapse is None or length is None:
         return None
-    b = _Builder(ScenarioId.LENGTH_COLLAPSE)
+    b = Builder(ScenarioId.LENGTH_COLLAPSE)
     limit = collapse.early * (1 - f.rules.length.collapse_caution_drop)
     b.add(
-        _severity(collapse.zone),
+        severity_of(collapse.zone),
         Evidence(
             "completion_length",
             collapse.recent_window,
@@ -849,11 +508,11 @@ def length_collapse(f: Findings) -> Scenario | None:
 
 
 def low_diversity(f: Findings) -> Scenario | None:
-    b = _Builder(ScenarioId.LOW_DIVERSITY)
+    b = Builder(ScenarioId.LOW_DIVERSITY)
     rules = f.rules
     entropy = f.entropy
     # near zero, or collapsed to a tenth of where it started (the zone's reason says which)
-    low = max(_bounds(f, "entropy").bad_below or 0.0, rules.entropy.collapse_ceiling)
+    low = max(bounds_of(f, "entropy").bad_below or 0.0, rules.entropy.collapse_ceiling)
     if entropy is not None and entropy.zone is Zone.BAD and entropy.level < low:
         b.add(
             Severity.PROBLEM,
@@ -908,7 +567,7 @@ def _identical_lengths(f: Findings) -> tuple[Severity, Evidence] | None:
     n = min(len(lo_w), len(hi_w))
     same = (hi_w.values[-n:] - lo_w.values[-n:]) <= f.rules.length.identical_spread
     if f.cap is not None:
-        pinned = _bounds(f, "completion_length").bad_above or 0.97
+        pinned = bounds_of(f, "completion_length").bad_above or 0.97
         same &= hi_w.values[-n:] < pinned * f.cap.tokens
     if f.clipped is not None and f.clipped.zone is Zone.BAD:
         return None
@@ -940,7 +599,7 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     if reward is None or reward.shape is None:
         return None
     shape = reward.shape
-    rising = shape.phase is Phase.RISING or (shape.rose and _task_rising(f))
+    rising = shape.phase is Phase.RISING or (shape.rose and task_rising(f))
     # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
     # is for a while less clear in the noise
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)
@@ -956,7 +615,7 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     for judgement in (f.frac_zero_std, f.clip, f.length, f.kl):
         if judgement is not None and judgement.zone is Zone.BAD:
             return None
-    b = _Builder(ScenarioId.HEALTHY)
+    b = Builder(ScenarioId.HEALTHY)
     b.add(Severity.OK, course("reward", reward), shape.start.first_step)
     for fn in f.tasks:
         if fn.shape is not None and fn.shape.rose:

@@ -1,0 +1,227 @@
+"""Not learning: no learning signal that holds, and a rise that matters ruled out.
+
+The claim is bounded (LearningRules, health/improvement.py): the verdict needs its
+no-signal evidence (zero spread sustained, every group tied, the task at its floor, no
+gradient while groups differ, a rise only through auxiliary rewards) and the rise of every
+task reward since its start bounded below the meaningful amount. Without the bound the
+data cannot yet tell a slow rise from none: "too early to say", with what would decide it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from grpo_tui.health.advice import Advice
+from grpo_tui.health.building import (
+    Builder,
+    bounds_of,
+    course,
+    evidence,
+    function_evidence,
+    near_top,
+    onset,
+    reward_window,
+)
+from grpo_tui.health.findings import Findings, RiseBound
+from grpo_tui.health.rewards import SpreadKind
+from grpo_tui.health.shape import Phase
+from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num
+from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
+
+
+def not_learning(f: Findings) -> Scenario | None:
+    """No learning signal that holds, and a rise that matters ruled out (LearningRules):
+    both, or the data cannot tell a slow rise from none yet (`too_early_to_say`)."""
+    b = _no_signal(f)
+    if b is None:
+        return None
+    if f.warming_up:
+        return b.build(f)  # an early warning only (diagnose's warming-up verdict)
+    bounds = f.rise_bounds
+    if not bounds or not all(bound.ruled_out for bound in bounds):
+        return None
+    for bound in bounds:
+        b.support(_bound_evidence(bound))
+    return b.build(f)
+
+
+def _bound_evidence(bound: RiseBound, text: str | None = None) -> Evidence:
+    found = bound.improvement
+    window = Window(
+        found.early.window.first_step,
+        found.recent.window.last_step,
+        found.early.window.points + found.recent.window.points,
+    )
+    numbers = {"change": finite_or_none(found.change), "bound": finite_or_none(found.high)}
+    return Evidence(bound.key, window, numbers, text or bound.describe())
+
+
+def too_early_to_say(f: Findings) -> Evidence | None:
+    """The no-learning-signal evidence is there, but the reward's course does not yet rule
+    out a rise that matters (and does not show one either): the early facts, and about how
+    many more steps at this noise would decide it."""
+    if f.warming_up or _no_signal(f) is None:
+        return None
+    bounds = f.rise_bounds
+    if bounds and all(bound.ruled_out for bound in bounds):
+        return None  # decided: not learning
+    if any(bound.rising for bound in bounds):
+        return None  # it rises: nothing to decide
+    open_bounds = [bound for bound in bounds if not bound.ruled_out]
+    text = "not learning? too early to say: no learning signal in the recent window"
+    if open_bounds:
+        bound = open_bounds[0]
+        more = bound.improvement.points_to_decide(bound.amount)
+        text += f", but {bound.describe()}"
+        steps = _points_as_steps(f, bound.key, more)
+        if steps is not None:
+            text += f"; about {steps:g} more steps at this noise would decide it"
+        return _bound_evidence(bound, text)
+    return Evidence("reward", reward_window(f), {}, text + " (too few points for a bound)")
+
+
+def _points_as_steps(f: Findings, key: str, points: int | None) -> float | None:
+    """`points` more points of a series as steps (its median step between points); the
+    parts are thirds of the run, so the run needs three times that many."""
+    view = f.snap.get(key)
+    if points is None or view is None or view.steps.size < 2:
+        return None
+    gap = float(np.median(np.diff(view.steps)))
+    return float(math.ceil(3 * points * max(gap, 1.0)))
+
+
+def _no_signal(f: Findings) -> Builder | None:
+    """The evidence of no learning signal, with its advice (None: there is none)."""
+    b = Builder(ScenarioId.NOT_LEARNING)
+    reward = f.reward
+    if f.learned or f.is_blow_up:
+        return None  # it learned (a plateau is the late stage), or it blew up: not this
+    all_pass = f.spread_kind is SpreadKind.ALL_PASS
+    std, frac = f.reward_std, f.frac_zero_std
+    if std is not None and std.zone is Zone.BAD and not all_pass:
+        zero = bounds_of(f, "reward_std").bad_below or 0.0
+        b.add(Severity.PROBLEM, evidence(std), onset(f, "reward_std", lambda v: v < zero))
+    frac_bad = bounds_of(f, "frac_reward_zero_std").bad_above
+    if frac is not None and frac.zone is Zone.BAD and not all_pass and frac_bad is not None:
+        b.add(
+            Severity.PROBLEM,
+            evidence(frac),
+            onset(f, "frac_reward_zero_std", lambda v: v > frac_bad),
+        )
+    tasks = f.tasks
+    if tasks and all(t.at_floor for t in tasks):
+        for t in tasks:
+            b.add(
+                Severity.PROBLEM,
+                function_evidence(
+                    t,
+                    f"{t.fn}: {num(t.level)} on every completion ({t.judgement.window}): no learning signal",
+                ),
+            )
+            b.advise(Advice.CHECK_REWARD_FUNCTION, t.fn)
+    grad = f.grad_norm
+    # groups that differ give a gradient: none at all, while most groups differ, is a
+    # training setup that does not train (with most groups tied it is the zero advantage)
+    spread_alive = (
+        std is not None and std.zone is Zone.HEALTHY and (frac is None or frac.level < 0.5)
+    )
+    if grad is not None and f.grad_zero_share >= f.rules.window.sustained and spread_alive:
+        b.add(
+            Severity.PROBLEM,
+            evidence(
+                grad,
+                f"grad_norm ≈0 on {grad.window.share(f.grad_zero_share)} while the groups differ (reward_std {num(std.level if std else None)})",
+            ),
+        )
+        b.advise(Advice.CHECK_TRAINING)
+    aux_only = aux_only_rise(f, done=True)
+    if aux_only is not None:
+        b.add(Severity.CAUTION, aux_only)
+        b.advise(Advice.TASK_REWARD)
+    clip = f.clip
+    clip_floor = bounds_of(f, "clip_ratio").caution_below
+    # ≈0 clipping means updates too weak only when the run re-uses its batches (known
+    # off-policy); a sampler's tiny mismatch (vLLM) is not that
+    # ...and only while most groups differ: tied groups give no gradient, so no clipping
+    groups_differ = (
+        std is not None and std.zone is not Zone.BAD and (frac is None or frac.level < 0.5)
+    )
+    if (
+        clip is not None
+        and groups_differ
+        and f.context.off_policy is True
+        and clip.zone is Zone.CAUTION
+        and clip_floor is not None
+        and clip.level < clip_floor
+    ):
+        b.add(
+            Severity.CAUTION,
+            evidence(
+                clip,
+                f"clip_ratio {clip.reason}: with num_iterations {f.context.num_iterations} the updates barely move the policy",
+            ),
+        )
+        b.advise(Advice.WEAK_UPDATES)
+    if not b.findings:
+        # a weak signal on a run that never moved: caution
+        for series in (std, frac):
+            if (
+                series is not None
+                and series.zone is Zone.CAUTION
+                and not all_pass
+                and series.direction is not Direction.FALLING
+            ):
+                b.add(Severity.CAUTION, evidence(series))
+    if not b.findings:
+        return None
+    if reward is not None:
+        b.support(course("reward", reward))
+    if f.spread_kind is not SpreadKind.UNKNOWN:
+        b.support(Evidence("reward", reward_window(f), {}, f"zero spread: {f.spread_why}"))
+    if f.spread_kind is SpreadKind.ALL_FAIL:
+        b.advise(Advice.EASIER_DATA)
+        b.advise(Advice.PARTIAL_CREDIT)
+    num_generations = f.context.num_generations
+    if num_generations is not None and num_generations <= 4:
+        b.advise(Advice.MORE_GENERATIONS)
+    temperature = f.context.temperature
+    if temperature is not None and temperature < 0.7:
+        b.advise(Advice.RAISE_TEMPERATURE)
+    b.advise(Advice.PARTIAL_CREDIT)
+    b.advise(Advice.MORE_GENERATIONS)
+    return b
+
+
+def aux_only_rise(f: Findings, *, done: bool) -> Evidence | None:
+    """The reward rises only through auxiliary rewards while every task reward stalls.
+    `done`: only auxiliary rewards that finished their rise (near the top of their range,
+    or levelled off) count. While the format is still being learned the task reward
+    usually lags it (format first, then correctness): that is a note, not yet a verdict
+    (HEALTH.md's "never healthy" still holds: healthy needs the task to rise)."""
+    reward, tasks = f.reward, f.tasks
+    if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
+        return None
+    if reward.shape.phase in (Phase.DECLINING, Phase.FALLING) or f.is_blow_up:
+        return None  # it rose, and then fell: no longer a rise of any kind
+    # every task flat below its top (a task stalled at its top is saturation)
+    if not all(t.stalled and not near_top(t, f) for t in tasks):
+        return None
+    rising = [a for a in f.auxiliaries if (a.shape is not None and a.shape.rose) or a.at_top]
+    if done:
+        rising = [
+            a
+            for a in rising
+            if near_top(a, f) or (a.shape is not None and a.shape.phase is Phase.PLATEAU)
+        ]
+    if not rising:
+        return None
+    aux_text = ", ".join(f"{a.fn} {a.shape.describe() if a.shape else ''}" for a in rising)
+    task_text = ", ".join(f"{t.fn} {t.shape.describe() if t.shape else ''}" for t in tasks)
+    return Evidence(
+        "rewards",
+        reward.window,
+        {},
+        f"reward rises only through auxiliary rewards ({aux_text}) while the task rewards do not ({task_text})",
+    )
