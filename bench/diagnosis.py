@@ -475,14 +475,12 @@ def report(
         print()
         print(f"Corpus runs replayed live (cut after {_pct(CUTS[0])}, {_pct(CUTS[1])}, ... 100 %):")
         for r in replays:
-            if verbose or r.false_alarms or not finished.get(r.name, True):
-                agreement = "agree " if finished.get(r.name, True) else "DIFFER"
-                print(f"  {r.name:46} {agreement} {'; '.join(r.false_alarms) or 'no false alarm'}")
-                if verbose:
-                    for share, upto, status, ids in r.moments:
-                        print(
-                            f"      {_pct(share):>4} step {upto:g}: {status} {' '.join(ids) or '-'}"
-                        )
+            agreement = "agree " if finished.get(r.name, True) else "DIFFER"
+            alarms = "; ".join(r.false_alarms) or "no false alarm"
+            print(f"  {r.name:50} finished: {agreement} live: {r.judged:>2} judged, {alarms}")
+            if verbose:
+                for share, upto, status, ids in r.moments:
+                    print(f"      {_pct(share):>4} step {upto:g}: {status} {' '.join(ids) or '-'}")
         print(f"  false alarms after warm-up: {false} of {judged} judged moments (target 0)")
         ok &= false == 0
     if not sims:
