@@ -140,6 +140,12 @@ def _parser() -> argparse.ArgumentParser:
         "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     check.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    check.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="under each fact, how its numbers were read (windows, medians, noise)",
+    )
     check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cap_option(check)
     _source_options(check)
@@ -260,6 +266,7 @@ def _main(argv: list[str] | None) -> int:
             rules_file=args.rules,
             given=_given(args),
             source=_source(args),
+            verbose=args.verbose,
         )
     if args.command == "export":
         from grpo_tui.commands.export import export_command

@@ -102,8 +102,9 @@ class Hanging:
             yield (first if number == 0 else Text(" " * self.indent)) + line
 
 
-def scenario_block(diagnosis: Diagnosis) -> list[RenderableType]:
-    """Each scenario: severity and title, the evidence, and (for warnings) the advice."""
+def scenario_block(diagnosis: Diagnosis, *, verbose: bool = False) -> list[RenderableType]:
+    """Each scenario: severity and title, the evidence, and (for warnings) the advice;
+    `verbose` adds how each number was read under it."""
     lines: list[RenderableType] = []
     for scenario in diagnosis.scenarios:
         style = "bold " + ZONE_STYLES[scenario.severity.zone]
@@ -115,6 +116,8 @@ def scenario_block(diagnosis: Diagnosis) -> list[RenderableType]:
         lines.append(Hanging(Text(scenario.severity.glyph, style=style), head, indent=2))
         for evidence in scenario.evidence:
             lines.append(Hanging(Text("•", style="dim"), evidence.text))
+            if verbose and evidence.detail:
+                lines.append(Hanging(Text(" ", style="dim"), Text(evidence.detail, style="dim")))
         if scenario.severity.warns:
             for advice in scenario.advice:
                 lines.append(Hanging(Text("→", style="dim"), advice))
@@ -202,9 +205,14 @@ def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[Renderab
 
 
 def render_check(
-    run: Run, diagnosis: Diagnosis, rules: Rules, *, now: float | None = None
+    run: Run,
+    diagnosis: Diagnosis,
+    rules: Rules,
+    *,
+    now: float | None = None,
+    verbose: bool = False,
 ) -> RenderableType:
-    """The whole human report of `check`."""
+    """The whole human report of `check` (`verbose`: with how each number was read)."""
     parts: list[RenderableType] = []
     title = Text("grpo-tui check ", style="bold")
     title.append(str(run.path))
@@ -223,7 +231,7 @@ def render_check(
     status.append(diagnosis.status.headline, style="bold " + ZONE_STYLES[diagnosis.status.zone])
     parts.extend([Text(""), status, Text("")])
     if diagnosis.scenarios:
-        parts.extend(scenario_block(diagnosis))
+        parts.extend(scenario_block(diagnosis, verbose=verbose))
     else:
         parts.append(Text(no_verdict_words(diagnosis), style="dim"))
     for block in (notes_block(diagnosis), history_block(diagnosis)):
@@ -262,6 +270,7 @@ def _evidence_json(evidence: Evidence) -> dict[str, Any]:
         },
         "numbers": {key: _json_float(value) for key, value in evidence.numbers.items()},
         "text": evidence.text,
+        "detail": evidence.detail,
     }
 
 

@@ -203,7 +203,7 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
             "advice",
         }
         for evidence in scenario["evidence"]:
-            assert set(evidence) == {"metric", "window", "numbers", "text"}
+            assert set(evidence) == {"metric", "window", "numbers", "text", "detail"}
             assert set(evidence["window"]) == {"first_step", "last_step", "points"}
     assert [set(item) for item in data["checklist"]] == [
         {"id", "question", "answer", "evidence"}
@@ -348,3 +348,15 @@ def test_a_cap_that_is_not_a_positive_number_is_a_usage_error(
         main(["check", str(tmp_path), "--max-completion-length", value])
     assert exited.value.code == EXIT_USAGE
     assert "--max-completion-length" in capsys.readouterr().err
+
+
+def test_check_verbose_says_how_the_numbers_were_read(tmp_path: Path) -> None:
+    """The headline quotes levels; `--verbose` adds the medians and noise under them."""
+    from grpo_tui.commands.check import check_command
+
+    corpus = Path(__file__).parent / "corpus" / "trl-redteam-finance-sparse"
+    plain, verbose = io.StringIO(), io.StringIO()
+    check_command(corpus, as_json=False, rules_file=None, width=100, out=plain)
+    check_command(corpus, as_json=False, rules_file=None, width=100, out=verbose, verbose=True)
+    assert "noise" not in plain.getvalue() and "stretch medians" not in plain.getvalue()
+    assert "levels are medians of stretches" in verbose.getvalue()

@@ -53,6 +53,7 @@ def check_command(
     out: TextIO | None = None,
     given: RunContext | None = None,
     source: SourceOptions | None = None,
+    verbose: bool = False,
 ) -> int:
     """Diagnose the run at `path` once and print the verdict (human or JSON); see
     `exit_code` (and 4 for an unusable rules file). `given` fills what the run's files do
@@ -68,7 +69,9 @@ def check_command(
     if as_json:
         write_json(out, diagnosis_to_json(run, diagnosis, now=now))
     else:
-        print_renderable(render_check(run, diagnosis, rules, now=now), width=width, file=out)
+        print_renderable(
+            render_check(run, diagnosis, rules, now=now, verbose=verbose), width=width, file=out
+        )
     out.flush()
     return exit_code(run, diagnosis)
 

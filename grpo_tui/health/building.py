@@ -16,7 +16,7 @@ from grpo_tui.health.judges import Judgement
 from grpo_tui.health.rewards import RewardFunction
 from grpo_tui.health.rules import ZoneBounds
 from grpo_tui.health.shape import Phase
-from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none
+from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, says_nothing_new
 from grpo_tui.vocabulary import ScenarioId, Severity, Zone
 
 
@@ -56,6 +56,12 @@ class Builder:
             if finding.evidence.window.first_step is not None
         ]
         ordered = sorted(self.findings, key=lambda finding: finding.severity.rank)
+        said = [finding.evidence.text for finding in ordered]
+        supporting = []
+        for extra in self.supporting:
+            if not says_nothing_new(extra.text, said):
+                supporting.append(extra)
+                said.append(extra.text)
         advice = self.advice
         if f.eval_reward is not None:
             # never ask a run that evaluates for an eval set
@@ -69,7 +75,7 @@ class Builder:
             title,
             severity,
             min(onsets) if onsets else None,
-            [finding.evidence for finding in ordered] + self.supporting,
+            [finding.evidence for finding in ordered] + supporting,
             pick(advice, f.context),
             findings=len(ordered),
         )
@@ -162,7 +168,13 @@ def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence
             "noise": shape.noise,
         }
     )
-    return Evidence(name, window, {k: finite_or_none(v) for k, v in numbers.items()}, text)
+    return Evidence(
+        name,
+        window,
+        {k: finite_or_none(v) for k, v in numbers.items()},
+        text,
+        shape.detail if shape is not None else "",
+    )
 
 
 def function_evidence(fn: RewardFunction, text: str) -> Evidence:

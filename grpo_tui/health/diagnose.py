@@ -33,6 +33,7 @@ from grpo_tui.health.verdict import (
     Note,
     Scenario,
     Window,
+    says_nothing_new,
     status_of,
 )
 from grpo_tui.health.zones import zone_bands, zone_of_values
@@ -269,12 +270,15 @@ def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Sc
         cause = min(causes, key=lambda s: (s.severity.rank, s.id.rank))
         first = symptom.evidence[0]
         consequence = Evidence(
-            first.metric, first.window, first.numbers, f"{fold.words}: {first.text}"
+            first.metric, first.window, first.numbers, f"{fold.words}: {first.text}", first.detail
         )
+        known = [e.text for e in cause.evidence]
+        # the symptom's fact joins the cause unless the cause already quotes its numbers
+        added = [] if says_nothing_new(first.text, known) else [consequence]
         folded = replace(
             cause,
             severity=min(cause.severity, symptom.severity, key=lambda v: v.rank),
-            evidence=[*cause.evidence, consequence],
+            evidence=[*cause.evidence, *added],
         )
         found = [folded if s is cause else s for s in found if s is not symptom]
     return found

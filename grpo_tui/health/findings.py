@@ -28,7 +28,7 @@ from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.samples import Samples
 from grpo_tui.health.series import RunSnapshot, SeriesView
 from grpo_tui.health.shape import Phase
-from grpo_tui.health.verdict import num, pct
+from grpo_tui.health.verdict import num, pct, value_range
 from grpo_tui.vocabulary import Zone
 
 #: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler. Its
@@ -151,7 +151,7 @@ class Findings:
         rules = self.rules.learning
         if rng is not None and rng.known and rng.span > 0:
             return rules.meaningful_fraction * rng.span, (
-                f"{pct(rules.meaningful_fraction)} of its range {num(rng.low)}–{num(rng.high)}"
+                f"{pct(rules.meaningful_fraction)} of its range {value_range(rng.low, rng.high)}"
             )
         std_key = "reward_std" if key == "reward" else key.removesuffix("/mean") + "/std"
         std = self.snap.get(std_key)
@@ -440,7 +440,7 @@ def _entropy(view: SeriesView, coef: SeriesView | None, rules: Rules) -> Judgeme
         judgement,
         zone=Zone.NA,
         reason=f"{judgement.reason}; held there by adaptive entropy control (entropy_coef "
-        f"{num(low)}–{num(high)}): controlled, not healthy by itself",
+        f"{value_range(low, high)}): controlled, not healthy by itself",
     )
 
 

@@ -93,11 +93,20 @@ class Improvement:
         return max(1, math.ceil(now * factor) - now)
 
     def describe(self) -> str:
+        """The change in plain words (means of the first and last thirds, the largest
+        rise the data leave possible); how it was bounded is `detail`."""
         return (
             f"{num(self.early.mean)} at {self.early.window.span} → {num(self.recent.mean)} at "
-            f"{self.recent.window.span}, change {num(self.change)} (at most {num(self.high)}, "
-            f"{_one_sided(self.z)} bound allowing for its noise {num(self.error)} and "
-            f"autocorrelation)"
+            f"{self.recent.window.span}, a rise of at most {num(self.high)}"
+        )
+
+    @property
+    def detail(self) -> str:
+        return (
+            f"means of the first and last {self.early.window.points} points; a {_one_sided(self.z)} "
+            f"bound on their difference with its standard error {num(self.error)}, from "
+            f"{num(self.early.effective)} and {num(self.recent.effective)} effective points "
+            f"(lag-1 autocorrelation allowed for)"
         )
 
 

@@ -55,7 +55,7 @@ def _bound_evidence(bound: RiseBound, text: str | None = None) -> Evidence:
         found.early.window.points + found.recent.window.points,
     )
     numbers = {"change": finite_or_none(found.change), "bound": finite_or_none(found.high)}
-    return Evidence(bound.key, window, numbers, text or bound.describe())
+    return Evidence(bound.key, window, numbers, text or bound.describe(), found.detail)
 
 
 def too_early_to_say(f: Findings) -> Evidence | None:

@@ -30,7 +30,7 @@ from grpo_tui.health.judges import Judgement, no_bands, window_of
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import RunSnapshot, SeriesView
 from grpo_tui.health.shape import Phase, Shape
-from grpo_tui.health.verdict import num, pct
+from grpo_tui.health.verdict import num, pct, value_range
 
 #: per-function reward means (adapters map legacy `rewards/<fn>` onto this)
 REWARD_FN = re.compile(r"^rewards/(?P<fn>[^/]+)/mean$")
@@ -111,7 +111,7 @@ class RewardRange:
 
     @property
     def text(self) -> str:
-        return f"{num(self.low)}–{num(self.high)} ({self.how})"
+        return f"{value_range(self.low, self.high)} ({self.how})"
 
 
 def _at(

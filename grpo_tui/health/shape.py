@@ -158,7 +158,7 @@ class Shape:
 
     def describe(self) -> str:
         """The course in words: levels and where they were seen (medians of observed
-        points, not the ends of a fitted line)."""
+        points, not the ends of a fitted line); how they were read is `detail`."""
         if self.end.first_step <= self.start.last_step or not math.isfinite(self.noise):
             # too few points for a start and an end apart: one level, said as what it is
             return (
@@ -166,10 +166,26 @@ class Shape:
             )
         parts = [f"{num(self.start.value)} at {self.start.window.span}"]
         # the peak when it came before the end, not when the end is where it peaked
-        if (self.rose or self.declined) and self.peak.last_step < self.end.first_step:
+        peak_is_start = self.peak.first_step <= self.start.last_step
+        if (
+            (self.rose or self.declined)
+            and self.peak.last_step < self.end.first_step
+            and not peak_is_start
+        ):
             parts.append(f"peak {num(self.peak.value)} at {self.peak.window.span}")
         parts.append(f"{num(self.end.value)} at {self.end.window.span}")
-        return " → ".join(parts) + f" (stretch medians, noise {num(self.noise)} per point)"
+        return " → ".join(parts)
+
+    @property
+    def detail(self) -> str:
+        """How the levels of `describe` were read (for `check --verbose`, not the headline)."""
+        if not math.isfinite(self.noise):
+            return f"median of {self.points} points"
+        return (
+            f"levels are medians of stretches of the {self.points} points (start and end: "
+            f"{self.start.points} each); noise {num(self.noise)} per point; two levels differ "
+            f"clearly beyond {num(self.threshold_multiple)} standard errors"
+        )
 
 
 def _level(steps: np.ndarray, values: np.ndarray, noise: float) -> Level:

@@ -9,6 +9,7 @@ numbers behind a verdict into evidence text.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from grpo_tui.numbers import format_step
@@ -52,6 +53,9 @@ class Evidence:
     window: Window
     numbers: dict[str, float | None]
     text: str
+    detail: str = ""
+    """How the numbers were read (windows, medians, noise): `check --verbose` shows it,
+    the headline text leaves it out."""
 
 
 @dataclass(slots=True)
@@ -182,3 +186,21 @@ def status_of(scenarios: list[Scenario], notes: list[Note]) -> Status:
     if any(s.id in (ScenarioId.HEALTHY, ScenarioId.SATURATED) for s in scenarios):
         return Status.HEALTHY
     return Status.UNKNOWN
+
+
+#: a fact's numbers as the evidence words quote them: "0.224 at steps 0–340"
+_QUOTED = re.compile(r"-?[\d.]+(?:e[-+]?\d+)? at steps? [\d.]+(?:–[\d.]+)?")
+
+
+def says_nothing_new(text: str, before: list[str]) -> bool:
+    """Every level `text` quotes is already quoted in `before` (a course said twice in one
+    verdict is noise on the screen): numbers once."""
+    quoted = _QUOTED.findall(text)
+    return bool(quoted) and all(any(q in earlier for earlier in before) for q in quoted)
+
+
+def value_range(low: float, high: float) -> str:
+    """A range of values in words: "0–1", but "-0.0606 to -0.01" (a dash between negative
+    numbers reads as a minus sign)."""
+    joint = " to " if low < 0 or high < 0 else "–"
+    return f"{num(low)}{joint}{num(high)}"
