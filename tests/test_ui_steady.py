@@ -1,12 +1,23 @@
 """A steady screen (issue 23): notifications one at a time on the footer's row, never over
-the data; no toast of a wait the header already says; a screenshot saved where it can be."""
+the data; no toast of a wait the header already says; a screenshot saved where it can be;
+an idle run that writes only its clock to the terminal, once a minute."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_MTIME, RUN_DIR_NAME, app_for, fixture_lines, make_run, settle, wait_until
+from helpers import (
+    FIXED_MTIME,
+    RUN_DIR_NAME,
+    app_for,
+    fixture_lines,
+    make_run,
+    screen_text,
+    settle,
+    wait_until,
+)
+from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.widgets._toast import Toast
 
 from grpo_tui.session import told
@@ -100,3 +111,45 @@ class TestScreenshot:
             )
         assert "FINISHED" in saved.read_text(encoding="utf-8")
         assert not any((finished_run / RUN_DIR_NAME).glob("*.svg"))  # never in the run dir
+
+
+def painted_rows(update: object) -> set[int]:
+    """The screen rows a compositor update writes to the terminal."""
+    if isinstance(update, ChopsUpdate):
+        return {y for y, _x1, _x2 in update.spans}
+    if isinstance(update, LayoutUpdate):
+        return set(range(update.region.y, update.region.bottom))
+    return set()
+
+
+class TestIdle:
+    """A run with nothing new writes to the terminal once a minute, and only its clock."""
+
+    async def test_a_finished_run_repaints_only_the_clock_once_a_minute(
+        self, finished_run: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        clock = [FIXED_MTIME + 125.0]
+        app = app_for(finished_run, now=lambda: clock[0])
+        rows: list[set[int]] = []
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            await pilot.pause()
+            display = app._display
+
+            def recording(screen: object, update: object) -> None:
+                rows.append(painted_rows(update))
+                display(screen, update)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(app, "_display", recording)
+            # a minute of clock ticks (the app's once-a-second timer, run by hand)
+            for second in range(126, 180):
+                clock[0] = FIXED_MTIME + second
+                app._clock()
+                await pilot.pause()
+            assert set().union(*rows) == set(), "nothing new: nothing written"
+            assert "last data 2m ago" in screen_text(app)
+            clock[0] = FIXED_MTIME + 181
+            app._clock()
+            await wait_until(pilot, lambda: "last data 3m ago" in screen_text(app), what="3m")
+            await pilot.pause()
+        assert set().union(*rows) == {2}, "the facts line, not the grid or its scrollbar"

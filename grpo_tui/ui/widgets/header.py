@@ -131,7 +131,9 @@ class RunHeader(Vertical):
     def _draw_verdict(self) -> None:
         if self._verdict_shown is not None:
             line, palette = self._verdict_shown
-            self._verdict.update(verdict_text(line, palette, self._width()))
+            # one line of a fixed size (app.tcss): no layout pass, which would repaint the
+            # whole screen's scrollbars too
+            self._verdict.update(verdict_text(line, palette, self._width()), layout=False)
 
     def _width(self) -> int:
         """The cells inside the header's padding."""
@@ -186,4 +188,6 @@ class RunHeader(Vertical):
                 text.append(FACT_SEPARATOR, style="dim")
             bold = fact.endswith(("bad line", "bad lines")) and view.bad_lines
             text.append(fact, style="bold" if bold else "")
-        self._facts.update(text)
+        # a line of a fixed size: no layout pass (the clock's once-a-minute repaint is then
+        # this line alone, not the grid's scrollbar with it)
+        self._facts.update(text, layout=False)
