@@ -421,7 +421,8 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
             parts.append(("warming up", 0))
         parts.extend((e.text, 1) for e in warming.evidence[:1])
     else:
-        why = no_verdict_words(diagnosis).removeprefix("No verdict yet: ").removesuffix(".")
+        # "No verdict yet: nothing is wrong, …": the word before says "no verdict" already
+        why = no_verdict_words(diagnosis).split(": ", 1)[-1].removesuffix(".")
         parts.append((why, 0))
     if not warning:
         caution = next((n for n in diagnosis.notes if n.severity.warns), None)

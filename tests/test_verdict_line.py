@@ -82,6 +82,12 @@ class TestVerdictWords:
             "? NO VERDICT YET · not learning? too early to say · no learning signal"
         )
 
+    def test_no_verdict_says_why_in_a_few_words(self) -> None:
+        sft = Path(__file__).parent / "fixtures/ms-swift/deepclima-r1_sft-v3.x_logging.jsonl"
+        assert verdict_line(diagnosis_of(sft)).text() == (
+            "? NO VERDICT YET · no reward is logged, and the GRPO verdicts rest on it"
+        )
+
     def test_before_the_first_diagnosis_it_says_diagnosing(self) -> None:
         assert verdict_line(None, pending="reading…").text() == "? DIAGNOSING · reading…"
 
