@@ -249,16 +249,15 @@ LIVE_DEMO = ("demo", "--speed", "0.2")
 def idle_costs(seconds: float) -> dict[str, Idle]:
     """grpo-tui on a finished run and on a live one, and the bare app, while nothing but
     the live run's new steps happens."""
+    live = [*python(), "-m", "grpo_tui.cli", *LIVE_DEMO]
     costs = {}
-    for label, pane, ready in (
-        ("finished run", Pane("ours", ours(SMALL_RUN)), "step 438/438"),
-        (
-            "live run (a step / 5 s)",
-            Pane("live", [*python(), "-m", "grpo_tui.cli", *LIVE_DEMO]),
-            "LIVE",
-        ),
-        ("bare Textual app", Pane("bare", bare()), "BARE-READY"),
+    # one at a time: each is launched when the one before is closed
+    for label, command, ready in (
+        ("finished run", ours(SMALL_RUN), "step 438/438"),
+        ("live run (a step / 5 s)", live, "LIVE"),
+        ("bare Textual app", bare(), "BARE-READY"),
     ):
+        pane = Pane(label.split()[0], command)
         try:
             costs[label] = idle_cost(pane, ready, seconds)
         finally:
