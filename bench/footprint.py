@@ -6,7 +6,9 @@ machine's noise hits both alike:
 1. first screen: seconds from launch until the screen shows the run's latest step (the
    bare app: until it shows its one word), for a small real run and for generated logs of
    1 000, 100 000 and (with --big) 1 000 000 steps, from real ms-swift line shapes;
-2. idle CPU: share of a core over --idle seconds while tailing a run that gets no lines;
+2. idle: share of a core, and bytes written to the terminal per minute, over --idle
+   seconds while tailing a finished run that gets no lines (tmux pipe-pane records what
+   each program writes to its pane);
 3. RSS: memory once a log of 100 000 steps × 60 metrics is read (and 1 000 × 60, and with
    --big 1 000 000 × 31).
 
@@ -26,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -171,6 +174,8 @@ def python() -> list[str]:
         "-u",
         "PYTHONDONTWRITEBYTECODE",
         f"PYTHONPYCACHEPREFIX={CACHE / 'pycache'}",
+        # the grpo-tui of this tree (a tmux server started elsewhere has its own env)
+        f"PYTHONPATH={ROOT}",
         sys.executable,
     ]
 
@@ -207,22 +212,57 @@ def first_screen(path: Path, steps_text: str, repeats: int = 3) -> tuple[float, 
     return float(np.median(mine)), float(np.median(theirs))
 
 
-def idle_cpu(seconds: float) -> tuple[float, float]:
-    """(grpo-tui, bare app) share of one core while nothing happens."""
-    shares = []
-    for pane, ready in (
-        (Pane("ours", ours(SMALL_RUN)), "step 438/438"),
-        (Pane("bare", bare()), "BARE-READY"),
+@dataclass(frozen=True)
+class Idle:
+    """What a program costs while nothing happens."""
+
+    cpu_percent: float
+    bytes_per_minute: float
+
+
+def idle_cost(pane: Pane, ready: str, seconds: float) -> Idle:
+    """Once `ready` is on the screen and the start-up work is over: the share of a core and
+    the bytes written to the terminal over `seconds`."""
+    pane.wait_for(ready)
+    time.sleep(3)  # the first diagnosis and chart warm-up are over
+    written = CACHE / f"{pane.name}.out"
+    written.unlink(missing_ok=True)
+    subprocess.run(
+        ["tmux", "pipe-pane", "-o", "-t", pane.name, f"cat > {shlex.quote(str(written))}"],
+        check=True,
+    )
+    before, started = pane.cpu_seconds(), time.perf_counter()
+    time.sleep(seconds)
+    elapsed = time.perf_counter() - started
+    cpu = 100 * (pane.cpu_seconds() - before) / elapsed
+    subprocess.run(["tmux", "pipe-pane", "-t", pane.name], check=True)  # stop recording
+    size = written.stat().st_size if written.exists() else 0
+    written.unlink(missing_ok=True)
+    return Idle(cpu, size * 60 / elapsed)
+
+
+#: a live run for the idle figures: the demo's simulated run, a step every 5 s (a real GRPO
+#: step takes 5-60 s), so each minute brings about 12 steps to draw
+LIVE_DEMO = ("demo", "--speed", "0.2")
+
+
+def idle_costs(seconds: float) -> dict[str, Idle]:
+    """grpo-tui on a finished run and on a live one, and the bare app, while nothing but
+    the live run's new steps happens."""
+    live = [*python(), "-m", "grpo_tui.cli", *LIVE_DEMO]
+    costs = {}
+    # one at a time: each is launched when the one before is closed
+    for label, command, ready in (
+        ("finished run", ours(SMALL_RUN), "step 438/438"),
+        ("live run (a step / 5 s)", live, "LIVE"),
+        ("bare Textual app", bare(), "BARE-READY"),
     ):
+        pane = Pane(label.split()[0], command)
         try:
-            pane.wait_for(ready)
-            time.sleep(3)  # the first diagnosis and chart warm-up are over
-            before, started = pane.cpu_seconds(), time.perf_counter()
-            time.sleep(seconds)
-            shares.append(100 * (pane.cpu_seconds() - before) / (time.perf_counter() - started))
+            costs[label] = idle_cost(pane, ready, seconds)
         finally:
             pane.close()
-    return shares[0], shares[1]
+    return costs
 
 
 def rss_after_history(path: Path, steps_text: str) -> tuple[float, float, float, float]:
@@ -250,7 +290,12 @@ def rss_after_history(path: Path, steps_text: str) -> tuple[float, float, float,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--big", action="store_true", help="also the 1 M-step (~1 GB) log")
-    parser.add_argument("--idle", type=float, default=30.0, help="seconds of idle measured")
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=120.0,
+        help="seconds of idle measured (2 minutes: the clock ticks once a minute)",
+    )
     parser.add_argument(
         "--only",
         choices=("first", "idle", "rss"),
@@ -265,9 +310,16 @@ def main() -> None:
     if "first" in parts:
         first_screens(sizes)
     if "idle" in parts:
-        mine, theirs = idle_cpu(args.idle)
+        costs = idle_costs(args.idle)
+        bare_cost = costs["bare Textual app"]
+        print(f"idle ({args.idle:.0f} s)                   CPU % of a core   terminal bytes / min")
+        for label, cost in costs.items():
+            print(f"  {label:<26}{cost.cpu_percent:10.2f}   {cost.bytes_per_minute:14.0f}")
+        finished = costs["finished run"]
         print(
-            f"idle CPU (% of a core, {args.idle:.0f} s)  {mine:6.2f}   {theirs:8.2f}   {mine / max(theirs, 1e-9):5.2f}   ≤ 0.5 %"
+            f"  finished / bare            {finished.cpu_percent / max(bare_cost.cpu_percent, 1e-9):10.2f}"
+            f"   {finished.bytes_per_minute - bare_cost.bytes_per_minute:+14.0f}"
+            "   (targets: ≤ 0.5 % of a core; one repaint of the clock a minute)"
         )
     if "rss" in parts:
         memory(sizes)

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from grpo_tui.health.verdict import Diagnosis, Span
-from grpo_tui.numbers import format_duration, format_step
+from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Span, num
+from grpo_tui.numbers import format_age, format_duration, format_step
 from grpo_tui.run.live import Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import RunState
+from grpo_tui.vocabulary import RunState, ScenarioId, Status
 
 #: seconds between groups while the completions panel follows the newest batch (`--cycle`):
 #: long enough to read a group's rewards and the start of its texts
@@ -184,7 +185,7 @@ def progress_facts(run: Run, now: float) -> tuple[str, ...]:
     if progress.elapsed_s is not None:
         facts.append(f"elapsed {format_duration(progress.elapsed_s)}")
     if age is not None:
-        facts.append(f"last data {format_duration(age)} ago")
+        facts.append(f"last data {format_age(age)} ago")
     facts.append(f"{run.bad_line_count} bad line{'' if run.bad_line_count == 1 else 's'}")
     return tuple(facts)
 
@@ -208,6 +209,35 @@ def pack_facts(facts: Iterable[str], width: int) -> list[list[str]]:
     return lines
 
 
+#: which facts a one-line header keeps when they do not all fit, most important first (by
+#: their first word); a bad-line count above 0 is kept with the step
+_FACT_RANKS = ("step", "last", "ETA", "elapsed", "GiB", "s/it", "it/s", "0 bad lines")
+
+
+def _fact_rank(fact: str) -> int:
+    if fact.endswith(("bad line", "bad lines")) and not fact.startswith("0 "):
+        return 0
+    for rank, mark in enumerate(_FACT_RANKS):
+        if fact.startswith(mark) or fact.endswith(mark):
+            return rank
+    return len(_FACT_RANKS)
+
+
+def fit_facts(facts: Iterable[str], width: int) -> list[str]:
+    """The facts that fit one line of `width` cells (joined by FACT_SEPARATOR), the most
+    important kept first (the step, the age of the data, bad lines), in their order; so the
+    header keeps one line whatever the state says."""
+    facts = list(facts)
+    room = width + len(FACT_SEPARATOR)
+    kept: set[int] = set()
+    for index in sorted(range(len(facts)), key=lambda i: (_fact_rank(facts[i]), i)):
+        cost = len(FACT_SEPARATOR) + len(facts[index])
+        if cost <= room:
+            kept.add(index)
+            room -= cost
+    return [fact for index, fact in enumerate(facts) if index in kept]
+
+
 # -- verdict history ------------------------------------------------------------------------
 
 
@@ -229,3 +259,178 @@ def no_verdict_words(diagnosis: Diagnosis) -> str:
     if "reward" not in diagnosis.metrics:
         return "No verdict: no reward is logged, and the GRPO verdicts rest on it."
     return "No verdict yet: nothing is wrong, and the reward shows no clear course so far."
+
+
+# -- the verdict line ---------------------------------------------------------------------
+
+#: what separates the verdict line's parts (readable without colour)
+VERDICT_SEPARATOR = " · "
+#: the facts with numbers a verdict line quotes at most
+VERDICT_NUMBERS = 2
+#: the words a course's evidence text names it by ("reward flat: 0.25 … → 0.75 …")
+_COURSE_WORDS = ("rising", "falling", "flat", "plateau", "rose", "fell")
+#: the note a diagnosis carries when a verdict of not learning would be early
+TOO_EARLY = "not learning? too early to say"
+
+
+@dataclass(frozen=True)
+class VerdictLine:
+    """The answer at a glance, one line on every pane: the status (its glyph and word, the
+    part a view colours) and the parts after it, e.g. `✗ PROBLEM · Reward hacking since 24 ·
+    ToyFormat 0.87 at its top · reward 0.03→0.09 flat`. A narrow line keeps the parts that
+    matter most (`ranks`: 0 first) in their order, and ends with "…" when it left some out."""
+
+    status: Status
+    #: the status as a word ("PROBLEM", "WARMING UP", "DIAGNOSING")
+    word: str
+    parts: tuple[str, ...] = ()
+    #: how much each part matters, 0 most (the order parts are kept in when space is short)
+    ranks: tuple[int, ...] = ()
+
+    @property
+    def lead(self) -> str:
+        """The glyph and the word: the part drawn in the status's colour."""
+        return f"{self.status.glyph} {self.word}"
+
+    def fitted(self, width: int) -> tuple[str, ...]:
+        """The parts shown after the lead in `width` cells: whole parts, the most important
+        first, in their order; the first cut with "…" when even it does not fit alone; a
+        last "…" when some were left out."""
+        ranks = self.ranks or tuple(range(len(self.parts)))
+        room = width - len(self.lead)
+        costs = [len(VERDICT_SEPARATOR) + len(part) for part in self.parts]
+        if sum(costs) <= room:
+            return self.parts
+        room -= len(" …")  # what says that some were left out
+        kept: set[int] = set()
+        for index in sorted(range(len(self.parts)), key=lambda i: (ranks[i], i)):
+            if costs[index] <= room:
+                kept.add(index)
+                room -= costs[index]
+            elif not kept:
+                # the part that matters most never gives way to a smaller one: it is cut
+                cut = room + len(" …") - len(VERDICT_SEPARATOR)
+                return (self.parts[index][: cut - 1] + "…",) if cut >= 2 else ()
+        shown = [part for index, part in enumerate(self.parts) if index in kept]
+        shown[-1] += " …"
+        return tuple(shown)
+
+    def text(self, width: int = 10_000) -> str:
+        """The line as plain text, at most `width` cells (the lead alone when narrower)."""
+        parts = self.fitted(width)
+        return VERDICT_SEPARATOR.join((self.lead, *parts)) if parts else self.lead[:width]
+
+
+def metric_words(name: str) -> str:
+    """A metric as a reader names it: a reward function by its bare name."""
+    return name[len("rewards/") : -len("/mean")] if is_function_reward(name) else name
+
+
+def _course_word(evidence: Evidence) -> str:
+    """The course an evidence text names ("flat" in "reward flat: …"), or ""."""
+    rest = evidence.text.removeprefix(evidence.metric).split(":", 1)[0].split()
+    return rest[0] if rest and rest[0] in _COURSE_WORDS else ""
+
+
+def evidence_figure(evidence: Evidence) -> str:
+    """One evidence item as a name and its numbers, in a few words ("reward 0.63→1.05
+    rising", "clipped_ratio 0.84", "valid_json_reward 1.88 at its top"), or "" when it
+    holds no number a reader would quote."""
+    numbers, name = evidence.numbers, metric_words(evidence.metric)
+    if evidence.metric.startswith("rewards/") and not is_function_reward(evidence.metric):
+        name = evidence.metric
+    first = numbers.get("first")
+    last = numbers.get("last")
+    if first is not None and last is not None:
+        word = _course_word(evidence)
+        return f"{name} {num(first)}→{num(last)}" + (f" {word}" if word else "")
+    early, recent = numbers.get("early"), numbers.get("recent")
+    if early is not None and recent is not None:
+        return f"{name} {num(early)}→{num(recent)}"
+    level = numbers.get("level")
+    if level is not None:
+        return f"{name} {num(level)}" + (" at its top" if "at its top" in evidence.text else "")
+    if recent is not None:
+        cap = numbers.get("cap")
+        return f"{name} {num(recent)}" + (f" of cap {num(cap)}" if cap is not None else "")
+    low, high = numbers.get("min"), numbers.get("max")
+    if low is not None and high is not None:
+        return f"{name} {num(low)}" if low == high else f"{name} {num(low)}–{num(high)}"
+    return ""
+
+
+def _figures(scenario: Scenario, limit: int = VERDICT_NUMBERS) -> list[str]:
+    """The numbers a verdict rests on, what it found first, one figure per metric."""
+    figures: list[str] = []
+    seen: set[str] = set()
+    found = scenario.found
+    for evidence in [*found, *(e for e in scenario.evidence if e not in found)]:
+        figure = evidence_figure(evidence)
+        if figure and evidence.metric not in seen:
+            seen.add(evidence.metric)
+            figures.append(figure)
+        if len(figures) >= limit:
+            break
+    return figures
+
+
+def _first_clause(text: str) -> str:
+    """A note's words up to its first aside: "kl already 0.538 at the first steps"."""
+    for mark in (" (", ": ", "; "):
+        text = text.split(mark, 1)[0]
+    return text
+
+
+def _verdict_title(scenario: Scenario) -> str:
+    title = "learning" if scenario.id is ScenarioId.HEALTHY else scenario.title
+    if scenario.onset_step is not None and scenario.severity.warns:
+        title += f" since {format_step(scenario.onset_step)}"
+    return title
+
+
+def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLine:
+    """What the verdict line says about `diagnosis` (None: not diagnosed yet): the verdicts
+    that warn (the first with since when, the others by name), the first one's numbers; a
+    healthy run's course; else "too early to say", warming up, or why there is no verdict;
+    then a caution note that makes the status a caution when no verdict does."""
+    if diagnosis is None:
+        return VerdictLine(Status.UNKNOWN, "DIAGNOSING", (pending,) if pending else ())
+    status = diagnosis.status
+    warning = [s for s in diagnosis.scenarios if s.severity.warns]
+    healthy = diagnosis.scenario(ScenarioId.HEALTHY)
+    warming = diagnosis.scenario(ScenarioId.WARMING_UP)
+    early = next((n for n in diagnosis.notes if n.text.startswith(TOO_EARLY)), None)
+    word = status.headline
+    # (part, rank): the verdict, then its first number, the second number, a note
+    parts: list[tuple[str, int]] = []
+    if warning:
+        titles = [_verdict_title(warning[0]), *(s.title for s in warning[1:])]
+        parts.append((" + ".join(titles), 0))
+        parts.extend((figure, rank) for rank, figure in enumerate(_figures(warning[0]), 1))
+    elif healthy is not None:
+        parts.append((_verdict_title(healthy), 0))
+        parts.extend((figure, rank) for rank, figure in enumerate(_figures(healthy), 1))
+    elif early is not None:
+        parts.append((TOO_EARLY, 0))
+        if rest := early.text.removeprefix(TOO_EARLY).lstrip(": ").split(", but", 1)[0]:
+            parts.append((rest, 1))
+    elif warming is not None:
+        if status is Status.UNKNOWN:
+            word = "WARMING UP"
+        else:
+            parts.append(("warming up", 0))
+        parts.extend((e.text, 1) for e in warming.evidence[:1])
+    else:
+        # "No verdict yet: nothing is wrong, …": the word before says "no verdict" already
+        why = no_verdict_words(diagnosis).split(": ", 1)[-1].removesuffix(".")
+        parts.append((why, 0))
+    if not warning:
+        caution = next((n for n in diagnosis.notes if n.severity.warns), None)
+        if caution is not None:
+            parts.append((_first_clause(caution.text), 3))
+    return VerdictLine(
+        status,
+        word,
+        tuple(printable(part) for part, _ in parts),
+        tuple(rank for _, rank in parts),
+    )

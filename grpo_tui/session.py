@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 DIAGNOSIS_INTERVAL_S = 1.0
 #: source events told per update (a burst of them would bury the screen in toasts)
 EVENTS_TOLD = 3
+#: source events the header's state already says ("WAITING for …"): told there, not again
+#: (a toast of it would outlive the wait: the demo's file is there a moment later)
+HEADER_EVENTS = ("waiting for ",)
+
+
+def told(events: list[str]) -> tuple[str, ...]:
+    """The newest source events worth a notification of their own."""
+    return tuple(e for e in events if not e.startswith(HEADER_EVENTS))[-EVENTS_TOLD:]
 
 
 @dataclass
@@ -232,9 +240,10 @@ class Session:
 
     def _apply(self, update: Update) -> Applied:
         run = self.run
-        before = len(run.events)
         run.apply(update)
-        return Applied(tuple(run.events[max(before, len(run.events) - EVENTS_TOLD) :]))
+        # the batch's own events (the Run keeps only its newest 50: a count of them would
+        # find nothing new once it holds 50)
+        return Applied(told(update.batch.events))
 
     def _apply_held(self) -> Applied | None:
         held, self._held = self._held, None

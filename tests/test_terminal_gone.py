@@ -32,10 +32,10 @@ ON_ITS_OWN_TERMINAL = (
 
 
 def _first_frame(master: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    """Read the monitor's output until it has drawn its first frame (its header)."""
+    """Read the monitor's output until it has drawn its first frame (its header's step)."""
     seen = b""
     deadline = time.monotonic() + timeout
-    while b"bad line" not in seen:
+    while b"step " not in seen:
         assert proc.poll() is None, "the monitor ended before its terminal went"
         assert time.monotonic() < deadline, "no first frame"
         try:

@@ -174,9 +174,9 @@ def test_header_view_words() -> None:
     run = _run_with_elapsed([0, 30, 60, 90, 120], data_time=1000.0)
     view = header_view(run, 1000 + 400)
     assert view.state is RunState.STALLED
-    assert view.state_label == "STALLED: no data for 6m40s, usually every 30s"
+    assert view.state_label == "STALLED: no data for 6m, usually every 30s"
     assert view.run_label == "v0-20250101-000000/logging.jsonl (ms-swift)"
-    assert "last data 6m40s ago" in view.facts
+    assert "last data 6m ago" in view.facts
     assert view.facts[-1] == "0 bad lines"
     assert header_view(run, 1000, paused=True).paused
 

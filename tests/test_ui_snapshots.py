@@ -35,6 +35,16 @@ def fixed_run(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def problem_run(tmp_path: Path) -> Path:
+    """A real run that is not learning (every group scores alike), its files at a fixed time."""
+    run = tmp_path / "trl-redteam-finance-sparse"
+    shutil.copytree(Path(__file__).parent / "corpus" / run.name, run)
+    for path in run.rglob("*"):
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME))
+    return run
+
+
+@pytest.fixture
 def run_with_completions(fixed_run: Path) -> Path:
     shutil.copy(FIXTURE_COMPLETIONS, fixed_run / RUN_DIR_NAME / "completions.jsonl")
     return fixed_run
@@ -121,3 +131,13 @@ class TestPanesAndScreens:
             terminal_size=(80, 24),
             run_before=then("3", "down", "enter", screen=CompletionScreen),
         )
+
+
+class TestVerdictLine:
+    """A problem's verdict line on a real run, narrow and wide (issue 23)."""
+
+    def test_problem_80x24(self, snap_compare: SnapCompare, problem_run: Path) -> None:
+        assert snap_compare(make_app(problem_run), terminal_size=(80, 24), run_before=settled)
+
+    def test_problem_diagnosis_160x48(self, snap_compare: SnapCompare, problem_run: Path) -> None:
+        assert snap_compare(make_app(problem_run), terminal_size=(160, 48), run_before=settled)

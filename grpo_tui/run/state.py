@@ -6,7 +6,7 @@ must hear "stalled" as clearly as the screen shows it).
 
 from __future__ import annotations
 
-from grpo_tui.numbers import format_duration
+from grpo_tui.numbers import format_age, format_duration
 from grpo_tui.run.live import Run
 from grpo_tui.vocabulary import RunState
 
@@ -44,4 +44,4 @@ def stall_words(run: Run, age: float) -> str:
     """What a stalled run is told with: "no data for 3h52m, usually every 9s"."""
     interval = run.usual_interval()
     usual = f", usually every {format_duration(interval)}" if interval is not None else ""
-    return f"no data for {format_duration(age)}{usual}"
+    return f"no data for {format_age(age)}{usual}"

@@ -37,7 +37,7 @@ from textual.widgets import Footer, Tab, Tabs
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
-from grpo_tui.presentation import DEFAULT_CYCLE_S
+from grpo_tui.presentation import DEFAULT_CYCLE_S, verdict_line
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
@@ -50,6 +50,7 @@ from grpo_tui.session import (
     Pacer,
     Session,
 )
+from grpo_tui.ui.screenshot import screenshot_directories, writable_directory
 from grpo_tui.ui.themes import (
     ThemeSpec,
     load_themes,
@@ -230,12 +231,7 @@ class GrpoTuiApp(App[None]):
     def _from_reader(self, message: FromReader) -> None:
         item = message.item
         if isinstance(item, Notice):
-            self.notify(
-                printable(item.text),
-                title=item.title,
-                severity="error" if item.error else "information",
-                markup=False,
-            )
+            self.tell(item.text, title=item.title, error=item.error)
             return
         if self._shutting_down:
             return
@@ -249,8 +245,20 @@ class GrpoTuiApp(App[None]):
         if applied is None:
             return
         for event in applied.events:
-            self.notify(printable(event), title="source", timeout=8, markup=False)
+            self.tell(event, title="source", timeout=8)
         self._request_frame()
+
+    def tell(self, text: str, *, title: str = "", error: bool = False, timeout: float = 5) -> None:
+        """One notification at a time, on the footer's line (app.tcss): a new one takes the
+        place of the one shown, so none stacks up over the data."""
+        self.clear_notifications()
+        words = f"{title}: {text}" if title else text
+        self.notify(
+            printable(words),
+            severity="error" if error else "information",
+            timeout=timeout,
+            markup=False,
+        )
 
     # -- the diagnosis worker (thread) --------------------------------------------------
     def _maybe_diagnose(self) -> None:
@@ -367,6 +375,9 @@ class GrpoTuiApp(App[None]):
             MetricsFrame(run.store, run.version, self.rules, run.context, diagnosis, spec.palette)
         )
         self._diagnosis_panel.show(diagnosis, spec.palette, pending=session.diagnosis_note)
+        self._header.show_verdict(
+            verdict_line(diagnosis, pending=session.diagnosis_note), spec.palette
+        )
         summary = diagnosis_summary(diagnosis)
         if self._diagnosis_tab.label.plain != summary:
             self._diagnosis_tab.label = Text(summary)
@@ -467,7 +478,21 @@ class GrpoTuiApp(App[None]):
 
     def action_cycle_theme(self) -> None:
         self.theme = next_theme_name(self.theme)
-        self.notify(f"theme: {self.theme}", timeout=2)
+        self.tell(self.theme, title="theme", timeout=2)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """An SVG of the screen, saved where it can be (Downloads, else home, else the
+        temporary directory), and where it went told."""
+        where = Path(path) if path else writable_directory(screenshot_directories())
+        if where is None:
+            self.tell("no writable directory to save it in", title="screenshot", error=True)
+            return
+        try:
+            saved = self.save_screenshot(filename, str(where))
+        except OSError as error:
+            self.tell(f"not saved: {error}", title="screenshot", error=True)
+            return
+        self.tell(f"saved to {saved}", title="screenshot", timeout=8)
 
     def action_show_pane(self, pane: str) -> None:
         focus: dict[str, Callable[[], object]] = {
@@ -493,7 +518,10 @@ class GrpoTuiApp(App[None]):
             choose = partial(setattr, self, "theme", name)
             yield SystemCommand(f"Theme: {name}", spec.description, choose, discover=False)
         for command in super().get_system_commands(screen):
-            if command.title not in ("Theme", "Quit"):
+            if command.title == "Screenshot":
+                # Textual's saves to ~/Downloads only, which a GPU server seldom has
+                yield SystemCommand(command.title, command.help, self.action_screenshot)
+            elif command.title not in ("Theme", "Quit"):
                 yield command
 
     def exit(

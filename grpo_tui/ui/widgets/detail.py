@@ -13,8 +13,10 @@ from textual.widgets import Footer, Static
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.numbers import format_step, format_value
+from grpo_tui.presentation import verdict_line
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
 from grpo_tui.ui.widgets.frame import MetricsFrame
+from grpo_tui.ui.widgets.header import verdict_text
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import ScenarioId, Zone
 
@@ -67,11 +69,13 @@ class DetailScreen(Screen[None]):
         self.metric = metric
         self._source = source
         self._drawn: tuple[object, ...] | None = None
+        self._verdict = Static("", id="detail-verdict")
         self._title_line = Static("", id="detail-title")
         self._chart = Static("", id="detail-chart")
         self._legend = Static("", id="detail-legend")
 
     def compose(self) -> ComposeResult:
+        yield self._verdict
         yield self._title_line
         yield self._chart
         yield self._legend
@@ -94,6 +98,11 @@ class DetailScreen(Screen[None]):
             return
         self._drawn = key
         name = self.metric
+        # the run's verdict stays in sight over the one metric looked at
+        line = verdict_line(source.diagnosis)
+        self._verdict.update(
+            verdict_text(line, source.palette, self._verdict.content_size.width or width)
+        )
         self._title_line.update(detail_title(name, source))
         buckets = source.store.buckets(name, max(8, width - _AXIS_CELLS))
         zones = zone_of_values(name, buckets.mean, source.rules, source.context)

@@ -1,5 +1,7 @@
-"""The header: which run, where it is, and whether data is still arriving.
+"""The header: which run, the verdict, where it is, and whether data is still arriving.
 
+Three lines whatever the state (the screen never shifts): the run's state and name, the
+verdict line (core's `VerdictLine`, on every pane), the progress facts that fit one line.
 `header_view` turns the Run's progress and timing into what the header shows (pure, so
 tests can give it any clock); `RunHeader` draws it and touches only the parts that
 changed.
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -17,12 +20,15 @@ from textual.widgets import Static
 
 from grpo_tui.presentation import (
     FACT_SEPARATOR,
-    pack_facts,
+    VERDICT_SEPARATOR,
+    VerdictLine,
+    fit_facts,
     progress_facts,
     state_headline,
 )
 from grpo_tui.run.live import Run
 from grpo_tui.ui.inert import inert
+from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import RunState
 
@@ -66,8 +72,20 @@ def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
     )
 
 
+def verdict_text(line: VerdictLine, palette: ZonePalette, width: int) -> Text:
+    """The verdict line in `width` cells: the status's glyph and word bold in its zone's
+    colour (the glyph and word say it without colour), the parts that fit after it."""
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    text.append(line.lead, style=palette.style(line.status.zone) + Style(bold=True))
+    for part in line.fitted(width):
+        text.append(VERDICT_SEPARATOR, style="dim")
+        text.append(part)
+    return text
+
+
 class RunHeader(Vertical):
-    """Run name and state on top, progress facts below (wrapped between facts)."""
+    """Run name and state on top, the verdict line, then the progress facts that fit one
+    line: three lines in every state."""
 
     DEFAULT_CSS = """
     RunHeader {
@@ -84,6 +102,8 @@ class RunHeader(Vertical):
         self._state_badge = Static("", id="run-state")
         self._paused_badge = Static("", id="run-paused")
         self._run_name = Static("", id="run-name")
+        self._verdict = Static("", id="verdict-line")
+        self._verdict_shown: tuple[VerdictLine, ZonePalette] | None = None
         self._facts = Static("", id="run-facts")
         self._notes = Static("", id="run-notes")
 
@@ -92,8 +112,32 @@ class RunHeader(Vertical):
             yield self._state_badge
             yield self._paused_badge
             yield self._run_name
+        yield self._verdict
         yield self._facts
         yield self._notes
+
+    @property
+    def verdict(self) -> VerdictLine | None:
+        """The verdict line shown (None before the first)."""
+        return self._verdict_shown[0] if self._verdict_shown else None
+
+    def show_verdict(self, line: VerdictLine, palette: ZonePalette) -> None:
+        """Draw the verdict line (nothing when it says what it already says)."""
+        if self._verdict_shown == (line, palette):
+            return
+        self._verdict_shown = (line, palette)
+        self._draw_verdict()
+
+    def _draw_verdict(self) -> None:
+        if self._verdict_shown is not None:
+            line, palette = self._verdict_shown
+            # one line of a fixed size (app.tcss): no layout pass, which would repaint the
+            # whole screen's scrollbars too
+            self._verdict.update(verdict_text(line, palette, self._width()), layout=False)
+
+    def _width(self) -> int:
+        """The cells inside the header's padding."""
+        return max(20, self.content_size.width or 78)
 
     def on_mount(self) -> None:
         self._notes.display = False
@@ -130,18 +174,20 @@ class RunHeader(Vertical):
             self._notes.display = bool(view.notes)
 
     def on_resize(self) -> None:
-        if self._view is not None and self.is_mounted:
-            self._draw_facts(self._view)
+        if self.is_mounted:
+            self._draw_verdict()
+            if self._view is not None:
+                self._draw_facts(self._view)
 
     def _draw_facts(self, view: HeaderView) -> None:
-        """Facts packed into lines of the header's width, never broken inside a fact."""
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for number, line in enumerate(pack_facts(view.facts, max(20, self.size.width or 80))):
-            if number:
-                text.append("\n")
-            for index, fact in enumerate(line):
-                if index:
-                    text.append(FACT_SEPARATOR, style="dim")
-                bold = fact.endswith(("bad line", "bad lines")) and view.bad_lines
-                text.append(fact, style="bold" if bold else "")
-        self._facts.update(text)
+        """The facts that fit one line of the header (the step, the data's age and bad lines
+        first), never broken inside a fact."""
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for index, fact in enumerate(fit_facts(view.facts, self._width())):
+            if index:
+                text.append(FACT_SEPARATOR, style="dim")
+            bold = fact.endswith(("bad line", "bad lines")) and view.bad_lines
+            text.append(fact, style="bold" if bold else "")
+        # a line of a fixed size: no layout pass (the clock's once-a-minute repaint is then
+        # this line alone, not the grid's scrollbar with it)
+        self._facts.update(text, layout=False)
