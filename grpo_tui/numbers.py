@@ -26,6 +26,29 @@ def format_value(value: float | None) -> str:
     return f"{value:.4g}" if magnitude >= 1 else f"{value:.4f}".rstrip("0").rstrip(".")
 
 
+#: below this magnitude a value in a narrow table cell reads "≈0" (an advantage of 9e-6 is
+#: no push either way; its scientific form does not fit a cell and once read as -9.3)
+NEAR_ZERO = 1e-4
+
+
+def format_cell(value: float | None, width: int) -> str:
+    """A value in at most `width` characters, for a table column: "≈0" near zero, fewer
+    significant digits when the usual form is too long, never a cut exponent."""
+    if value is not None and math.isfinite(value) and value != 0 and abs(value) < NEAR_ZERO:
+        return "≈0"
+    text = format_value(value)
+    if len(text) <= width or value is None or not math.isfinite(value):
+        return text
+    for digits in (3, 2, 1):
+        shorter = f"{value:.{digits}g}"
+        if "e" in shorter:
+            mantissa, exponent = shorter.split("e")
+            shorter = f"{mantissa}e{int(exponent)}"
+        if len(shorter) <= width:
+            return shorter
+    return text[: max(1, width - 1)] + "…"
+
+
 def format_duration(seconds: float | None) -> str:
     """1d02h, 3h05m, 12m03s, 45s; "–" when unknown."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:

@@ -22,6 +22,8 @@ from helpers import (
     screen_text,
     wait_until,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
 
@@ -472,3 +474,37 @@ async def test_a_newer_run_directory_brings_its_own_completions(tmp_path: Path) 
         )
         app.reader.wake()
         await wait_until(pilot, lambda: "step 11 train" in title(panel), timeout=20)
+
+
+class TestNumbersFitTheirColumn:
+    """A table cell's number fits its width: ≈0 near zero, never a cut exponent."""
+
+    def test_a_tiny_advantage_is_about_zero_not_a_cut_exponent(self) -> None:
+        from grpo_tui.numbers import format_cell
+
+        assert format_cell(-9.313e-6, 6) == "≈0"
+        assert format_cell(123456.789, 6) == "1.23e5"
+        assert format_cell(0.6793, 6) == "0.6793"
+
+    @given(
+        st.floats(allow_nan=False, allow_infinity=False, width=64),
+        st.integers(min_value=6, max_value=9),
+    )
+    def test_every_finite_value_fits(self, value: float, width: int) -> None:
+        from grpo_tui.numbers import format_cell
+
+        text = format_cell(value, width)
+        assert len(text) <= width and "…" not in text
+
+    def test_a_role_prefix_alone_is_an_empty_answer(self) -> None:
+        """`assistant:` with nothing after it shows as (empty), and a tiny advantage as ·≈0."""
+        from grpo_tui.run.completions.groups import Sample
+        from grpo_tui.ui.themes import load_themes
+        from grpo_tui.ui.widgets.completions import row_cells, table_layout
+
+        layout = table_layout(100, ["Format"])
+        sample = Sample("assistant:", {"Format": 0.0}, 0.0, -9.3e-6)
+        palette = load_themes()["default"].palette
+        cells, _ = row_cells(1, sample, layout, palette, lines=2)
+        assert cells[-1].plain == "(empty)"
+        assert cells[3].plain == "·≈0"

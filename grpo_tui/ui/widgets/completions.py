@@ -30,9 +30,10 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from grpo_tui.numbers import format_value
+from grpo_tui.numbers import NEAR_ZERO, format_cell, format_value
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.completions import CompletionsIndex, Group, IndexState, Page, Sample
+from grpo_tui.run.text_stats import measured_text
 from grpo_tui.ui.completions_cursor import CompletionsCursor, best_group, group_order, worst_group
 from grpo_tui.ui.sample_text import capped_lines, fold_prompt
 from grpo_tui.ui.themes import ZonePalette
@@ -82,11 +83,12 @@ def advantage_cell(value: float | None, palette: ZonePalette) -> Text:
     """The advantage with a glyph for its sign (colour is not the only cue)."""
     if value is None or math.isnan(value):
         return Text("  –", style="dim")
+    width = ADVANTAGE_CELLS - 1  # the glyph takes one cell
+    if abs(value) < NEAR_ZERO:
+        return Text(f"·{format_cell(value, width)}", style="dim")
     if value > 0:
-        return Text(f"▲{format_value(value)}", style=palette.style(Zone.HEALTHY))
-    if value < 0:
-        return Text(f"▼{format_value(-value)}", style=palette.style(Zone.BAD))
-    return Text("·0", style="dim")
+        return Text(f"▲{format_cell(value, width)}", style=palette.style(Zone.HEALTHY))
+    return Text(f"▼{format_cell(-value, width)}", style=palette.style(Zone.BAD))
 
 
 def sample_flags(sample: Sample) -> list[str]:
@@ -194,8 +196,9 @@ def row_cells(
     """One completion's cells and the row's height."""
     cells = [Text(str(number), style="dim", justify="right")]
     for name in layout.rewards:
-        cells.append(Text(format_value(sample.rewards.get(name)), justify="right"))
-    cells.append(Text(format_value(sample.total), style="bold", justify="right"))
+        reward = format_cell(sample.rewards.get(name), REWARD_NAME_CHARS)
+        cells.append(Text(reward, justify="right"))
+    cells.append(Text(format_cell(sample.total, VALUE_CELLS), style="bold", justify="right"))
     cells.append(advantage_cell(sample.advantage, palette))
     flags = sample_flags(sample)
     cells.append(Text(" ".join(flags), style=palette.style(Zone.CAUTION) if flags else ""))
@@ -203,7 +206,8 @@ def row_cells(
     body = capped.text
     if search:
         body.highlight_words([search], style="reverse", case_sensitive=False)
-    if not body.plain.strip():
+    if not body.plain.strip() or not measured_text(sample.text):
+        # nothing but a role prefix or template markers is an empty answer, said so
         body = Text("(empty)", style="dim")
     cells.append(body)
     return cells, capped.lines
