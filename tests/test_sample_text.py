@@ -494,10 +494,10 @@ def test_group_kind(tmp_path: Path) -> None:
 
 def test_group_title(tmp_path: Path, palette: ZonePalette) -> None:
     """The title says the step, the line's role, the place among the visible groups and the
-    group's statistics."""
+    group's statistics, its mean total first (what w / b rank by)."""
     page = _ranked_page(tmp_path)
     title = group_title(page, 1, [0, 1, 2, 3, 4], palette).plain
-    assert title.startswith("step 6 train · group 2/5 · 2 completions · spread 1")
+    assert title.startswith("step 6 train · group 2/5 · 2 completions · mean 1 · spread 1")
     assert "distinct " in title and "overlap" in title
     assert "ALL" not in title
     filtered = group_title(page, 4, [0, 4], palette).plain

@@ -120,7 +120,8 @@ def group_title(
     visible: Sequence[int],
     palette: ZonePalette,
 ) -> Text:
-    """`step 45 · train · group 2/4 · spread 0.41 · distinct-2 0.62 · overlap 0.21`."""
+    """`step 45 · train · group 2/4 · 8 completions · mean 0.5 · spread 0.41 · distinct 0.62
+    · overlap 0.21` (the mean total is what `w` / `b` rank by)."""
     group = page.groups[position]
     info = page.info
     kind = {"new": "train", "eval_or_end": "eval / end", "repeat": "repeat"}[info.kind]
@@ -132,6 +133,10 @@ def group_title(
     if len(visible) != len(page.groups):
         text.append(f" of {len(page.groups)}", style="dim")
     text.append(f" · {group.size} completions")
+    mean = group.mean_total
+    if not math.isnan(mean):
+        # what w / b rank the groups by
+        text.append(f" · mean {format_value(mean)}")
     if not math.isnan(group.spread):
         text.append(" · spread ")
         text.append(format_value(group.spread), style="bold")
