@@ -635,6 +635,14 @@ class TestKlOffsetIsNotDrift:
         assert d.status is Status.CAUTION
         assert "offset" in notes(d)
 
+    def test_a_learning_rate_logged_from_later_steps_is_read_from_its_first(self) -> None:
+        columns = healthy_columns()
+        columns["kl"] = list(0.5 + noise(200, 0.01))
+        # logged from the 11th point on, warming up, then at its peak
+        columns["learning_rate"] = [None] * 10 + list(np.minimum(1.0, np.arange(190) / 20) * 1e-6)
+        d = diagnose(make_run(columns, context=ON_POLICY), RULES)
+        assert "offset between the policy and its reference" in d.metrics["kl"].reason
+
     def test_a_kl_that_rose_far_above_its_offset_is_drift(self) -> None:
         columns = healthy_columns()
         x = np.arange(200) / 200

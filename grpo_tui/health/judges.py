@@ -303,9 +303,10 @@ def kl_offset(kl: Judgement, view: SeriesView, lr: SeriesView | None, rules: Rul
     if not early > caution:
         return None
     if lr is not None and not lr.empty:
-        at_start = lr.values[np.searchsorted(lr.steps, head.steps[-1], side="right") - 1 :][:1]
+        # the rate in force at the head's last step (its first logged one if it came later)
+        at = max(0, int(np.searchsorted(lr.steps, head.steps[-1], side="right")) - 1)
         peak = float(np.max(lr.values))
-        if at_start.size and peak > 0 and float(at_start[0]) > _LR_STILL_LOW * peak:
+        if peak > 0 and float(lr.values[at]) > _LR_STILL_LOW * peak:
             return None  # the policy could already move: a high KL there is drift
     shape = kl.shape
     if shape.above(shape.end, shape.start) and shape.end.value - early > caution:

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_tui.run.text_stats import REPETITIVE_SHARE, GroupTextStats, group_text_stats
+from grpo_tui.run.text_stats import (
+    REPETITIVE_SHARE,
+    GroupTextStats,
+    group_text_stats,
+    measured_text,
+)
 from grpo_tui.sources.records import CompletionRows
 
 #: a group's totals closer than this (relative to their size) count as tied
@@ -44,6 +49,11 @@ class Sample:
     @property
     def repetitive(self) -> bool:
         return self.repetition >= REPETITIVE_SHARE
+
+    @property
+    def empty(self) -> bool:
+        """Nothing but a role prefix or template markers (or nothing at all): an empty answer."""
+        return not measured_text(self.text)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -33,7 +33,6 @@ from textual.widgets import DataTable, Input, Static
 from grpo_tui.numbers import NEAR_ZERO, format_cell, format_value
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.completions import CompletionsIndex, Group, IndexState, Page, Sample
-from grpo_tui.run.text_stats import measured_text
 from grpo_tui.ui.completions_cursor import CompletionsCursor, best_group, group_order, worst_group
 from grpo_tui.ui.sample_text import capped_lines, fold_prompt
 from grpo_tui.ui.themes import ZonePalette
@@ -211,7 +210,7 @@ def row_cells(
     body = capped.text
     if search:
         body.highlight_words([search], style="reverse", case_sensitive=False)
-    if not body.plain.strip() or not measured_text(sample.text):
+    if not body.plain.strip() or sample.empty:
         # nothing but a role prefix or template markers is an empty answer, said so
         body = Text("(empty)", style="dim")
     cells.append(body)
