@@ -374,7 +374,9 @@ class GrpoTuiApp(App[None]):
         self._metrics.show(
             MetricsFrame(run.store, run.version, self.rules, run.context, diagnosis, spec.palette)
         )
-        self._diagnosis_panel.show(diagnosis, spec.palette, pending=session.diagnosis_note)
+        self._diagnosis_panel.show(
+            diagnosis, spec.palette, pending=session.diagnosis_note, file_notes=tuple(run.notes)
+        )
         self._header.show_verdict(
             verdict_line(diagnosis, pending=session.diagnosis_note), spec.palette
         )
