@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grpo_tui.compare import RunToCompare
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
@@ -420,6 +421,16 @@ class Board:
         return self._in_flight is None and all(
             entry.session.settled for entry in self._entries.values()
         )
+
+    def to_compare(self, paths: Sequence[Path]) -> list[RunToCompare]:
+        """The runs at `paths` (those followed), with their names and steady diagnoses."""
+        return [
+            RunToCompare(
+                self._names.get(path, path.name), entry.session.run, entry.session.diagnosis
+            )
+            for path in paths
+            if (entry := self._entries.get(path)) is not None
+        ]
 
     def rows(self, now: float) -> list[BoardRow]:
         """Every run's row, worst first."""

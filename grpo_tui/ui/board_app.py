@@ -35,6 +35,8 @@ from grpo_tui.ui.themes import ThemeSpec, load_themes, resolve_theme_name
 BOARD_CLOCK_S = 1.0
 #: keys that move the table's cursor (from then on it follows the run it is on)
 _CURSOR_KEYS = frozenset({"up", "down", "pageup", "pagedown", "home", "end", "j", "k"})
+#: actions of the board's table, not of the screens above it
+_BOARD_ONLY = frozenset({"open_run", "filter", "clear_filter", "mark", "compare"})
 #: columns from which the reward, framework and ETA columns are shown
 WIDE_BOARD = 120
 
@@ -90,6 +92,8 @@ class BoardApp(App[BoardChoice]):
         Binding("ctrl+c", "quit_board", "Quit", show=False, priority=True),
         Binding("enter", "open_run", "Open"),
         Binding("slash", "filter", "Filter"),
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("t", "cycle_theme", "Theme"),
     ]
@@ -128,12 +132,15 @@ class BoardApp(App[BoardChoice]):
         self._filter = ""
         self._diagnosing = False
         self._cursor_moved = selected is not None
+        #: the runs marked for a comparison (space), in the order marked
+        self.marked: list[Path] = []
         self._state = Static("", id="board-state")
         self._counts = Static("", id="board-counts")
         self._facts = Static("", id="board-facts")
         self._filter_box = Input(placeholder="filter runs by name, framework, state or verdict")
         self._filter_box.id = "board-filter"
-        self._table: DataTable[Text | str] = DataTable(
+        # every cell is Text: a str cell would be read as markup
+        self._table: DataTable[Text] = DataTable(
             id="board-table", cursor_type="row", zebra_stripes=False
         )
         for spec in self._themes.values():
@@ -221,7 +228,7 @@ class BoardApp(App[BoardChoice]):
         return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
 
     def _key(self) -> tuple[object, ...]:
-        return (tuple(self._rows), self.size.width, self.theme, self._filter)
+        return (tuple(self._rows), self.size.width, self.theme, self._filter, tuple(self.marked))
 
     def _draw(self) -> None:
         every = self.board.rows(self.now())
@@ -237,7 +244,9 @@ class BoardApp(App[BoardChoice]):
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
             facts += f" · filter: {self._filter} ({len(self._rows)})"
-        facts += " · enter opens a run · esc comes back"
+        if self.marked:
+            facts += f" · {len(self.marked)} marked (c compares)"
+        facts += " · enter opens a run · space marks"
         self._facts.update(Text(facts, style="dim", no_wrap=True, overflow="ellipsis"))
         self._fill_table(width)
 
@@ -246,9 +255,9 @@ class BoardApp(App[BoardChoice]):
         pads each column by a cell on both sides)."""
         wide = width >= WIDE_BOARD
         name = 28 if wide else 19
-        fixed = [("", 1), ("run", name), ("state", 8), ("step", 16 if wide else 9)]
+        fixed = [("mark", 1), ("status", 1), ("run", name), ("state", 8), ("step", 15 if wide else 9)]
         if wide:
-            fixed += [("framework", 10), ("reward first→now", 26), ("data", 9)]
+            fixed += [("framework", 12), ("reward first→now", 26), ("data", 9)]
         used = sum(w for _, w in fixed) + 2 * (len(fixed) + 1)
         return [*fixed, ("verdict", max(16, width - used - 1))]
 
@@ -260,24 +269,28 @@ class BoardApp(App[BoardChoice]):
         columns = self._columns(width)
         table.clear(columns=True)
         for label, size in columns:
-            table.add_column(label, width=size, key=label or "status")
+            # the mark and status columns have a key, no label
+            shown = "" if label in ("mark", "status") else label
+            table.add_column(Text(shown), width=size, key=label)
         spec = self.theme_spec.palette
         verdict_width = columns[-1][1]
         narrow = width < WIDE_BOARD
         for row in self._rows:
             glyph = Text(row.status.glyph, style=spec.style(row.status.zone))
             state_style = "bold" if row.troubled else ""
-            cells: list[Text | str] = [
+            mark = "●" if row.path in self.marked else " "
+            cells: list[Text] = [
+                Text(mark, style="bold"),
                 glyph,
-                Text(fit_name(row.name, columns[1][1]), no_wrap=True),
+                Text(fit_name(row.name, columns[2][1]), no_wrap=True),
                 Text(state_word(row), style=state_style),
-                row.step.removeprefix("step ").split(" ")[0] if narrow else row.step,
+                Text(row.step.removeprefix("step ").split(" ")[0] if narrow else row.step[5:]),
             ]
-            if len(columns) > 5:
+            if len(columns) > 6:
                 cells += [
                     Text(row.framework, no_wrap=True, overflow="ellipsis"),
                     Text(reward_cell(row), no_wrap=True, overflow="ellipsis"),
-                    row.age,
+                    Text(row.age),
                 ]
             cells.append(verdict_cell(row, verdict_width))
             table.add_row(*cells, key=str(row.path))
@@ -332,6 +345,44 @@ class BoardApp(App[BoardChoice]):
         key = event.row_key.value
         if key:
             self.exit(BoardChoice(Path(key)))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The board's own keys act (and show in the footer) on the board only, not on a
+        comparison pushed over it."""
+        if action in _BOARD_ONLY and len(self.screen_stack) > 1:
+            return False
+        return True
+
+    def action_mark(self) -> None:
+        """Mark the run under the cursor for a comparison, or unmark it."""
+        path = self._selected_path()
+        if path is None:
+            return
+        self._cursor_moved = True
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked.append(path)
+        self._draw()
+
+    def action_compare(self) -> None:
+        """The marked runs side by side (two or more)."""
+        from grpo_tui.compare import compare_runs, overlay_series
+        from grpo_tui.ui.compare_screen import CompareScreen
+
+        runs = self.board.to_compare(self.marked)
+        if len(runs) < 2:
+            self.notify("mark two or more runs with space, then press c", markup=False)
+            return
+        width = max(20, (self.size.width or 80) - 44)
+        comparison = compare_runs(runs, self.board.rules, width)
+        self.push_screen(
+            CompareScreen(
+                comparison,
+                self.theme_spec.palette,
+                lambda metric, cells: overlay_series(runs, metric, cells),
+            )
+        )
 
     def action_quit_board(self) -> None:
         self.exit(BoardChoice(None))
