@@ -112,7 +112,7 @@ def step_edges(runs: Sequence[Run], cells: int) -> np.ndarray:
     if hi <= lo:
         hi = lo + 1.0
     stride = max(logging_stride(run) for run in runs if len(run.store))
-    spans = int(min(max(1, cells), max(1.0, np.floor((hi - lo) / stride) + 1)))
+    spans = int(min(max(1, cells), max(1.0, np.floor((hi - lo) / stride))))
     return np.linspace(lo, hi, spans + 1)
 
 
