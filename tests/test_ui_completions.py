@@ -107,13 +107,16 @@ async def test_newest_group_of_a_real_run(run_with_completions: Path) -> None:
         group = panel.shown_group
         assert "following the newest" in status(panel)
     assert group is not None
-    # the newest entry worth showing is the eval line of step 6 (the last line repeats it)
-    assert panel.page is not None and panel.page.info.kind == "eval_or_end"
-    assert "step 6 eval / end · group 1/2 · 4 completions" in text
+    # the newest entry worth showing is the eval line of step 6 (the last line repeats it):
+    # the metrics log has an eval line at step 6, so it is labelled eval
+    assert panel.page is not None and panel.page.info.kind == "eval"
+    assert "step 6 eval · group 1/2 · 4 completions" in text
     # the chat template is folded to one line: system prompt size, then the question
     assert "⟨system 43 chars⟩ │ What is 8+6?" in text
-    for name in ("Format", "Length…", "total", "adv", "completion"):
+    # at 100 columns every reward name fits whole; no row has a flag: no flags column
+    for name in ("Format", "LengthBonus", "CoinFlip", "total", "adv", "completion"):
         assert name in text
+    assert "flags" not in text
     # advantages carry their sign as a glyph
     assert "▲0.5985" in text and "▼1.483" in text
 
@@ -242,7 +245,8 @@ async def test_new_groups_never_move_a_held_place(run_with_completions: Path) ->
         append(path, restamped(completions_lines()[1], 7))
         append(path, restamped(completions_lines()[2], 8))
         app.reader.wake()
-        await wait_until(pilot, lambda: "2 new" in status(panel))
+        # counted in groups, the unit on screen (each of those batches holds 2 groups)
+        await wait_until(pilot, lambda: "4 new groups in 2 steps" in status(panel))
         assert panel.cursor.place == before and "step 6" in title(panel)
         await pilot.press("space")  # follow again: the newest at once
         await wait_until(pilot, lambda: "step 8 train" in title(panel))
@@ -331,7 +335,7 @@ async def test_hostile_completions_stay_inert_on_screen(tmp_path: Path) -> None:
     assert panel.shown_group is not None
     for shown in (text, body, whole, svg):
         assert leaks(shown) == []
-    assert "[bold]…" in text  # the reward's name as typed (cut), not bold markup
+    assert "[bold]Reward[/]" in text  # the reward's name as typed, not bold markup
 
 
 async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
