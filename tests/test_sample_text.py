@@ -557,8 +557,10 @@ def test_table_layout_reward_columns_give_way_first() -> None:
         if layout.text_width > MIN_TEXT_WIDTH:
             assert layout.width == width  # the text takes what is left
         if kept < len(names):
-            # every shown name is cut before a column is dropped
-            assert all(w <= REWARD_NAME_CHARS for _, w in layout.rewards)
+            # a column is dropped only when cutting every name was not enough
+            fixed = layout.width - layout.text_width - sum(w + 2 for _, w in layout.rewards)
+            cut = sum(min(len(n), REWARD_NAME_CHARS) + 2 for n in names[: kept + 1])
+            assert layout.width - fixed - cut < MIN_TEXT_WIDTH or width < fixed + MIN_TEXT_WIDTH
     assert table_layout(10, names).rewards == ()
     assert table_layout(10, names).hidden == tuple(names)
     assert table_layout(80, []).rewards == ()

@@ -179,9 +179,9 @@ def parse_record(
         column = None if key in extra_keys else _numeric(values)
         if column is None:
             # a text column some plugin gathered (or a declared extra): not a reward
-            if key not in NON_REWARD_KEYS and key not in _NOT_EXTRAS:
-                if len(extra_columns) < EXTRA_COLUMNS:
-                    extra_columns[key] = values
+            keep = key not in NON_REWARD_KEYS and key not in _NOT_EXTRAS
+            if keep and len(extra_columns) < EXTRA_COLUMNS:
+                extra_columns[key] = values
             continue
         if key in NON_REWARD_KEYS:
             numeric_extras[key] = column

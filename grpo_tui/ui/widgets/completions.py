@@ -233,6 +233,11 @@ def table_layout(width: int, reward_names: Sequence[str], flags_width: int = 0) 
     while names and text_left(widths) < MIN_TEXT_WIDTH:
         names.pop()
         widths.pop()
+    for position, name in enumerate(names):
+        # the room a dropped column left gives names back their whole width, in order
+        whole = [*widths[:position], _full_width(name), *widths[position + 1 :]]
+        if text_left(whole) >= MIN_TEXT_WIDTH:
+            widths = whole
     hidden = tuple(reward_names[len(names) :])
     return TableLayout(
         tuple(zip(names, widths, strict=True)),
