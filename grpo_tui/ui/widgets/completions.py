@@ -207,7 +207,7 @@ NUMBER_WIDTH = 3
 VALUE_CELLS = 6
 ADVANTAGE_CELLS = 7
 #: a reward function's column is at most this wide (a longer name is cut)
-REWARD_NAME_MAX = 16
+REWARD_NAME_MAX = 24
 _PADDING = 2
 
 
