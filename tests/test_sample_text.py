@@ -889,3 +889,25 @@ async def test_reward_column_header_shows_markup_literally(
         table = panel.query_one(DataTable)
         labels = [column.label.plain for column in table.columns.values()]
     assert short_name(reward) in labels
+
+
+def test_flags_width_is_its_widest_cell_at_least_its_header(
+    tmp_path: Path, palette: ZonePalette
+) -> None:
+    """No flag in a group: no flags column; a lone ✗fmt still gets its header whole."""
+    record = {
+        "step": ["1"] * 2,
+        "prompt": ["p"] * 2,
+        "completion": ["<answer>5</answer>", "<answer>5"],
+        "A": [1.0, 0.0],
+        "advantages": [1.0, -1.0],
+    }
+    flagged = _page(tmp_path, [record]).groups[0]
+    assert [sample_flags(s) for s in flagged.completions] == [[], ["✗fmt", "✂cut"]]
+    assert flags_width(flagged) == len("✗fmt ✂cut")
+    (tmp_path / "plain").mkdir()
+    plain = _page(tmp_path / "plain", [{**record, "completion": ["5", "6"]}]).groups[0]
+    assert flags_width(plain) == 0
+    layout = table_layout(80, ["A"], flags_width(plain))
+    cells, _ = row_cells(1, plain.completions[0], layout, palette, lines=1)
+    assert len(cells) == 5  # #, A, total, adv, text: no flags cell

@@ -206,6 +206,7 @@ class TableLayout:
 NUMBER_WIDTH = 3
 VALUE_CELLS = 6
 ADVANTAGE_CELLS = 7
+FLAGS_HEADER = "flags"
 #: a reward function's column is at most this wide (a longer name is cut)
 REWARD_NAME_MAX = 24
 _PADDING = 2
@@ -248,8 +249,10 @@ def table_layout(width: int, reward_names: Sequence[str], flags_width: int = 0) 
 
 
 def flags_width(group: Group) -> int:
-    """The widest flags cell of a group (0: none of its completions has a flag)."""
-    return max((len(" ".join(sample_flags(s))) for s in group.completions), default=0)
+    """The flags column's width: its widest cell, at least its header (0: none of the
+    group's completions has a flag, no column)."""
+    widest = max((len(" ".join(sample_flags(s))) for s in group.completions), default=0)
+    return max(widest, len(FLAGS_HEADER)) if widest else 0
 
 
 def hidden_caption(layout: TableLayout) -> Text | None:
@@ -657,7 +660,7 @@ class CompletionsPanel(Vertical):
         table.add_column("total", key="total", width=VALUE_CELLS)
         table.add_column("adv", key="adv", width=ADVANTAGE_CELLS)
         if layout.flags_width:
-            table.add_column("flags", key="flags", width=layout.flags_width)
+            table.add_column(FLAGS_HEADER, key="flags", width=layout.flags_width)
         table.add_column("completion", key="text", width=layout.text_width)
         for number, sample in enumerate(group.completions, 1):
             cells, height = row_cells(
@@ -905,34 +908,30 @@ def extras_line(sample: Sample) -> Text | None:
 
 
 def completions_help() -> list[str]:
-    """What the completions pane's flags and statistics mean, from the thresholds the code
-    uses (the help screen shows these)."""
+    """What the completions pane's flags and statistics mean, one term a line, from the
+    thresholds the code uses (the help screen shows these)."""
     share = f"{REPETITIVE_SHARE:.0%}"
+    piece = f"{SHINGLE_CHARS}-character pieces"
+    terms = (
+        ("train / eval", "the batch's role; eval rollouts stay out of the samples/* series"),
+        ("eval / end", "a later batch at a step already seen (eval or end of training)"),
+        ("mean", "the group's mean total reward (w / b jump to the lowest / highest)"),
+        ("spread", "the std of the group's totals (0: one reward for all, no signal)"),
+        ("distinct", f"unique {piece} / all pieces in the group (1: all differ)"),
+        ("overlap", f"the mean share of {piece} two completions have in common"),
+        ("ZERO SPREAD", "every completion of the group got the same total"),
+        ("ALL FAIL", "zero spread at the lowest total seen so far, or every reward 0"),
+        ("ALL PASS", "zero spread at the highest total seen so far"),
+        ("total", "the sum of the reward functions (weighted as the run's args say)"),
+        ("adv ▲ ▼ ·", f"positive / negative advantage / about 0 (below {NEAR_ZERO:g})"),
+        ("✗fmt", "the group uses <think>/<answer> or \\boxed{}; this one breaks the format"),
+        ("✂cut", "a tag or \\boxed{ opened and never closed: cut off"),
+        ("↻rep", f"at least {share} of its {piece} repeat: a loop"),
+    )
+    width = max(len(term) for term, _ in terms)
     return [
-        "Completions pane: one GRPO group (the completions of one prompt) at a time.",
-        (
-            "  Title: train / eval (eval rollouts, kept out of the samples/* series) / "
-            "eval / end (a later batch at a step already seen) · mean: the group's mean "
-            "total reward (w / b jump to the lowest / highest) · spread: the std of the "
-            "totals (0: every completion got the same reward, no advantage signal) · "
-            f"distinct: unique {SHINGLE_CHARS}-character pieces / all pieces in the group "
-            "(1: all differ) · overlap: the mean share of pieces two completions share "
-            "(1: identical)."
-        ),
-        (
-            "  ZERO SPREAD: all totals equal; ALL FAIL: equal at the lowest total seen so far "
-            "(or every reward 0); ALL PASS: equal at the highest seen so far."
-        ),
-        (
-            "  total: the sum of the reward functions (weighted as the run's args say) · "
-            f"adv: ▲ positive, ▼ negative advantage, · about 0 (below {NEAR_ZERO:g}) · "
-            "✗fmt: the group uses <think>/<answer> tags or \\boxed{} and this one breaks "
-            "the format · ✂cut: a tag or \\boxed{ opened and never closed (cut off) · "
-            f"↻rep: at least {share} of its {SHINGLE_CHARS}-character pieces repeat (a loop)."
-        ),
-        (
-            "  The flags column shows only when a row has a flag; reward columns that do not "
-            "fit are named under the prompt; enter shows the whole completion, with every "
-            "reward and the extra columns the trainer logged."
-        ),
+        "Completions pane: one GRPO group (the completions of one prompt) at a time; "
+        "the flags column shows when a row has a flag, reward columns that do not fit are "
+        "named under the prompt, enter shows the whole completion and every logged column.",
+        *(f"  {term.ljust(width)}  {meaning}" for term, meaning in terms),
     ]
