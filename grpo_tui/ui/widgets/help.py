@@ -19,6 +19,7 @@ from grpo_tui.run.state import (
     STALL_UNKNOWN_INTERVAL_S,
     stall_threshold,
 )
+from grpo_tui.ui.widgets.completions import completions_help
 from grpo_tui.vocabulary import Direction, Zone
 
 #: keys Textual itself provides, described the same way
@@ -76,6 +77,8 @@ def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[
             "until the interval is known)."
         ),
         f"The diagnosis is the engine of `grpo-tui check`, re-run at most once every {diagnosis_interval:g} s.",
+        # the completions pane's flags and statistics (its own block, from its module)
+        *completions_help(),
     ]
 
 
