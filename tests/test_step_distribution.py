@@ -138,6 +138,7 @@ class TestGroupSplit:
         shown = read_step(index, None)
         assert shown is not None and shown.groups == 4
         assert shown.split[kind] == 4  # type: ignore[index]
+        assert shown.no_signal == (0 if kind == "mixed" else 4)
         groups = index.groups(-1)
         assert [group_kind(group) for group in groups] == [kind] * 4
         for group in groups:

@@ -255,8 +255,10 @@ class StepDistribution:
         return self.split[kind] / self.groups if self.groups else math.nan
 
     @property
-    def advantages_logged(self) -> bool:
-        return bool(np.isfinite(self.advantages).any())
+    def no_signal(self) -> int:
+        """Groups whose completions all got the same total (all fail, all pass, tied):
+        GRPO's advantage is 0 for each of their completions."""
+        return self.split["all_fail"] + self.split["all_pass"] + self.split["tied"]
 
     def histograms(self, max_bins: int = MAX_BINS) -> list[Histogram]:
         """The total, the advantage, then each reward function, each in ≤ `max_bins` rows."""
