@@ -42,6 +42,7 @@ from grpo_tui.ui.widgets.distribution import (
     split_text,
     title_text,
 )
+from grpo_tui.ui.widgets.help import help_notes, key_rows
 
 PALETTE = load_themes()["default"].palette
 
@@ -213,3 +214,15 @@ class TestRendering:
         assert columns_for(80, 5) == 2 and columns_for(160, 5) == 4 and columns_for(60, 5) == 1
         assert columns_for(400, 3) == 3
         assert bins_for(18, 3) == 4 and bins_for(4, 5) == 3
+
+
+class TestHelp:
+    """The help lists the key and says what the screen shows and how to move in it."""
+
+    def test_key_and_note(self) -> None:
+        rows = key_rows(lambda binding: binding.key, CompletionsPanel.BINDINGS)
+        assert ("d", "Distribution") in rows
+        note = help_notes(None, 5.0)[-1]
+        assert note.startswith("Distribution (d in the completions)")
+        assert "▓ all fail, ▒ tied, █ mixed, ░ all pass, · unknown" in note
+        assert "[ / ] or ← / → the previous / next step, esc back" in note
