@@ -261,7 +261,8 @@ class CompletionsPanel(Vertical):
         Binding("slash", "search", "Search"),
         Binding("e", "expand", "Expand"),
         Binding("space", "toggle_follow", "Follow/hold"),
-        Binding("d", "distribution", "Distribution"),
+        # off the footer, which is full already (q Quit would go); `?` lists it
+        Binding("d", "distribution", "Distribution", show=False),
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
