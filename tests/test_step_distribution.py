@@ -14,10 +14,12 @@ from helpers import FIXTURE_COMPLETIONS, MS_SWIFT, TRL, simulated_run
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import grpo_tui.sources.completion_batches as batches_module
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.completions.groups import TIE_TOLERANCE
 from grpo_tui.run.step_distribution import (
     ALWAYS_LEVELS,
+    LEVEL_REPEATS,
     MAX_BINS,
     bar_eighths,
     group_kind,
@@ -100,6 +102,25 @@ class TestRealMsSwift:
         assert step_entries(index, 5) == (5,)
         shown = read_step(index, 5)
         assert shown is not None and shown.kind == "eval_or_end" and shown.step == "6"
+
+
+class TestPreview:
+    """A big file's newest batch, read from its end before the index reaches it."""
+
+    def test_preview_then_back_into_the_index(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(batches_module, "PREVIEW_FROM_BYTES", 1)  # every file is big
+        path = tmp_path / "completions.jsonl"
+        shutil.copy(FIXTURE_COMPLETIONS, path)
+        index = CompletionsIndex(path)
+        index.poll(max_bytes=1)  # the preview, and one line indexed
+        assert index.state().previewing
+        shown = read_step(index, None)
+        assert shown is not None and shown.entries == () and shown.step == "6"
+        assert (shown.completions, shown.groups) == (8, 2)
+        assert neighbour_step(index, shown, forward=True) is None
+        assert neighbour_step(index, shown, forward=False) == 0  # the one indexed so far
 
 
 class TestRealTrl:
@@ -222,8 +243,7 @@ class TestBinningProperties:
             level = series.edges[position]
             assert np.all(np.abs(finite - level) <= TIE_TOLERANCE * np.maximum(1, np.abs(level)))
             assert np.bincount(position, minlength=series.bins).tolist() == series.counts.tolist()
-            if series.bins <= ALWAYS_LEVELS:
-                return
+            assert series.bins <= ALWAYS_LEVELS or series.bins * LEVEL_REPEATS <= finite.size
         else:
             edges = series.edges
             assert edges.size == series.counts.size + 1 and np.all(np.diff(edges) > 0)
