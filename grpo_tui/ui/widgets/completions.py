@@ -342,6 +342,8 @@ class CompletionsPanel(Vertical):
         Binding("slash", "search", "Search"),
         Binding("e", "expand", "Expand"),
         Binding("space", "toggle_follow", "Follow/hold"),
+        # off the footer, which is full already (q Quit would go); `?` lists it
+        Binding("d", "distribution", "Distribution", show=False),
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
@@ -794,6 +796,18 @@ class CompletionsPanel(Vertical):
                 self.cursor.arrived(state.newest_entry)
                 self._load(None if state.previewing else state.newest_entry, group=0)
         self._draw_status()
+
+    def action_distribution(self) -> None:
+        """`d`: the shown step's reward, advantage and group-split distribution."""
+        from grpo_tui.ui.widgets.distribution import NOTHING_LOGGED, DistributionScreen
+
+        index = self._source.index if self._source is not None else None
+        if index is None or self.page is None:
+            self.app.notify(NOTHING_LOGGED, severity="warning", markup=False)
+            return
+        limit = self.cursor.newest_seen if self.frozen else None
+        screen = DistributionScreen(index, self._entry_of_page(), self.palette, limit=limit)
+        self.app.push_screen(screen)
 
     # -- search -------------------------------------------------------------------------
     def action_search(self) -> None:
