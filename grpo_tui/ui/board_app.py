@@ -365,9 +365,7 @@ class BoardApp(App[BoardChoice]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The board's own keys act (and show in the footer) on the board only, not on a
         comparison pushed over it."""
-        if action in _BOARD_ONLY and len(self.screen_stack) > 1:
-            return False
-        return True
+        return not (action in _BOARD_ONLY and len(self.screen_stack) > 1)
 
     def action_mark(self) -> None:
         """Mark the run under the cursor for a comparison, or unmark it."""
