@@ -92,7 +92,7 @@ class TestOpening:
             assert shown is not None and panel.page is not None
             assert shown.step == panel.page.info.step and shown.entries == (panel.page.info.index,)
             text = screen_text(app)
-            assert f"step {shown.step} eval / end · 8 completions in 2 groups" in text
+            assert f"step {shown.step} eval · 8 completions in 2 groups" in text
             assert "mixed 2 (100%)" in text and "all fail 0 (0%)" in text
             assert "every group's totals differ: all 2 carry a learning signal" in text
             for name in ("total", "advantage", "Format", "LengthBonus", "CoinFlip"):
@@ -111,13 +111,13 @@ class TestOpening:
                 assert screen.shown is not None
                 seen.append((screen.shown.step, screen.shown.kind))
             # eval of 6 → train 6 → 4 → 3, then back up
-            assert seen == [("6", "new"), ("4", "new"), ("3", "new"), ("4", "new"), ("6", "new")]
+            assert seen == [("6", "new"), ("4", "new"), ("3", "eval"), ("4", "new"), ("6", "new")]
             assert "step 6 train" in screen_text(app)
             await _press_and_read(pilot, screen, "]")  # the eval batch of 6
             await _press_and_read(pilot, screen, "]")
             assert screen.note == "this is the newest step"
             assert "this is the newest step" in screen_text(app)
-            assert screen.shown is not None and screen.shown.kind == "eval_or_end"
+            assert screen.shown is not None and screen.shown.kind == "eval"
 
     async def test_all_fail_groups_on_a_simulated_run(self) -> None:
         app = app_for(simulated_run("not_learning", max_steps=40).parent, cycle_seconds=3600)

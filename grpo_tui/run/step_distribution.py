@@ -237,7 +237,7 @@ class StepDistribution:
     """What one step's logged completions hold, ready to bin for a screen of any size."""
 
     step: str
-    #: "new" (train), "eval_or_end" or "repeat": the role the index gave its batch
+    #: "new" (train), "eval", "eval_or_end" or "repeat": the role the index gave its batch
     kind: str
     #: the index entries it was read from, oldest first (several: a step logged in parts);
     #: empty for the preview of a big file's newest batch

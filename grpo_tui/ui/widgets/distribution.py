@@ -74,7 +74,7 @@ SPLIT_ZONE: dict[GroupKind, Zone] = {
 }
 #: the kinds the legend always names (the others only when some group is of that kind)
 _ALWAYS_NAMED: tuple[GroupKind, ...] = ("all_fail", "mixed", "all_pass")
-_KIND_WORDS = {"new": "train", "eval_or_end": "eval / end", "repeat": "repeat"}
+_KIND_WORDS = {"new": "train", "eval": "eval", "eval_or_end": "eval / end", "repeat": "repeat"}
 NOTHING_LOGGED = "No completions logged yet: there is no step to show the distribution of."
 
 
