@@ -224,12 +224,14 @@ def duration_ticks(lo: float, hi: float, cells: int) -> Ticks:
 
 
 def value_ticks(lo: float, hi: float, rows: int) -> Ticks:
-    """Value ticks 1, 2, 5 × 10^k apart within [lo, hi], at least two rows apart."""
+    """Value ticks 1, 2, 5 × 10^k apart within [lo, hi], at least two rows apart and
+    about ten at most (a tall chart labels every 4th or 5th row, not every other one)."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo or rows <= 0:
         return Ticks((), ())
+    apart = max(2.0, rows / 10)
     steps = _nice_steps((hi - lo) / max(rows, 1))
     for step in steps:
-        if step / (hi - lo) * rows >= 2:
+        if step / (hi - lo) * rows >= apart:
             break
     positions = _multiples(lo, hi, step)
     return Ticks(tuple(positions), tuple(format_value(p) for p in positions))

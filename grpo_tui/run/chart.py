@@ -185,10 +185,15 @@ def _downsample(x: np.ndarray, y: np.ndarray, most: int) -> Line:
 
 @dataclass(frozen=True, slots=True)
 class WallClock:
-    """Steps → wall seconds since the start, from the logged `elapsed` metric."""
+    """Wall seconds since the start, from the logged `elapsed` metric: per row (a line's
+    own time) and per step (for a row or a step with no time of its own)."""
 
     steps: np.ndarray
+    """Timed steps, increasing..."""
     seconds: np.ndarray
+    """...and the time of each one's first line."""
+    row_seconds: np.ndarray
+    """Every row's own time (NaN where a line logged none), never running backwards."""
     stalls: tuple[Stall, ...]
 
     def at(self, steps: np.ndarray) -> np.ndarray:
@@ -198,28 +203,42 @@ class WallClock:
         inside = (steps >= self.steps[0]) & (steps <= self.steps[-1])
         return np.where(inside, seconds, np.nan)
 
+    def of_rows(self, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
+        """The time of these rows: each line's own, else its step's."""
+        own = self.row_seconds[rows]
+        return np.where(np.isfinite(own), own, self.at(steps))
+
 
 def wall_clock(store: MetricStore) -> WallClock | None:
-    """The run's wall clock, or None when it logs no elapsed time (or one timed step)."""
-    points = store.points(ELAPSED)
-    if len(points) < 2:
+    """The run's wall clock, or None when it logs no elapsed time (or one timed step).
+
+    A stall is a gap between two consecutive timed lines (any kind: an eval line that took
+    ten minutes is data) longer than the header's STALLED threshold for the run's usual
+    interval between lines."""
+    if ELAPSED not in store:
         return None
-    order = np.argsort(points.steps, kind="stable")
-    steps, seconds = points.steps[order], points.values[order]
-    # one time per step, its first line's (an eval or end line at that step logs later);
+    row_seconds = np.array(store.column(ELAPSED), dtype=float)
+    timed = np.flatnonzero(np.isfinite(row_seconds))
+    if timed.size < 2:
+        return None
     # never running backwards (a resumed run's clock restarting reads as no time passing)
-    steps, first = np.unique(steps, return_index=True)
-    seconds = np.maximum.accumulate(seconds[first])
-    if steps.size < 2 or seconds[-1] <= seconds[0]:
+    row_seconds[timed] = np.maximum.accumulate(row_seconds[timed])
+    row_steps = np.asarray(store.steps, dtype=float)[timed]
+    times = row_seconds[timed]
+    order = np.argsort(row_steps, kind="stable")
+    # one time per step for steps with no line of their own: its first line's
+    steps, first = np.unique(row_steps[order], return_index=True)
+    seconds = np.maximum.accumulate(times[order][first])
+    if steps.size < 2 or times[-1] <= times[0]:
         return None
-    gaps = np.diff(seconds)
+    gaps = np.diff(times)
     positive = gaps[gaps > 0]
     threshold = stall_threshold(float(np.median(positive)) if positive.size >= 2 else None)
     stalls = tuple(
-        Stall(float(steps[i]), float(seconds[i]), float(seconds[i + 1]))
+        Stall(float(row_steps[i]), float(times[i]), float(times[i + 1]))
         for i in np.flatnonzero(gaps > threshold).tolist()
     )
-    return WallClock(steps, seconds, stalls)
+    return WallClock(steps, seconds, row_seconds, stalls)
 
 
 def _plot_area(width: int, height: int, y_labels: Ticks) -> tuple[int, int]:
@@ -245,12 +264,21 @@ def _step_lines(store: MetricStore, name: str, columns: int) -> tuple[Line, Line
     )
 
 
+def _timed_points(store: MetricStore, clock: WallClock, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(wall seconds, value) of every finite point of a metric, in row order."""
+    if name not in store:
+        return np.empty(0), np.empty(0)
+    values = np.asarray(store.column(name), dtype=float)
+    rows = np.flatnonzero(np.isfinite(values))
+    steps = np.asarray(store.steps, dtype=float)[rows]
+    return clock.of_rows(rows, steps), values[rows]
+
+
 def _wall_lines(
-    clock: WallClock, steps: np.ndarray, values: np.ndarray, columns: int
+    seconds: np.ndarray, values: np.ndarray, clock: WallClock, columns: int
 ) -> tuple[Line, Line, Line, bool]:
     """Points bucketed by wall time into `columns` equal spans; a line breaks across a
     stall (a span of buckets that a stall covers holds nothing)."""
-    seconds = clock.at(steps)
     timed = np.isfinite(seconds)
     seconds, values = seconds[timed], values[timed]
     if seconds.size == 0:
@@ -297,15 +325,19 @@ def chart_view(
         notes.append("no wall time logged (this run's lines have no elapsed time): x is the step")
     # a first guess of the plot area (y labels ~9 cells) sizes the buckets
     columns, rows = _plot_area(width, height, Ticks((), ("-0.00001",)))
-    points = store.points(name) if (clock is not None or modes.smooth) else None
-    if clock is not None and points is not None:
-        mean, low, high, several = _wall_lines(clock, points.steps, points.values, columns)
+    # every point (x, value) in row order, where the wall axis or the EMA needs them
+    xs, values = np.empty(0), np.empty(0)
+    if clock is not None:
+        xs, values = _timed_points(store, clock, name)
+        mean, low, high, several = _wall_lines(xs, values, clock, columns)
     else:
         mean, low, high, several = _step_lines(store, name, columns)
+        if modes.smooth:
+            points = store.points(name)
+            xs, values = points.steps.astype(float), points.values
     smoothed: Line | None = None
-    if modes.smooth and points is not None and len(points):
-        ys = ema(points.values)
-        xs = clock.at(points.steps) if clock is not None else points.steps.astype(float)
+    if modes.smooth and values.size:
+        ys = ema(values)
         keep = np.isfinite(xs)
         line = _downsample(xs[keep], ys[keep], _EMA_POINTS_PER_COLUMN * columns)
         if line.x.size and clock is not None:

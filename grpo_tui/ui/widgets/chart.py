@@ -85,11 +85,24 @@ def _draw(fig: Any, x: np.ndarray, y: np.ndarray, marker: plotext.marker) -> Non
 
 
 def _draw_zoned(
-    fig: Any, view: ChartView, line: Line, zones: np.ndarray, palette: ZonePalette
+    fig: Any,
+    view: ChartView,
+    line: Line,
+    zones: np.ndarray,
+    palette: ZonePalette,
+    *,
+    plain_when_unjudged: bool = False,
 ) -> None:
     """A line in its zones' colours: one signal per run of equal zone inside each connected
-    stretch, each run taking the next point along so consecutive runs join up."""
+    stretch, each run taking the next point along so consecutive runs join up. With
+    `plain_when_unjudged`, values no band judges (n/a, unknown) take the terminal's own
+    colour instead of the grey the raw line behind is drawn in."""
     import plotext as plt
+
+    def pixel(zone: Zone) -> plotext.pixel:
+        if plain_when_unjudged and not zone.judged:
+            return plt.pixel("default", "default")
+        return _pixel(palette, zone)
 
     ys = view.drawn(line.y)
     codes = np.asarray(zones, dtype=np.int8)
@@ -98,7 +111,7 @@ def _draw_zoned(
         for pos in range(stretch.start, stretch.stop):
             if pos == stretch.stop - 1 or codes[pos + 1] != codes[pos]:
                 stop = min(pos + 2, stretch.stop)
-                marker = plt.marker("braille", _pixel(palette, Zone(int(codes[pos]))))
+                marker = plt.marker("braille", pixel(Zone(int(codes[pos]))))
                 _draw(fig, line.x[start:stop], ys[start:stop], marker)
                 start = pos + 1
 
@@ -153,7 +166,7 @@ def build_chart(
         # the raw means dim behind, the smoothed line in its zones on top
         for stretch in mean.stretches():
             _draw(fig, mean.x[stretch], view.drawn(mean.y[stretch]), braille_grey)
-        _draw_zoned(fig, view, view.smoothed, smoothed_zones, palette)
+        _draw_zoned(fig, view, view.smoothed, smoothed_zones, palette, plain_when_unjudged=True)
     else:
         for envelope in (view.low, view.high):
             if envelope is not None:
