@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -157,6 +158,24 @@ class TestKeys:
             assert x_labels and all(DURATION.fullmatch(label) for label in x_labels)
             assert "1h" in x_labels and "2h" in x_labels
             assert screen.view is not None and screen.view.wall_time
+
+    async def test_w_shows_a_stall_as_a_gap(self, tmp_path: Path) -> None:
+        # the real run with three hours added after its 30th line: a node that hung
+        run = corpus_run(tmp_path, TIMED)
+        log = next(run.glob("v*/logging.jsonl"))
+        records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        for record in records[30:]:
+            hours, rest = record["elapsed_time"].split("h ", 1)
+            record["elapsed_time"] = f"{int(hours) + 3}h {rest}"
+        log.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        app = app_for(run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_detail(pilot, app, "reward")
+            text = await press_until(pilot, app, "w", "x: wall time")
+            assert re.search(r"· no data for 3h0\dm after step \d+", text)
+            assert screen.view is not None and len(screen.view.mean.stretches()) == 2
+            # the gap is held flat and dotted: a row of · inside the plot
+            assert any("··" in row for row in chart_rows(app)[1])
 
     async def test_w_without_wall_time_says_so(self, tmp_path: Path) -> None:
         app = app_for(corpus_run(tmp_path, UNTIMED))

@@ -344,7 +344,7 @@ def chart_view(
             line = Line(line.x, line.y, _breaks_at(line.x, clock.stalls))
         smoothed = line
     if len(mean) == 0:
-        return _empty_view(name, modes, clock is not None, notes)
+        return _empty_view(name, clock is not None, notes)
     shown = [mean.y]
     if several:
         shown += [low.y, high.y]
@@ -402,7 +402,7 @@ def _stalls_within(clock: WallClock, x_lo: float, x_hi: float) -> tuple[Stall, .
     return tuple(s for s in clock.stalls if s.end_s > x_lo and s.start_s < x_hi)
 
 
-def _empty_view(name: str, modes: ChartModes, wall: bool, notes: list[str]) -> ChartView:
+def _empty_view(name: str, wall: bool, notes: list[str]) -> ChartView:
     empty = Line(np.empty(0), np.empty(0))
     return ChartView(
         name=name,
