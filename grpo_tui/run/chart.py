@@ -225,10 +225,16 @@ def wall_clock(store: MetricStore) -> WallClock | None:
     row_seconds[timed] = np.maximum.accumulate(row_seconds[timed])
     row_steps = np.asarray(store.steps, dtype=float)[timed]
     times = row_seconds[timed]
-    order = np.argsort(row_steps, kind="stable")
-    # one time per step for steps with no line of their own: its first line's
-    steps, first = np.unique(row_steps[order], return_index=True)
-    seconds = np.maximum.accumulate(times[order][first])
+    # one time per step for steps with no line of their own: its first line's (rows are in
+    # step order but on a resumed run: sort only then)
+    if bool(np.all(row_steps[1:] >= row_steps[:-1])):
+        by_step, step_times = row_steps, times
+    else:
+        order = np.argsort(row_steps, kind="stable")
+        by_step, step_times = row_steps[order], times[order]
+    first = np.concatenate(([True], by_step[1:] != by_step[:-1]))
+    steps = by_step[first]
+    seconds = np.maximum.accumulate(step_times[first])
     if steps.size < 2 or times[-1] <= times[0]:
         return None
     gaps = np.diff(times)
