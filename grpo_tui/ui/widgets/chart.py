@@ -1,4 +1,5 @@
-"""A full-size chart of one metric, drawn with plotext from bucketed data.
+"""A full-size chart of one metric, drawn with plotext from what core computed
+(grpo_tui/run/chart.py: lines, ranges, ticks).
 
 plotext builds the picture as an ANSI string; `Text.from_ansi` turns it into inert Rich
 Text (no markup is ever parsed). plotext keeps one global figure, so charts are built on
@@ -10,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.color import Color
 from rich.text import Text
 
 from grpo_tui.numbers import format_step, format_value
-from grpo_tui.run.metrics import Buckets
+from grpo_tui.run.chart import ChartView, Line
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
@@ -78,89 +79,107 @@ def _pixel(palette: ZonePalette, zone: Zone) -> plotext.pixel:
     return plt.pixel(rgb, "default") if rgb is not None else plt.pixel("default", "default")
 
 
-def build_chart(
-    buckets: Buckets,
+def _draw(fig: Any, x: np.ndarray, y: np.ndarray, marker: plotext.marker) -> None:
+    signal = fig.signal(x.tolist(), y.tolist(), marker=marker)
+    fig.draw(signal.lines())
+
+
+def _draw_zoned(
+    fig: Any,
+    view: ChartView,
+    line: Line,
     zones: np.ndarray,
+    palette: ZonePalette,
+    *,
+    plain_when_unjudged: bool = False,
+) -> None:
+    """A line in its zones' colours: one signal per run of equal zone inside each connected
+    stretch, each run taking the next point along so consecutive runs join up. With
+    `plain_when_unjudged`, values no band judges (n/a, unknown) take the terminal's own
+    colour instead of the grey the raw line behind is drawn in."""
+    import plotext as plt
+
+    def pixel(zone: Zone) -> plotext.pixel:
+        if plain_when_unjudged and not zone.judged:
+            return plt.pixel("default", "default")
+        return _pixel(palette, zone)
+
+    ys = view.drawn(line.y)
+    codes = np.asarray(zones, dtype=np.int8)
+    for stretch in line.stretches():
+        start = stretch.start
+        for pos in range(stretch.start, stretch.stop):
+            if pos == stretch.stop - 1 or codes[pos + 1] != codes[pos]:
+                stop = min(pos + 2, stretch.stop)
+                marker = plt.marker("braille", pixel(Zone(int(codes[pos]))))
+                _draw(fig, line.x[start:stop], ys[start:stop], marker)
+                start = pos + 1
+
+
+def build_chart(
+    view: ChartView,
+    zones: np.ndarray,
+    smoothed_zones: np.ndarray | None,
     cuts: list[BandCut],
     markers: list[Marker],
     palette: ZonePalette,
     width: int,
     height: int,
 ) -> tuple[Text, list[BandCut]]:
-    """The chart as inert Text, and the band cuts that fell outside its y range (so the
-    caller can list them instead)."""
+    """The chart core computed (`view`) as inert Text, and the band cuts that fell outside
+    its y range (so the caller can list them instead). `zones` colour the bucket means,
+    `smoothed_zones` the EMA line; with smoothing on, the raw means are drawn grey behind."""
     import plotext as plt
 
+    if view.empty:
+        return Text("nothing logged yet", style="dim"), cuts
     fig = plt.figure
     fig.clear()
     plt.terminal.limit(False, False)
     fig.plot_size(max(20, width), max(6, height))
     fig.theme("colorless")
     fig.legend(active=False)
-    means = np.asarray(buckets.mean, dtype=float)
-    finite = np.isfinite(means)
-    if not finite.any():
-        return Text("nothing logged yet", style="dim"), cuts
-    x_all = (np.asarray(buckets.step_lo, float) + np.asarray(buckets.step_hi, float)) / 2
-    indices = np.flatnonzero(finite)
-    lo = float(np.nanmin(np.where(finite, buckets.min, np.nan)))
-    hi = float(np.nanmax(np.where(finite, buckets.max, np.nan)))
-    span = hi - lo if hi > lo else max(abs(hi), 1.0)
-    y_lo, y_hi = lo - 0.08 * span, hi + 0.08 * span
+    grey = _pixel(palette, Zone.UNKNOWN)
     # band edges and onsets first (data draws over them); they are two-point signals because
     # plotext's own line() paints a background
-    x_lo, x_hi = float(x_all[indices[0]]), float(x_all[indices[-1]])
     hidden: list[BandCut] = []
     for cut in cuts:
-        if y_lo <= cut.value <= y_hi:
-            edge = fig.signal(
-                [x_lo, x_hi],
-                [cut.value, cut.value],
-                marker=plt.marker("┈", _pixel(palette, cut.zone)),
-            )
-            fig.draw(edge.lines())
+        if view.y_inside(cut.value):
+            y = float(view.drawn(np.array([cut.value]))[0])
+            marker = plt.marker("┈", _pixel(palette, cut.zone))
+            _draw(fig, np.array([view.x_lo, view.x_hi]), np.array([y, y]), marker)
         else:
             hidden.append(cut)
-    for marker in markers:
-        if x_lo <= marker.step <= x_hi:
-            onset = fig.signal(
-                [marker.step, marker.step],
-                [y_lo, y_hi],
-                marker=plt.marker("│", _pixel(palette, marker.zone)),
-            )
-            fig.draw(onset.lines())
-    # then the min / max envelope, then the mean on top of everything
-    if bool(np.any(buckets.count[finite] > 1)):
-        grey = _pixel(palette, Zone.UNKNOWN)
-        for series in (buckets.min, buckets.max):
-            envelope = fig.signal(
-                x_all[finite].tolist(),
-                np.asarray(series)[finite].tolist(),
-                marker=plt.marker("braille", grey),
-            )
-            fig.draw(envelope.lines())
-    # the mean, one signal per run of equal zone so the line carries the zone colours
-    zone_codes = np.asarray(zones, dtype=np.int8)
-    start = None
-    for pos, index in enumerate(indices.tolist()):
-        if start is None:
-            start = pos
-        last_of_run = pos == len(indices) - 1 or zone_codes[indices[pos + 1]] != zone_codes[index]
-        if last_of_run:
-            # include the next point so consecutive runs join up
-            stop = min(pos + 2, len(indices))
-            run = indices[start:stop]
-            zone = Zone(int(zone_codes[index]))
-            line = fig.signal(
-                x_all[run].tolist(),
-                means[run].tolist(),
-                marker=plt.marker("braille", _pixel(palette, zone)),
-            )
-            fig.draw(line.lines())
-            start = None
-    fig.ruler("y").lim(y_lo, y_hi)
-    if x_hi > x_lo:
-        fig.ruler("x").lim(x_lo, x_hi)
+    for onset in markers:
+        x = view.x_at(onset.step)
+        if x is not None:
+            marker = plt.marker("│", _pixel(palette, onset.zone))
+            _draw(fig, np.array([x, x]), np.array([view.y_lo, view.y_hi]), marker)
+    mean = view.mean
+    # a stall: the last value held, dotted, across the time nothing came
+    for start in mean.starts[1:]:
+        y = float(view.drawn(mean.y[start - 1 : start])[0])
+        xs = np.array([mean.x[start - 1], mean.x[start]])
+        _draw(fig, xs, np.array([y, y]), plt.marker("·", grey))
+    braille_grey = plt.marker("braille", grey)
+    if view.smoothed is not None and smoothed_zones is not None:
+        # the raw means dim behind, the smoothed line in its zones on top
+        for stretch in mean.stretches():
+            _draw(fig, mean.x[stretch], view.drawn(mean.y[stretch]), braille_grey)
+        _draw_zoned(fig, view, view.smoothed, smoothed_zones, palette, plain_when_unjudged=True)
+    else:
+        for envelope in (view.low, view.high):
+            if envelope is not None:
+                for stretch in envelope.stretches():
+                    ys = view.drawn(envelope.y[stretch])
+                    _draw(fig, envelope.x[stretch], ys, braille_grey)
+        _draw_zoned(fig, view, mean, zones, palette)
+    fig.ruler("y").lim(view.y_lo, view.y_hi)
+    fig.ruler("x").lim(view.x_lo, view.x_hi)
+    if len(view.y_ticks):
+        fig.ruler("y").ticks(list(view.y_ticks.positions), list(view.y_ticks.labels))
+    if len(view.x_ticks):
+        fig.ruler("x").ticks(list(view.x_ticks.positions), list(view.x_ticks.labels))
     picture = fig.build().string()
     return Text.from_ansi(picture.rstrip("\n"), no_wrap=True, end=""), hidden
 
@@ -171,10 +190,16 @@ def chart_legend(
     markers: list[Marker],
     palette: ZonePalette,
     width: int,
+    view: ChartView | None = None,
 ) -> Text:
-    """What the lines mean: ┈ band edges (those off the chart said so), │ scenario onsets;
-    packed into lines of `width` cells without breaking an item."""
+    """What the lines mean: the EMA over the raw line, · stalls, ┈ band edges (those off
+    the chart said so), │ scenario onsets; packed into lines of `width` cells without
+    breaking an item."""
     items: list[Text] = []
+    if view is not None and view.smoothed is not None:
+        items.append(Text(f"⣿ EMA {view.ema_weight:g}, raw grey behind", style="bold"))
+    for stall in view.stalls if view is not None else ():
+        items.append(Text(f"· {stall.words}", style=palette.style(Zone.CAUTION)))
     for cut in cuts:
         item = Text("┈ " + cut.label, style=palette.style(cut.zone))
         if cut in hidden:
@@ -185,8 +210,8 @@ def chart_legend(
         items.append(
             Text(f"│ {printable(marker.label)} from step {format_step(marker.step)}", style=style)
         )
-    if not items:
-        return Text("no zone bands for this metric", style="dim")
+    if not any(item.plain.startswith(("┈", "│")) for item in items):
+        items.append(Text("no zone bands for this metric", style="dim"))
     legend = Text(no_wrap=True, overflow="ellipsis")
     used = 0
     for index, item in enumerate(items):

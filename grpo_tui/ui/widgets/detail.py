@@ -1,7 +1,10 @@
-"""The detail screen: one metric full-size, with its zone bands and scenario onsets."""
+"""The detail screen: one metric full-size, with its zone bands and scenario onsets; `s`
+smooths (EMA), `l` draws log-Y, `w` puts wall time on the x axis (core computes each:
+grpo_tui/run/chart.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -14,14 +17,12 @@ from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import verdict_line
+from grpo_tui.run.chart import ChartModes, ChartView, chart_view
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
 from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import verdict_text
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import ScenarioId, Zone
-
-#: cells the y-axis labels and frame take beside the plotted area
-_AXIS_CELLS = 10
 
 
 def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
@@ -35,7 +36,25 @@ def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
     ]
 
 
-def detail_title(name: str, source: MetricsFrame) -> Text:
+def mode_words(modes: ChartModes, view: ChartView | None) -> str:
+    """The modes in effect, as the title says them: "EMA 0.9 · log-Y · x: wall time"."""
+    words = []
+    if modes.smooth:
+        words.append(f"EMA {view.ema_weight:g}" if view is not None else "EMA")
+    if view is not None and view.log_y:
+        words.append("log-Y")
+    if view is not None and view.wall_time:
+        words.append("x: wall time")
+    return " · ".join(words)
+
+
+def detail_title(
+    name: str,
+    source: MetricsFrame,
+    modes: ChartModes | None = None,
+    view: ChartView | None = None,
+    width: int | None = None,
+) -> Text:
     store = source.store
     health = source.diagnosis.metrics.get(name) if source.diagnosis is not None else None
     zone = health.zone if health is not None else Zone.UNKNOWN
@@ -53,22 +72,40 @@ def detail_title(name: str, source: MetricsFrame) -> Text:
     last = store.last(name)
     if last is not None:
         text.append(f", latest at step {format_step(last[0])}", style="dim")
+    shown = mode_words(modes, view) if modes is not None else ""
+    if shown:
+        block = f"[{shown}]"
+        # the modes as one piece: on a line of their own when they would wrap
+        fits = width is None or text.cell_len + 2 + len(block) <= width
+        text.append("  " if fits else "\n", style="bold")
+        text.append(block, style="bold")
     if health is not None and health.reason:
         text.append("\n")
         text.append(f"{printable(name)} {printable(health.reason)}", style="dim")
+    for note in view.notes if view is not None else ():
+        text.append("\n")
+        text.append(note, style=source.palette.style(Zone.CAUTION))
     return text
 
 
 class DetailScreen(Screen[None]):
     """Full-size chart of one metric; `esc` goes back to the grid."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("s", "chart_mode('smooth')", "Smooth"),
+        Binding("l", "chart_mode('log_y')", "Log-Y"),
+        Binding("w", "chart_mode('wall_time')", "Wall time"),
+    ]
 
     def __init__(self, metric: str, source: MetricsFrame) -> None:
         super().__init__()
         self.metric = metric
         self._source = source
         self._drawn: tuple[object, ...] | None = None
+        self.modes = ChartModes()
+        #: what the chart shows now (for tests and the title)
+        self.view: ChartView | None = None
         self._verdict = Static("", id="detail-verdict")
         self._title_line = Static("", id="detail-title")
         self._chart = Static("", id="detail-chart")
@@ -87,13 +124,21 @@ class DetailScreen(Screen[None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self.show, self._source)
 
+    def action_chart_mode(self, mode: str) -> None:
+        """Turn one chart mode on or off (smooth, log_y, wall_time) and redraw."""
+        self.modes = replace(self.modes, **{mode: not getattr(self.modes, mode)})
+        self.show(self._source)
+        # a note in the title (a mode that cannot be on) takes a row from the chart: draw
+        # again at the chart's new height once the layout knows it
+        self.call_after_refresh(self.show, self._source)
+
     def show(self, source: MetricsFrame) -> None:
         """Redraw when the data, the diagnosis, the theme or the chart's size changed."""
         self._source = source
         chart = self._chart
         width = chart.content_region.width or self.size.width
         height = chart.content_region.height or max(6, self.size.height - 6)
-        key = (source.version, id(source.diagnosis), id(source.palette), width, height)
+        key = (source.version, id(source.diagnosis), id(source.palette), width, height, self.modes)
         if key == self._drawn:
             return
         self._drawn = key
@@ -103,11 +148,21 @@ class DetailScreen(Screen[None]):
         self._verdict.update(
             verdict_text(line, source.palette, self._verdict.content_size.width or width)
         )
-        self._title_line.update(detail_title(name, source))
-        buckets = source.store.buckets(name, max(8, width - _AXIS_CELLS))
-        zones = zone_of_values(name, buckets.mean, source.rules, source.context)
+        view = chart_view(source.store, name, self.modes, width, height)
+        self.view = view
+        title_width = self._title_line.content_size.width or width
+        self._title_line.update(detail_title(name, source, self.modes, view, title_width))
+        zones = zone_of_values(name, view.mean.y, source.rules, source.context)
+        smoothed = view.smoothed
+        smoothed_zones = (
+            zone_of_values(name, smoothed.y, source.rules, source.context)
+            if smoothed is not None
+            else None
+        )
         cuts = band_cuts(zone_bands(name, source.rules, source.context))
         markers = onset_markers(source.diagnosis)
-        picture, hidden = build_chart(buckets, zones, cuts, markers, source.palette, width, height)
+        picture, hidden = build_chart(
+            view, zones, smoothed_zones, cuts, markers, source.palette, width, height
+        )
         chart.update(picture)
-        self._legend.update(chart_legend(cuts, hidden, markers, source.palette, width))
+        self._legend.update(chart_legend(cuts, hidden, markers, source.palette, width, view))

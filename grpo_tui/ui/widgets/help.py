@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from grpo_tui.run.chart import EMA_WEIGHT
 from grpo_tui.run.state import (
     STALL_FLOOR_S,
     STALL_INTERVALS,
@@ -75,6 +76,11 @@ def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[
             f"STALLED: no new data for more than {threshold:.0f} s now ({STALL_INTERVALS} × the usual "
             f"interval between lines, at least {STALL_FLOOR_S:.0f} s; {STALL_UNKNOWN_INTERVAL_S:.0f} s "
             "until the interval is known)."
+        ),
+        (
+            f"Detail chart: s smooths (EMA weight {EMA_WEIGHT:g}, the raw line grey behind), l "
+            "draws log-Y (only when every value is > 0), w puts wall time on x (where the run "
+            "logs its elapsed time; a stall shows as a dotted gap)."
         ),
         f"The diagnosis is the engine of `grpo-tui check`, re-run at most once every {diagnosis_interval:g} s.",
         # the completions pane's flags and statistics (its own block, from its module)
