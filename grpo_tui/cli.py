@@ -93,14 +93,31 @@ def _source_options(command: argparse.ArgumentParser, *, format_flag: str = "--f
         help="the run to follow in a store of many (trackio; default: newest)",
     )
     command.add_argument(
+        "--ssh-command",
+        metavar="COMMAND",
+        help="the ssh command and options for host:path (default: $GRPO_TUI_SSH, else ssh)",
+    )
+    command.add_argument(
         "--completions",
-        type=Path,
+        type=run_path,
         help="the completions file or folder when it is not beside the log "
         "(verl's rollout_data_dir, TRL's completions/)",
     )
 
 
+def run_path(text: str) -> Path:
+    """PATH as the user wrote it: a local path, or `host:path` / `ssh://[user@]host[:port]/path`
+    on another machine, read over ssh (sources/remote/: a word naming a local file stays local)."""
+    from grpo_tui.sources.remote import run_path as parse
+
+    return parse(text)
+
+
 def _source(args: argparse.Namespace) -> SourceOptions:
+    if args.ssh_command:
+        from grpo_tui.sources.remote import set_ssh_command
+
+        set_ssh_command(args.ssh_command)
     return SourceOptions(
         only=args.source_format, run_name=args.run_name, completions=args.completions
     )
@@ -121,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
 
     tail = sub.add_parser("tail", help="open the live monitor on PATH (the default command)")
     tail.add_argument(
-        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
@@ -137,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument(
-        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     check.add_argument("--json", action="store_true", help="one JSON object instead of text")
     check.add_argument(
@@ -170,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
         "export", help="write the canonical metrics (one row per step) to CSV or Parquet"
     )
     export.add_argument(
-        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     export.add_argument("-o", "--output", required=True, help="the file to write (- = stdout)")
     export.add_argument(
@@ -181,7 +198,7 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument(
-        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
     inspect.add_argument(
