@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grpo_tui.files import RECONNECTING
+from grpo_tui.files import RECONNECTING, mounted
 from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Span, num
 from grpo_tui.numbers import format_age, format_duration, format_step
 from grpo_tui.run.live import Run
@@ -156,6 +156,11 @@ def state_headline(run: Run, now: float) -> tuple[RunState, str]:
     else:
         label = state.word.upper()
     return state, printable(label)
+
+
+def machine_of(path: Path) -> str | None:
+    """The machine a remote PATH is read from (`node1`, `me@node1`), None for a local one."""
+    return Path(path).parts[0].rstrip("~").rstrip(":") if mounted(path) is not None else None
 
 
 def no_metrics_words(run: Run) -> str:
