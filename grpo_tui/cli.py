@@ -94,6 +94,7 @@ def _source_options(command: argparse.ArgumentParser, *, format_flag: str = "--f
     )
     command.add_argument(
         "--ssh-command",
+        action=_SshCommand,
         metavar="COMMAND",
         help="the ssh command and options for host:path (default: $GRPO_TUI_SSH, else ssh)",
     )
@@ -113,11 +114,23 @@ def run_path(text: str) -> Path:
     return parse(text)
 
 
-def _source(args: argparse.Namespace) -> SourceOptions:
-    if args.ssh_command:
+class _SshCommand(argparse.Action):
+    """`--ssh-command`: taken at once, before any remote PATH is looked at."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
         from grpo_tui.sources.remote import set_ssh_command
 
-        set_ssh_command(args.ssh_command)
+        set_ssh_command(str(values))
+        setattr(namespace, self.dest, values)
+
+
+def _source(args: argparse.Namespace) -> SourceOptions:
     return SourceOptions(
         only=args.source_format, run_name=args.run_name, completions=args.completions
     )
@@ -128,6 +141,15 @@ def _given(args: argparse.Namespace) -> RunContext:
     return RunContext(max_completion_length=args.max_completion_length)
 
 
+def _runs(args: argparse.Namespace) -> list[Path]:
+    """The runs the PATHs given hold (one PATH that is one run: itself)."""
+    from grpo_tui.sources.runs import find_runs
+
+    paths: list[Path] = args.path
+    runs = find_runs(paths, only=args.source_format)
+    return runs or paths[:1]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="grpo-tui",
@@ -136,9 +158,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grpo-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    tail = sub.add_parser("tail", help="open the live monitor on PATH (the default command)")
+    tail = sub.add_parser(
+        "tail",
+        help="open the live monitor on PATH (the default command); a board of runs for a "
+        "folder of runs or several PATHs",
+    )
     tail.add_argument(
-        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path",
+        type=run_path,
+        nargs="+",
+        help="logging.jsonl, run or output dir, trainer_state.json; a folder of runs",
     )
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
@@ -154,9 +183,15 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument(
-        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path",
+        type=run_path,
+        nargs="+",
+        help="logging.jsonl, run or output dir, trainer_state.json; a folder of runs "
+        "(several runs: the board, exit code of the worst)",
     )
-    check.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    check.add_argument(
+        "--json", action="store_true", help="one JSON object (a list for several runs)"
+    )
     check.add_argument(
         "-v",
         "--verbose",
@@ -260,8 +295,21 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "tail":
         from grpo_tui.commands.tail import tail_command
 
+        runs = _runs(args)
+        if len(runs) > 1:
+            from grpo_tui.commands.board import board_command
+
+            return board_command(
+                args.path,
+                runs,
+                theme=args.theme,
+                rules_file=args.rules,
+                given=_given(args),
+                cycle_seconds=args.cycle,
+                source=_source(args),
+            )
         return tail_command(
-            args.path,
+            runs[0],
             theme=args.theme,
             rules_file=args.rules,
             given=_given(args),
@@ -277,8 +325,19 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "check":
         from grpo_tui.commands.check import check_command
 
+        runs = _runs(args)
+        if len(runs) > 1:
+            from grpo_tui.commands.board import check_board_command
+
+            return check_board_command(
+                runs,
+                as_json=args.json,
+                rules_file=args.rules,
+                given=_given(args),
+                source=_source(args),
+            )
         return check_command(
-            args.path,
+            runs[0],
             as_json=args.json,
             rules_file=args.rules,
             given=_given(args),

@@ -10,7 +10,7 @@ and answers are the vocabulary's (grpo_tui.vocabulary).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,8 +222,26 @@ def pack_facts(facts: Iterable[str], width: int) -> list[list[str]]:
 _FACT_RANKS = ("step", "last", "ETA", "elapsed", "GiB", "s/it", "it/s", "0 bad lines")
 
 
+#: a note on the run's files quoted whole in the header up to this many cells (longer,
+#: or several: counted, and listed in the diagnosis pane)
+NOTE_FACT_CELLS = 48
+
+
+def notes_fact(notes: Sequence[str]) -> str | None:
+    """The run's file notes (a malformed args.json, a skipped file) as one header fact, so
+    the header keeps its three lines: the note when one short one, else how many and where
+    they are listed."""
+    if not notes:
+        return None
+    if len(notes) == 1 and len(notes[0]) + 2 <= NOTE_FACT_CELLS:
+        return f"! {notes[0]}"
+    return f"! {len(notes)} note{'' if len(notes) == 1 else 's'} on the files (Diagnosis pane)"
+
+
 def _fact_rank(fact: str) -> int:
     if fact.endswith(("bad line", "bad lines")) and not fact.startswith("0 "):
+        return 0
+    if fact.startswith("! "):
         return 0
     for rank, mark in enumerate(_FACT_RANKS):
         if fact.startswith(mark) or fact.endswith(mark):

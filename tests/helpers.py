@@ -256,7 +256,7 @@ STEP_S = 0.02
 
 
 async def wait_until(
-    pilot: Pilot[None],
+    pilot: Pilot[Any],
     condition: Callable[[], object],
     timeout: float = WAIT_S,
     *,

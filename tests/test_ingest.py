@@ -463,12 +463,16 @@ def test_inspect_follow_prints_a_line_per_batch(tmp_path: Path) -> None:
         proc.wait(timeout=10)
 
 
-def test_short_run_buckets_hold_only_the_metrics_own_points() -> None:
-    """An eval line between train lines leaves no gap in a train metric's sparkline."""
+def test_short_run_buckets_share_the_train_step_axis() -> None:
+    """Every metric's cells are the train steps: an eval line between train lines leaves
+    no gap in a train metric, and the evals sit in the cells of their own steps."""
     store = load_run(RUN1).store
     reward = store.buckets("reward", 60)
     assert reward.step_lo.tolist() == [1, 2, 4, 6] and reward.count.tolist() == [1, 1, 1, 1]
-    assert store.buckets("eval_reward", 60).step_lo.tolist() == [3, 6]
+    evals = store.buckets("eval_reward", 60)
+    assert evals.step_lo.tolist() == [1, 2, 4, 6]  # the eval at step 3 is in the cell 2–3
+    assert evals.count.tolist() == [0, 1, 0, 1]
+    assert evals.mean[1] == pytest.approx(1.35859378) and np.isnan(evals.mean[0])
     halves = store.buckets("reward", 2)
     assert halves.count.tolist() == [2, 2]
     assert halves.mean[0] == pytest.approx((1.32187498 + 1.48749995) / 2)

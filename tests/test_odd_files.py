@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import MS_SWIFT, settle, wait_for, wait_until
+from helpers import MS_SWIFT, screen_text, settle, wait_for, wait_until
 
 from grpo_tui.commands.check import check_command
 from grpo_tui.commands.inspect import inspect_command
@@ -446,12 +446,21 @@ class TestTheHeader:
             await settle(pilot, app, lambda: len(app.run_state.store) > 0, what="the log read")
             assert app.run_state.unreadable is None
 
-    async def test_the_header_shows_notes(self, tmp_path: Path) -> None:
+    async def test_the_header_shows_notes_on_its_facts_line(self, tmp_path: Path) -> None:
+        """A note on the files is a fact of the header's third line (the header keeps its
+        three lines), and listed whole at the top of the diagnosis pane."""
         directory = run_dir(tmp_path)
         (directory / "args.json").write_text("[1]")
         app = GrpoTuiApp(directory.parent, environ={}, watch_files=False)
-        async with app.run_test(size=(120, 24)) as pilot:
+        async with app.run_test(size=(80, 24)) as pilot:
             said = "args.json holds a JSON list"
             await wait_until(
-                pilot, lambda: said in str(app.query_one("#run-notes").render()), what=said
+                pilot, lambda: app.run_state.notes and said in app.run_state.notes[0], what=said
             )
+            await wait_until(
+                pilot, lambda: "! " in str(app.query_one("#run-facts").render()), what="the fact"
+            )
+            assert app.query_one("#header").outer_size.height == 3
+            await pilot.press("2")
+            await wait_until(pilot, lambda: said in screen_text(app), what="the pane's Files")
+            assert "Files" in screen_text(app)

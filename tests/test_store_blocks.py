@@ -394,3 +394,25 @@ def test_compact_keeps_every_value_and_gives_back_the_headroom() -> None:
         store.add(Record(LineKind.TRAIN, step, {"reward": step / 10}))
     assert len(store) == 7000 and store.column("reward")[-1] == 700.0
     assert np.isnan(store.column("kl")[-1])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=scenarios())
+def test_short_run_buckets_of_every_metric_share_one_step_axis(case: Scenario) -> None:
+    """Every metric's cells are the store's step axis; each finite point is counted once,
+    in the cell its step falls in, between that cell's min and max."""
+    store = MetricStore()
+    store.add_block(make_block(case.rows, shuffle_groups=random.Random(case.group_seed)))
+    for width in (3, 60):
+        if len(store) >= 2 * FINE * width:  # long runs: buckets of block summaries
+            continue
+        lo, hi = store.step_axis(width)
+        assert len(lo) <= width and bool(np.all(np.diff(lo) > 0)) and bool(np.all(hi >= lo))
+        for name in store.names():
+            buckets = store.buckets(name, width)
+            assert buckets.step_lo.tolist() == lo.tolist()
+            points = store.points(name)
+            assert int(buckets.count.sum()) == len(points)
+            cell = np.maximum(np.searchsorted(lo, points.steps, side="right") - 1, 0)
+            for at, value in zip(cell.tolist(), points.values.tolist(), strict=True):
+                assert buckets.min[at] <= value <= buckets.max[at]

@@ -20,6 +20,7 @@ from helpers import (
 from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.widgets._toast import Toast
 
+from grpo_tui.presentation import fit_facts, notes_fact
 from grpo_tui.session import told
 from grpo_tui.ui import app as app_module
 from grpo_tui.ui.app import GrpoTuiApp
@@ -153,3 +154,22 @@ class TestIdle:
             await wait_until(pilot, lambda: "last data 3m ago" in screen_text(app), what="3m")
             await pilot.pause()
         assert set().union(*rows) == {2}, "the facts line, not the grid or its scrollbar"
+
+
+class TestNotesFact:
+    """The files' notes are one fact of the header's facts line, never a line of their own."""
+
+    def test_one_short_note_is_quoted(self) -> None:
+        assert notes_fact(["args.json: lr is not a number"]) == "! args.json: lr is not a number"
+
+    def test_several_or_long_notes_are_counted_and_pointed_to(self) -> None:
+        assert notes_fact(["a", "b"]) == "! 2 notes on the files (Diagnosis pane)"
+        assert notes_fact(["x" * 60]) == "! 1 note on the files (Diagnosis pane)"
+        assert notes_fact([]) is None
+
+    def test_the_note_is_kept_before_the_speed_and_memory(self) -> None:
+        facts = ["step 5/10 50%", "3.1 s/it", "12.0 GiB", "last data 3s ago", "0 bad lines"]
+        note = "! 2 notes on the files (Diagnosis pane)"
+        kept = fit_facts([*facts, note], 80)
+        assert note in kept and "step 5/10 50%" in kept and "last data 3s ago" in kept
+        assert len(" · ".join(kept)) <= 80

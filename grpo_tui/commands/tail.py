@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
 from grpo_tui.commands.rules_file import effective_rules
@@ -19,8 +19,9 @@ from grpo_tui.run.follow import RunFollower
 from grpo_tui.sources.feed import SourceOptions
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from grpo_tui.context import RunContext
-    from grpo_tui.ui.app import GrpoTuiApp
 
 #: a closed SSH session or tmux pane (SIGHUP) and `kill` (SIGTERM) end the app like `q` does
 _EXIT_SIGNALS = tuple(s for s in (getattr(signal, "SIGHUP", None), signal.SIGTERM) if s is not None)
@@ -29,9 +30,7 @@ EXIT_GRACE_S = 1.0
 
 
 @contextmanager
-def _exit_on_signals(
-    app: GrpoTuiApp, cleanup: Callable[[], object] | None = None
-) -> Iterator[None]:
+def exit_on_signals(app: App[Any], cleanup: Callable[[], object] | None = None) -> Iterator[None]:
     """While the app runs, SIGHUP / SIGTERM make it exit as `q` does, and end the process
     within EXIT_GRACE_S whatever happens: with its terminal gone, the app's shutdown can
     wait forever to write to it (Textual's writer queue fills once its writer thread
@@ -87,7 +86,7 @@ def tail_command(
     except ThemeError as error:
         say(str(error))
         return EXIT_USAGE
-    with _exit_on_signals(app):
+    with exit_on_signals(app):
         app.run()
     return app.return_code or 0
 
@@ -128,7 +127,7 @@ def demo_command(
         )
         writer.start()
         try:
-            with _exit_on_signals(app, lambda: shutil.rmtree(tmp, ignore_errors=True)):
+            with exit_on_signals(app, lambda: shutil.rmtree(tmp, ignore_errors=True)):
                 app.run()
         finally:
             stop.set()

@@ -321,6 +321,7 @@ class MetricStore:
         #: how many rows were dropped because a newer record re-logged their step
         self.replaced_rows = 0
         self._train_rows_cache: tuple[tuple[int, int], np.ndarray] | None = None
+        self._axis_cache: tuple[tuple[int, int, int], np.ndarray, np.ndarray] | None = None
 
     # -- writing -----------------------------------------------------------------
     def add(self, record: Record) -> None:
@@ -660,9 +661,9 @@ class MetricStore:
     def buckets(self, name: str, width: int) -> Buckets:
         """The metric over the whole run in at most `width` buckets, oldest first.
 
-        Short runs (fewer than 2 × FINE rows per bucket): buckets of the metric's own
-        points, straight from the values (an eval metric between train lines leaves no
-        gaps). Longer runs: buckets of equal row span summarised from the per-block
+        Short runs (fewer than 2 × FINE rows per bucket): the cells of the run's step axis
+        (`step_axis`: a train step per cell while they fit), filled straight from the
+        values, so every metric's buckets line up step for step. Longer runs: buckets of equal row span summarised from the per-block
         statistics, fine blocks up to 2 × BLOCK rows per bucket, coarse ones beyond, so the
         cost stays about O(width × 32) whatever the run's length (O(rows / BLOCK) past that).
         A sparsely held metric's fine buckets come straight from its few values (fine
@@ -685,28 +686,49 @@ class MetricStore:
         return self._buckets_from_blocks(column, width, size)
 
     def _buckets_from_rows(self, column: _Column, width: int) -> Buckets:
-        """Short runs: bucket the metric's own logged points, so rows of other kinds (an
-        eval line between train lines) leave no gap; a logged NaN still does."""
-        vals = column.cells.segment(0, self._n)
-        logged = np.isfinite(vals)
-        if column.nonfinite_rows:
-            logged[np.asarray(column.nonfinite_rows, dtype=np.int64)] = True
-        rows = np.flatnonzero(logged)
-        if rows.size == 0:
-            empty = np.empty(0)
-            return Buckets(empty, empty, empty, empty, empty, empty, np.empty(0, np.int64))
-        edges = np.unique(np.linspace(0, rows.size, min(width, rows.size) + 1).astype(np.int64))
-        starts = edges[:-1]
-        point_vals = vals[rows]
-        finite = np.isfinite(point_vals)
-        count = np.add.reduceat(finite.astype(np.int64), starts)
-        total = np.add.reduceat(np.where(finite, point_vals, 0.0), starts)
-        vmin = np.fmin.reduceat(np.where(finite, point_vals, np.nan), starts)
-        vmax = np.fmax.reduceat(np.where(finite, point_vals, np.nan), starts)
-        last_idx = np.maximum.reduceat(np.where(finite, rows, -1), starts)
-        return self._finish(
-            rows[starts], rows[edges[1:] - 1] + 1, count, total, vmin, vmax, last_idx, column
-        )
+        """Short runs: the metric's points in the cells of the run's step axis
+        (`step_axis`), so every metric of the grid shares one: a metric logged on fewer
+        steps shows gaps, an eval sits at its own step, a logged NaN alone in its cell is
+        a gap."""
+        lo, hi = self.step_axis(width)
+        cells = lo.shape[0]
+        rows, vals = column.cells.logged(self._n)
+        finite = np.isfinite(vals)
+        rows, vals = rows[finite], vals[finite]
+        # a point before the first train step (an eval at step 0) joins the first cell
+        at = np.maximum(np.searchsorted(lo, self._steps[rows], side="right") - 1, 0)
+        count = np.bincount(at, minlength=cells).astype(np.int64)
+        total = np.bincount(at, weights=vals, minlength=cells)
+        vmin = np.full(cells, np.nan)
+        vmax = np.full(cells, np.nan)
+        last_idx = np.full(cells, -1, dtype=np.int64)
+        if at.size:
+            if bool(np.any(at[1:] < at[:-1])):  # rows out of step order: cells' runs apart
+                order = np.argsort(at, kind="stable")
+                at, rows, vals = at[order], rows[order], vals[order]
+            # each cell's points are one run of them (reduceat: half ufunc.at's cost)
+            firsts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
+            held = at[firsts]
+            vmin[held] = np.minimum.reduceat(vals, firsts)
+            vmax[held] = np.maximum.reduceat(vals, firsts)
+            last_idx[held] = np.maximum.reduceat(rows, firsts)
+        return self._finish(lo, hi, count, total, vmin, vmax, last_idx, column)
+
+    def step_axis(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first step, last step) of each of at most `width` cells: the train steps (every
+        row's when there are none), one per cell while they fit, else split evenly. What
+        a short run's buckets share (cached until rows are added or dropped)."""
+        key = (self._n, self.replaced_rows, width)
+        cached = self._axis_cache
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        train = self._train_rows()
+        steps = self._steps[train] if train.size else self._steps[: self._n]
+        distinct = np.unique(steps[np.isfinite(steps)])
+        edges = np.unique(np.linspace(0, distinct.size, min(width, distinct.size) + 1).astype(int))
+        lo, hi = distinct[edges[:-1]], distinct[edges[1:] - 1]
+        self._axis_cache = (key, lo, hi)
+        return lo, hi
 
     def _buckets_from_blocks(self, column: _Column, width: int, size: int) -> Buckets:
         starts, row_starts, row_stops = self._bucket_rows(width, size)
@@ -716,7 +738,16 @@ class MetricStore:
         vmin = np.fmin.reduceat(blk_min, starts)
         vmax = np.fmax.reduceat(blk_max, starts)
         last_idx = np.maximum.reduceat(blk_last, starts)
-        return self._finish(row_starts, row_stops, count, total, vmin, vmax, last_idx, column)
+        return self._finish(
+            self._steps[row_starts],
+            self._steps[row_stops - 1],
+            count,
+            total,
+            vmin,
+            vmax,
+            last_idx,
+            column,
+        )
 
     def _bucket_rows(self, width: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(first block of each bucket, its first row, its end row): equal spans of whole
@@ -748,12 +779,21 @@ class MetricStore:
             vmin[held] = np.minimum.reduceat(vals, firsts)
             vmax[held] = np.maximum.reduceat(vals, firsts)
             last_idx[held] = rows[np.concatenate((firsts[1:], [rows.size])) - 1]
-        return self._finish(row_starts, row_stops, count, total, vmin, vmax, last_idx, column)
+        return self._finish(
+            self._steps[row_starts],
+            self._steps[row_stops - 1],
+            count,
+            total,
+            vmin,
+            vmax,
+            last_idx,
+            column,
+        )
 
     def _finish(
         self,
-        row_starts: np.ndarray,
-        row_stops: np.ndarray,
+        step_lo: np.ndarray,
+        step_hi: np.ndarray,
         count: np.ndarray,
         total: np.ndarray,
         vmin: np.ndarray,
@@ -767,8 +807,8 @@ class MetricStore:
             mean = np.where(has, total / np.maximum(count, 1), np.nan)
         last = np.where(last_idx >= 0, column.cells.take(np.maximum(last_idx, 0)), np.nan)
         return Buckets(
-            step_lo=self._steps[row_starts],
-            step_hi=self._steps[row_stops - 1],
+            step_lo=step_lo,
+            step_hi=step_hi,
             min=np.where(has, vmin, np.nan),
             max=np.where(has, vmax, np.nan),
             mean=mean,

@@ -124,11 +124,16 @@ class GrpoTuiApp(App[None]):
         follower: RunFollower | None = None,
         given: RunContext | None = None,
         cycle_seconds: float = DEFAULT_CYCLE_S,
+        from_board: bool = False,
     ) -> None:
+        """`from_board`: opened from a board of runs; `esc` goes back to it."""
         # Textual removes NO_COLOR from the environment in App.__init__: decide first
         self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
         super().__init__()
         self.path = Path(path)
+        self.from_board = from_board
+        #: the user asked to go back to the board (`esc` with nothing to clear)
+        self.back_to_board = False
         self.rules = rules or Rules()
         #: the wall clock (injectable so tests and snapshots have a fixed time)
         self.now = now
@@ -374,7 +379,9 @@ class GrpoTuiApp(App[None]):
         self._metrics.show(
             MetricsFrame(run.store, run.version, self.rules, run.context, diagnosis, spec.palette)
         )
-        self._diagnosis_panel.show(diagnosis, spec.palette, pending=session.diagnosis_note)
+        self._diagnosis_panel.show(
+            diagnosis, spec.palette, pending=session.diagnosis_note, file_notes=tuple(run.notes)
+        )
         self._header.show_verdict(
             verdict_line(diagnosis, pending=session.diagnosis_note), spec.palette
         )
@@ -459,6 +466,12 @@ class GrpoTuiApp(App[None]):
             self._metrics.type_into_filter(event)
 
     def action_clear_filter(self) -> None:
+        metrics = self._metrics
+        idle = not self._grid.filter and not metrics.filter_has_focus
+        if self.from_board and idle and len(self.screen_stack) == 1:
+            self.back_to_board = True
+            self.exit()
+            return
         self._metrics.clear_filter()
 
     def action_toggle_pause(self) -> None:

@@ -34,10 +34,21 @@ def _hanging(marker: Text, body: Text) -> Table:
 
 
 def diagnosis_renderable(
-    diagnosis: Diagnosis | None, palette: ZonePalette, *, pending: str = ""
+    diagnosis: Diagnosis | None,
+    palette: ZonePalette,
+    *,
+    pending: str = "",
+    file_notes: tuple[str, ...] = (),
 ) -> Group:
-    """The whole panel (core strings are used verbatim, never as markup)."""
+    """The whole panel (core strings are used verbatim, never as markup); `file_notes`
+    (the Run's notes on its files, which the header only counts) come first."""
     parts: list[RenderableType] = []
+    if file_notes:
+        caution = _zone_style(palette, Zone.CAUTION)
+        parts.append(Text("Files", style="bold underline"))
+        for file_note in file_notes:
+            parts.append(_hanging(Text("! ", style=caution), Text(printable(file_note))))
+        parts.append(Text(""))
     if diagnosis is None:
         unknown = _zone_style(palette, Zone.UNKNOWN)
         parts.append(
@@ -112,21 +123,30 @@ class DiagnosisPanel(VerticalScroll):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._shown: tuple[Diagnosis | None, ZonePalette, str] | None = None
+        self._shown: tuple[Diagnosis | None, ZonePalette, str, tuple[str, ...]] | None = None
         self._body = Static("", id="diagnosis-body")
 
     def compose(self) -> ComposeResult:
         yield self._body
 
-    def show(self, diagnosis: Diagnosis | None, palette: ZonePalette, *, pending: str = "") -> None:
+    def show(
+        self,
+        diagnosis: Diagnosis | None,
+        palette: ZonePalette,
+        *,
+        pending: str = "",
+        file_notes: tuple[str, ...] = (),
+    ) -> None:
         shown = self._shown
         # equal diagnoses (dataclass equality) draw the same: skip the redraw
         if (
             shown is not None
             and shown[0] == diagnosis
             and shown[1] is palette
-            and shown[2] == pending
+            and shown[2:] == (pending, file_notes)
         ):
             return
-        self._shown = (diagnosis, palette, pending)
-        self._body.update(diagnosis_renderable(diagnosis, palette, pending=pending))
+        self._shown = (diagnosis, palette, pending, file_notes)
+        self._body.update(
+            diagnosis_renderable(diagnosis, palette, pending=pending, file_notes=file_notes)
+        )

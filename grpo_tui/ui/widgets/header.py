@@ -24,6 +24,7 @@ from grpo_tui.presentation import (
     VerdictLine,
     fit_facts,
     machine_of,
+    notes_fact,
     progress_facts,
     state_headline,
 )
@@ -90,7 +91,7 @@ def verdict_text(line: VerdictLine, palette: ZonePalette, width: int) -> Text:
 
 class RunHeader(Vertical):
     """Run name and state on top, the verdict line, then the progress facts that fit one
-    line: three lines in every state."""
+    line (the files' notes among them): three lines in every state."""
 
     DEFAULT_CSS = """
     RunHeader {
@@ -110,7 +111,6 @@ class RunHeader(Vertical):
         self._verdict = Static("", id="verdict-line")
         self._verdict_shown: tuple[VerdictLine, ZonePalette] | None = None
         self._facts = Static("", id="run-facts")
-        self._notes = Static("", id="run-notes")
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header-top"):
@@ -119,7 +119,6 @@ class RunHeader(Vertical):
             yield self._run_name
         yield self._verdict
         yield self._facts
-        yield self._notes
 
     @property
     def verdict(self) -> VerdictLine | None:
@@ -144,9 +143,6 @@ class RunHeader(Vertical):
         """The cells inside the header's padding."""
         return max(20, self.content_size.width or 78)
 
-    def on_mount(self) -> None:
-        self._notes.display = False
-
     @property
     def view(self) -> HeaderView | None:
         return self._view
@@ -168,15 +164,8 @@ class RunHeader(Vertical):
             self._paused_badge.display = view.paused
         if before is None or before.run_label != view.run_label:
             self._run_name.update(inert(" " + view.run_label))
-        if before is None or before.facts != view.facts:
+        if before is None or (before.facts, before.notes) != (view.facts, view.notes):
             self._draw_facts(view)
-        if before is None or before.notes != view.notes:
-            self._notes.update(
-                Text(
-                    "\n".join(f"! {note}" for note in view.notes), no_wrap=True, overflow="ellipsis"
-                )
-            )
-            self._notes.display = bool(view.notes)
 
     def on_resize(self) -> None:
         if self.is_mounted:
@@ -185,14 +174,16 @@ class RunHeader(Vertical):
                 self._draw_facts(self._view)
 
     def _draw_facts(self, view: HeaderView) -> None:
-        """The facts that fit one line of the header (the step, the data's age and bad lines
-        first), never broken inside a fact."""
+        """The facts that fit one line of the header (the step, the data's age, bad lines
+        and the files' notes first), never broken inside a fact."""
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        for index, fact in enumerate(fit_facts(view.facts, self._width())):
+        note = notes_fact(view.notes)
+        facts = (*view.facts, note) if note is not None else view.facts
+        for index, fact in enumerate(fit_facts(facts, self._width())):
             if index:
                 text.append(FACT_SEPARATOR, style="dim")
             bold = fact.endswith(("bad line", "bad lines")) and view.bad_lines
-            text.append(fact, style="bold" if bold else "")
+            text.append(fact, style="bold" if bold or fact is note else "")
         # a line of a fixed size: no layout pass (the clock's once-a-minute repaint is then
         # this line alone, not the grid's scrollbar with it)
         self._facts.update(text, layout=False)

@@ -1,0 +1,444 @@
+"""A board of runs: a session per run, one reader for them all, diagnoses on a schedule.
+
+What the live monitor does for one run (sources → Run → steady diagnosis), done for many
+at once, cheaply: one thread looks at every run's files in turn (a `stat` per file when
+nothing is new), each run's Session takes its updates on the owner's thread, and the
+owner runs one diagnosis at a time, the most overdue first, no run more often than every
+`BoardSettings.diagnose_every_s` and only when its data changed, so fifty quiet runs cost
+a few `stat`s a second. Each run is shown as a `BoardRow` (plain values: the views draw
+them, `check` prints them); runs not opened keep only their Run (the metric columns) and
+the steady judge, never a screen's worth of widgets. New runs are found by looking at the
+folders given again every `rescan_s`.
+
+Textual-free: the board app (ui/board_app.py) and `check` on several runs both use it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from grpo_tui.compare import RunToCompare
+from grpo_tui.context import RunContext
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.verdict import Diagnosis
+from grpo_tui.numbers import format_age, format_duration, format_step
+from grpo_tui.presentation import VERDICT_SEPARATOR, VerdictLine, state_headline, verdict_line
+from grpo_tui.run.follow import RunFollower
+from grpo_tui.run.live import Run
+from grpo_tui.run.update import Update
+from grpo_tui.session import DiagnosisJob, DiagnosisResult, Notice, Session
+from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.sources.runs import runs_in
+from grpo_tui.untrusted import printable
+from grpo_tui.vocabulary import RunState, Status
+
+#: the reward a row shows, first → now, with its sparkline
+BOARD_REWARD = "reward"
+#: points at each end of the reward that "first" and "now" are the medians of (one noisy
+#: step does not make a run look better or worse than it is)
+END_POINTS = 5
+#: cells of a row's reward sparkline
+SPARK_CELLS = 12
+
+
+@dataclass(frozen=True)
+class BoardSettings:
+    """How often the board looks at its runs (the costs of a board of fifty)."""
+
+    poll_s: float = 2.0
+    """Seconds between two looks at every run's files (a `stat` per file when quiet)."""
+    rescan_s: float = 15.0
+    """Seconds between two looks for new runs in the folders given."""
+    diagnose_every_s: float = 10.0
+    """A run is diagnosed again at most this often, and only when its data changed."""
+    read_budget_s: float = 0.05
+    """Seconds one run's read may take before the reader moves to the next run."""
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One run as the board shows it (equal rows draw the same)."""
+
+    path: Path
+    name: str
+    framework: str
+    state: RunState
+    state_label: str
+    #: "step 120/500 24%", "" before any step
+    step: str
+    #: "ETA 1h02m", "" when unknown or finished
+    eta: str
+    status: Status
+    verdict: VerdictLine
+    #: the reward's first and latest level (medians of END_POINTS points), None unlogged
+    reward_first: float | None
+    reward_now: float | None
+    #: the reward in SPARK_CELLS bucket means over the run's steps (NaN: nothing there)
+    reward_levels: tuple[float, ...]
+    #: "3m ago", "" before any data
+    age: str
+    #: when the newest data was written (epoch s; sorting puts the newest first)
+    data_time: float | None
+    #: the run's files could not be read or it stopped without finishing
+    troubled: bool
+
+    @property
+    def rank(self) -> int:
+        """0 for the worst: a problem (or unreadable), a caution (or stalled), the rest."""
+        if self.status is Status.PROBLEM or self.state is RunState.UNREADABLE:
+            return 0
+        if self.status is Status.CAUTION or self.state is RunState.STALLED:
+            return 1
+        return 2
+
+    def matches(self, query: str) -> bool:
+        """The filter (`/`): every word of `query` is in the name, framework, state or verdict."""
+        words = query.lower().split()
+        haystack = " ".join(
+            (self.name, self.framework, self.state_label, self.verdict.text())
+        ).lower()
+        return all(word in haystack for word in words)
+
+
+def _median_ends(values: np.ndarray) -> tuple[float | None, float | None]:
+    if values.size == 0:
+        return None, None
+    return float(np.median(values[:END_POINTS])), float(np.median(values[-END_POINTS:]))
+
+
+def board_row(
+    run: Run, diagnosis: Diagnosis | None, now: float, name: str, *, pending: str = ""
+) -> BoardRow:
+    """The row of one run at wall time `now` (`pending`: what to say while undiagnosed)."""
+    state, label = state_headline(run, now)
+    progress = run.progress()
+    step = ""
+    if progress.step is not None:
+        step = f"step {format_step(progress.step)}"
+        if progress.max_steps:
+            step += f"/{progress.max_steps}"
+        if progress.fraction is not None:
+            step += f" {100 * progress.fraction:.0f}%"
+    eta = ""
+    if progress.remaining_s is not None and state is RunState.LIVE:
+        eta = f"ETA {format_duration(progress.remaining_s)}"
+    reward = run.store.points(BOARD_REWARD).values
+    first, latest = _median_ends(reward)
+    levels = run.store.buckets(BOARD_REWARD, SPARK_CELLS).mean
+    age = run.data_age(now)
+    status = diagnosis.status if diagnosis is not None else Status.UNKNOWN
+    return BoardRow(
+        path=run.path,
+        name=printable(name),
+        framework=printable(run.framework or ""),
+        state=state,
+        state_label=label,
+        step=step,
+        eta=eta,
+        status=status,
+        verdict=verdict_line(diagnosis, pending=pending),
+        reward_first=first,
+        reward_now=latest,
+        reward_levels=tuple(float(v) for v in levels),
+        age="" if age is None else f"{format_age(age)} ago",
+        data_time=run.last_data_time,
+        troubled=state in (RunState.UNREADABLE, RunState.STALLED),
+    )
+
+
+def board_counts(rows: Sequence[BoardRow]) -> str:
+    """The board's verdict line: how many runs are in each status, worst first."""
+    parts = []
+    for status, word in (
+        (Status.PROBLEM, "problem"),
+        (Status.CAUTION, "caution"),
+        (Status.HEALTHY, "healthy"),
+        (Status.UNKNOWN, "no verdict yet"),
+    ):
+        count = sum(1 for row in rows if row.status is status)
+        if count:
+            parts.append(f"{status.glyph} {count} {word}")
+    troubled = sum(1 for row in rows if row.troubled)
+    if troubled:
+        parts.append(f"{troubled} stalled or unreadable")
+    return VERDICT_SEPARATOR.join(parts) or "no runs found yet"
+
+
+def sort_rows(rows: Sequence[BoardRow]) -> list[BoardRow]:
+    """Worst first, then the newest data first, then by name."""
+    return sorted(rows, key=lambda r: (r.rank, -(r.data_time or 0.0), r.name))
+
+
+def run_names(paths: Sequence[Path]) -> dict[Path, str]:
+    """A short name per run: its folder's name, with its parent's where two share it."""
+    names = {path: path.name or str(path) for path in paths}
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {
+        path: f"{path.parent.name}/{name}" if counts[name] > 1 else name
+        for path, name in names.items()
+    }
+
+
+@dataclass(frozen=True)
+class BoardUpdate:
+    """What the board's reader hands to the owner: one run's read, or a notice about it."""
+
+    path: Path
+    item: Update | Notice
+
+
+@dataclass(frozen=True)
+class NewRuns:
+    """Runs found in the folders given since the last look (the owner adds them)."""
+
+    paths: tuple[Path, ...]
+
+
+@dataclass
+class _Entry:
+    session: Session
+    follower: RunFollower
+    #: the reader thread's last delivered status signature (it delivers changes only)
+    last_status: tuple[object, ...] | None = None
+
+
+@dataclass
+class Board:
+    """The runs of the folders and paths given. The owner (the board app) calls everything
+    on its thread; the reader's thread (`start`) puts what it reads in the board's inbox
+    and calls `on_post` when the inbox was empty, and the owner `drain`s it. The inbox
+    outlives any one screen: what is read while a run's monitor is open instead is kept
+    for the board's next screen, never dropped."""
+
+    roots: Sequence[Path]
+    rules: Rules
+    settings: BoardSettings = field(default_factory=BoardSettings)
+    options: SourceOptions | None = None
+    given: RunContext = field(default_factory=RunContext)
+    clock: Callable[[], float] = time.monotonic
+    _entries: dict[Path, _Entry] = field(default_factory=dict, init=False)
+    _names: dict[Path, str] = field(default_factory=dict, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _wake: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+    #: the diagnosis in flight (one at a time), by run
+    _in_flight: Path | None = field(default=None, init=False)
+    _rescanned_at: float = field(default=0.0, init=False)
+    _inbox: queue.SimpleQueue[BoardUpdate | NewRuns] = field(
+        default_factory=queue.SimpleQueue, init=False
+    )
+    _signalled: threading.Event = field(default_factory=threading.Event, init=False)
+    #: called from the reader's thread when the inbox gets its first item since a drain
+    on_post: Callable[[], object] | None = None
+
+    def post(self, item: BoardUpdate | NewRuns) -> None:
+        """Put an item in the inbox (any thread); the owner is called once until it drains."""
+        self._inbox.put(item)
+        if not self._signalled.is_set():
+            self._signalled.set()
+            hook = self.on_post
+            if hook is not None:
+                hook()
+
+    def drain(self) -> list[BoardUpdate | NewRuns]:
+        """Everything in the inbox, oldest first (the owner's thread)."""
+        self._signalled.clear()
+        items: list[BoardUpdate | NewRuns] = []
+        while True:
+            try:
+                items.append(self._inbox.get_nowait())
+            except queue.Empty:
+                return items
+
+    # -- the runs -----------------------------------------------------------------------
+    def add(self, paths: Sequence[Path]) -> list[Path]:
+        """Follow these runs too (those already followed are left as they are); the new."""
+        added: list[Path] = []
+        with self._lock:
+            for path in paths:
+                if path in self._entries:
+                    continue
+                session = Session(
+                    Run(path, given=self.given),
+                    self.rules,
+                    self._poster(path),
+                    clock=self.clock,
+                    diagnosis_interval=self.settings.diagnose_every_s,
+                )
+                session.mounted()  # no screen to wait for: updates go straight to the owner
+                session.painted()
+                follower = RunFollower(path, self.options)
+                self._entries[path] = _Entry(session, follower)
+                added.append(path)
+            self._names = run_names(list(self._entries))
+        return added
+
+    def _poster(self, path: Path) -> Callable[[Update | Notice], object]:
+        def post(item: Update | Notice) -> None:
+            self.post(BoardUpdate(path, item))
+
+        return post
+
+    @property
+    def paths(self) -> list[Path]:
+        with self._lock:
+            return list(self._entries)
+
+    def session(self, path: Path) -> Session:
+        return self._entries[path].session
+
+    def find_new_runs(self) -> list[Path]:
+        """Runs in the folders given that are not followed yet."""
+        known = set(self.paths)
+        found: list[Path] = []
+        for root in self.roots:
+            for run in runs_in(root, only=self._only, known=known):
+                if run not in known and run not in found:
+                    found.append(run)
+        return found
+
+    @property
+    def _only(self) -> str | None:
+        return self.options.only if self.options is not None else None
+
+    # -- reading (the reader's thread) --------------------------------------------------
+    def start(self) -> None:
+        """Start the reader (a daemon thread: a hung mount never keeps the process up)."""
+        self._thread = threading.Thread(target=self._loop, name="grpo-tui-board", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Look at every run now rather than at the end of the poll interval."""
+        self._wake.set()
+
+    def read_all(self) -> bool:
+        """One look at every run's files, each read delivered to its session; True when a
+        run has more ready (its backlog), so the next look comes at once."""
+        more = False
+        with self._lock:
+            entries = list(self._entries.values())
+        for entry in entries:
+            if self._stop.is_set():
+                return False
+            try:
+                update = entry.follower.read(time_budget=self.settings.read_budget_s)
+            except Exception as error:
+                entry.session.reading_failed(f"{type(error).__name__}: {error}")
+                continue
+            status = update.status.signature()
+            if update or status != entry.last_status:
+                entry.last_status = status
+                entry.session.deliver(update)
+            more = more or update.more
+        return more
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            more = self.read_all()
+            if self.clock() - self._rescanned_at >= self.settings.rescan_s:
+                self._rescanned_at = self.clock()
+                new = self.find_new_runs()
+                if new:
+                    self.post(NewRuns(tuple(new)))
+            if not more:
+                self._wake.wait(self.settings.poll_s)
+                self._wake.clear()
+
+    # -- the owner's side ---------------------------------------------------------------
+    def take_inbox(self) -> tuple[bool, list[Notice]]:
+        """Apply everything the reader put in the inbox: (whether a run changed, the notices
+        about runs' files to tell the user). New runs found are followed from now on."""
+        changed = False
+        notices: list[Notice] = []
+        for item in self.drain():
+            if isinstance(item, NewRuns):
+                changed = bool(self.add(item.paths)) or changed
+            elif isinstance(item.item, Notice):
+                notices.append(item.item)
+            else:
+                changed = self.receive(item) or changed
+        return changed, notices
+
+    def receive(self, update: BoardUpdate) -> bool:
+        """A run's read on the owner's thread; True when its Run took it (a notice is not)."""
+        entry = self._entries.get(update.path)
+        if entry is None or isinstance(update.item, Notice):
+            return False
+        return entry.session.receive(update.item) is not None
+
+    def next_diagnosis(self) -> tuple[Path, DiagnosisJob] | None:
+        """The diagnosis to run now: none while one is in flight, else the run owed one the
+        longest (never diagnosed first)."""
+        if self._in_flight is not None:
+            return None
+        due: list[tuple[float, Path]] = []
+        for path, entry in self._entries.items():
+            wait = entry.session.diagnosis_due()
+            if wait is not None and wait <= 0.0:
+                never = entry.session.diagnosis is None
+                due.append((0.0 if never else 1.0 + wait, path))
+        if not due:
+            return None
+        _, path = min(due, key=lambda item: (item[0], str(item[1])))
+        job = self._entries[path].session.start_diagnosis()
+        if job is None:
+            return None
+        self._in_flight = path
+        return path, job
+
+    def diagnosed(self, path: Path, result: DiagnosisResult) -> None:
+        self._in_flight = None
+        entry = self._entries.get(path)
+        if entry is not None:
+            entry.session.diagnosed(result)
+
+    def diagnosis_wait(self) -> float | None:
+        """Seconds until some run is owed a diagnosis (None: none is)."""
+        waits = [
+            wait
+            for entry in self._entries.values()
+            if (wait := entry.session.diagnosis_due()) is not None
+        ]
+        return max(0.0, min(waits)) if waits else None
+
+    @property
+    def settled(self) -> bool:
+        """Every run's reads are in and diagnosed (tests and `check` wait on it)."""
+        return self._in_flight is None and all(
+            entry.session.settled for entry in self._entries.values()
+        )
+
+    def to_compare(self, paths: Sequence[Path]) -> list[RunToCompare]:
+        """The runs at `paths` (those followed), with their names and steady diagnoses."""
+        return [
+            RunToCompare(
+                self._names.get(path, path.name), entry.session.run, entry.session.diagnosis
+            )
+            for path in paths
+            if (entry := self._entries.get(path)) is not None
+        ]
+
+    def rows(self, now: float) -> list[BoardRow]:
+        """Every run's row, worst first."""
+        rows = []
+        for path, entry in self._entries.items():
+            session = entry.session
+            name = self._names.get(path, path.name)
+            rows.append(
+                board_row(session.run, session.diagnosis, now, name, pending=session.diagnosis_note)
+            )
+        return sort_rows(rows)

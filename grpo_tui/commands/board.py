@@ -1,0 +1,177 @@
+"""`grpo-tui tail DIR` on a folder of runs (or several PATHs): the board, and `check` on
+several runs (the board as text or a JSON list)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from rich.console import Group
+from rich.text import Text
+
+from grpo_tui.board import (
+    BOARD_REWARD,
+    Board,
+    BoardRow,
+    board_counts,
+    board_row,
+    run_names,
+    sort_rows,
+)
+from grpo_tui.commands.output import (
+    EXIT_BAD_RULES,
+    EXIT_CAUTION,
+    EXIT_HEALTHY,
+    EXIT_NOTHING,
+    EXIT_PROBLEM,
+    EXIT_UNREADABLE,
+    EXIT_USAGE,
+    print_renderable,
+    say,
+    write_json,
+)
+from grpo_tui.commands.rules_file import effective_rules
+from grpo_tui.numbers import format_value
+from grpo_tui.presentation import DEFAULT_CYCLE_S, FACT_SEPARATOR
+from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.vocabulary import RunState
+
+if TYPE_CHECKING:
+    from grpo_tui.context import RunContext
+
+
+def board_command(
+    roots: Sequence[Path],
+    runs: Sequence[Path],
+    *,
+    theme: str | None,
+    rules_file: Path | None = None,
+    given: RunContext | None = None,
+    cycle_seconds: float = DEFAULT_CYCLE_S,
+    source: SourceOptions | None = None,
+) -> int:
+    """The board of `runs` (found in `roots`, where new ones are looked for) until the user
+    quits; `enter` opens a run's monitor, `esc` there comes back to the board."""
+    from grpo_tui.commands.tail import exit_on_signals
+    from grpo_tui.context import RunContext
+    from grpo_tui.run.follow import RunFollower
+    from grpo_tui.ui.app import GrpoTuiApp
+    from grpo_tui.ui.board_app import BoardApp, board_title
+    from grpo_tui.ui.themes import ThemeError
+
+    rules = effective_rules(rules_file)
+    if rules is None:
+        return EXIT_BAD_RULES
+    board = Board(list(roots), rules, options=source, given=given or RunContext())
+    board.add(list(runs))
+    board.start()
+    selected: Path | None = None
+    try:
+        while True:
+            try:
+                app = BoardApp(
+                    board, theme=theme, title=board_title(list(roots)), selected=selected
+                )
+            except ThemeError as error:
+                say(str(error))
+                return EXIT_USAGE
+            with exit_on_signals(app):
+                choice = app.run()
+            if choice is None or choice.path is None:
+                return app.return_code or 0
+            selected = choice.path
+            theme = app.theme
+            monitor = GrpoTuiApp(
+                choice.path,
+                theme=theme,
+                rules=rules,
+                given=given,
+                cycle_seconds=cycle_seconds,
+                follower=RunFollower(choice.path, source, newest_first=True),
+                from_board=True,
+            )
+            with exit_on_signals(monitor):
+                monitor.run()
+            if not monitor.back_to_board:
+                return monitor.return_code or 0
+            theme = monitor.theme
+    finally:
+        board.stop()
+
+
+def check_board_command(
+    runs: Sequence[Path],
+    *,
+    as_json: bool,
+    rules_file: Path | None,
+    now: float | None = None,
+    out: TextIO | None = None,
+    given: RunContext | None = None,
+    source: SourceOptions | None = None,
+    width: int | None = None,
+) -> int:
+    """Diagnose every run once and print the board (text, or a JSON list of each run's
+    `check --json` object); the exit code is the worst run's."""
+    import time
+
+    from grpo_tui.commands.check import exit_code
+    from grpo_tui.commands.headless import read_run
+    from grpo_tui.health.diagnose import diagnose
+    from grpo_tui.report import diagnosis_to_json
+
+    rules = effective_rules(rules_file)
+    if rules is None:
+        return EXIT_BAD_RULES
+    out = out or sys.stdout
+    moment = time.time() if now is None else now
+    names = run_names(list(runs))
+    rows = []
+    documents = []
+    codes = []
+    for path in runs:
+        run = read_run(path, options=source)
+        if given is not None:
+            run.given = given
+        diagnosis = diagnose(run, rules)
+        rows.append(board_row(run, diagnosis, moment, names[path]))
+        codes.append(exit_code(run, diagnosis))
+        if as_json:
+            documents.append(diagnosis_to_json(run, diagnosis, now=now))
+    if as_json:
+        write_json(out, documents)
+    else:
+        print_renderable(render_board(sort_rows(rows)), width=width, file=out)
+    out.flush()
+    return worst_code(codes)
+
+
+#: exit codes of single runs, worst first: what several runs exit with is the worst one's
+#: (a run that cannot be read, then a problem, a caution, a run with nothing yet, healthy)
+_WORST_FIRST = (EXIT_UNREADABLE, EXIT_PROBLEM, EXIT_CAUTION, EXIT_NOTHING, EXIT_HEALTHY)
+
+
+def worst_code(codes: Sequence[int]) -> int:
+    """The exit code of the worst run (`_WORST_FIRST`); 0 for none."""
+    ranked = [code for code in _WORST_FIRST if code in codes]
+    return ranked[0] if ranked else max(codes, default=EXIT_HEALTHY)
+
+
+def render_board(rows: Sequence[BoardRow]) -> Group:
+    """The board as text, worst first, two lines a run (what the board app shows, for
+    `check`): the run, its state, step, reward first → now and data age; its verdict line."""
+    parts: list[Text] = [Text(board_counts(rows), style="bold")]
+    for row in rows:
+        head = Text(f"{row.status.glyph} ", style="bold")
+        head.append(row.name, style="bold")
+        facts = [row.state_label, row.step]
+        if row.reward_first is not None and row.reward_now is not None:
+            first, now = format_value(row.reward_first), format_value(row.reward_now)
+            facts.append(f"{BOARD_REWARD} {first}→{now}")
+        if row.age and row.state is not RunState.STALLED:  # a stall's label says its age
+            facts.append(f"data {row.age}")
+        head.append(FACT_SEPARATOR + FACT_SEPARATOR.join(f for f in facts if f))
+        parts.append(head)
+        parts.append(Text("  " + row.verdict.text()))
+    return Group(*parts)

@@ -1,0 +1,422 @@
+"""The board: one row per run (worst first), its state, step, verdict and reward.
+
+It draws core's `BoardRow`s (grpo_tui/board.py) and nothing else: the Board reads every
+run in one thread, this app takes what it read (`Board.take_inbox`) and runs one
+diagnosis at a time in a worker thread. `enter` ends the board app with the run chosen
+(`BoardChoice`): the command opens that run's monitor and, when the user comes back from
+it (`esc`), a board app again on the same Board, which kept reading meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.events import Key
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Input, Static
+
+from grpo_tui.board import Board, BoardRow, board_counts
+from grpo_tui.numbers import format_value
+from grpo_tui.presentation import VERDICT_SEPARATOR, bars
+from grpo_tui.session import DiagnosisJob, DiagnosisResult
+from grpo_tui.ui.themes import ThemeSpec, load_themes, resolve_theme_name
+
+#: the board's clock: ages and states ("STALLED") change with time alone
+BOARD_CLOCK_S = 1.0
+#: keys that move the table's cursor (from then on it follows the run it is on)
+_CURSOR_KEYS = frozenset({"up", "down", "pageup", "pagedown", "home", "end", "j", "k"})
+#: actions of the board's table, not of the screens above it
+_BOARD_ONLY = frozenset({"open_run", "filter", "clear_filter", "mark", "compare"})
+#: columns from which the reward, framework and ETA columns are shown
+WIDE_BOARD = 120
+
+
+@dataclass(frozen=True)
+class BoardChoice:
+    """What the board app ended with: the run to open (None: the user quit)."""
+
+    path: Path | None
+
+
+def reward_cell(row: BoardRow) -> str:
+    """`0.21→0.63 ▁▂▄▆█` (first and latest level, the sparkline over the run's steps)."""
+    if row.reward_first is None or row.reward_now is None:
+        return ""
+    levels = np.asarray(row.reward_levels, dtype=float)
+    spark = bars(levels) if levels.size and np.isfinite(levels).any() else ""
+    return f"{format_value(row.reward_first)}→{format_value(row.reward_now)} {spark}"
+
+
+def fit_name(name: str, width: int) -> str:
+    """A run's name in `width` cells, keeping its head and tail: sweep runs share a prefix
+    and differ at the end (`trl-qwen35…s44-latecollapse`)."""
+    if len(name) <= width:
+        return name
+    tail = (width - 1) // 2
+    return name[: width - 1 - tail] + "…" + name[len(name) - tail :]
+
+
+def state_word(row: BoardRow) -> str:
+    """The state in a word of at most 8 cells (its detail is in the monitor's header)."""
+    word = row.state.word.upper()
+    return word if len(word) <= 8 else word[:7] + "…"
+
+
+def verdict_cell(row: BoardRow, width: int) -> Text:
+    """The verdict's parts in `width` cells (the status glyph has its own column); the
+    status in words while there are none (warming up, diagnosing)."""
+    line = row.verdict
+    parts = line.fitted(width + len(line.lead))
+    text = VERDICT_SEPARATOR.join(parts) if parts else line.lead.split(" ", 1)[-1].lower()
+    return Text(text, no_wrap=True, overflow="ellipsis")
+
+
+class BoardApp(App[BoardChoice]):
+    """Every run of the board, worst first; `enter` opens one, `/` filters."""
+
+    TITLE = "grpo-tui board"
+    CSS_PATH = "board.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit_board", "Quit"),
+        Binding("ctrl+c", "quit_board", "Quit", show=False, priority=True),
+        Binding("enter", "open_run", "Open"),
+        Binding("slash", "filter", "Filter"),
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("t", "cycle_theme", "Theme"),
+    ]
+
+    class Read(Message):
+        """The board's reader put something in its inbox."""
+
+    class Diagnosed(Message):
+        """A diagnosis of one run, from the diagnosis worker."""
+
+        def __init__(self, path: Path, result: DiagnosisResult) -> None:
+            super().__init__()
+            self.path = path
+            self.result = result
+
+    def __init__(
+        self,
+        board: Board,
+        *,
+        theme: str | None = None,
+        now: Callable[[], float] = time.time,
+        environ: Mapping[str, str] | None = None,
+        title: str = "",
+        selected: Path | None = None,
+    ) -> None:
+        self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
+        super().__init__()
+        self.board = board
+        #: the wall clock (injectable so tests and snapshots have a fixed time)
+        self.now = now
+        self._title = title
+        self._selected = selected
+        self._themes: dict[str, ThemeSpec] = load_themes()
+        self._rows: list[BoardRow] = []
+        self._shown: tuple[object, ...] | None = None
+        self._filter = ""
+        self._diagnosing = False
+        self._cursor_moved = selected is not None
+        #: the runs marked for a comparison (space), in the order marked
+        self.marked: list[Path] = []
+        self._state = Static("", id="board-state")
+        self._counts = Static("", id="board-counts")
+        self._facts = Static("", id="board-facts")
+        self._filter_box = Input(placeholder="filter runs by name, framework, state or verdict")
+        self._filter_box.id = "board-filter"
+        # every cell is Text: a str cell would be read as markup
+        self._table: DataTable[Text] = DataTable(
+            id="board-table", cursor_type="row", zebra_stripes=False
+        )
+        for spec in self._themes.values():
+            self.register_theme(spec.textual_theme())
+        self.theme = self._start_theme
+
+    def compose(self) -> ComposeResult:
+        yield self._state
+        yield self._counts
+        yield self._facts
+        yield self._filter_box
+        yield self._table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._filter_box.display = False
+        self.board.on_post = self._reader_put
+        self.set_interval(BOARD_CLOCK_S, self._clock)
+        self._take()
+        self._table.focus()
+
+    def on_unmount(self) -> None:
+        self.board.on_post = None
+
+    # -- reading and diagnosing ---------------------------------------------------------
+    def _reader_put(self) -> None:
+        """The reader's thread: one message per wake-up, however much it put."""
+        self.post_message(self.Read())
+
+    @on(Read)
+    def _on_read(self) -> None:
+        self._take()
+
+    def _take(self) -> None:
+        changed, notices = self.board.take_inbox()
+        for notice in notices[-1:]:
+            self.notify(
+                notice.text,
+                title=notice.title,
+                severity="error" if notice.error else "information",
+                markup=False,
+            )
+        if changed:
+            self._draw()
+        self._maybe_diagnose()
+
+    def _maybe_diagnose(self) -> None:
+        if self._diagnosing:
+            return
+        chosen = self.board.next_diagnosis()
+        if chosen is None:
+            return
+        self._diagnosing = True
+        path, job = chosen
+        self._diagnose(path, job)
+
+    @work(thread=True, exclusive=False, group="diagnose", name="diagnose a run")
+    def _diagnose(self, path: Path, job: DiagnosisJob) -> None:
+        self.post_message(self.Diagnosed(path, job()))
+
+    @on(Diagnosed)
+    def _on_diagnosed(self, message: Diagnosed) -> None:
+        self._diagnosing = False
+        self.board.diagnosed(message.path, message.result)
+        self._take()
+        self._draw()
+
+    def _clock(self) -> None:
+        self._take()
+        self._draw()
+
+    @property
+    def settled(self) -> bool:
+        """Every run read is diagnosed and drawn (tests wait on it)."""
+        return not self._diagnosing and self.board.settled and self._shown == self._key()
+
+    # -- drawing ------------------------------------------------------------------------
+    @property
+    def rows(self) -> list[BoardRow]:
+        """The rows shown now (filtered), worst first."""
+        return list(self._rows)
+
+    @property
+    def theme_spec(self) -> ThemeSpec:
+        return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
+
+    def _key(self) -> tuple[object, ...]:
+        return (tuple(self._rows), self.size.width, self.theme, self._filter, tuple(self.marked))
+
+    def _draw(self) -> None:
+        every = self.board.rows(self.now())
+        self._rows = [row for row in every if not self._filter or row.matches(self._filter)]
+        key = self._key()
+        if key == self._shown:
+            return
+        self._shown = key
+        width = self.size.width or 80
+        self._state.update(Text.assemble((" BOARD ", "reverse bold"), " " + self._title))
+        counts = Text(board_counts(every), no_wrap=True, overflow="ellipsis")
+        self._counts.update(counts)
+        facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
+        if self._filter:
+            facts += f" · filter: {self._filter} ({len(self._rows)})"
+        if self.marked:
+            facts += f" · {len(self.marked)} marked (c compares)"
+        facts += " · enter opens a run · space marks"
+        self._facts.update(Text(facts, style="dim", no_wrap=True, overflow="ellipsis"))
+        self._fill_table(width)
+
+    def _columns(self, width: int) -> list[tuple[str, int]]:
+        """(label, cells) per column: the verdict takes what the others leave (DataTable
+        pads each column by a cell on both sides)."""
+        wide = width >= WIDE_BOARD
+        name = 28 if wide else 19
+        fixed = [("mark", 1), ("status", 1), ("run", name), ("state", 8), ("step", 15 if wide else 9)]
+        if wide:
+            fixed += [("framework", 12), ("reward first→now", 26), ("data", 9)]
+        used = sum(w for _, w in fixed) + 2 * (len(fixed) + 1)
+        return [*fixed, ("verdict", max(16, width - used - 1))]
+
+    def _fill_table(self, width: int) -> None:
+        table = self._table
+        # the cursor follows the run the user moved it to; until then it stays on the top
+        # row, the worst run (which changes as the verdicts come in)
+        selected = self._selected_path() if self._cursor_moved else None
+        columns = self._columns(width)
+        table.clear(columns=True)
+        for label, size in columns:
+            # the mark and status columns have a key, no label
+            shown = "" if label in ("mark", "status") else label
+            table.add_column(Text(shown), width=size, key=label)
+        spec = self.theme_spec.palette
+        verdict_width = columns[-1][1]
+        narrow = width < WIDE_BOARD
+        for row in self._rows:
+            glyph = Text(row.status.glyph, style=spec.style(row.status.zone))
+            state_style = "bold" if row.troubled else ""
+            mark = "●" if row.path in self.marked else " "
+            cells: list[Text] = [
+                Text(mark, style="bold"),
+                glyph,
+                Text(fit_name(row.name, columns[2][1]), no_wrap=True),
+                Text(state_word(row), style=state_style),
+                Text(row.step.removeprefix("step ").split(" ")[0] if narrow else row.step[5:]),
+            ]
+            if len(columns) > 6:
+                cells += [
+                    Text(row.framework, no_wrap=True, overflow="ellipsis"),
+                    Text(reward_cell(row), no_wrap=True, overflow="ellipsis"),
+                    Text(row.age),
+                ]
+            cells.append(verdict_cell(row, verdict_width))
+            table.add_row(*cells, key=str(row.path))
+        if selected is not None:
+            self._select(selected)
+        elif self._selected is not None:
+            self._select(self._selected)
+            self._selected = None
+
+    def _selected_path(self) -> Path | None:
+        table = self._table
+        if not table.row_count:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:  # the table is being refilled
+            return None
+        return Path(key) if key else None
+
+    def _select(self, path: Path) -> None:
+        try:
+            index = self._table.get_row_index(str(path))
+        except Exception:  # not shown (filtered out)
+            return
+        self._table.move_cursor(row=index, animate=False)
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def on_key(self, event: Key) -> None:
+        if event.key in _CURSOR_KEYS:
+            self._cursor_moved = True
+        if event.key in ("j", "k") and self._table.has_focus:
+            # the vi keys, as in the metric grid
+            if event.key == "j":
+                self._table.action_cursor_down()
+            else:
+                self._table.action_cursor_up()
+            event.stop()
+
+    def on_click(self) -> None:
+        self._cursor_moved = True
+
+    # -- actions ------------------------------------------------------------------------
+    def action_open_run(self) -> None:
+        path = self._selected_path()
+        if path is not None:
+            self.exit(BoardChoice(path))
+
+    @on(DataTable.RowSelected, "#board-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value
+        if key:
+            self.exit(BoardChoice(Path(key)))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The board's own keys act (and show in the footer) on the board only, not on a
+        comparison pushed over it."""
+        if action in _BOARD_ONLY and len(self.screen_stack) > 1:
+            return False
+        return True
+
+    def action_mark(self) -> None:
+        """Mark the run under the cursor for a comparison, or unmark it."""
+        path = self._selected_path()
+        if path is None:
+            return
+        self._cursor_moved = True
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked.append(path)
+        self._draw()
+
+    def action_compare(self) -> None:
+        """The marked runs side by side (two or more)."""
+        from grpo_tui.compare import compare_runs, overlay_series
+        from grpo_tui.ui.compare_screen import CompareScreen
+
+        runs = self.board.to_compare(self.marked)
+        if len(runs) < 2:
+            self.notify("mark two or more runs with space, then press c", markup=False)
+            return
+        width = max(20, (self.size.width or 80) - 44)
+        comparison = compare_runs(runs, self.board.rules, width)
+        self.push_screen(
+            CompareScreen(
+                comparison,
+                self.theme_spec.palette,
+                lambda metric, cells: overlay_series(runs, metric, cells),
+            )
+        )
+
+    def action_quit_board(self) -> None:
+        self.exit(BoardChoice(None))
+
+    def action_filter(self) -> None:
+        self._filter_box.display = True
+        self._filter_box.focus()
+
+    def action_clear_filter(self) -> None:
+        self._filter_box.value = ""
+        self._filter_box.display = False
+        self._filter = ""
+        self._table.focus()
+        self._draw()
+
+    @on(Input.Changed, "#board-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._filter = event.value.strip()
+        self._draw()
+
+    @on(Input.Submitted, "#board-filter")
+    def _filter_submitted(self) -> None:
+        self._filter_box.display = False
+        self._table.focus()
+
+    def action_cycle_theme(self) -> None:
+        names = list(self._themes)
+        index = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(index + 1) % len(names)]
+        self._shown = None
+        self._draw()
+
+
+def board_title(roots: list[Path]) -> str:
+    """What the board's first line names: the folders or paths given."""
+    shown = ", ".join(str(root) for root in roots[:3])
+    return shown + (f" and {len(roots) - 3} more" if len(roots) > 3 else "")

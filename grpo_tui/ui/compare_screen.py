@@ -1,0 +1,247 @@
+"""Marked runs side by side: their verdicts, the settings that differ, every metric with
+one row per run on one step axis, and (`enter` on a row) that metric's chart with every
+run overlaid. Draws core's `Comparison` (grpo_tui/compare.py) and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+import numpy as np
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from grpo_tui.compare import Comparison, OverlaySeries
+from grpo_tui.numbers import format_step
+from grpo_tui.presentation import VERDICT_SEPARATOR
+from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.sparkline import sparkline_segments
+
+#: the runs' colours in the overlay chart and the legend, in run order (Okabe-Ito: told
+#: apart by colour-blind readers too)
+RUN_RGB = (
+    (86, 180, 233),
+    (230, 159, 0),
+    (204, 121, 167),
+    (0, 158, 115),
+    (240, 228, 66),
+    (0, 114, 178),
+    (213, 94, 0),
+    (200, 200, 200),
+)
+#: the runs' markers in the legend and the table: a run is told apart without colour
+RUN_MARKS = "123456789"
+
+
+def run_mark(index: int) -> str:
+    return RUN_MARKS[index] if index < len(RUN_MARKS) else "+"
+
+
+def verdicts_text(comparison: Comparison, palette: ZonePalette, width: int) -> Text:
+    """One line per run: its mark, status, name and verdict's parts that fit."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for index, run in enumerate(comparison.runs):
+        if index:
+            text.append("\n")
+        text.append(f"{run_mark(index)} ", style="bold")
+        text.append(run.status.glyph + " ", style=palette.style(run.status.zone))
+        text.append(run.name, style="bold")
+        room = width - len(run.name) - 4
+        parts = run.verdict.fitted(room + len(run.verdict.lead))
+        if parts:
+            text.append("  " + VERDICT_SEPARATOR.join(parts))
+    return text
+
+
+def differences_text(comparison: Comparison) -> Text:
+    """The settings that differ, a line each (`learning_rate  1: 1e-06  2: 5e-06`)."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if not comparison.differences:
+        text.append("settings: none differ (as far as the runs' files say)", style="dim")
+        return text
+    text.append("settings that differ", style="bold underline")
+    for difference in comparison.differences:
+        text.append("\n" + difference.name + "  ", style="bold")
+        text.append(
+            "  ".join(f"{run_mark(i)}: {value}" for i, value in enumerate(difference.values))
+        )
+    return text
+
+
+def spark_text(levels: np.ndarray, zones: np.ndarray, palette: ZonePalette) -> Text:
+    text = Text(no_wrap=True)
+    for segment in sparkline_segments(levels, zones, palette):
+        text.append(segment.text, segment.style)
+    return text
+
+
+class CompareScreen(Screen[None]):
+    """The comparison of the marked runs; `enter` charts a metric, `esc` goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("enter", "chart", "Chart"),
+    ]
+
+    def __init__(
+        self,
+        comparison: Comparison,
+        palette: ZonePalette,
+        overlay: Callable[[str, int], list[OverlaySeries]],
+    ) -> None:
+        super().__init__()
+        self.comparison = comparison
+        self._palette = palette
+        self._overlay = overlay
+        self._verdicts = Static("", id="compare-verdicts")
+        self._differences = Static("", id="compare-settings")
+        # every cell is Text: a str cell would be read as markup
+        self._table: DataTable[Text] = DataTable(id="compare-table", cursor_type="row")
+        #: the metric of each table row
+        self._row_metric: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield self._verdicts
+        yield self._differences
+        yield self._table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._draw()
+        self._table.focus()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        width = self.size.width or 80
+        comparison = self.comparison
+        self._verdicts.update(verdicts_text(comparison, self._palette, width - 2))
+        self._differences.update(differences_text(comparison))
+        table = self._table
+        table.clear(columns=True)
+        name_width = min(28, max(10, width // 4))
+        cells = comparison.metrics[0].lines[0].levels.size if comparison.metrics else 0
+        steps = ""
+        if comparison.first_step is not None and comparison.last_step is not None:
+            steps = (
+                f"steps {format_step(comparison.first_step)}–{format_step(comparison.last_step)}"
+            )
+        table.add_column(Text("metric"), width=name_width, key="metric")
+        table.add_column(Text(""), width=1, key="run")
+        table.add_column(Text("last"), width=9, key="last")
+        table.add_column(Text(steps or "history"), width=max(cells, len(steps)), key="history")
+        self._row_metric = []
+        marks = {run.name: run_mark(i) for i, run in enumerate(comparison.runs)}
+        for metric in comparison.metrics:
+            for index, line in enumerate(metric.lines):
+                shown = metric.metric if index == 0 else ""
+                table.add_row(
+                    Text(shown, no_wrap=True, overflow="ellipsis"),
+                    Text(marks.get(line.run, "+"), style="bold"),
+                    Text(line.last_text, justify="right"),
+                    spark_text(line.levels, line.zones, self._palette),
+                )
+                self._row_metric.append(metric.metric)
+
+    @property
+    def metric_rows(self) -> list[str]:
+        """The metric of each row, in order (tests read it)."""
+        return list(self._row_metric)
+
+    def action_chart(self) -> None:
+        row = self._table.cursor_row
+        if 0 <= row < len(self._row_metric):
+            metric = self._row_metric[row]
+            width = max(20, (self.size.width or 80) - 12)
+            self.app.push_screen(
+                OverlayScreen(metric, self._overlay(metric, width), self.comparison)
+            )
+
+    @on(DataTable.RowSelected, "#compare-table")
+    def _row_selected(self) -> None:
+        self.action_chart()
+
+
+def overlay_chart(series: Sequence[OverlaySeries], width: int, height: int) -> Text:
+    """The runs' series in one plotext chart (integer step ticks), as inert Text."""
+    import plotext as plt
+
+    fig = plt.figure
+    fig.clear()
+    plt.terminal.limit(False, False)
+    fig.plot_size(max(20, width), max(6, height))
+    fig.theme("colorless")
+    fig.legend(active=False)
+    if not series:
+        return Text("no run logs this metric", style="dim")
+    for one in series:
+        rgb = RUN_RGB[one.index % len(RUN_RGB)]
+        line = fig.signal(
+            one.steps.tolist(),
+            one.values.tolist(),
+            marker=plt.marker("braille", plt.pixel(rgb, "default")),
+        )
+        fig.draw(line.lines())
+    lo = min(float(one.steps.min()) for one in series)
+    hi = max(float(one.steps.max()) for one in series)
+    values = np.concatenate([one.values for one in series])
+    y_lo, y_hi = float(values.min()), float(values.max())
+    pad = 0.08 * (y_hi - y_lo) if y_hi > y_lo else max(abs(y_hi), 1.0) * 0.08
+    fig.ruler("y").lim(y_lo - pad, y_hi + pad)
+    if hi > lo:
+        fig.ruler("x").lim(lo, hi)
+        ticks = np.unique(np.round(np.linspace(lo, hi, 6)).astype(int)).tolist()
+        fig.ruler("x").ticks(ticks, [str(t) for t in ticks])
+    picture = fig.build().string()
+    return Text.from_ansi(picture.rstrip("\n"), no_wrap=True, end="")
+
+
+class OverlayScreen(Screen[None]):
+    """One metric of every compared run in one chart, with a legend; `esc` goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, metric: str, series: list[OverlaySeries], comparison: Comparison) -> None:
+        super().__init__()
+        self.metric = metric
+        self.series = series
+        self._title = Static("", id="overlay-title")
+        self._chart = Static("", id="overlay-chart")
+        self._legend = Static("", id="overlay-legend")
+        self._runs = [run.name for run in comparison.runs]
+
+    def compose(self) -> ComposeResult:
+        yield self._title
+        yield self._chart
+        yield self._legend
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._draw)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._draw)
+
+    def _draw(self) -> None:
+        title = Text(self.metric, style="bold")
+        title.append(f"  {len(self.series)} of {len(self._runs)} runs log it", style="dim")
+        self._title.update(title)
+        width = self._chart.content_region.width or self.size.width
+        height = self._chart.content_region.height or max(6, self.size.height - 5)
+        self._chart.update(overlay_chart(self.series, width, height))
+        legend = Text(no_wrap=True, overflow="ellipsis")
+        shown = {one.run for one in self.series}
+        for index, name in enumerate(self._runs):
+            if index:
+                legend.append("   ")
+            red, green, blue = RUN_RGB[index % len(RUN_RGB)]
+            style = f"rgb({red},{green},{blue})" if name in shown else "dim"
+            legend.append(f"{run_mark(index)} ━ {name}", style=style)
+            if name not in shown:
+                legend.append(" (not logged)", style="dim")
+        self._legend.update(legend)

@@ -1,0 +1,276 @@
+"""The board of runs (issue 24): where the runs of a folder are, the Board core (one reader,
+one diagnosis at a time, rows worst first), `check` on several runs, and the board app
+(pilot tests and SVG snapshots) on real corpus runs laid out as a sweep."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from helpers import FIXED_MTIME, app_for, fixture_lines, make_run, settle, wait_until
+from textual.pilot import Pilot
+
+from grpo_tui.board import Board, BoardSettings, board_counts, run_names
+from grpo_tui.commands.board import check_board_command, worst_code
+from grpo_tui.health.rules import Rules
+from grpo_tui.sources.runs import find_runs, runs_in
+from grpo_tui.ui.board_app import BoardApp, BoardChoice, fit_name
+from grpo_tui.vocabulary import Status
+
+CORPUS = Path(__file__).parent / "corpus"
+FIXED_NOW = FIXED_MTIME + 42
+#: a small sweep of real runs: two that went wrong, one saturated, one healthy
+SWEEP = (
+    "trl-redteam-finance-sparse",
+    "trl-qwen7b-gsm8k-lr1e-4-collapse",
+    "trl-qwen35-9b-gsm8k-learning",
+    "verl-qwen3-8b-dapomath-grpo-A",
+)
+#: quick looks, so a run created during a test is found at once
+QUICK = BoardSettings(poll_s=0.1, rescan_s=0.2, diagnose_every_s=0.5)
+
+
+def copy_run(name: str, into: Path) -> Path:
+    """A corpus run copied into `into`, every file and folder at FIXED_MTIME."""
+    run = into / name
+    shutil.copytree(CORPUS / name, run)
+    for path in [run, *run.rglob("*")]:
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME))
+    return run
+
+
+def make_sweep(parent: Path) -> Path:
+    folder = parent / "sweep"
+    folder.mkdir()
+    for name in SWEEP:
+        copy_run(name, folder)
+    return folder
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    """A sweep of its own (a test that adds a run to it)."""
+    return make_sweep(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One sweep for the tests that only read it."""
+    return make_sweep(tmp_path_factory.mktemp("board"))
+
+
+@pytest.fixture(scope="module")
+def judged(shared_sweep: Path) -> Board:
+    """The shared sweep read and diagnosed once (its reader not running: nothing changes)."""
+    board = board_on(shared_sweep)
+    read_and_judge(board)
+    return board
+
+
+@contextmanager
+def running(board: Board) -> Iterator[Board]:
+    board.start()
+    try:
+        yield board
+    finally:
+        board.stop()
+
+
+def board_on(sweep: Path, settings: BoardSettings = QUICK) -> Board:
+    board = Board([sweep], Rules(), settings=settings)
+    board.add(find_runs([sweep]))
+    return board
+
+
+def read_and_judge(board: Board) -> None:
+    """Read every run to its end and diagnose each, on this thread."""
+    while board.read_all():
+        board.take_inbox()
+    board.take_inbox()
+    while (chosen := board.next_diagnosis()) is not None:
+        path, job = chosen
+        board.diagnosed(path, job())
+
+
+class TestWhereTheRunsAre:
+    """A folder of run folders is a board; a run folder, however it is laid out, is one run."""
+
+    def test_a_sweep_folder_holds_each_run(self, sweep: Path) -> None:
+        assert sorted(p.name for p in find_runs([sweep])) == sorted(SWEEP)
+
+    def test_a_run_folder_is_one_run(self, sweep: Path) -> None:
+        run = sweep / SWEEP[0]  # a TRL output dir: checkpoints inside
+        assert runs_in(run) == [run]
+
+    def test_an_ms_swift_output_dir_with_its_version_folders_is_one_run(
+        self, tmp_path: Path
+    ) -> None:
+        output = make_run(tmp_path, fixture_lines())
+        assert runs_in(output) == [output]
+
+    def test_a_folder_with_one_run_folder_is_that_one_run_as_before(self, tmp_path: Path) -> None:
+        copy_run(SWEEP[0], tmp_path)
+        assert runs_in(tmp_path) == [tmp_path]
+
+    def test_a_path_not_there_yet_is_one_run_waited_for(self, tmp_path: Path) -> None:
+        missing = tmp_path / "not-yet"
+        assert runs_in(missing) == [missing]
+
+    def test_several_paths_each_once(self, sweep: Path) -> None:
+        one, two = sweep / SWEEP[0], sweep / SWEEP[1]
+        assert find_runs([one, two, one]) == [one, two]
+
+    def test_names_share_a_parent_only_where_two_runs_share_a_name(self) -> None:
+        names = run_names([Path("a/run"), Path("b/run"), Path("b/other")])
+        assert names == {Path("a/run"): "a/run", Path("b/run"): "b/run", Path("b/other"): "other"}
+
+
+class TestTheBoard:
+    """One reader for every run, one diagnosis at a time, rows worst first."""
+
+    def test_rows_are_worst_first_with_the_real_verdicts(self, judged: Board) -> None:
+        rows = judged.rows(FIXED_NOW)
+        assert [row.rank for row in rows] == sorted(row.rank for row in rows)
+        by_name = {row.name: row for row in rows}
+        assert by_name["trl-redteam-finance-sparse"].status is Status.PROBLEM
+        assert "Not learning" in by_name["trl-redteam-finance-sparse"].verdict.text()
+        assert by_name["trl-qwen7b-gsm8k-lr1e-4-collapse"].status is Status.PROBLEM
+        assert by_name["verl-qwen3-8b-dapomath-grpo-A"].status is Status.HEALTHY
+        assert rows[-1].name == "verl-qwen3-8b-dapomath-grpo-A"
+        # the reward first → now, and its sparkline over the run's steps
+        healthy = by_name["verl-qwen3-8b-dapomath-grpo-A"]
+        assert healthy.reward_first is not None and healthy.reward_now is not None
+        assert healthy.reward_now > healthy.reward_first
+        assert board_counts(rows) == "✗ 2 problem · ! 1 caution · ✓ 1 healthy"
+
+    def test_a_quiet_board_owes_no_diagnosis(self, judged: Board) -> None:
+        assert judged.settled
+        judged.read_all()  # nothing new on disk: nothing delivered, nothing to judge
+        changed, _ = judged.take_inbox()
+        assert not changed and judged.next_diagnosis() is None
+
+    def test_the_inbox_keeps_what_was_read_while_no_screen_took_it(self, sweep: Path) -> None:
+        """While a run's monitor is open the board has no screen: its reads wait."""
+        board = board_on(sweep)
+        calls: list[int] = []
+        board.on_post = lambda: calls.append(1)
+        board.read_all()
+        assert calls == [1]  # one wake-up, however much was put
+        board.on_post = None
+        changed, _ = board.take_inbox()
+        assert changed and all(len(board.session(p).run.store) for p in board.paths)
+
+    def test_the_filter_matches_name_framework_and_verdict(self, judged: Board) -> None:
+        rows = judged.rows(FIXED_NOW)
+        assert [r.name for r in rows if r.matches("not learning")] == ["trl-redteam-finance-sparse"]
+        assert {r.name for r in rows if r.matches("verl")} == {"verl-qwen3-8b-dapomath-grpo-A"}
+
+
+class TestCheckOnSeveralRuns:
+    """`check DIR` prints the board and exits with the worst run's code."""
+
+    def test_text_board_and_the_worst_exit_code(self, shared_sweep: Path) -> None:
+        out = io.StringIO()
+        code = check_board_command(
+            find_runs([shared_sweep]),
+            as_json=False,
+            rules_file=None,
+            now=FIXED_NOW,
+            out=out,
+            width=100,
+        )
+        text = out.getvalue()
+        assert code == 2
+        assert text.splitlines()[0] == "✗ 2 problem · ! 1 caution · ✓ 1 healthy"
+        first_run = text.splitlines()[1]
+        assert first_run.startswith("✗ trl-")
+        assert text.index("trl-redteam-finance-sparse") < text.index("verl-qwen3-8b-dapomath")
+
+    def test_json_is_a_list_of_each_runs_check(self, shared_sweep: Path) -> None:
+        runs = [shared_sweep / SWEEP[2], shared_sweep / SWEEP[3]]
+        out = io.StringIO()
+        code = check_board_command(runs, as_json=True, rules_file=None, now=FIXED_NOW, out=out)
+        documents = json.loads(out.getvalue())
+        assert code == 1 and len(documents) == 2
+        assert [d["status"] for d in documents] == ["caution", "healthy"]
+
+    def test_the_worst_code_ranks_unreadable_then_problem(self) -> None:
+        assert worst_code([0, 1, 2]) == 2
+        assert worst_code([0, 5, 2]) == 5
+        assert worst_code([3, 1]) == 1  # a run with nothing yet is not worse than a caution
+        assert worst_code([0]) == 0 and worst_code([]) == 0
+
+
+def board_app(board: Board, **kwargs: object) -> BoardApp:
+    return BoardApp(board, now=lambda: FIXED_NOW, environ={}, title="sweep", **kwargs)  # type: ignore[arg-type]
+
+
+async def board_settled(pilot: Pilot[BoardChoice], app: BoardApp, count: int) -> None:
+    await wait_until(
+        pilot,
+        lambda: app.settled and len(app.rows) == count,
+        what=f"a settled board of {count} runs",
+    )
+    await pilot.pause()
+
+
+class TestTheBoardApp:
+    """Rows worst first, runs appearing, the filter, open and back."""
+
+    async def test_rows_worst_first_and_enter_opens_the_chosen_run(self, judged: Board) -> None:
+        app = board_app(judged)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await board_settled(pilot, app, 4)
+            ranks = [row.rank for row in app.rows]
+            assert ranks == sorted(ranks) and app.rows[0].status is Status.PROBLEM
+            await pilot.press("down", "enter")
+            await wait_until(pilot, lambda: app.return_value is not None, what="a choice")
+        assert app.return_value == BoardChoice(app.rows[1].path)
+
+    async def test_a_run_created_meanwhile_appears(self, sweep: Path) -> None:
+        with running(board_on(sweep)) as board:
+            app = board_app(board)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await board_settled(pilot, app, 4)
+                copy_run("trl-qwen35-9b-gsm8k-g3-stuck", sweep)
+                await board_settled(pilot, app, 5)
+                assert "trl-qwen35-9b-gsm8k-g3-stuck" in {row.name for row in app.rows}
+
+    async def test_the_filter_keeps_the_matching_runs_and_esc_clears_it(
+        self, judged: Board
+    ) -> None:
+        app = board_app(judged)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await board_settled(pilot, app, 4)
+            await pilot.press("slash", *"verl")
+            await wait_until(pilot, lambda: len(app.rows) == 1, what="one run kept")
+            assert app.rows[0].name == "verl-qwen3-8b-dapomath-grpo-A"
+            await pilot.press("enter", "escape")
+            await wait_until(pilot, lambda: len(app.rows) == 4, what="every run again")
+
+    async def test_q_quits_with_no_run_chosen(self, judged: Board) -> None:
+        app = board_app(judged)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await board_settled(pilot, app, 4)
+            await pilot.press("q")
+        assert app.return_value == BoardChoice(None)
+
+    async def test_esc_in_a_monitor_opened_from_the_board_goes_back(self, sweep: Path) -> None:
+        app = app_for(sweep / SWEEP[0], from_board=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("slash", "x", "escape")  # esc first clears the filter typed
+            assert not app.back_to_board
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.back_to_board, what="back to the board")
+
+
+def test_long_names_keep_head_and_tail() -> None:
+    assert fit_name("trl-qwen35-9b-gsm8k-rho07-s44-latecollapse", 19) == "trl-qwen3…ecollapse"
+    assert fit_name("short", 19) == "short"
