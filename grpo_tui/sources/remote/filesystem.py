@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import secrets
 import shlex
 import stat
 import threading
@@ -36,9 +37,13 @@ from grpo_tui.sources.remote.transport import Connection
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-#: what the session shell runs first (transport.py): `st PATH` prints `S <hex mode> <size>
-#: <inode> <device> <mtime> <readable>` or `E <errno name>` (the error's words are the
-#: C locale's, matched at the end of stat's message, after the quoted name)
+#: what the session shell runs first (transport.py), so each call's script is short:
+#: `st PATH` prints `S <hex mode> <size> <inode> <device> <mtime> <readable>` or `E <errno
+#: name>` (the error's words are the C locale's, matched at the end of stat's message,
+#: after the quoted name); `rd PATH FROM COUNT MARK` prints that, then for a readable
+#: regular file `R`, its first 64 bytes in hex and COUNT bytes from byte FROM (1-based;
+#: COUNT 0: to the end), then MARK; `rs PATH KNOWN FROM COUNT MARK` prints the stat line,
+#: and when it is not KNOWN (the file changed) what `rd` reads after it (else `N`)
 SETUP = r"""LC_ALL=C
 export LC_ALL
 st() {
@@ -55,6 +60,33 @@ st() {
     *) echo 'E EIO' ;;
   esac
   return 1
+}
+rb() {
+  if [ -r "$1" ]; then
+    echo R
+    od -An -v -tx1 -N64 -- "$1" 2>/dev/null | tr -d ' \n'
+    echo
+    if [ "$3" -gt 0 ]; then
+      tail -c +"$2" -- "$1" 2>/dev/null | head -c "$3"
+    else
+      tail -c +"$2" -- "$1" 2>/dev/null
+    fi
+  else
+    echo 'E EACCES'
+  fi
+  printf '%s' "$4"
+}
+rd() {
+  if st "$1" && [ -f "$1" ]; then rb "$@"; fi
+}
+rs() {
+  s=$(st "$1")
+  printf '%s\n' "$s"
+  case $s in
+    "$2") echo N ;;
+    S*) if [ -f "$1" ]; then rb "$1" "$3" "$4" "$5"; else echo N; fi ;;
+    *) echo N ;;
+  esac
 }
 """
 _ERRORS = {
@@ -103,6 +135,8 @@ class _Known:
     readable: bool
     error: str | None
     served: bool = False
+    #: the stat line as the far side printed it (what `rs` compares with)
+    line: str = ""
 
 
 @dataclass(slots=True)
@@ -150,6 +184,9 @@ class RemoteFileSystem:
         self._asked: dict[str, float] = {}
         self._content: dict[str, _Content] = {}
         self._listings: dict[str, tuple[float, list[DirEntryLike]]] = {}
+        #: where a file's reader got to (the end of the complete lines it was handed):
+        #: what the next stat round reads ahead when the file changed
+        self._expected: dict[str, int] = {}
         self._lock = threading.RLock()
 
     @property
@@ -248,19 +285,61 @@ fi"""
         return known.info, known.readable
 
     def _stat_many(self, keys: Sequence[str]) -> dict[str, _Known]:
-        script = "".join(f"st {shlex.quote(key)}\n" for key in keys)
-        lines = self.connection.run(script).decode(errors="replace").split("\n")
+        """One call: every key's stat, and for a file read before whose stat changed,
+        what its reader reads next (from the offset it got to: `expect`), so a poll of a
+        growing file is one call too."""
+        mark = secrets.token_hex(8)
+        lines = []
+        for key in keys:
+            known, ahead = self._known.get(key), self._expected.get(key)
+            if known is not None and known.line and ahead is not None:
+                start = max(0, ahead - HEAD_BYTES)
+                lines.append(
+                    f"rs {shlex.quote(key)} {shlex.quote(known.line)} {start + 1} {READ_AHEAD} {mark}"
+                )
+            else:
+                lines.append(f"st {shlex.quote(key)}")
+        answer = self.connection.run("\n".join(lines))
         answers: dict[str, _Known] = {}
-        for key, line in zip(keys, lines):
+        cursor = 0
+        for key, asked in zip(keys, lines):
+            end = answer.find(b"\n", cursor)
+            if end < 0:
+                raise TransportError(f"{self.connection.target.label}: a cut answer", "dropped")
+            line = answer[cursor:end].decode(errors="replace")
+            cursor = end + 1
             fields = line.split(" ")
             if fields[0] == "S" and len(fields) == 7:
                 info, readable = _stat_result(fields[1:])
-                answers[key] = _Known(info, readable, None)
+                answers[key] = _Known(info, readable, None, line=line)
             else:
                 answers[key] = _Known(None, False, fields[1] if len(fields) > 1 else "EIO")
-        if len(answers) < len(keys):
-            raise TransportError(f"{self.connection.target.label}: a cut answer", "dropped")
+            if asked.startswith("rs "):
+                cursor = self._take_ahead(key, answers[key], answer, cursor, mark, asked)
         return answers
+
+    def _take_ahead(
+        self, key: str, known: _Known, answer: bytes, cursor: int, mark: str, asked: str
+    ) -> int:
+        """Read what `rs` printed after a changed file's stat (the next read's bytes) into
+        the content kept for that version; returns where the next file's answer starts."""
+        if answer.startswith(b"N\n", cursor):
+            return cursor + 2
+        end = answer.find(mark.encode(), cursor)
+        if end < 0 or known.info is None:
+            raise TransportError(f"{self.connection.target.label}: a cut answer", "dropped")
+        section, cursor = answer[cursor:end], end + len(mark)
+        status, _, rest = section.partition(b"\n")
+        head_hex, _, data = rest.partition(b"\n")
+        if status == b"R":
+            start = int(asked.split(" ")[-3]) - 1
+            try:
+                head = bytes.fromhex(head_hex.decode("ascii"))
+            except (UnicodeDecodeError, ValueError):
+                return cursor
+            content = _Content(_signature(known.info), head, start, data, len(data) < READ_AHEAD)
+            self._content[key] = content
+        return cursor
 
     # -- reads -----------------------------------------------------------------------
     def content_for(self, key: str, info: os.stat_result) -> _Content | None:
@@ -269,8 +348,12 @@ fi"""
             known = self._content.get(key)
         return known if known is not None and known.signature == _signature(info) else None
 
-    def keep(self, key: str, content: _Content) -> None:
-        """What a handle read, for the next poll (its last _KEPT_BYTES)."""
+    def keep(self, key: str, content: _Content, expected: int | None) -> None:
+        """What a handle read, for the next poll (its last _KEPT_BYTES), and where its
+        reader is expected to go on from."""
+        if expected is not None:
+            with self._lock:
+                self._expected[key] = expected
         if len(content.data) > _KEPT_BYTES:
             cut = len(content.data) - _KEPT_BYTES
             content = _Content(
@@ -286,21 +369,11 @@ fi"""
     def fetch(self, path: Path, start: int, count: int | None) -> _Content:
         """One call: the file's stat, its first HEAD_BYTES and `count` bytes from `start`
         (to its end when None)."""
-        where = shlex.quote(remote_path(path))
-        limit = f" | head -c {int(count)}" if count is not None else ""
-        script = f"""
-f={where}
-if st "$f" && [ -f "$f" ]; then
-  if [ -r "$f" ]; then
-    echo R
-    od -An -v -tx1 -N{HEAD_BYTES} -- "$f" 2>/dev/null | tr -d ' \\n'
-    echo
-    tail -c +{int(start) + 1} -- "$f" 2>/dev/null{limit}
-  else
-    echo 'E EACCES'
-  fi
-fi"""
+        mark = secrets.token_hex(8)
+        script = f"rd {shlex.quote(remote_path(path))} {int(start) + 1} {count or 0} {mark}"
         answer = self.connection.run(script)
+        if answer.endswith(mark.encode()):
+            answer = answer[: -len(mark)]
         status, _, rest = answer.partition(b"\n")
         fields = status.decode(errors="replace").split(" ")
         if fields[0] != "S" or len(fields) != 7:
@@ -335,6 +408,7 @@ class RemoteFile(io.RawIOBase):
         self._key = remote_path(path)
         self._pos = 0
         self._content = filesystem.content_for(self._key, info)
+        self._expect: int | None = None
 
     def readable(self) -> bool:
         return True
@@ -375,12 +449,15 @@ class RemoteFile(io.RawIOBase):
             self._remember(fetched)
             more = fetched.data if rest is None else fetched.data[:rest]
             got = (got or b"") + more
+        if want is not None and want >= _SMALL_READ and self._at_end(len(got)):
+            # a reader caught up with the file: it goes on after its last complete line
+            self._expect = self._pos + got.rfind(b"\n") + 1
         self._pos += len(got)
         return got
 
     def close(self) -> None:
         if not self.closed and self._content is not None:
-            self._fs.keep(self._key, self._content)
+            self._fs.keep(self._key, self._content, self._expect)
         super().close()
 
     # -- what this handle knows --------------------------------------------------------
