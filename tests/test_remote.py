@@ -31,11 +31,14 @@ from grpo_tui.commands.output import (
     EXIT_HOST_UNREACHABLE,
     EXIT_UNREADABLE,
 )
+from grpo_tui.presentation import machine_of, state_headline
+from grpo_tui.run.live import Run
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.remote import filesystems, run_path, set_ssh_command
 from grpo_tui.sources.remote import transport as ssh_transport
 from grpo_tui.sources.remote.address import SshTarget, parse_remote
 from grpo_tui.sources.tail import TailReader
+from grpo_tui.vocabulary import RunState
 
 _HOSTS = iter(range(1_000_000))
 
@@ -405,3 +408,20 @@ def test_a_poll_costs_one_call_per_machine(remote: SshServer, tmp_path: Path) ->
         for reader in readers:
             assert reader.poll().data == b""
     assert machine.connection.traffic.calls - before == 3
+
+
+def test_header_says_reconnecting_and_names_the_machine() -> None:
+    """A run whose machine is being reconnected to shows that as its state, and its label
+    says which machine (presentation: the header's words)."""
+    path = run_path("gpu7:/data/output")
+    run = Run(path)
+    run.status.unreadable = "RECONNECTING gpu7 (3rd try): connection refused"
+    assert state_headline(run, now=0.0) == (
+        RunState.UNREADABLE,
+        "RECONNECTING gpu7 (3rd try): connection refused",
+    )
+    run.status.unreadable = "permission denied: gpu7:/data/output"
+    assert state_headline(run, now=0.0)[1] == "UNREADABLE permission denied: gpu7:/data/output"
+    assert machine_of(path) == "gpu7"
+    assert machine_of(run_path("me@gpu7:runs")) == "me@gpu7"
+    assert machine_of(Path("/data/output")) is None
