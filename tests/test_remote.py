@@ -19,7 +19,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import THREE_REWARDS, THREE_REWARDS_ARGS, SshServer, msswift_run_dir, wait_for
+from helpers import (
+    THREE_REWARDS,
+    THREE_REWARDS_ARGS,
+    SshServer,
+    app_for,
+    msswift_run_dir,
+    screen_text,
+    wait_for,
+    wait_until,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -425,3 +434,27 @@ def test_header_says_reconnecting_and_names_the_machine() -> None:
     assert machine_of(path) == "gpu7"
     assert machine_of(run_path("me@gpu7:runs")) == "me@gpu7"
     assert machine_of(Path("/data/output")) is None
+
+
+async def test_q_quits_while_the_machine_does_not_answer(
+    remote: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live monitor on a machine that stopped answering: the header says it is
+    reconnecting, and `q` quits while the reader waits on ssh."""
+    log = tmp_path / "logging.jsonl"
+    log.write_bytes(b'{"step": 1, "loss": 1.0}\n')
+    monkeypatch.setattr(ssh_transport, "CALL_TIMEOUT_S", 2.0)
+    remote.pause()
+    try:
+        app = app_for(run_path(f"{host()}:{log}"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(
+                pilot,
+                lambda: (app.run_state.unreadable or "").startswith("RECONNECTING node"),
+                what="the reconnecting state",
+            )
+            assert "RECONNECTING node" in screen_text(app)
+            await pilot.press("q")
+            assert app.return_code == 0
+    finally:
+        remote.resume()
