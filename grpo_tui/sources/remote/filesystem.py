@@ -7,13 +7,21 @@ FileNotFoundError, PermissionError, NotRegularFile), asked with `stat`, `od`, `t
 and `head -c` in a POSIX shell. Every path reaches the far side through `shlex.quote`;
 nothing is written there.
 
-The calls go over one shell session per machine (transport.py). Polling costs one call per machine per poll, whatever the number of files: a stat asked
-for a file whose stat this round already answered starts a new round, which stats every
-file asked about in the last minute in one call. A file is read only when its stat
-changed: what was read is kept with the stat it was read under (inode, size, mtime: the
-quick check rsync trusts), and the tail reader's look back at the bytes before its offset
-and at the file's first bytes is answered from there. When it changed, one call returns
-the new stat, the first 64 bytes and everything from the reader's offset (up to 4 MB).
+The calls go over one shell session per machine (transport.py). Polling costs one call
+per machine per poll, whatever the number of files: a stat asked for a file whose stat
+this round already answered starts a new round, which stats every file asked about in
+the last minute in one call. A file is read only when its stat changed: what was read is
+kept with the stat it was read under (inode, size, mtime: the quick check rsync trusts),
+and the tail reader's look back at the bytes before its offset and at the file's first
+bytes is answered from there. For a file that changed, the same round's answer also
+carries what its reader reads next: its first 64 bytes and everything from 64 bytes
+before where the reader got to (up to 4 MB). A guess wrong (another reader of the file)
+costs a second call, never a wrong byte: content is only used under its own stat.
+
+Why this seam and not a copy of the run kept locally: a mirror would need every rule of
+the tail reader again (truncation, rotation, rewrites) to keep itself right, and a place
+to write; behind `stat_path`, `scan` and `open_regular` the one tail reader applies them
+to both.
 """
 
 from __future__ import annotations
@@ -305,7 +313,7 @@ fi"""
         for key, asked in zip(keys, lines):
             end = answer.find(b"\n", cursor)
             if end < 0:
-                raise TransportError(f"{self.connection.target.label}: a cut answer", "dropped")
+                raise self.connection.fail("dropped", "a cut answer")
             line = answer[cursor:end].decode(errors="replace")
             cursor = end + 1
             fields = line.split(" ")
@@ -327,7 +335,7 @@ fi"""
             return cursor + 2
         end = answer.find(mark.encode(), cursor)
         if end < 0 or known.info is None:
-            raise TransportError(f"{self.connection.target.label}: a cut answer", "dropped")
+            raise self.connection.fail("dropped", "a cut answer")
         section, cursor = answer[cursor:end], end + len(mark)
         status, _, rest = section.partition(b"\n")
         head_hex, _, data = rest.partition(b"\n")
@@ -389,9 +397,7 @@ fi"""
         try:
             head = bytes.fromhex(head_hex.decode("ascii"))
         except (UnicodeDecodeError, ValueError):
-            raise TransportError(
-                f"{self.connection.target.label}: a garbled answer", "dropped"
-            ) from None
+            raise self.connection.fail("dropped", "a garbled answer") from None
         to_end = count is None or len(data) < count
         return _Content(_signature(info), head, start, data, to_end)
 

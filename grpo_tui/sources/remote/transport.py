@@ -225,10 +225,10 @@ class Connection:
 
     def _failure_of(self, error: BaseException) -> TransportError:
         if isinstance(error, _NoAnswer) and str(error):
-            return self._failed("unreachable", str(error))
+            return self.fail("unreachable", str(error))
         if isinstance(error, OSError) and self._shell is None:
-            return self._failed("unreachable", f"cannot run {ssh_command()[0]}: {error.strerror}")
-        return self._failed(*_classify(self._complaints()))
+            return self.fail("unreachable", f"cannot run {ssh_command()[0]}: {error.strerror}")
+        return self.fail(*_classify(self._complaints()))
 
     def _complaints(self) -> str:
         errors = self._errors
@@ -251,7 +251,8 @@ class Connection:
                     with contextlib.suppress(OSError):
                         stream.close()
 
-    def _failed(self, kind: str, words: str) -> TransportError:
+    def fail(self, kind: str, words: str) -> TransportError:
+        """Count a failure, set the back-off, and say it (the error to raise)."""
         self.failures += 1
         pause = BACKOFF_S[min(self.failures, len(BACKOFF_S)) - 1]
         self._retry_at = time.monotonic() + pause
