@@ -113,10 +113,44 @@ def _median_ends(values: np.ndarray) -> tuple[float | None, float | None]:
     return float(np.median(values[:END_POINTS])), float(np.median(values[-END_POINTS:]))
 
 
+@dataclass(frozen=True)
+class _SlowParts:
+    """What a row shows that changes only with the data or the diagnosis (the reward's
+    course, the verdict): computed again only then (`Board.rows`)."""
+
+    framework: str
+    status: Status
+    verdict: VerdictLine
+    reward_first: float | None
+    reward_now: float | None
+    reward_levels: tuple[float, ...]
+
+
+def _slow_parts(run: Run, diagnosis: Diagnosis | None, pending: str) -> _SlowParts:
+    reward = run.store.points(BOARD_REWARD).values
+    first, latest = _median_ends(reward)
+    levels = run.store.buckets(BOARD_REWARD, SPARK_CELLS).mean
+    return _SlowParts(
+        framework=printable(run.framework or ""),
+        status=diagnosis.status if diagnosis is not None else Status.UNKNOWN,
+        verdict=verdict_line(diagnosis, pending=pending),
+        reward_first=first,
+        reward_now=latest,
+        reward_levels=tuple(float(v) for v in levels),
+    )
+
+
 def board_row(
-    run: Run, diagnosis: Diagnosis | None, now: float, name: str, *, pending: str = ""
+    run: Run,
+    diagnosis: Diagnosis | None,
+    now: float,
+    name: str,
+    *,
+    pending: str = "",
+    slow: _SlowParts | None = None,
 ) -> BoardRow:
-    """The row of one run at wall time `now` (`pending`: what to say while undiagnosed)."""
+    """The row of one run at wall time `now` (`pending`: what to say while undiagnosed;
+    `slow`: its `_slow_parts` when they are known to be current)."""
     state, label = state_headline(run, now)
     progress = run.progress()
     step = ""
@@ -129,27 +163,24 @@ def board_row(
     eta = ""
     if progress.remaining_s is not None and state is RunState.LIVE:
         eta = f"ETA {format_duration(progress.remaining_s)}"
-    reward = run.store.points(BOARD_REWARD).values
-    first, latest = _median_ends(reward)
-    levels = run.store.buckets(BOARD_REWARD, SPARK_CELLS).mean
     age = run.data_age(now)
-    status = diagnosis.status if diagnosis is not None else Status.UNKNOWN
+    parts = slow if slow is not None else _slow_parts(run, diagnosis, pending)
     return BoardRow(
         path=run.path,
         name=printable(name),
-        framework=printable(run.framework or ""),
         state=state,
         state_label=label,
         step=step,
         eta=eta,
-        status=status,
-        verdict=verdict_line(diagnosis, pending=pending),
-        reward_first=first,
-        reward_now=latest,
-        reward_levels=tuple(float(v) for v in levels),
         age="" if age is None else f"{format_age(age)} ago",
         data_time=run.last_data_time,
         troubled=state in (RunState.UNREADABLE, RunState.STALLED),
+        framework=parts.framework,
+        status=parts.status,
+        verdict=parts.verdict,
+        reward_first=parts.reward_first,
+        reward_now=parts.reward_now,
+        reward_levels=parts.reward_levels,
     )
 
 
@@ -209,6 +240,8 @@ class _Entry:
     follower: RunFollower
     #: the reader thread's last delivered status signature (it delivers changes only)
     last_status: tuple[object, ...] | None = None
+    #: the row's slow parts and what they were computed from (`Board.rows`)
+    slow: tuple[tuple[int, str], Diagnosis | None, _SlowParts] | None = None
 
 
 @dataclass
@@ -415,6 +448,10 @@ class Board:
         ]
         return max(0.0, min(waits)) if waits else None
 
+    def judging(self) -> int:
+        """How many runs hold data their verdict does not cover yet (read, not judged)."""
+        return sum(1 for entry in self._entries.values() if not entry.session.settled)
+
     @property
     def settled(self) -> bool:
         """Every run's reads are in and diagnosed (tests and `check` wait on it)."""
@@ -437,8 +474,19 @@ class Board:
         rows = []
         for path, entry in self._entries.items():
             session = entry.session
+            pending = session.diagnosis_note
+            # the reward's course and the verdict change with the data or the diagnosis
+            # only: a clock tick of fifty quiet runs recomputes just their states and ages
+            key = (session.run.version, pending)
+            slow = entry.slow
+            if slow is None or slow[0] != key or slow[1] is not session.diagnosis:
+                slow = (
+                    key,
+                    session.diagnosis,
+                    _slow_parts(session.run, session.diagnosis, pending),
+                )
+                entry.slow = slow
             name = self._names.get(path, path.name)
-            rows.append(
-                board_row(session.run, session.diagnosis, now, name, pending=session.diagnosis_note)
-            )
+            row = board_row(session.run, session.diagnosis, now, name, slow=slow[2])
+            rows.append(row)
         return sort_rows(rows)

@@ -112,7 +112,7 @@ def step_edges(runs: Sequence[Run], cells: int) -> np.ndarray:
     if hi <= lo:
         hi = lo + 1.0
     stride = max(logging_stride(run) for run in runs if len(run.store))
-    spans = int(min(max(1, cells), max(1.0, np.floor((hi - lo) / stride) + 1)))
+    spans = int(min(max(1, cells), max(1.0, np.floor((hi - lo) / stride))))
     return np.linspace(lo, hi, spans + 1)
 
 
@@ -156,7 +156,8 @@ def compare_runs(runs: Sequence[RunToCompare], rules: Rules, cells: int) -> Comp
     """The runs side by side in `cells` cells per row: every metric any of them logs, in
     the grid's order, one line per run that logs it."""
     edges = step_edges([r.run for r in runs], cells)
-    names = order_metrics({name for r in runs for name in r.run.store.names()})
+    # first appearance, then the grid's order (a set's order changes from run to run)
+    names = order_metrics(dict.fromkeys(name for r in runs for name in r.run.store.names()))
     metrics: list[ComparedMetric] = []
     for name in names:
         lines: list[MetricLine] = []

@@ -12,15 +12,26 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import FIXED_MTIME, app_for, fixture_lines, make_run, settle, wait_until
 from textual.pilot import Pilot
 
 from grpo_tui.board import Board, BoardSettings, board_counts, run_names
 from grpo_tui.commands.board import check_board_command, worst_code
+from grpo_tui.compare import (
+    compare_runs,
+    levels_on,
+    logging_stride,
+    overlay_series,
+    setting_differences,
+    step_edges,
+)
+from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.sources.runs import find_runs, runs_in
 from grpo_tui.ui.board_app import BoardApp, BoardChoice, fit_name
+from grpo_tui.ui.compare_screen import CompareScreen, OverlayScreen
 from grpo_tui.vocabulary import Status
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -274,3 +285,64 @@ class TestTheBoardApp:
 def test_long_names_keep_head_and_tail() -> None:
     assert fit_name("trl-qwen35-9b-gsm8k-rho07-s44-latecollapse", 19) == "trl-qwen3…ecollapse"
     assert fit_name("short", 19) == "short"
+
+
+class TestCompareCore:
+    """One step axis for every run, cells no finer than the sparsest logging, settings
+    that differ and nothing else."""
+
+    def test_cells_are_no_finer_than_the_sparsest_runs_logging(self, judged: Board) -> None:
+        sweep = judged.to_compare(judged.paths)
+        every_five = next(r for r in sweep if r.name == "trl-qwen7b-gsm8k-lr1e-4-collapse")
+        assert logging_stride(every_five.run) == 5
+        edges = step_edges([r.run for r in sweep], 200)
+        assert (edges[1] - edges[0]) >= 5 and edges[0] == 1
+
+    def test_levels_are_cell_means_and_gaps_are_nan(self) -> None:
+        edges = np.array([0.0, 10.0, 20.0, 30.0])
+        levels = levels_on(np.array([1.0, 5.0, 30.0]), np.array([1.0, 3.0, 7.0]), edges)
+        assert levels[0] == 2.0 and np.isnan(levels[1]) and levels[2] == 7.0
+
+    def test_only_the_settings_that_differ(self) -> None:
+        one = RunContext(learning_rate=1e-6, beta=0.04, num_generations=8)
+        two = RunContext(learning_rate=5e-6, beta=0.04)
+        differences = setting_differences([one, two])
+        assert [(d.name, d.values) for d in differences] == [
+            ("num_generations", ("8", "—")),
+            ("learning_rate", ("1e-6", "5e-6")),
+        ]
+
+    def test_a_comparison_of_real_runs(self, judged: Board) -> None:
+        runs = judged.to_compare(judged.paths[:2])
+        comparison = compare_runs(runs, Rules(), 40)
+        reward = next(m for m in comparison.metrics if m.metric == "reward")
+        assert [line.run for line in reward.lines] == [r.name for r in runs]
+        assert all(line.levels.size == reward.lines[0].levels.size for line in reward.lines)
+        series = overlay_series(runs, "reward", 40)
+        assert [s.index for s in series] == [0, 1]
+        assert all(np.isfinite(s.values).all() for s in series)
+
+
+class TestCompareScreen:
+    """Space marks, c compares, enter charts a metric over every marked run, esc goes back."""
+
+    async def test_mark_compare_chart_and_back(self, judged: Board) -> None:
+        app = board_app(judged)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await board_settled(pilot, app, 4)
+            await pilot.press("c")  # nothing marked: said, nothing opened
+            assert not isinstance(app.screen, CompareScreen)
+            await pilot.press("space", "down", "space")
+            assert app.marked == [app.rows[0].path, app.rows[1].path]
+            await pilot.press("c")
+            await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="compare")
+            screen = app.screen
+            assert isinstance(screen, CompareScreen)
+            assert screen.metric_rows[:2] == ["reward", "reward"]
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, OverlayScreen), what="chart")
+            overlay = app.screen
+            assert isinstance(overlay, OverlayScreen) and overlay.metric == "reward"
+            assert len(overlay.series) == 2
+            await pilot.press("escape", "escape")
+            await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the board again")

@@ -43,8 +43,10 @@ from grpo_tui.ui.widgets.completions import (
     advantage_cell,
     completion_view,
     empty_state,
+    flags_width,
     group_kind,
     group_title,
+    hidden_caption,
     prompt_text,
     row_cells,
     sample_flags,
@@ -536,28 +538,57 @@ def test_prompt_text_folded_and_expanded(tmp_path: Path) -> None:
 
 
 def test_table_layout_reward_columns_give_way_first() -> None:
-    """Wide: every reward column; narrower: reward columns drop from the end before the
-    text column gets narrower than MIN_TEXT_WIDTH; the columns fill the width."""
+    """Wide: every reward column under its whole name; narrower: long names are cut to
+    REWARD_NAME_CHARS, then columns drop from the end (named as hidden) before the text
+    gets narrower than MIN_TEXT_WIDTH; the text takes the rest, so the columns fill the
+    width."""
     names = ["Format", "LengthBonus", "CoinFlip"]
     wide = table_layout(200, names)
-    assert wide.rewards == tuple(names)
-    per_reward = REWARD_NAME_CHARS + 2  # a column's content plus a cell of padding a side
-    fixed = 200 - wide.text_width - per_reward * len(names)
+    assert wide.rewards == (("Format", 6), ("LengthBonus", 11), ("CoinFlip", 8))
+    assert wide.hidden == () and wide.flags_width == 0
     previous = len(names)
     for width in range(200, 0, -1):
         layout = table_layout(width, names)
         kept = len(layout.rewards)
-        assert layout.rewards == tuple(names[:kept])
+        assert layout.reward_names + layout.hidden == tuple(names)
         assert layout.text_width >= MIN_TEXT_WIDTH
         assert kept <= previous  # narrowing never brings a column back
         previous = kept
-        if width >= fixed + MIN_TEXT_WIDTH:
-            assert fixed + per_reward * kept + layout.text_width == width
-            # a dropped column would have squeezed the text below its minimum
-            if kept < len(names):
-                assert width - fixed - per_reward * (kept + 1) < MIN_TEXT_WIDTH
+        if layout.text_width > MIN_TEXT_WIDTH:
+            assert layout.width == width  # the text takes what is left
+        if kept < len(names):
+            # a column is dropped only when cutting every name was not enough
+            fixed = layout.width - layout.text_width - sum(w + 2 for _, w in layout.rewards)
+            cut = sum(min(len(n), REWARD_NAME_CHARS) + 2 for n in names[: kept + 1])
+            assert layout.width - fixed - cut < MIN_TEXT_WIDTH or width < fixed + MIN_TEXT_WIDTH
     assert table_layout(10, names).rewards == ()
+    assert table_layout(10, names).hidden == tuple(names)
     assert table_layout(80, []).rewards == ()
+
+
+def test_table_layout_at_80_keeps_every_reward_of_the_fixture_and_drops_none_silently() -> None:
+    """At 80 columns the real run's three rewards fit with short names; a flags column
+    makes room for itself from the rewards (the last is hidden, said), never from the text
+    below its minimum; no flags, no column."""
+    names = ["Format", "LengthBonus", "CoinFlip"]
+    at_80 = table_layout(80, names)
+    assert at_80.reward_names == tuple(names) and at_80.hidden == ()
+    assert at_80.rewards[1] == ("LengthBonus", REWARD_NAME_CHARS)
+    flagged = table_layout(80, names, flags_width=9)
+    assert flagged.hidden == ("CoinFlip",)
+    assert flagged.width == 80 or flagged.text_width == MIN_TEXT_WIDTH
+    assert hidden_caption(at_80) is None
+    caption = hidden_caption(flagged)
+    assert caption is not None and caption.plain.startswith("+1 reward hidden (CoinFlip)")
+    # the text gets what the empty flags column no longer takes
+    assert at_80.text_width > flagged.text_width
+
+
+def test_table_layout_never_cuts_a_name_that_fits() -> None:
+    """At 160 columns (the demo's ToyFormat / ToyAccuracy) every name shows whole."""
+    layout = table_layout(160, ["ToyFormat", "ToyAccuracy"], flags_width=9)
+    assert layout.rewards == (("ToyFormat", 9), ("ToyAccuracy", 11))
+    assert short_name("ToyFormat", 9) == "ToyFormat"
 
 
 def test_row_cells(tmp_path: Path, palette: ZonePalette) -> None:
@@ -576,8 +607,8 @@ def test_row_cells(tmp_path: Path, palette: ZonePalette) -> None:
         ],
     )
     group = page.groups[0]
-    layout = table_layout(120, list(group.rewards))
-    assert layout.rewards == ("A", "B")
+    layout = table_layout(120, list(group.rewards), flags_width(group))
+    assert layout.reward_names == ("A", "B")
     cells, height = row_cells(1, group.completions[0], layout, palette, lines=3)
     assert [c.plain for c in cells[:5]] == ["1", "1", "0.5", "1.5", "▲1"]
     assert cells[-1].plain == "first line\nsecond\nthird … +1 line"
@@ -858,3 +889,25 @@ async def test_reward_column_header_shows_markup_literally(
         table = panel.query_one(DataTable)
         labels = [column.label.plain for column in table.columns.values()]
     assert short_name(reward) in labels
+
+
+def test_flags_width_is_its_widest_cell_at_least_its_header(
+    tmp_path: Path, palette: ZonePalette
+) -> None:
+    """No flag in a group: no flags column; a lone ✗fmt still gets its header whole."""
+    record = {
+        "step": ["1"] * 2,
+        "prompt": ["p"] * 2,
+        "completion": ["<answer>5</answer>", "<answer>5"],
+        "A": [1.0, 0.0],
+        "advantages": [1.0, -1.0],
+    }
+    flagged = _page(tmp_path, [record]).groups[0]
+    assert [sample_flags(s) for s in flagged.completions] == [[], ["✗fmt", "✂cut"]]
+    assert flags_width(flagged) == len("✗fmt ✂cut")
+    (tmp_path / "plain").mkdir()
+    plain = _page(tmp_path / "plain", [{**record, "completion": ["5", "6"]}]).groups[0]
+    assert flags_width(plain) == 0
+    layout = table_layout(80, ["A"], flags_width(plain))
+    cells, _ = row_cells(1, plain.completions[0], layout, palette, lines=1)
+    assert len(cells) == 5  # #, A, total, adv, text: no flags cell

@@ -147,7 +147,7 @@ class TestWhatIsShown:
             )
             text = screen_text(app)
         assert "No completions logged yet." not in text
-        assert "step 6 eval / end · group" in text
+        assert "step 6 eval · group" in text  # its eval line says so
         assert "samples/overlap_3gram" in text  # the samples' statistics join the grid
 
     async def test_a_cap_given_on_the_command_line_reaches_the_live_diagnosis(

@@ -107,13 +107,16 @@ async def test_newest_group_of_a_real_run(run_with_completions: Path) -> None:
         group = panel.shown_group
         assert "following the newest" in status(panel)
     assert group is not None
-    # the newest entry worth showing is the eval line of step 6 (the last line repeats it)
-    assert panel.page is not None and panel.page.info.kind == "eval_or_end"
-    assert "step 6 eval / end · group 1/2 · 4 completions" in text
+    # the newest entry worth showing is the eval line of step 6 (the last line repeats it):
+    # the metrics log has an eval line at step 6, so it is labelled eval
+    assert panel.page is not None and panel.page.info.kind == "eval"
+    assert "step 6 eval · group 1/2 · 4 completions" in text
     # the chat template is folded to one line: system prompt size, then the question
     assert "⟨system 43 chars⟩ │ What is 8+6?" in text
-    for name in ("Format", "Length…", "total", "adv", "completion"):
+    # at 100 columns every reward name fits whole; no row has a flag: no flags column
+    for name in ("Format", "LengthBonus", "CoinFlip", "total", "adv", "completion"):
         assert name in text
+    assert "flags" not in text
     # advantages carry their sign as a glyph
     assert "▲0.5985" in text and "▼1.483" in text
 
@@ -242,7 +245,8 @@ async def test_new_groups_never_move_a_held_place(run_with_completions: Path) ->
         append(path, restamped(completions_lines()[1], 7))
         append(path, restamped(completions_lines()[2], 8))
         app.reader.wake()
-        await wait_until(pilot, lambda: "2 new" in status(panel))
+        # counted in groups, the unit on screen (each of those batches holds 2 groups)
+        await wait_until(pilot, lambda: "4 new groups in 2 steps" in status(panel))
         assert panel.cursor.place == before and "step 6" in title(panel)
         await pilot.press("space")  # follow again: the newest at once
         await wait_until(pilot, lambda: "step 8 train" in title(panel))
@@ -331,7 +335,7 @@ async def test_hostile_completions_stay_inert_on_screen(tmp_path: Path) -> None:
     assert panel.shown_group is not None
     for shown in (text, body, whole, svg):
         assert leaks(shown) == []
-    assert "[bold]…" in text  # the reward's name as typed (cut), not bold markup
+    assert "[bold]Reward[/]" in text  # the reward's name as typed, not bold markup
 
 
 async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
@@ -508,3 +512,184 @@ class TestNumbersFitTheirColumn:
         cells, _ = row_cells(1, sample, layout, palette, lines=2)
         assert cells[-1].plain == "(empty)"
         assert cells[3].plain == "·≈0"
+
+
+# -- issue 23: the pane at every width, eval labelled, prefixes folded, help, extras -------
+
+TRL_FIXTURES = Path(__file__).parent / "fixtures" / "trl"
+
+
+def _trl_output(tmp_path: Path) -> Path:
+    """The real TRL 1.16 run (trainer_state.json, completions of step 3, which its eval
+    rewrote) as an output dir."""
+    output = tmp_path / "trl-out"
+    (output / "completions").mkdir(parents=True)
+    shutil.copy(
+        TRL_FIXTURES / "local-run-trl1.16.0-tf5.20.0_trainer_state.json",
+        output / "trainer_state.json",
+    )
+    shutil.copy(
+        TRL_FIXTURES / "local-run-trl1.16.0-tf5.20.0_completions_00003.parquet",
+        output / "completions" / "completions_00003.parquet",
+    )
+    return output
+
+
+def _completion_cells(panel: CompletionsPanel) -> list[str]:
+    table: DataTable[object] = panel.query_one(DataTable)
+    return [str(table.get_row_at(row)[-1]) for row in range(table.row_count)]
+
+
+class TestPaneFitsItsWidth:
+    """Columns chosen by the width: whole names, a marker for what is hidden, the text
+    takes what is left, no empty flags column."""
+
+    async def test_at_80_every_reward_and_no_flags_column(self, run_with_completions: Path) -> None:
+        app = app_for(run_with_completions, cycle_seconds=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            panel = await opened(pilot, app)
+            layout = panel.table_columns
+            text = screen_text(app)
+            width = panel.size.width
+        assert layout is not None
+        assert layout.reward_names == ("Format", "LengthBonus", "CoinFlip")
+        assert layout.hidden == () and "hidden" not in text
+        assert layout.flags_width == 0 and "flags" not in text  # no row has a flag
+        assert layout.width == width  # the text column takes what is left
+        assert layout.text_width > 26
+
+    async def test_narrower_the_hidden_reward_is_named(self, run_with_completions: Path) -> None:
+        app = app_for(run_with_completions, cycle_seconds=3600)
+        async with app.run_test(size=(75, 24)) as pilot:
+            panel = await opened(pilot, app)
+            layout = panel.table_columns
+            text = screen_text(app)
+            labels = [str(c.label) for c in panel.query_one(DataTable).columns.values()]
+        assert layout is not None and layout.hidden == ("CoinFlip",)
+        # the room CoinFlip left gives LengthBonus its whole name back
+        assert layout.rewards == (("Format", 6), ("LengthBonus", 11))
+        assert "+1 reward hidden (CoinFlip)" in text
+        assert "CoinFlip" not in labels and "LengthBonus" in labels
+
+    async def test_at_160_names_are_whole(self, run_with_completions: Path) -> None:
+        app = app_for(run_with_completions, cycle_seconds=3600)
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = await opened(pilot, app)
+            labels = [str(c.label) for c in panel.query_one(DataTable).columns.values()]
+        assert {"Format", "LengthBonus", "CoinFlip"} <= set(labels)
+        assert not any(label.endswith("…") for label in labels)
+
+    async def test_a_flag_brings_its_column(self, tmp_path: Path) -> None:
+        """A completion cut off inside <think>: the flags column shows, as wide as ✂cut."""
+        output = make_run(tmp_path, fixture_lines())
+        record = {
+            "step": ["5"] * 2,
+            "prompt": ["What is 2+3?"] * 2,
+            "completion": ["<think>2+3<answer>5</answer>", "<think>2+3</think><answer>5</answer>"],
+            "Accuracy": [0.0, 1.0],
+            "advantages": [-0.7, 0.7],
+        }
+        (output / RUN_DIR_NAME / "completions.jsonl").write_text(
+            json.dumps(record) + "\n", encoding="utf-8"
+        )
+        app = app_for(output, cycle_seconds=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            panel = await opened(pilot, app)
+            layout = panel.table_columns
+            text = screen_text(app)
+        assert layout is not None and layout.flags_width == len("✗fmt ✂cut")
+        assert "flags" in text and "✂cut" in text
+
+
+class TestEvalLabelled:
+    """Eval rollouts say so, and stay out of the train samples/* series."""
+
+    async def test_msswift_eval_at_step_3(self, run_with_completions: Path) -> None:
+        app = app_for(run_with_completions, cycle_seconds=3600)
+        async with app.run_test(size=(100, 30)) as pilot:
+            panel = await opened(pilot, app)
+            assert "step 6 eval" in title(panel)
+            for step in ("step 6 train", "step 4 train", "step 3 eval"):
+                await pilot.press("left_square_bracket")
+                await wait_until(pilot, lambda s=step: s in title(panel) and panel.settled)  # type: ignore[misc]
+            samples = app.run_state.samples
+        assert samples is not None
+        assert [s.step for s in samples.steps] == [1.0, 2.0, 4.0, 6.0]
+
+    async def test_trl_file_the_eval_rewrote(self, tmp_path: Path) -> None:
+        app = app_for(_trl_output(tmp_path), cycle_seconds=3600)
+        async with app.run_test(size=(100, 30)) as pilot:
+            panel = await opened(pilot, app)
+            assert "step 3 eval" in title(panel)
+            store = app.run_state.store
+        assert not any(name.startswith("samples/") for name in store.names())
+
+
+class TestRolePrefixFolded:
+    """`assistant: ` opening a completion is not shown in the table; enter shows it all."""
+
+    async def test_real_trl_messages(self, tmp_path: Path) -> None:
+        app = app_for(_trl_output(tmp_path), cycle_seconds=3600)
+        async with app.run_test(size=(100, 30)) as pilot:
+            panel = await opened(pilot, app)
+            cells = _completion_cells(panel)
+            group = panel.shown_group
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
+            body = app.screen.query_one(TextArea).text
+        assert group is not None and all(
+            s.text.startswith("assistant: ") for s in group.completions
+        )
+        assert cells and not any(cell.startswith("assistant") for cell in cells)
+        assert body.startswith("assistant: ")  # the whole text as logged
+
+
+class TestHelpExplainsThePane:
+    """? lists what every flag and statistic of the pane means."""
+
+    async def test_help(self, run_with_completions: Path) -> None:
+        app = app_for(run_with_completions, cycle_seconds=3600)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await opened(pilot, app)
+            await pilot.press("question_mark")
+            await wait_until(pilot, lambda: len(app.screen.query("#help-text")) > 0)
+            text = str(app.screen.query_one("#help-text").render())
+        for word in ("✗fmt", "✂cut", "↻rep", "spread", "distinct", "overlap", "mean"):
+            assert word in text
+        for word in ("ALL FAIL", "ALL PASS", "ZERO SPREAD", "▲", "▼", "eval"):
+            assert word in text
+        assert "50%" in text and "12-character" in text  # the thresholds the code uses
+
+
+class TestExtraColumns:
+    """TRL's log_extra columns show in the completion view, inert."""
+
+    async def test_extracted_and_gold(self, tmp_path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        output = _trl_output(tmp_path)
+        path = output / "completions" / "completions_00003.parquet"
+        real = pq.read_table(path)
+        columns = {n: real.column(n) for n in real.column_names if n != "advantage"}
+        columns["extracted"] = pa.array(["14", "\x1b]2;HACKED\x07", "7", None])
+        columns["gold"] = pa.array(["14"] * 4)
+        columns["advantage"] = real.column("advantage")
+        pq.write_table(pa.table(columns), path)
+        app = app_for(output, cycle_seconds=3600)
+        async with app.run_test(size=(100, 30)) as pilot:
+            panel = await opened(pilot, app)
+            labels = [str(c.label) for c in panel.query_one(DataTable).columns.values()]
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
+            first = screen_text(app)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, CompletionScreen))
+            await pilot.press("down", "enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
+            second = screen_text(app)
+            svg = app.export_screenshot()
+        assert "extracted" not in labels  # not a reward column
+        assert "logged with it: extracted 14 · gold 14" in first
+        assert "extracted ␛]2;HACKED␇ · gold 14" in second
+        assert leaks(second) == [] and leaks(svg) == []

@@ -50,6 +50,22 @@ def run_with_completions(fixed_run: Path) -> Path:
     return fixed_run
 
 
+@pytest.fixture
+def trl_run(tmp_path: Path) -> Path:
+    """The real TRL 1.16 run's trainer_state.json and step-3 completions, at a fixed time."""
+    trl = Path(__file__).parent / "fixtures" / "trl"
+    output = tmp_path / "trl-out"
+    (output / "completions").mkdir(parents=True)
+    shutil.copy(
+        trl / "local-run-trl1.16.0-tf5.20.0_trainer_state.json", output / "trainer_state.json"
+    )
+    step3 = output / "completions" / "completions_00003.parquet"
+    shutil.copy(trl / "local-run-trl1.16.0-tf5.20.0_completions_00003.parquet", step3)
+    for path in (output / "trainer_state.json", step3):
+        os.utime(path, (FIXED_MTIME, FIXED_MTIME))
+    return output
+
+
 def make_app(path: Path, theme: str | None = None) -> GrpoTuiApp:
     # no cycling through groups: a snapshot is one fixed moment
     return GrpoTuiApp(path, theme=theme, now=lambda: FIXED_NOW, environ={}, cycle_seconds=3600)
@@ -122,6 +138,14 @@ class TestPanesAndScreens:
         assert snap_compare(
             make_app(run_with_completions), terminal_size=(160, 48), run_before=then("3", "n")
         )
+
+    def test_completions_trl_80x24(self, snap_compare: SnapCompare, trl_run: Path) -> None:
+        # a real TRL run: step 3's file, which its eval rewrote, labelled eval; the
+        # "assistant: " of its messages folded
+        assert snap_compare(make_app(trl_run), terminal_size=(80, 24), run_before=then("3"))
+
+    def test_completions_trl_160x48(self, snap_compare: SnapCompare, trl_run: Path) -> None:
+        assert snap_compare(make_app(trl_run), terminal_size=(160, 48), run_before=then("3"))
 
     def test_completion_screen_80x24(
         self, snap_compare: SnapCompare, run_with_completions: Path

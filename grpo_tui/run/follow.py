@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
@@ -46,6 +48,8 @@ class RunFollower:
         self._previewed = False
         self.completions: CompletionsIndex | None = None
         self._backlog = False
+        #: (kinds, steps) of metrics lines read before there was a completions index
+        self._unnoted: list[tuple[np.ndarray, np.ndarray]] = []
 
     def read(self, time_budget: float = 0.05, chunk_bytes: int | None = None) -> Update:
         """Read for about `time_budget` seconds (at least one chunk). Chunks are small
@@ -69,6 +73,11 @@ class RunFollower:
                 break
         new_samples = 0
         samples = None
+        relabelled = False
+        lines = [
+            (block.kinds, block.steps)
+            for block in (*batch.blocks, *(preview.blocks if preview is not None else ()))
+        ]
         index = self._completions_index()
         if index is not None:
             # a new index hands out its preview of the newest batch at once; its backlog
@@ -80,11 +89,17 @@ class RunFollower:
                 if first or not index.more or time.perf_counter() - started >= time_budget:
                     break
             more = more or index.more
+            # which steps had an eval: their batches are eval rollouts (index docstring)
+            for kinds, steps in self._unnoted + lines:
+                relabelled |= index.note_log_lines(kinds, steps)
+            self._unnoted = []
             if index.lines and str(index.path) not in self.feed.status.files:
                 self.feed.status.files.append(str(index.path))
                 self.feed.status.followed.append(str(index.path))
-            if new_samples:
+            if new_samples or relabelled:
                 samples = index.summary()
+        else:
+            self._unnoted.extend(lines)  # for the index once a completions file turns up
         return Update(
             batch=batch,
             status=self.feed.status.snapshot(),

@@ -111,6 +111,18 @@ _MASK = (1 << 64) - 1
 _SHORT_SEED = 0x110000
 
 
+def role_prefix_end(text: str) -> int:
+    """Where the model's own text begins: the length of the role prefixes and template
+    markers that open `text` (`assistant: `, `<|im_start|>assistant`) and the whitespace
+    after them; 0 when it opens with none. Only the head is looked at (bounded cost)."""
+    head = text[:_MARKER_SLACK]
+    prefix = _ROLE_PREFIX.match(head)
+    if prefix is None:
+        return 0
+    end = prefix.end()
+    return end + len(head[end:]) - len(head[end:].lstrip())
+
+
 def measured_text(text: str) -> str:
     """The part of a completion the statistics measure: its first `STATS_CHAR_CAP`
     characters once role prefixes, template markers and surrounding whitespace are left

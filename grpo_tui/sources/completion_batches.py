@@ -119,6 +119,12 @@ class BatchSource(Protocol):
         """(bytes read, bytes there) as of the last read."""
         ...
 
+    @property
+    def eval_rewrites_step(self) -> bool:
+        """An eval at a train step rewrites that step's batch in place (TRL's step files):
+        the one batch read at a step that had an eval holds the eval's rollouts."""
+        ...
+
 
 def open_batches(
     ref: CompletionsRef,
@@ -195,6 +201,10 @@ class JsonlBatches:
     @property
     def progress(self) -> tuple[int, int]:
         return self._tail.offset, max(self._tail.size, self._tail.offset)
+
+    @property
+    def eval_rewrites_step(self) -> bool:
+        return False  # lines are appended: an eval's batch is a line of its own
 
     def read(self, max_bytes: int | None = None) -> BatchChunk:
         chunk = self._tail.poll(max_bytes)
@@ -395,6 +405,10 @@ class FolderBatches:
     @property
     def progress(self) -> tuple[int, int]:
         return self._read_bytes, self._read_bytes + self._pending_bytes
+
+    @property
+    def eval_rewrites_step(self) -> bool:
+        return self.kind.eval_rewrites_step
 
     def newest(self) -> CompletionBatch | None:
         return None  # a folder is read from its start, a file at a time
@@ -600,7 +614,10 @@ class FolderBatches:
             data = (
                 None
                 if converted is None
-                else _Read(self._rows(item.name, item.step, converted.columns), converted.skipped)
+                else _Read(
+                    self._rows(item.name, item.step, converted.columns, converted.extra_keys),
+                    converted.skipped,
+                )
             )
         try:
             after = _signature(os.stat(path))
@@ -612,13 +629,16 @@ class FolderBatches:
             self._files[item.name].tried = item.signature
         return data
 
-    def _rows(self, name: str, step: int, columns: dict[str, list[Any]]) -> CompletionRows | str:
-        """A file's lists per field as rows (its step from the name when it has no column)."""
+    def _rows(
+        self, name: str, step: int, columns: dict[str, list[Any]], extra_keys: tuple[str, ...] = ()
+    ) -> CompletionRows | str:
+        """A file's lists per field as rows (its step from the name when it has no column);
+        `extra_keys`: its columns shown with each row, never taken for rewards."""
         if "step" not in columns:
             texts = columns.get("completion")
             columns["step"] = [step] * (len(texts) if isinstance(texts, list) else 1)
         try:
-            return parse_record(dict(columns), weights=self.reward_weights)
+            return parse_record(dict(columns), weights=self.reward_weights, extra_keys=extra_keys)
         except ValueError as error:  # NotCompletionsError
             return f"{name}: {error}"
 

@@ -164,6 +164,9 @@ class CompletionRows:
     entropy: np.ndarray | None
     solutions: list[str | None] | None
     malformed: bool = False
+    #: further columns logged per row (TRL's `log_extra`, a plugin's text column): name →
+    #: one value per row as text ("" where a row has none); untrusted
+    extras: dict[str, list[str]] | None = None
 
     def __len__(self) -> int:
         return len(self.completions)
@@ -203,7 +206,25 @@ class CompletionRows:
             entropy=optional([part.entropy for part in parts]),
             solutions=solutions,
             malformed=any(part.malformed for part in parts),
+            extras=_joined_extras(parts, sizes),
         )
+
+
+def _joined_extras(
+    parts: Sequence[CompletionRows], sizes: list[int]
+) -> dict[str, list[str]] | None:
+    """The parts' extra columns end to end ("" for a part without one)."""
+    names = list(dict.fromkeys(name for part in parts for name in (part.extras or {})))
+    if not names:
+        return None
+    return {
+        name: [
+            value
+            for part, size in zip(parts, sizes, strict=True)
+            for value in (part.extras or {}).get(name, [""] * size)
+        ]
+        for name in names
+    }
 
 
 #: where a source can find one batch again: two numbers only that source interprets (a

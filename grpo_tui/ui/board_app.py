@@ -228,7 +228,14 @@ class BoardApp(App[BoardChoice]):
         return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
 
     def _key(self) -> tuple[object, ...]:
-        return (tuple(self._rows), self.size.width, self.theme, self._filter, tuple(self.marked))
+        return (
+            tuple(self._rows),
+            self.size.width,
+            self.theme,
+            self._filter,
+            tuple(self.marked),
+            self.board.judging(),
+        )
 
     def _draw(self) -> None:
         every = self.board.rows(self.now())
@@ -244,6 +251,9 @@ class BoardApp(App[BoardChoice]):
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
             facts += f" · filter: {self._filter} ({len(self._rows)})"
+        judging = self.board.judging()
+        if judging:
+            facts += f" · judging {judging}"
         if self.marked:
             facts += f" · {len(self.marked)} marked (c compares)"
         facts += " · enter opens a run · space marks"
@@ -255,7 +265,13 @@ class BoardApp(App[BoardChoice]):
         pads each column by a cell on both sides)."""
         wide = width >= WIDE_BOARD
         name = 28 if wide else 19
-        fixed = [("mark", 1), ("status", 1), ("run", name), ("state", 8), ("step", 15 if wide else 9)]
+        fixed = [
+            ("mark", 1),
+            ("status", 1),
+            ("run", name),
+            ("state", 8),
+            ("step", 15 if wide else 9),
+        ]
         if wide:
             fixed += [("framework", 12), ("reward first→now", 26), ("data", 9)]
         used = sum(w for _, w in fixed) + 2 * (len(fixed) + 1)
@@ -349,9 +365,7 @@ class BoardApp(App[BoardChoice]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The board's own keys act (and show in the footer) on the board only, not on a
         comparison pushed over it."""
-        if action in _BOARD_ONLY and len(self.screen_stack) > 1:
-            return False
-        return True
+        return not (action in _BOARD_ONLY and len(self.screen_stack) > 1)
 
     def action_mark(self) -> None:
         """Mark the run under the cursor for a comparison, or unmark it."""

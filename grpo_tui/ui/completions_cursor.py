@@ -28,6 +28,15 @@ class Place:
     group: int
 
 
+def arrivals(groups: int, steps: int) -> str:
+    """What arrived while held, in groups (the unit on screen) and the steps they came in:
+    `12 new groups in 3 steps`; steps alone while their groups are not counted yet."""
+    step_words = f"{steps} step{'s' if steps != 1 else ''}"
+    if groups <= 0:
+        return f"{step_words} new"
+    return f"{groups} new group{'s' if groups != 1 else ''} in {step_words}"
+
+
 def group_order(groups: Sequence[Group], *, zero_spread_only: bool) -> list[int]:
     """Positions of the groups the panel visits, in logged order."""
     return [i for i, group in enumerate(groups) if group.zero_spread or not zero_spread_only]
@@ -68,8 +77,9 @@ class CompletionsCursor:
         self.following = True
         #: only groups whose completions all got the same reward (no advantage signal)
         self.zero_spread_only = False
-        #: batches that arrived since the place was held
+        #: batches that arrived since the place was held, and the groups in them
         self.new_entries = 0
+        self.new_groups = 0
         self._newest_seen: int | None = None
 
     # -- arrivals ---------------------------------------------------------------------
@@ -87,15 +97,23 @@ class CompletionsCursor:
             self.new_entries += newest - previous if count is None else count
         return False
 
+    def groups_arrived(self, count: int) -> None:
+        """`count` more groups are in the index's entries worth showing (counted while held;
+        a batch's groups are known once it is tallied, which may be after it arrived)."""
+        if not self.following and count > 0:
+            self.new_groups += count
+
     # -- modes ------------------------------------------------------------------------
     def hold(self) -> None:
         if self.following:
             self.following = False
             self.new_entries = 0
+            self.new_groups = 0
 
     def follow(self) -> None:
         self.following = True
         self.new_entries = 0
+        self.new_groups = 0
 
     # -- moves inside the shown entry --------------------------------------------------
     def cycle(self, visible: Sequence[int]) -> bool:

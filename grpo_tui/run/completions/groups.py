@@ -20,6 +20,7 @@ from grpo_tui.run.text_stats import (
     GroupTextStats,
     group_text_stats,
     measured_text,
+    role_prefix_end,
 )
 from grpo_tui.sources.records import CompletionRows
 
@@ -45,10 +46,19 @@ class Sample:
     truncated: bool | None = None
     #: share of its character shingles that repeat an earlier one (0 = none; text_stats.py)
     repetition: float = 0.0
+    #: further columns the framework logged for it (TRL's `log_extra`: an extracted answer,
+    #: the gold one), (name, value as logged, made a string); untrusted text
+    extras: tuple[tuple[str, str], ...] = ()
 
     @property
     def repetitive(self) -> bool:
         return self.repetition >= REPETITIVE_SHARE
+
+    @property
+    def shown_text(self) -> str:
+        """The text without the role prefix or template markers that open it (`assistant:
+        `, `<|im_start|>assistant`): what the model wrote, as the table shows it."""
+        return self.text[role_prefix_end(self.text) :]
 
     @property
     def empty(self) -> bool:
@@ -212,6 +222,13 @@ def _optional_float(value: float | np.floating) -> float | None:
     return None if math.isnan(number) else number
 
 
+def _row_extras(rows: CompletionRows, row: int) -> tuple[tuple[str, str], ...]:
+    """The extra columns logged for one row that hold a value there."""
+    if not rows.extras:
+        return ()
+    return tuple((name, values[row]) for name, values in rows.extras.items() if values[row])
+
+
 def build_group(rows: CompletionRows, stats: GroupStats, span: tuple[float, float] | None) -> Group:
     """One group as the panel shows it; all-fail / all-pass judged against `span`."""
     indices = stats.rows
@@ -229,6 +246,7 @@ def build_group(rows: CompletionRows, stats: GroupStats, span: tuple[float, floa
             follows_format=check.follows if known_format else None,
             truncated=check.cut_off if known_format else None,
             repetition=repeated,
+            extras=_row_extras(rows, row),
         )
         for pos, (row, check, repeated) in enumerate(
             zip(indices, stats.text.checks, stats.text.repetition, strict=True)

@@ -15,7 +15,17 @@ Which batches count for the per-step summary (ms-swift 4.x gives no mode field):
   one verbatim, and with `num_iterations > 1` consecutive steps log the same rollouts.
   The first batch carries them (its step is when they were generated).
 - A later batch carrying a step already seen is the eval (or end-of-train) batch of that
-  step: rollouts from an eval at a step without a train log cannot be told apart and stay.
+  step.
+- The metrics log says which steps had an eval (`note_log_lines`: ms-swift and TRL write
+  completions from the same `log()` call that writes the metrics line, eval's included,
+  and neither marks the rollouts' mode). A batch at a step with an eval line is *eval*,
+  kept out of the per-step summary, when it is the later batch at its step, or the only
+  one at a step without a train line, or the only one at its step in a source whose eval
+  rewrites the step's file in place (TRL: what is there at rest is the eval's rollouts).
+  The summary and the metrics log are read in one go (the follower notes the lines after
+  each read of the completions, before the summary), and a train row that would carry a
+  step's statistics is logged after that step's eval line, so an eval batch's statistics
+  never reach the train series; a batch relabelled after it was summed leaves its step.
 - A batch that is `part_of_step` (ms-swift 3.1-3.2 logged while generating) is merged
   into its step, never taken for its eval batch.
 - A batch that `extends` the one before (Megatron-Ray: a line per completion) grows that
@@ -59,6 +69,7 @@ from grpo_tui.run.completions.groups import (
 from grpo_tui.run.completions.summary import StepTable, Tally, grown, tally, zero_spread_groups
 from grpo_tui.sources.completion_batches import BatchSource, JsonlBatches
 from grpo_tui.sources.records import BadLine, CompletionBatch, CompletionRows, CompletionShape
+from grpo_tui.vocabulary import LineKind
 
 #: parsed batches kept in memory by default (one can hold thousands of long completions)
 DEFAULT_CACHE_LINES = 4
@@ -72,7 +83,7 @@ SEARCH_BUDGET_S = 0.5
 _GIVE_WAY_S = 0.002
 _LEADING_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
 
-EntryKind = Literal["new", "repeat", "eval_or_end"]
+EntryKind = Literal["new", "repeat", "eval_or_end", "eval"]
 
 
 # --------------------------------------------------------------------------- public types
@@ -91,7 +102,8 @@ class LineInfo:
     steps: tuple[str, ...]
     rows: int
     shape: CompletionShape
-    #: "new" rollouts, a "repeat" of the previous line, or the "eval_or_end" line of a step
+    #: "new" rollouts, a "repeat" of the previous line, the "eval_or_end" line of a step,
+    #: or "eval" rollouts (the metrics log has an eval line at its step; module docstring)
     kind: EntryKind
     #: lists of unequal length were cut to the shortest (the line is kept)
     malformed: bool
@@ -126,6 +138,8 @@ class IndexState:
     bad_line_count: int
     #: why the file cannot be read (a FIFO skipped, permission denied), None when it can
     problem: str | None = None
+    #: prompt groups in the tallied entries worth showing (what "N new groups" counts)
+    shown_groups: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +158,7 @@ class SearchHit:
 # --------------------------------------------------------------------------- the entries
 
 
-_KINDS: tuple[EntryKind, ...] = ("new", "repeat", "eval_or_end")
+_KINDS: tuple[EntryKind, ...] = ("new", "repeat", "eval_or_end", "eval")
 _SHAPES: tuple[CompletionShape, ...] = (
     "columns",
     "prompt_messages",
@@ -156,6 +170,9 @@ _SHAPES: tuple[CompletionShape, ...] = (
 _KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(_KINDS)}
 _SHAPE_CODE: dict[str, int] = {shape: code for code, shape in enumerate(_SHAPES)}
 _REPEAT = _KIND_CODE["repeat"]
+_NEW = _KIND_CODE["new"]
+_EVAL_OR_END = _KIND_CODE["eval_or_end"]
+_EVAL = _KIND_CODE["eval"]
 
 #: the fields of an index entry (a batch)
 _ENTRY = np.dtype(
@@ -290,6 +307,10 @@ class CompletionsIndex:
         self._preview: Page | None = None
         self._preview_tried = False
         self._steps = StepTable()
+        #: steps (their numbers) the metrics log has a train line at, and an eval line at;
+        #: kept when the completions source starts over (they describe the metrics log)
+        self._train_steps: set[float] = set()
+        self._eval_steps: set[float] = set()
         self._reset()
 
     def _reset(self) -> None:
@@ -301,6 +322,7 @@ class CompletionsIndex:
         self._odd_steps: dict[int, tuple[str, ...]] = {}
         self._newest_shown: int | None = None
         self._shown_count = 0
+        self._shown_groups = 0
         #: per summary slot, the entry whose rollouts count for it, and the entries merged
         #: into it after that (ms-swift 3.1's several batches per step)
         self._slot_entry = np.empty(0, dtype=np.int32)
@@ -414,6 +436,8 @@ class CompletionsIndex:
             kind = "eval_or_end"
         else:
             kind = "new"
+        if kind != "repeat" and self._is_eval(key[0], kind, batch.part_of_step):
+            kind = "eval"
         index = self._add_entry(batch, rows, step, key, kind)
         if kind != "repeat":
             self._newest_shown = index
@@ -486,8 +510,62 @@ class CompletionsIndex:
         odd = self._odd_labels.get(index)
         return odd if odd is not None else _decimal(float(self._entries[index]["step"]))
 
+    def _is_eval(self, step: float, kind: EntryKind, merged: bool) -> bool:
+        """A batch of this kind at this step holds eval rollouts (module docstring)."""
+        if step not in self._eval_steps:
+            return False
+        if kind == "eval_or_end":
+            return True
+        return not merged and (step not in self._train_steps or self._source.eval_rewrites_step)
+
+    def note_log_lines(self, kinds: np.ndarray, steps: np.ndarray) -> bool:
+        """The metrics log's lines read since the last call (their LineKind codes and
+        steps): a batch at a step with an eval line is relabelled eval, out of the summary.
+        True when a batch was relabelled (the summary changed)."""
+        kinds = np.asarray(kinds)
+        steps = np.asarray(steps, dtype=np.float64)
+        with self._locked():
+            self._train_steps.update(steps[(kinds == LineKind.TRAIN) & np.isfinite(steps)].tolist())
+            found = steps[(kinds == LineKind.EVAL) & np.isfinite(steps)].tolist()
+            new = sorted(set(found) - self._eval_steps)
+            self._eval_steps.update(new)
+            relabelled = False
+            for step in new:
+                relabelled |= self._relabel_eval(step)
+            if relabelled:
+                self._steps.revision += 1  # steps once summed are summed no more
+            return relabelled
+
+    def _relabel_eval(self, step: float) -> bool:
+        """The batches at `step` that hold eval rollouts become eval; True when any did."""
+        entries = self._entries[: self._count]
+        at = np.flatnonzero(entries["step"] == step)
+        if not at.size:
+            return False
+        kinds = entries["kind"][at]
+        later = at[kinds == _EVAL_OR_END]
+        firsts = at[kinds == _NEW]
+        chosen = list(later.tolist())
+        if (
+            firsts.size == 1
+            and not later.size
+            and (step not in self._train_steps or self._source.eval_rewrites_step)
+        ):
+            chosen.append(int(firsts[0]))
+        for index in chosen:
+            entry = self._entries[index]
+            entry["kind"] = _EVAL
+            slot = int(entry["slot"])
+            entry["slot"] = -1
+            if slot >= 0:
+                self._fill(slot, {})
+        return bool(chosen)
+
     def _store_tally(self, index: int, done: Tally) -> None:
         entry = self._entries[index]
+        if entry["kind"] != _REPEAT:
+            # groups counted before (a growing batch tallied again) are counted once
+            self._shown_groups += done.groups - int(entry["groups"])
         entry["groups"] = done.groups
         entry["zero_spread_groups"] = zero_spread_groups(done)
         entry["tallied"] = True
@@ -509,6 +587,8 @@ class CompletionsIndex:
         `known`, else from their parse (cached: a step's batches are consecutive)."""
         tallies = []
         for member in (int(self._slot_entry[slot]), *self._slot_more.get(slot, ())):
+            if int(self._entries[member]["slot"]) != slot:
+                continue  # relabelled eval since
             done = known.get(member)
             if done is None and self._entries[member]["tallied"]:
                 analysed = self._load(member)
@@ -659,6 +739,7 @@ class CompletionsIndex:
                 file_exists=self._source.exists,
                 bad_line_count=self._bad_count,
                 problem=self._source.problem,
+                shown_groups=self._shown_groups,
             )
 
     def neighbour(
@@ -736,7 +817,7 @@ class CompletionsIndex:
     def summary(self) -> CompletionsSummary:
         """Batches read and one StepSampleStats per logged step, oldest first.
 
-        Repeats and eval/end batches are left out (module docstring). All-fail / all-pass
+        Repeats, eval/end and eval batches are left out (module docstring). All-fail / all-pass
         and the format rate are judged against the whole file so far (summary.py).
         """
         with self._locked():

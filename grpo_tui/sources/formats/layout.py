@@ -78,6 +78,9 @@ class Converted:
 
     columns: dict[str, list[Any]]
     skipped: tuple[str, ...] = ()
+    #: columns of `columns` that are extras shown with each row, never reward functions
+    #: (TRL's `log_extra`: numbers among them too)
+    extra_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,8 @@ class BatchFolder:
     settle_s: float = 0.0
     #: a content check of one matching file, where the name alone says little (`12.jsonl`)
     recognise: Callable[[Path], bool] | None = None
+    #: an eval at a train step rewrites that step's file (TRL): at rest it holds the eval's
+    eval_rewrites_step: bool = False
 
     def holds(self, folder: Path) -> bool:
         """The folder holds at least one file of this kind."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import orjson
@@ -43,6 +43,12 @@ _ROW_COLUMNS = frozenset({"prompt", "messages", "advantages", "advantage", "entr
 
 #: message nesting rendered before giving up (hostile input can nest arbitrarily)
 _RENDER_DEPTH = 4
+#: columns never shown as extras (pixels, not text)
+_NOT_EXTRAS = frozenset({"image", "images"})
+#: characters of one extra value kept (an extra is a short answer; the rest is cut)
+EXTRA_VALUE_CHARS = 2_000
+#: extra columns kept per batch (a plugin could gather hundreds)
+EXTRA_COLUMNS = 16
 
 
 class NotCompletionsError(ValueError):
@@ -123,13 +129,20 @@ def _shape_of(record: dict[str, object], row_oriented: bool) -> CompletionShape:
 
 
 def parse_record(
-    record: dict[str, object], *, clean: bool = False, weights: Sequence[float] | None = None
+    record: dict[str, object],
+    *,
+    clean: bool = False,
+    weights: Sequence[float] | None = None,
+    extra_keys: Collection[str] = (),
 ) -> CompletionRows:
     """The rows of one completions line, whatever its ms-swift shape (§5).
 
     Raises NotCompletionsError for an object that holds no completions. `clean` replaces
     lone surrogates in the texts (only the lenient decoder can produce them). `weights`:
     the run's reward weights, one per reward column in the order written (see `_totals`).
+    A list column that is neither a known field nor numeric (a plugin's text column), and
+    every column of `extra_keys` (TRL's `log_extra`, numbers too), is an extra: shown with
+    each row as text, never a reward.
     """
     if "completion" not in record:
         raise NotCompletionsError("no 'completion' field")
@@ -159,12 +172,17 @@ def parse_record(
         used.append(steps_list)
     reward_columns: dict[str, np.ndarray] = {}
     numeric_extras: dict[str, np.ndarray] = {}
+    extra_columns: dict[str, list[object]] = {}
     for key, values in aligned.items():
         if key in NON_REWARD_KEYS and key not in ("advantages", "advantage", "entropy", "reward"):
             continue
-        column = _numeric(values)
+        column = None if key in extra_keys else _numeric(values)
         if column is None:
-            continue  # a text column some plugin gathered: not a reward
+            # a text column some plugin gathered (or a declared extra): not a reward
+            keep = key not in NON_REWARD_KEYS and key not in _NOT_EXTRAS
+            if keep and len(extra_columns) < EXTRA_COLUMNS:
+                extra_columns[key] = values
+            continue
         if key in NON_REWARD_KEYS:
             numeric_extras[key] = column
         else:
@@ -199,6 +217,11 @@ def parse_record(
         if solutions is not None:
             solutions = [None if s is None else _clean(s) for s in solutions]
     rewards = {name: column[:count] for name, column in reward_columns.items()}
+    extras = {
+        (_clean(key) if clean else key): [_extra_text(v, clean) for v in values[:count]]
+        for key, values in extra_columns.items()
+        if len(values) >= count
+    }
     logged_total = numeric_extras.get("reward")
     advantages = numeric_extras.get("advantages", numeric_extras.get("advantage"))
     entropy = numeric_extras.get("entropy")
@@ -215,7 +238,16 @@ def parse_record(
         entropy=None if entropy is None else entropy[:count],
         solutions=solutions,
         malformed=malformed,
+        extras=extras or None,
     )
+
+
+def _extra_text(value: object, clean: bool) -> str:
+    """One extra value as text, cut to EXTRA_VALUE_CHARS ("" for none)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    text = _render(value)[:EXTRA_VALUE_CHARS]
+    return _clean(text) if clean else text
 
 
 def _totals(

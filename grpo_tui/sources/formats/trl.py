@@ -133,7 +133,8 @@ def find(directory: Path) -> list[Found]:
 
 
 #: TRL ≥ 0.28's `completions/completions_NNNNN.parquet`, one file per logged step
-TRL_COMPLETIONS = BatchFolder(parquet.FILE_PATTERN, parquet.convert)
+#: (an eval `log()` at a train step rewrites that step's file, frameworks.md §2.4)
+TRL_COMPLETIONS = BatchFolder(parquet.FILE_PATTERN, parquet.convert, eval_rewrites_step=True)
 
 
 def trl_completions(run_dir: Path) -> CompletionsRef | None:

@@ -12,7 +12,9 @@ as "role: content". An eval `log()` at a train step rewrites the same file
 functions are the run of floating-point columns right after `completion`: TRL puts its
 `log_extra` columns after them and the advantage last, so an extra column is not taken
 for a reward (a float extra right after the rewards cannot be told apart and would be).
-Extra and `image` columns are left out; `advantage` becomes `advantages`.
+The `log_extra` columns (an extracted answer, the gold one; any type) are handed on as
+extras, shown with each completion; `image` columns are left out; `advantage` becomes
+`advantages`.
 
 pyarrow is optional (the `parquet` extra): without it every file is a bad line saying
 how to install it. A file without its footer yet (being written) is not complete: None,
@@ -38,6 +40,8 @@ _MAGIC = b"PAR1"
 #: the columns the index reads besides the rewards, by their name here
 _TEXT_COLUMNS = ("step", "prompt", "completion")
 _ADVANTAGE_COLUMNS = ("advantage", "advantages")
+#: columns of the table that are no text to show (a VLM's images)
+_NOT_SHOWN = ("image", "images")
 
 
 def convert(path: Path) -> Converted | None:
@@ -70,14 +74,25 @@ def convert(path: Path) -> Converted | None:
     columns: dict[str, list[object]] = {
         name: column(name) for name in _TEXT_COLUMNS if name in names
     }
-    for name in names[names.index("completion") + 1 :]:
+    after = names[names.index("completion") + 1 :]
+    rewards = 0
+    for name in after:
         if name in _ADVANTAGE_COLUMNS or not pa.types.is_floating(table.schema.field(name).type):
             break
+        columns[name] = column(name)
+        rewards += 1
+    # what follows the rewards, but the advantage and pixels, is log_extra's columns
+    extras = tuple(
+        name
+        for name in after[rewards:]
+        if name not in _ADVANTAGE_COLUMNS and name not in _NOT_SHOWN and name not in columns
+    )
+    for name in extras:
         columns[name] = column(name)
     advantage = next((name for name in _ADVANTAGE_COLUMNS if name in names), None)
     if advantage is not None:
         columns["advantages"] = column(advantage)
-    return Converted(columns)
+    return Converted(columns, extra_keys=extras)
 
 
 def _first_line(error: BaseException) -> str:

@@ -33,7 +33,14 @@ from textual.widgets import DataTable, Input, Static
 from grpo_tui.numbers import NEAR_ZERO, format_cell, format_value
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.completions import CompletionsIndex, Group, IndexState, Page, Sample
-from grpo_tui.ui.completions_cursor import CompletionsCursor, best_group, group_order, worst_group
+from grpo_tui.run.text_stats import REPETITIVE_SHARE, SHINGLE_CHARS
+from grpo_tui.ui.completions_cursor import (
+    CompletionsCursor,
+    arrivals,
+    best_group,
+    group_order,
+    worst_group,
+)
 from grpo_tui.ui.sample_text import capped_lines, fold_prompt
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
@@ -113,6 +120,10 @@ def group_kind(group: Group) -> str | None:
     return "ZERO SPREAD"
 
 
+#: how an entry's role reads in its title
+KIND_WORDS = {"new": "train", "eval": "eval", "eval_or_end": "eval / end", "repeat": "repeat"}
+
+
 def group_title(
     page: Page,
     position: int,
@@ -123,10 +134,12 @@ def group_title(
     · overlap 0.21` (the mean total is what `w` / `b` rank by)."""
     group = page.groups[position]
     info = page.info
-    kind = {"new": "train", "eval_or_end": "eval / end", "repeat": "repeat"}[info.kind]
+    kind = KIND_WORDS[info.kind]
     text = Text()
-    text.append(f"step {printable(group.step)}", style="bold")
-    text.append(f" {kind}", style="dim")
+    # the space inside the bold run: Textual drops a lone unstyled one between two runs
+    text.append(f"step {printable(group.step)} ", style="bold")
+    # eval rollouts are not what the policy trains on: said loud, not dim
+    text.append(kind, style="bold reverse" if info.kind in ("eval", "eval_or_end") else "dim")
     where = visible.index(position) + 1 if position in visible else 0
     text.append(f" · group {where}/{len(visible)}")
     if len(visible) != len(page.groups):
@@ -162,30 +175,95 @@ def prompt_text(group: Group, width: int, *, expanded: bool) -> Text:
 
 @dataclass(frozen=True, slots=True)
 class TableLayout:
-    """Which columns fit: reward functions give way before the text gets too narrow."""
+    """Which columns fit the width, and how wide each is: reward functions give way (first
+    their long names, then whole columns, from the last) before the text gets too narrow;
+    the flags column is there only when a row has a flag; the text takes what is left."""
 
-    rewards: tuple[str, ...]
+    #: (reward function, its column's width), in logged order
+    rewards: tuple[tuple[str, int], ...]
+    #: reward functions left out for want of width (said under the prompt)
+    hidden: tuple[str, ...]
+    #: the flags column's width (0: no row of the group has a flag, no column)
+    flags_width: int
     text_width: int
+
+    @property
+    def reward_names(self) -> tuple[str, ...]:
+        """The reward functions shown, in order."""
+        return tuple(name for name, _ in self.rewards)
+
+    @property
+    def width(self) -> int:
+        """The cells the columns take, padding and the scrollbar included."""
+        fixed = [NUMBER_WIDTH, VALUE_CELLS, ADVANTAGE_CELLS, self.text_width]
+        contents = [*fixed, *(w for _, w in self.rewards)]
+        if self.flags_width:
+            contents.append(self.flags_width)
+        return sum(contents) + _PADDING * len(contents) + 1
 
 
 #: content widths of the fixed columns (the table pads each column by one cell a side)
 NUMBER_WIDTH = 3
 VALUE_CELLS = 6
 ADVANTAGE_CELLS = 7
-FLAGS_CELLS = 9
+FLAGS_HEADER = "flags"
+#: a reward function's column is at most this wide (a longer name is cut)
+REWARD_NAME_MAX = 24
 _PADDING = 2
 
 
-def table_layout(width: int, reward_names: Sequence[str]) -> TableLayout:
-    columns = (NUMBER_WIDTH, VALUE_CELLS, ADVANTAGE_CELLS, FLAGS_CELLS)
+def _full_width(name: str) -> int:
+    return min(REWARD_NAME_MAX, max(VALUE_CELLS, len(printable(name))))
+
+
+def table_layout(width: int, reward_names: Sequence[str], flags_width: int = 0) -> TableLayout:
+    """The columns for a table `width` cells wide. `flags_width`: the widest flags cell of
+    the group (0 when no row has a flag)."""
+    columns = [NUMBER_WIDTH, VALUE_CELLS, ADVANTAGE_CELLS] + ([flags_width] if flags_width else [])
     # + the text column's padding and the scrollbar
     fixed = sum(columns) + _PADDING * (len(columns) + 1) + 1
-    per_reward = REWARD_NAME_CHARS + _PADDING
+
+    def text_left(widths: Sequence[int]) -> int:
+        return width - fixed - sum(w + _PADDING for w in widths)
+
     names = list(reward_names)
-    while names and width - fixed - per_reward * len(names) < MIN_TEXT_WIDTH:
+    widths = [_full_width(name) for name in names]
+    if text_left(widths) < MIN_TEXT_WIDTH:
+        # long names first give way to short ones, then whole columns from the last
+        widths = [min(w, REWARD_NAME_CHARS) for w in widths]
+    while names and text_left(widths) < MIN_TEXT_WIDTH:
         names.pop()
-    text_width = max(MIN_TEXT_WIDTH, width - fixed - per_reward * len(names))
-    return TableLayout(tuple(names), text_width)
+        widths.pop()
+    for position, name in enumerate(names):
+        # the room a dropped column left gives names back their whole width, in order
+        whole = [*widths[:position], _full_width(name), *widths[position + 1 :]]
+        if text_left(whole) >= MIN_TEXT_WIDTH:
+            widths = whole
+    hidden = tuple(reward_names[len(names) :])
+    return TableLayout(
+        tuple(zip(names, widths, strict=True)),
+        hidden,
+        flags_width,
+        max(MIN_TEXT_WIDTH, text_left(widths)),
+    )
+
+
+def flags_width(group: Group) -> int:
+    """The flags column's width: its widest cell, at least its header (0: none of the
+    group's completions has a flag, no column)."""
+    widest = max((len(" ".join(sample_flags(s))) for s in group.completions), default=0)
+    return max(widest, len(FLAGS_HEADER)) if widest else 0
+
+
+def hidden_caption(layout: TableLayout) -> Text | None:
+    """What the table leaves out, said (None when every column is there)."""
+    if not layout.hidden:
+        return None
+    count = len(layout.hidden)
+    names = ", ".join(printable(name) for name in layout.hidden)
+    text = Text(f"+{count} reward{'s' if count != 1 else ''} hidden ({names})", style="bold")
+    text.append(" · widen the terminal or press enter for the whole completion", style="dim")
+    return text
 
 
 def row_cells(
@@ -199,14 +277,17 @@ def row_cells(
 ) -> tuple[list[Text], int]:
     """One completion's cells and the row's height."""
     cells = [Text(str(number), style="dim", justify="right")]
-    for name in layout.rewards:
-        reward = format_cell(sample.rewards.get(name), REWARD_NAME_CHARS)
+    for name, width in layout.rewards:
+        reward = format_cell(sample.rewards.get(name), width)
         cells.append(Text(reward, justify="right"))
     cells.append(Text(format_cell(sample.total, VALUE_CELLS), style="bold", justify="right"))
     cells.append(advantage_cell(sample.advantage, palette))
-    flags = sample_flags(sample)
-    cells.append(Text(" ".join(flags), style=palette.style(Zone.CAUTION) if flags else ""))
-    capped = capped_lines(sample.text, layout.text_width, lines)
+    if layout.flags_width:
+        flags = sample_flags(sample)
+        cells.append(Text(" ".join(flags), style=palette.style(Zone.CAUTION) if flags else ""))
+    # the role prefix that opens it ("assistant: ") is folded away: the text as logged is
+    # one key away (enter)
+    capped = capped_lines(sample.shown_text, layout.text_width, lines)
     body = capped.text
     if search:
         body.highlight_words([search], style="reverse", case_sensitive=False)
@@ -261,6 +342,8 @@ class CompletionsPanel(Vertical):
         Binding("slash", "search", "Search"),
         Binding("e", "expand", "Expand"),
         Binding("space", "toggle_follow", "Follow/hold"),
+        # off the footer, which is full already (q Quit would go); `?` lists it
+        Binding("d", "distribution", "Distribution", show=False),
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
@@ -316,9 +399,13 @@ class CompletionsPanel(Vertical):
         self._request = 0
         #: entries worth showing at the newest state seen ("N new" counts from it)
         self._shown_seen: int | None = None
+        #: groups in those entries at the newest state seen ("N new groups" counts from it)
+        self._groups_seen: int | None = None
         self._loading = False
         self._note = ""
         self._drawn: tuple[object, ...] | None = None
+        #: the columns of the table drawn last (None before one is drawn)
+        self.table_columns: TableLayout | None = None
         self._title = Static("", id="completions-title")
         self._prompt = Static("", id="completions-prompt")
         self._table: DataTable[Text] = DataTable(
@@ -370,6 +457,9 @@ class CompletionsPanel(Vertical):
         if self._shown_seen is not None:
             count = state.shown_entries - self._shown_seen
         self._shown_seen = state.shown_entries
+        if self._groups_seen is not None:
+            self.cursor.groups_arrived(state.shown_groups - self._groups_seen)
+        self._groups_seen = state.shown_groups
         if self.cursor.arrived(newest, count) or (preview_done and self.cursor.following):
             self._load(newest, group=0)
         elif self.page is not None:
@@ -392,6 +482,7 @@ class CompletionsPanel(Vertical):
         self.page = None
         self.cursor = CompletionsCursor()
         self._shown_seen = None
+        self._groups_seen = None
         self._drawn = None
         self._request += 1  # a page still being read belongs to the old file
         self._loading = False
@@ -538,8 +629,14 @@ class CompletionsPanel(Vertical):
             self._draw_status()
             return
         self._title.update(group_title(page, self.cursor.place.group, visible, self.palette))
-        self._prompt.update(prompt_text(group, width, expanded=self.expanded))
-        self._fill_table(group, width)
+        self.table_columns = table_layout(width, list(group.rewards), flags_width(group))
+        prompt = prompt_text(group, width, expanded=self.expanded)
+        caption = hidden_caption(self.table_columns)
+        if caption is not None:
+            caption.truncate(max(1, width - 2), overflow="ellipsis")
+            prompt = Text("\n").join([prompt, caption])
+        self._prompt.update(prompt)
+        self._fill_table(group)
         self._draw_status()
 
     def _title_without_group(self, page: Page) -> Text:
@@ -550,19 +647,22 @@ class CompletionsPanel(Vertical):
             text.append(" · no groups in this batch")
         return text
 
-    def _fill_table(self, group: Group, width: int) -> None:
+    def _fill_table(self, group: Group) -> None:
         table = self._table
-        names = list(group.rewards)
-        layout = table_layout(width, names)
+        layout = self.table_columns
+        if layout is None:
+            return
         lines = TEXT_LINES_EXPANDED if self.expanded else TEXT_LINES
         table.clear(columns=True)
         table.add_column("#", key="n", width=NUMBER_WIDTH)
-        for name in layout.rewards:
+        for name, column_width in layout.rewards:
             # a Text label: a str would be read as markup (a reward named "[/]" would crash)
-            table.add_column(Text(short_name(name)), key=f"r:{name}", width=REWARD_NAME_CHARS)
+            header = Text(short_name(name, column_width))
+            table.add_column(header, key=f"r:{name}", width=column_width)
         table.add_column("total", key="total", width=VALUE_CELLS)
         table.add_column("adv", key="adv", width=ADVANTAGE_CELLS)
-        table.add_column("flags", key="flags", width=FLAGS_CELLS)
+        if layout.flags_width:
+            table.add_column(FLAGS_HEADER, key="flags", width=layout.flags_width)
         table.add_column("completion", key="text", width=layout.text_width)
         for number, sample in enumerate(group.completions, 1):
             cells, height = row_cells(
@@ -580,8 +680,9 @@ class CompletionsPanel(Vertical):
             parts.append(Text("space holds", style="dim"))
         else:
             parts.append(Text("⏸ held", style="bold"))
-            if cursor.new_entries:
-                parts.append(Text(f"{cursor.new_entries} new", style="bold reverse"))
+            if cursor.new_entries or cursor.new_groups:
+                words = arrivals(cursor.new_groups, cursor.new_entries)
+                parts.append(Text(words, style="bold reverse"))
             parts.append(Text("space follows the newest", style="dim"))
         if cursor.zero_spread_only:
             parts.append(Text("zero-spread groups only (z)", style="bold"))
@@ -696,6 +797,18 @@ class CompletionsPanel(Vertical):
                 self._load(None if state.previewing else state.newest_entry, group=0)
         self._draw_status()
 
+    def action_distribution(self) -> None:
+        """`d`: the shown step's reward, advantage and group-split distribution."""
+        from grpo_tui.ui.widgets.distribution import NOTHING_LOGGED, DistributionScreen
+
+        index = self._source.index if self._source is not None else None
+        if index is None or self.page is None:
+            self.app.notify(NOTHING_LOGGED, severity="warning", markup=False)
+            return
+        limit = self.cursor.newest_seen if self.frozen else None
+        screen = DistributionScreen(index, self._entry_of_page(), self.palette, limit=limit)
+        self.app.push_screen(screen)
+
     # -- search -------------------------------------------------------------------------
     def action_search(self) -> None:
         self._search.display = True
@@ -777,7 +890,62 @@ def completion_view(group: Group, row: int, palette: ZonePalette) -> RichGroup:
     if flags:
         facts.append("  " + " ".join(flags), style=palette.style(Zone.CAUTION))
     if sample.solution is not None:
-        facts.append(f"  solution {printable(sample.solution)[:80]}")
+        facts.append(f"  solution {printable(sample.solution)[:EXTRA_CHARS]}")
+    lines = [title, facts]
+    extras = extras_line(sample)
+    if extras is not None:
+        lines.append(extras)
     prompt = Text("prompt: ", style="dim")
     prompt.append(fold_prompt(group.prompt))
-    return RichGroup(title, facts, prompt)
+    lines.append(prompt)
+    return RichGroup(*lines)
+
+
+#: characters of a logged extra value (and of the solution) shown in the head
+EXTRA_CHARS = 80
+
+
+def extras_line(sample: Sample) -> Text | None:
+    """The further columns the framework logged for this completion (TRL's `log_extra`:
+    `extracted 42 · gold 42`), inert and one line each value; None when there are none."""
+    if not sample.extras:
+        return None
+    text = Text("logged with it: ", style="dim")
+    for position, (name, value) in enumerate(sample.extras):
+        if position:
+            text.append(" · ", style="dim")
+        text.append(printable(name), style="bold")
+        shown = printable(value)
+        cut = len(shown) > EXTRA_CHARS
+        text.append(" " + shown[:EXTRA_CHARS] + ("…" if cut else ""))
+    return text
+
+
+def completions_help() -> list[str]:
+    """What the completions pane's flags and statistics mean, one term a line, from the
+    thresholds the code uses (the help screen shows these)."""
+    share = f"{REPETITIVE_SHARE:.0%}"
+    piece = f"{SHINGLE_CHARS}-character pieces"
+    terms = (
+        ("train / eval", "the batch's role; eval rollouts stay out of the samples/* series"),
+        ("eval / end", "a later batch at a step already seen (eval or end of training)"),
+        ("mean", "the group's mean total reward (w / b jump to the lowest / highest)"),
+        ("spread", "the std of the group's totals (0: one reward for all, no signal)"),
+        ("distinct", f"unique {piece} / all pieces in the group (1: all differ)"),
+        ("overlap", f"the mean share of {piece} two completions have in common"),
+        ("ZERO SPREAD", "every completion of the group got the same total"),
+        ("ALL FAIL", "zero spread at the lowest total seen so far, or every reward 0"),
+        ("ALL PASS", "zero spread at the highest total seen so far"),
+        ("total", "the sum of the reward functions (weighted as the run's args say)"),
+        ("adv ▲ ▼ ·", f"positive / negative advantage / about 0 (below {NEAR_ZERO:g})"),
+        ("✗fmt", "the group uses <think>/<answer> or \\boxed{}; this one breaks the format"),
+        ("✂cut", "a tag or \\boxed{ opened and never closed: cut off"),
+        ("↻rep", f"at least {share} of its {piece} repeat: a loop"),
+    )
+    width = max(len(term) for term, _ in terms)
+    return [
+        "Completions pane: one GRPO group (the completions of one prompt) at a time; "
+        "the flags column shows when a row has a flag, reward columns that do not fit are "
+        "named under the prompt, enter shows the whole completion and every logged column.",
+        *(f"  {term.ljust(width)}  {meaning}" for term, meaning in terms),
+    ]

@@ -19,6 +19,7 @@ from grpo_tui.run.state import (
     STALL_UNKNOWN_INTERVAL_S,
     stall_threshold,
 )
+from grpo_tui.ui.widgets.completions import completions_help
 from grpo_tui.vocabulary import Direction, Zone
 
 #: keys Textual itself provides, described the same way
@@ -76,7 +77,29 @@ def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[
             "until the interval is known)."
         ),
         f"The diagnosis is the engine of `grpo-tui check`, re-run at most once every {diagnosis_interval:g} s.",
+        # the completions pane's flags and statistics (its own block, from its module)
+        *completions_help(),
+        distribution_note(),
     ]
+
+
+# -- a step's distribution (widgets/distribution.py) ---------------------------------------
+
+
+def distribution_note() -> str:
+    """What `d` in the completions pane shows, with the split's fills as the screen draws them."""
+    # imported when the help opens: the distribution screen loads only when first asked for
+    from grpo_tui.run.step_distribution import GROUP_KIND_WORDS, GROUP_KINDS
+    from grpo_tui.ui.widgets.distribution import SPLIT_FILL
+
+    fills = ", ".join(f"{SPLIT_FILL[kind]} {GROUP_KIND_WORDS[kind]}" for kind in GROUP_KINDS)
+    return (
+        "Distribution (d in the completions): the shown step's groups split by their rewards "
+        f"({fills}: tied = the same total, neither the lowest nor the highest seen) and a "
+        "histogram of the total, the advantage and each reward function (a few distinct "
+        "values as levels with their counts, else equal round bins); "
+        "[ / ] or ← / → the previous / next step, esc back."
+    )
 
 
 def help_text(rows: list[tuple[str, str]], notes: Iterable[str]) -> Text:

@@ -1,0 +1,91 @@
+"""SVG snapshots of the board and of a comparison (issue 24), on real corpus runs laid out
+as a sweep, at a fixed time. Refresh with `--snapshot-update` and look at them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import FIXED_MTIME, wait_until
+from textual.pilot import Pilot
+
+from grpo_tui.board import Board, BoardSettings
+from grpo_tui.health.rules import Rules
+from grpo_tui.sources.runs import find_runs
+from grpo_tui.ui.board_app import BoardApp, BoardChoice
+from grpo_tui.ui.compare_screen import CompareScreen
+
+CORPUS = Path(__file__).parent / "corpus"
+SWEEP = (
+    "trl-redteam-finance-sparse",
+    "trl-qwen7b-gsm8k-lr1e-4-collapse",
+    "trl-qwen7b-gsm8k-vanilla",
+    "trl-qwen35-9b-gsm8k-learning",
+    "verl-qwen3-8b-dapomath-grpo-A",
+)
+
+SnapCompare = Callable[..., bool]
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory) -> Board:
+    """The sweep's runs at a fixed time, read and diagnosed once."""
+    folder = tmp_path_factory.mktemp("snap") / "sweep"
+    folder.mkdir()
+    for name in SWEEP:
+        run = folder / name
+        shutil.copytree(CORPUS / name, run)
+        for path in [run, *run.rglob("*")]:
+            os.utime(path, (FIXED_MTIME, FIXED_MTIME))
+    board = Board([folder], Rules(), settings=BoardSettings())
+    board.add(find_runs([folder]))
+    while board.read_all():
+        board.take_inbox()
+    board.take_inbox()
+    while (chosen := board.next_diagnosis()) is not None:
+        board.diagnosed(*chosen[:1], chosen[1]())
+    return board
+
+
+def make_app(board: Board) -> BoardApp:
+    return BoardApp(board, now=lambda: FIXED_MTIME + 42, environ={}, title="sweep/")
+
+
+def then(*keys: str, compare: bool = False) -> Callable[[Pilot[BoardChoice]], object]:
+    async def run_before(pilot: Pilot[BoardChoice]) -> None:
+        app = pilot.app
+        assert isinstance(app, BoardApp)
+        await wait_until(pilot, lambda: app.settled and len(app.rows) == 5, what="the board")
+        await pilot.press(*keys)
+        if compare:
+            await wait_until(
+                pilot, lambda: isinstance(app.screen, CompareScreen), what="the comparison"
+            )
+        await pilot.pause()
+
+    return run_before
+
+
+class TestBoardSnapshots:
+    """The board and a comparison of two runs, narrow and wide."""
+
+    def test_board_80x24(self, snap_compare: SnapCompare, judged: Board) -> None:
+        assert snap_compare(make_app(judged), terminal_size=(80, 24), run_before=then())
+
+    def test_board_160x48(self, snap_compare: SnapCompare, judged: Board) -> None:
+        assert snap_compare(make_app(judged), terminal_size=(160, 48), run_before=then())
+
+    def test_compare_80x24(self, snap_compare: SnapCompare, judged: Board) -> None:
+        keys = ("space", "down", "space", "c")
+        assert snap_compare(
+            make_app(judged), terminal_size=(80, 24), run_before=then(*keys, compare=True)
+        )
+
+    def test_compare_160x48(self, snap_compare: SnapCompare, judged: Board) -> None:
+        keys = ("space", "down", "down", "space", "c")
+        assert snap_compare(
+            make_app(judged), terminal_size=(160, 48), run_before=then(*keys, compare=True)
+        )
