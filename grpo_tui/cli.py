@@ -93,11 +93,41 @@ def _source_options(command: argparse.ArgumentParser, *, format_flag: str = "--f
         help="the run to follow in a store of many (trackio; default: newest)",
     )
     command.add_argument(
+        "--ssh-command",
+        action=_SshCommand,
+        metavar="COMMAND",
+        help="the ssh command and options for host:path (default: $GRPO_TUI_SSH, else ssh)",
+    )
+    command.add_argument(
         "--completions",
-        type=Path,
+        type=run_path,
         help="the completions file or folder when it is not beside the log "
         "(verl's rollout_data_dir, TRL's completions/)",
     )
+
+
+def run_path(text: str) -> Path:
+    """PATH as the user wrote it: a local path, or `host:path` / `ssh://[user@]host[:port]/path`
+    on another machine, read over ssh (sources/remote/: a word naming a local file stays local)."""
+    from grpo_tui.sources.remote import run_path as parse
+
+    return parse(text)
+
+
+class _SshCommand(argparse.Action):
+    """`--ssh-command`: taken at once, before any remote PATH is looked at."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from grpo_tui.sources.remote import set_ssh_command
+
+        set_ssh_command(str(values))
+        setattr(namespace, self.dest, values)
 
 
 def _source(args: argparse.Namespace) -> SourceOptions:
@@ -135,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     tail.add_argument(
         "path",
-        type=Path,
+        type=run_path,
         nargs="+",
         help="logging.jsonl, run or output dir, trainer_state.json; a folder of runs",
     )
@@ -154,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "path",
-        type=Path,
+        type=run_path,
         nargs="+",
         help="logging.jsonl, run or output dir, trainer_state.json; a folder of runs "
         "(several runs: the board, exit code of the worst)",
@@ -192,7 +222,7 @@ def _parser() -> argparse.ArgumentParser:
         "export", help="write the canonical metrics (one row per step) to CSV or Parquet"
     )
     export.add_argument(
-        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     export.add_argument("-o", "--output", required=True, help="the file to write (- = stdout)")
     export.add_argument(
@@ -203,7 +233,7 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
     inspect.add_argument(
-        "path", type=Path, help="logging.jsonl, run or output dir, trainer_state.json"
+        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
     )
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
     inspect.add_argument(

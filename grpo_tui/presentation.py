@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grpo_tui.files import RECONNECTING, mounted
 from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Span, num
 from grpo_tui.numbers import format_age, format_duration, format_step
 from grpo_tui.run.live import Run
@@ -140,7 +141,9 @@ def state_headline(run: Run, now: float) -> tuple[RunState, str]:
     "STALLED: no data for 6m40s, usually every 30s", "UNREADABLE permission denied: PATH")."""
     state, age = run_state(run, now)
     if state is RunState.UNREADABLE and run.unreadable is not None:
-        label = "UNREADABLE " + run.unreadable
+        # a remote machine being reconnected to says so itself ("RECONNECTING node1 (3rd try)")
+        reconnecting = run.unreadable.startswith(RECONNECTING)
+        label = run.unreadable if reconnecting else "UNREADABLE " + run.unreadable
     elif state is RunState.READING and run.reading is not None:
         done, total = run.reading
         label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
@@ -153,6 +156,11 @@ def state_headline(run: Run, now: float) -> tuple[RunState, str]:
     else:
         label = state.word.upper()
     return state, printable(label)
+
+
+def machine_of(path: Path) -> str | None:
+    """The machine a remote PATH is read from (`node1`, `me@node1`), None for a local one."""
+    return Path(path).parts[0].rstrip("~").rstrip(":") if mounted(path) is not None else None
 
 
 def no_metrics_words(run: Run) -> str:

@@ -14,6 +14,7 @@ names a file) or a completion, and each would act on a terminal or a renderer if
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import html
 import json
@@ -22,6 +23,9 @@ import os
 import random
 import re
 import shutil
+import signal
+import socket
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -544,3 +548,137 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     held = draw(st.integers(0, n))
     inner = draw(st.lists(st.integers(0, n), max_size=6))
     return Scenario(rows, held, [0, *sorted(inner), n], draw(st.integers(0, 2**16)))
+
+
+# -- a real sshd (the fixture is tests/conftest.py `sshd`) ---------------------------------
+
+
+@dataclass
+class SshServer:
+    """A running sshd and how to reach it."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen[bytes]
+    #: the client config (`ssh -F`): any host name → this sshd, key and known_hosts pinned
+    client_config: Path
+    sshd_config: Path
+
+    @property
+    def ssh_command(self) -> str:
+        """What GRPO_TUI_SSH is set to."""
+        return f"ssh -F {self.client_config}"
+
+    def connection_pids(self, host: str) -> list[int]:
+        """The processes of grpo-tui's connection to `host`: its ssh session (`ssh -F
+        CONFIG … host sh`) and the shared connection (the ControlMaster, which renames
+        itself `ssh: …/host.HASH [mux]`)."""
+        pids = []
+        for proc in Path("/proc").iterdir():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            session = str(self.client_config).encode() in argv and host.encode() in argv
+            master = bool(argv) and argv[0].startswith(b"ssh: ") and f"/{host}.".encode() in argv[0]
+            if proc.name.isdigit() and (session or master):
+                pids.append(int(proc.name))
+        return pids
+
+    def session_pids(self) -> list[int]:
+        """sshd's per-connection processes (children of the listener)."""
+        found = subprocess.run(
+            ["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True, check=False
+        )
+        return [int(pid) for pid in found.stdout.split()]
+
+    def pause(self) -> None:
+        """The listener stops answering (SIGSTOP): a host that does not answer."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        """End sshd and its sessions (the shared connections to it end with them)."""
+        self.process.send_signal(signal.SIGCONT)
+        for pid in self.session_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            return conn.recv(7) == b"SSH-2.0"
+    except OSError:
+        return False
+
+
+SSHD = Path("/usr/sbin/sshd")
+#: seconds sshd gets to start listening
+_START_S = 10.0
+
+
+def start_sshd(folder: Path) -> SshServer:
+    """Start sshd as a process of ours, everything it needs made in `folder` (see
+    tests/conftest.py `sshd`); raises RuntimeError when it does not come up."""
+    for name in ("host_key", "client_key"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)], check=True
+        )
+    (folder / "authorized_keys").write_bytes((folder / "client_key.pub").read_bytes())
+    host_key = (folder / "host_key.pub").read_text().split()
+    (folder / "known_hosts").write_text(f"grpo-tui-test-sshd {host_key[0]} {host_key[1]}\n")
+    port = _free_port()
+    user = (
+        os.environ.get("USER")
+        or subprocess.run(["id", "-un"], capture_output=True, text=True, check=False).stdout.strip()
+    )
+    root = os.getuid() == 0
+    if root:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation folder
+    drop = (
+        "ForceCommand exec setpriv --bounding-set=-dac_override,-dac_read_search "
+        '--inh-caps=-all /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+        if root and shutil.which("setpriv")
+        else ""
+    )
+    sshd_config = folder / "sshd_config"
+    sshd_config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder / 'host_key'}\n"
+        f"PidFile {folder / 'sshd.pid'}\nAuthorizedKeysFile {folder / 'authorized_keys'}\n"
+        "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
+        f"PermitRootLogin prohibit-password\nAllowUsers {user}\nPrintMotd no\n"
+        "LogLevel ERROR\nMaxSessions 50\nMaxStartups 50\n" + drop
+    )
+    client_config = folder / "ssh_config"
+    client_config.write_text(
+        f"Host *\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n"
+        f"  IdentityFile {folder / 'client_key'}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {folder / 'known_hosts'}\n  GlobalKnownHostsFile /dev/null\n"
+        "  HostKeyAlias grpo-tui-test-sshd\n  StrictHostKeyChecking yes\n"
+        "  ConnectTimeout 3\n  LogLevel ERROR\n"
+    )
+    process = subprocess.Popen(
+        [str(SSHD), "-D", "-e", "-f", str(sshd_config)],
+        stdout=subprocess.DEVNULL,
+        stderr=open(folder / "sshd.log", "wb"),  # noqa: SIM115 (sshd's for its whole life)
+    )
+    deadline = time.monotonic() + _START_S
+    while not _answers(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            log = (folder / "sshd.log").read_text(errors="replace")
+            raise RuntimeError(f"sshd did not start: {log[-500:]}")
+        time.sleep(0.05)
+    return SshServer(port, folder, process, client_config, sshd_config)

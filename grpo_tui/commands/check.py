@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -12,6 +11,9 @@ from grpo_tui.commands.output import (
     EXIT_BAD_RULES,
     EXIT_CAUTION,
     EXIT_HEALTHY,
+    EXIT_HOST_AUTH,
+    EXIT_HOST_KEY,
+    EXIT_HOST_UNREACHABLE,
     EXIT_NOTHING,
     EXIT_PROBLEM,
     EXIT_UNREADABLE,
@@ -21,6 +23,7 @@ from grpo_tui.commands.output import (
 )
 from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.context import RunContext
+from grpo_tui.files import lexists, mounted
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
@@ -28,14 +31,22 @@ from grpo_tui.run.live import Run
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.vocabulary import Status
 
+#: a remote machine's failure kind (files.TransportError.kind) → check's exit code
+_TRANSPORT_EXITS = {"auth": EXIT_HOST_AUTH, "host-key": EXIT_HOST_KEY}
+
 
 def exit_code(run: Run, diagnosis: Diagnosis) -> int:
     """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable
     yet, 5 PATH cannot be read: it does not exist (a cron job asking about a path with a
     typo must hear that, not "waiting"), or what it holds is bad lines and nothing else
-    (random bytes, a damaged file)."""
+    (random bytes, a damaged file); 6, 7, 8 a remote PATH's machine cannot be asked (no
+    answer, login refused, host key refused)."""
     if len(run.store) == 0:
-        missing = not os.path.lexists(run.path)
+        machine = mounted(run.path)
+        failure = machine.failure if machine is not None else None
+        if failure is not None:
+            return _TRANSPORT_EXITS.get(failure.kind, EXIT_HOST_UNREACHABLE)
+        missing = not lexists(run.path)
         broken = run.bad_line_count > 0
         return EXIT_UNREADABLE if run.unreadable or missing or broken else EXIT_NOTHING
     return {Status.HEALTHY: EXIT_HEALTHY, Status.PROBLEM: EXIT_PROBLEM}.get(

@@ -29,6 +29,13 @@ EXIT_NOTHING = 3
 EXIT_BAD_RULES = 4
 #: PATH cannot be read: permission denied, a symlink loop, not a regular file, I/O error
 EXIT_UNREADABLE = 5
+#: PATH is on another machine that cannot be asked: it does not answer (timed out, refused,
+#: unknown name) or the connection keeps dropping
+EXIT_HOST_UNREACHABLE = 6
+#: ssh could not log in there (no key it accepts)
+EXIT_HOST_AUTH = 7
+#: ssh refused the machine's host key (changed, or unknown under BatchMode)
+EXIT_HOST_KEY = 8
 #: the command line is wrong (argparse's own 2 would read as "problem")
 EXIT_USAGE = 64
 #: grpo-tui itself failed (a bug: the message asks for a report)
@@ -48,6 +55,9 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_NOTHING, "nothing readable yet: no metric lines (an empty log, a run not started)"),
     (EXIT_BAD_RULES, "the rules file cannot be used"),
     (EXIT_UNREADABLE, "PATH cannot be read, does not exist, or holds only bad lines"),
+    (EXIT_HOST_UNREACHABLE, "a remote PATH's machine does not answer (timed out, refused)"),
+    (EXIT_HOST_AUTH, "a remote PATH's machine refused the login (authentication failed)"),
+    (EXIT_HOST_KEY, "a remote PATH's machine has a host key ssh refused (changed or unknown)"),
     (EXIT_USAGE, "the command line is wrong"),
     (EXIT_INTERNAL, "grpo-tui itself failed (GRPO_TUI_DEBUG=1 shows the traceback)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_tui.files import describe_os_error
+from grpo_tui.files import describe_os_error, lexists, mounted, transport_failures
 from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
 from grpo_tui.sources.formats.layout import (
     CompletionsRef,
@@ -79,6 +79,9 @@ class RunLayout:
     why: str = ""
     #: other metrics files found and not followed, each with its reader and reason
     passed_over: tuple[str, ...] = ()
+    #: the machine PATH is on could not be asked while looking (`problem` says why): no
+    #: answer about the run, so whatever is followed is kept
+    unreachable: bool = False
 
     @property
     def completions_file(self) -> Path | None:
@@ -103,8 +106,20 @@ def adapters_for(only: str | None) -> list[FormatAdapter]:
 def discover(path: Path, *, only: str | None = None, current: Path | None = None) -> RunLayout:
     """Resolve PATH to the files to follow now (call again to notice newer runs).
     `only`: the `--format` adapter; `current`: the file followed so far."""
-    adapters = adapters_for(only)
-    path = Path(path)
+    failures = transport_failures()
+    layout = _discover(Path(path), adapters_for(only), only, current)
+    if transport_failures() != failures:
+        failure = mounted(path)
+        problem = failure.failure if failure is not None else None
+        return RunLayout(
+            problem=str(problem.strerror) if problem else layout.problem, unreachable=True
+        )
+    return layout
+
+
+def _discover(
+    path: Path, adapters: list[FormatAdapter], only: str | None, current: Path | None
+) -> RunLayout:
     seen = probe(path)
     if seen.error is not None:
         return _unreadable(describe_os_error(seen.error, path))
@@ -126,8 +141,9 @@ def discover(path: Path, *, only: str | None = None, current: Path | None = None
 def _not_there(path: Path) -> str:
     """What a PATH that does not exist is waited for as, with the nearest folder that does
     (a typo shows at once; a run not started yet is followed once it is there)."""
-    nearest = path.absolute().parent
-    while not nearest.exists() and nearest != nearest.parent:
+    remote = mounted(path) is not None
+    nearest = path.parent if remote else path.absolute().parent
+    while not (lexists(nearest) if remote else nearest.exists()) and nearest != nearest.parent:
         nearest = nearest.parent
     return f"{path}, which does not exist yet (the nearest folder that does: {nearest})"
 
@@ -169,7 +185,9 @@ def _subfolders(directory: Path) -> list[Path]:
     chosen: list[Path] = []
     for entry in folders:
         try:
-            target = Path(entry.path).resolve()
+            # a mounted path is not resolved here: its links are the far machine's
+            target = Path(entry.path)
+            target = target if mounted(target) is not None else target.resolve()
         except (OSError, RuntimeError):
             continue  # a link loop, or gone since the listing
         if target not in seen:

@@ -29,7 +29,7 @@ from grpo_tui.sources.discover import RunLayout, discover
 from grpo_tui.sources.document import DocumentStore
 from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
 from grpo_tui.sources.formats.completions import completions_in
-from grpo_tui.sources.formats.layout import CompletionsRef, Reading
+from grpo_tui.sources.formats.layout import CompletionsRef, Reading, probe
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.merged import MergedStepsStore
 from grpo_tui.sources.polled import RecordStore
@@ -213,6 +213,10 @@ class RunFeed:
         layout = discover(
             self.path, only=self.options.only, current=current.metrics_file if current else None
         )
+        if layout.unreachable and current is not None:
+            # the connection, not the run, is gone: keep what is followed (its offsets resume)
+            self.status.unreadable = layout.problem
+            return
         if self.options.completions is not None:
             layout = replace(layout, completions=completions_in(self.options.completions))
         self.status.unreadable = layout.problem or None
@@ -233,7 +237,7 @@ class RunFeed:
         if layout.problem:
             self.status.waiting_for = None
         elif layout.reading is None or (
-            layout.metrics_file and not os.path.exists(layout.metrics_file)
+            layout.metrics_file and probe(layout.metrics_file).mode is None
         ):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
             if not self._announced_wait:

@@ -19,6 +19,9 @@ Only regular files are read. A FIFO, a device or a socket named like a log would
 open or read forever (or never end), so it is opened without blocking, recognised and
 skipped with a reason (`problem`), like a file this process may not read. A UTF-8 byte
 order mark at the start of the file is skipped, not read as part of the first line.
+
+A file on another machine is read the same way: `open_regular` hands its path to the
+mount's file system (sources/remote/), whose handle seeks and reads like a local one.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from grpo_tui.files import UTF8_BOM, describe_os_error, open_regular
+from grpo_tui.files import UTF8_BOM, describe_os_error, fstat, open_regular
 
 #: bytes before the offset remembered to notice an in-place rewrite
 _FINGERPRINT_BYTES = 64
@@ -122,7 +125,7 @@ class TailReader:
             return TailChunk()
 
     def _read(self, handle: BinaryIO, budget: int) -> TailChunk:
-        info = os.fstat(handle.fileno())
+        info = fstat(handle)
         self.exists = True
         restarted = self._check_restart(handle, info)
         self.size = info.st_size
@@ -212,7 +215,7 @@ def read_tail_lines(path: Path, max_bytes: int, *, block: int = 1 << 20) -> list
         return []
     try:
         with handle:
-            size = os.fstat(handle.fileno()).st_size
+            size = fstat(handle).st_size
             data = b""
             start = size
             # one byte more than max_bytes: the newline before a line that fills the window

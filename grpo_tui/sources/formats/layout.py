@@ -10,7 +10,6 @@ there or why it cannot be looked at, never by raising.
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from collections.abc import Callable
@@ -21,7 +20,15 @@ from typing import Any
 
 import orjson
 
-from grpo_tui.files import describe_os_error, file_kind, open_regular
+from grpo_tui.files import (
+    DirEntryLike,
+    describe_os_error,
+    file_kind,
+    fstat,
+    open_regular,
+    scandir,
+    stat_path,
+)
 
 
 class Reading(str, Enum):
@@ -169,7 +176,7 @@ class Probe:
 
 def probe(path: Path) -> Probe:
     try:
-        info = os.stat(path)
+        info = stat_path(path)
     except (FileNotFoundError, NotADirectoryError):
         return Probe()
     except OSError as error:  # permission denied on a parent, a symlink loop, EIO
@@ -177,30 +184,29 @@ def probe(path: Path) -> Probe:
     return Probe(mode=info.st_mode, mtime=info.st_mtime, size=info.st_size)
 
 
-def scan(path: Path) -> tuple[list[os.DirEntry[str]], OSError | None]:
+def scan(path: Path) -> tuple[list[DirEntryLike], OSError | None]:
     """A directory's entries, or why it cannot be listed."""
     try:
-        with os.scandir(path) as entries:
-            return list(entries), None
+        return list(scandir(path)), None
     except OSError as error:
         return [], error
 
 
-def entry_is_dir(entry: os.DirEntry[str]) -> bool:
+def entry_is_dir(entry: DirEntryLike) -> bool:
     try:
         return entry.is_dir()
     except OSError:
         return False
 
 
-def entry_is_file(entry: os.DirEntry[str]) -> bool:
+def entry_is_file(entry: DirEntryLike) -> bool:
     try:
         return entry.is_file()
     except OSError:
         return False
 
 
-def entry_mtime(entry: os.DirEntry[str]) -> float:
+def entry_mtime(entry: DirEntryLike) -> float:
     try:
         return entry.stat().st_mtime
     except OSError:
@@ -232,7 +238,7 @@ def first_record(path: Path) -> dict[str, Any] | None:
     """The file's first readable line as a JSON object: the first of its first
     FIRST_LINES_LOOKED_AT complete lines that is one (None: there is none yet)."""
     try:
-        info = os.stat(path)
+        info = stat_path(path)
     except OSError:
         return None
     identity = (str(path), info.st_dev, info.st_ino)
@@ -336,7 +342,7 @@ def text_shows(path: Path, test_name: str, test: Callable[[str], bool]) -> bool:
     """The file's first 4 MB or last 1 MB pass `test` (decoded leniently, terminal codes
     stripped)."""
     try:
-        info = os.stat(path)
+        info = stat_path(path)
     except OSError:
         return False
     identity = (str(path), info.st_dev, info.st_ino)
@@ -369,7 +375,7 @@ def _head_and_tail(path: Path) -> tuple[bytes, ...]:
     try:
         with open_regular(path) as handle:
             head = handle.read(SNIFF_HEAD)
-            size = os.fstat(handle.fileno()).st_size
+            size = fstat(handle).st_size
             if size <= len(head):
                 return (head,)
             handle.seek(max(len(head), size - SNIFF_TAIL))

@@ -23,6 +23,7 @@ from grpo_tui.presentation import (
     VERDICT_SEPARATOR,
     VerdictLine,
     fit_facts,
+    machine_of,
     notes_fact,
     progress_facts,
     state_headline,
@@ -51,11 +52,15 @@ class HeaderView:
 
 
 def _run_label(run: Run) -> str:
-    """The metrics file's last two path parts (the run dir and file), else PATH's. The
-    metrics file is the first one followed (a completions file comes after it)."""
+    """The metrics file's last two path parts (the run dir and file), else PATH's, after
+    its machine when it is remote. The metrics file is the first one followed (a
+    completions file comes after it)."""
     shown = Path(run.followed[0]) if run.followed else run.path
     parts = shown.parts[-2:] if len(shown.parts) >= 2 else shown.parts
     label = "/".join(parts) if parts else str(shown)
+    machine = machine_of(shown)
+    if machine is not None:  # a run on another machine says which
+        label = f"{machine}:…/{label}"
     framework = f" ({run.framework})" if run.framework else ""
     return printable(label + framework)
 

@@ -1,0 +1,290 @@
+"""One machine's connection: the user's own OpenSSH client, one multiplexed connection.
+
+One `ssh HOST sh` session stays open per machine (the remote command is `sh`, whatever
+the login shell is, and it is started once: a login shell's rc files can take a good part
+of a second). Every question is a short POSIX script written to it, run in a subshell and
+answered on stdout up to a random mark, so an answer cut by a dropped connection is never
+taken for a whole one. The session rides on a ControlMaster (ControlPersist keeps it a
+while), so a session started again after a failure costs a channel, not a login. Its socket lives in a private
+0700 folder under the user's runtime (or temp) folder, never near the run.
+
+The command is `ssh`, or what `--ssh-command` / `GRPO_TUI_SSH` say (split like
+`GIT_SSH_COMMAND`); their options come first, so they win over the defaults here (ssh
+takes the first value it is given). BatchMode: ssh never asks for a password or a host key
+on the terminal the monitor draws on.
+
+A failed call says why in one line and waits before the next attempt (back-off 0.25 s
+doubling to 30 s): a dropped connection or a host that does not answer is
+"RECONNECTING node1 (3rd try): …"; a refused key or a changed host key is said as such.
+No call blocks longer than `CALL_TIMEOUT_S` (ConnectTimeout and ServerAlive* end a
+silent host sooner).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import select
+import shlex
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from grpo_tui.files import RECONNECTING, TransportError, note_transport_failure
+from grpo_tui.sources.remote.address import SshTarget
+
+#: the environment variable naming the ssh command and its options (like GIT_SSH_COMMAND)
+SSH_COMMAND_ENV = "GRPO_TUI_SSH"
+#: seconds a call may take in all (a 4 MB read over a slow link included)
+CALL_TIMEOUT_S = 30.0
+#: seconds ssh waits for a host to answer; seconds between keep-alives, and how many may
+#: go unanswered before a connection counts as dropped
+CONNECT_TIMEOUT_S = 10
+SERVER_ALIVE_S = 5
+SERVER_ALIVE_MISSES = 2
+#: seconds the shared connection stays up after its last use
+CONTROL_PERSIST_S = 120
+#: seconds between attempts after failures (the last repeats)
+BACKOFF_S = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+
+#: ssh's words for a failure (stderr) → (kind, what the user is told)
+_FAILURES: tuple[tuple[str, str, str], ...] = (
+    (
+        "REMOTE HOST IDENTIFICATION HAS CHANGED",
+        "host-key",
+        "its host key changed (ssh refused it: see ~/.ssh/known_hosts)",
+    ),
+    (
+        "Host key verification failed",
+        "host-key",
+        "its host key is unknown or changed (ssh refused it)",
+    ),
+    ("host key for", "host-key", "its host key is unknown or changed (ssh refused it)"),
+    ("Permission denied (", "auth", "authentication failed (ssh: permission denied)"),
+    ("Too many authentication failures", "auth", "authentication failed (too many keys tried)"),
+    ("Could not resolve hostname", "unreachable", "unknown host name"),
+    ("Connection refused", "unreachable", "connection refused"),
+    ("timed out", "unreachable", "it did not answer (timed out)"),
+    ("No route to host", "unreachable", "no route to host"),
+    ("Network is unreachable", "unreachable", "network unreachable"),
+)
+#: kinds retrying may cure (the others need the user: a key, known_hosts)
+_TRANSIENT = ("unreachable", "dropped")
+
+_COMMAND_OVERRIDE: list[str] = []
+
+
+def set_ssh_command(command: str | None) -> None:
+    """`--ssh-command`: the ssh command and its options for every machine (None: the
+    environment's, else plain `ssh`)."""
+    _COMMAND_OVERRIDE[:] = shlex.split(command) if command else []
+
+
+def ssh_command() -> list[str]:
+    """The ssh command and the user's options for it."""
+    if _COMMAND_OVERRIDE:
+        return list(_COMMAND_OVERRIDE)
+    configured = os.environ.get(SSH_COMMAND_ENV, "").strip()
+    return shlex.split(configured) if configured else ["ssh"]
+
+
+def control_dir() -> Path:
+    """The private folder for the shared connections' sockets: 0700, ours, not a link
+    (made so when missing; another user's or a loose one is refused for a fresh one)."""
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    folder = base / f"grpo-tui-ssh-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="grpo-tui-ssh-"))
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass
+class Traffic:
+    """What the calls to one machine moved, for the cost bench (bench/remote.py)."""
+
+    calls: int = 0
+    #: bytes of script sent, and of answers received (ssh's stdout)
+    sent: int = 0
+    received: int = 0
+
+
+class Connection:
+    """Calls to one machine over its shared ssh connection (thread-safe: one at a time)."""
+
+    def __init__(self, target: SshTarget, setup: str = "") -> None:
+        self.target = target
+        self._setup = setup
+        self._shell: subprocess.Popen[bytes] | None = None
+        self._errors: IO[bytes] | None = None
+        self.traffic = Traffic()
+        self.failures = 0
+        self.failure: TransportError | None = None
+        self._retry_at = 0.0
+        self._lock = threading.Lock()
+
+    def argv(self, *control: str) -> list[str]:
+        """The ssh command line of one call (the script goes on its stdin), or of a
+        `-O` control command to the shared connection."""
+        # %C: a hash of the address, port and user; %n: the name as given, so two names
+        # for one address (two ssh_config entries, two identities) do not share one
+        socket = control_dir() / "%n.%C"
+        ours = {
+            "BatchMode": "yes",
+            "ControlMaster": "auto",
+            "ControlPath": str(socket),
+            "ControlPersist": str(CONTROL_PERSIST_S),
+            "ConnectTimeout": str(CONNECT_TIMEOUT_S),
+            "ServerAliveInterval": str(SERVER_ALIVE_S),
+            "ServerAliveCountMax": str(SERVER_ALIVE_MISSES),
+        }
+        options = [item for key, value in ours.items() for item in ("-o", f"{key}={value}")]
+        where = self.target.ssh_arguments()
+        if control:
+            return [*ssh_command(), *options, *control, *where]
+        return [*ssh_command(), "-T", "-x", *options, *where, "sh"]
+
+    def run(self, script: str) -> bytes:
+        """Run a POSIX sh script there (in a subshell of the session's shell) and return
+        what it printed, its end mark checked and removed. Raises TransportError when the
+        machine cannot be asked (and until the back-off allows another attempt)."""
+        with self._lock:
+            if self.failure is not None and time.monotonic() < self._retry_at:
+                note_transport_failure()
+                raise self.failure
+            mark = secrets.token_hex(8).encode()
+            payload = b"(\n" + script.encode() + b"\n) </dev/null\nprintf '%s' " + mark + b"\n"
+            self.traffic.calls += 1
+            try:
+                session = self._session()
+                assert session.stdin is not None and session.stdout is not None
+                session.stdin.write(payload)
+                session.stdin.flush()
+                self.traffic.sent += len(payload)
+                answer = self._answer(session.stdout.fileno(), mark)
+            except (OSError, _NoAnswer) as error:
+                self._end_session()
+                raise self._failure_of(error) from None
+            self.failures, self.failure = 0, None
+            return answer
+
+    def _session(self) -> subprocess.Popen[bytes]:
+        """The shell on the far side, started on first use (again after a failure): its
+        setup script defines what every call's script uses."""
+        if self._shell is not None and self._shell.poll() is None:
+            return self._shell
+        self._end_session()
+        # ssh's complaints, read when it fails (kept open for the session's life)
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115
+        self._shell = subprocess.Popen(
+            self.argv(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._errors,
+            start_new_session=True,  # Ctrl-C in the terminal is ours to handle, not ssh's
+        )
+        assert self._shell.stdin is not None
+        setup = self._setup.encode() + b"\n"
+        self._shell.stdin.write(setup)
+        self.traffic.sent += len(setup)
+        return self._shell
+
+    def _answer(self, fd: int, mark: bytes) -> bytes:
+        """What the shell prints up to the mark (raises _NoAnswer when it ends first or
+        says nothing for CALL_TIMEOUT_S)."""
+        parts: list[bytes] = []
+        tail = b""
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise _NoAnswer(f"it did not answer within {CALL_TIMEOUT_S:g} s")
+            data = os.read(fd, 1 << 20)
+            if not data:
+                raise _NoAnswer("")
+            self.traffic.received += len(data)
+            parts.append(data)
+            tail = (tail + data)[-len(mark) :]
+            if tail == mark:
+                return b"".join(parts)[: -len(mark)]
+
+    def _failure_of(self, error: BaseException) -> TransportError:
+        if isinstance(error, _NoAnswer) and str(error):
+            return self.fail("unreachable", str(error))
+        if isinstance(error, OSError) and self._shell is None:
+            return self.fail("unreachable", f"cannot run {ssh_command()[0]}: {error.strerror}")
+        return self.fail(*_classify(self._complaints()))
+
+    def _complaints(self) -> str:
+        errors = self._errors
+        if errors is None:
+            return ""
+        try:
+            errors.seek(0)
+            return errors.read()[-4096:].decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            return ""
+
+    def _end_session(self) -> None:
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            if shell.poll() is None:
+                shell.kill()
+            shell.wait()
+            for stream in (shell.stdin, shell.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+
+    def fail(self, kind: str, words: str) -> TransportError:
+        """Count a failure, set the back-off, and say it (the error to raise)."""
+        self.failures += 1
+        pause = BACKOFF_S[min(self.failures, len(BACKOFF_S)) - 1]
+        self._retry_at = time.monotonic() + pause
+        label = self.target.label
+        if kind in _TRANSIENT:
+            message = f"{RECONNECTING}{label} ({_ordinal(self.failures + 1)} try): {words}"
+        else:
+            message = f"{label}: {words}"
+        self.failure = TransportError(message, kind)
+        note_transport_failure()
+        return self.failure
+
+    def close(self) -> None:
+        """End the session and the shared connection now (instead of ControlPersist
+        seconds after its last use)."""
+        with self._lock:
+            self._end_session()
+        subprocess.run(
+            self.argv("-O", "exit"),
+            capture_output=True,
+            timeout=CALL_TIMEOUT_S,
+            check=False,
+        )
+
+
+class _NoAnswer(Exception):
+    """The far shell ended (empty message) or went silent (the message says how long)."""
+
+
+def _classify(stderr: str) -> tuple[str, str]:
+    for words, kind, said in _FAILURES:
+        if words in stderr:
+            return kind, said
+    last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+    return "dropped", f"connection lost ({last[:120]})" if last else "connection lost"

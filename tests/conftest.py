@@ -1,0 +1,31 @@
+"""Fixtures shared by test modules: a real sshd on 127.0.0.1 for the remote-run tests.
+
+`sshd` starts Debian's OpenSSH server (/usr/sbin/sshd; `.ci/run` installs it) as an
+ordinary process of this session: a free port on 127.0.0.1, a host key and a client key
+made for the session, its own sshd_config (the authorized keys, pid file and everything
+else in a temp folder), and a client config that pins the host key. Nothing touches
+~/.ssh or a system sshd. The tests hand the client config to grpo-tui as the user would,
+through GRPO_TUI_SSH (`ssh -F CONFIG`). Every host name reaches this sshd (`Host *`), so a
+test that breaks its connection uses a name of its own (its own shared connection).
+
+As root, the remote session drops the capabilities that let root read any file
+(setpriv), so a mode-000 file is "permission denied" there as it is for a user.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from helpers import SSHD, SshServer, start_sshd
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    """A real sshd for the session (the test is skipped when none is installed)."""
+    if not SSHD.exists() or shutil.which("ssh") is None or shutil.which("ssh-keygen") is None:
+        pytest.skip("no OpenSSH server here (/usr/sbin/sshd: apt-get install openssh-server)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()

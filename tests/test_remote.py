@@ -1,0 +1,460 @@
+"""Runs on other machines: remote paths read over a real sshd on 127.0.0.1 (tests/conftest.py
+`sshd`), under the same rules as local files (tests/test_tail.py), through the same readers.
+
+Every test names the machine with a host name of its own (the client config sends every
+name to the test sshd): each gets its own shared connection, so a test that breaks one
+leaves the others alone.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pytest
+from helpers import (
+    THREE_REWARDS,
+    THREE_REWARDS_ARGS,
+    SshServer,
+    app_for,
+    msswift_run_dir,
+    screen_text,
+    wait_for,
+    wait_until,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_tui.cli import main
+from grpo_tui.commands.check import check_command
+from grpo_tui.commands.output import (
+    EXIT_HOST_AUTH,
+    EXIT_HOST_KEY,
+    EXIT_HOST_UNREACHABLE,
+    EXIT_UNREADABLE,
+)
+from grpo_tui.presentation import machine_of, state_headline
+from grpo_tui.run.live import Run
+from grpo_tui.sources.discover import discover
+from grpo_tui.sources.remote import filesystems, run_path, set_ssh_command
+from grpo_tui.sources.remote import transport as ssh_transport
+from grpo_tui.sources.remote.address import SshTarget, parse_remote
+from grpo_tui.sources.tail import TailReader
+from grpo_tui.vocabulary import RunState
+
+_HOSTS = iter(range(1_000_000))
+
+
+def host() -> str:
+    """A host name no other test used (its own shared connection)."""
+    return f"node{next(_HOSTS)}"
+
+
+@pytest.fixture
+def remote(sshd: SshServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[SshServer]:
+    """The test sshd, reached as the user would: GRPO_TUI_SSH="ssh -F CONFIG"."""
+    monkeypatch.setenv("GRPO_TUI_SSH", sshd.ssh_command)
+    # short back-off: a test waits on its reconnection, not on the real pauses
+    monkeypatch.setattr(ssh_transport, "BACKOFF_S", (0.05, 0.1, 0.2))
+    yield sshd
+    set_ssh_command(None)  # a test's --ssh-command ends with it
+
+
+def read_all(reader: TailReader) -> bytes:
+    """Poll until a poll reads nothing more (what is complete now)."""
+    data = b""
+    while True:
+        chunk = reader.poll()
+        data += chunk.data
+        if not chunk.more:
+            return data
+
+
+class TestAddresses:
+    """Which words are remote paths, and what they name."""
+
+    def test_scp_form_and_url_form(self) -> None:
+        address = parse_remote("me@node1:/runs/x")
+        assert address is not None
+        assert address.target == SshTarget("node1", "me")
+        assert address.path == "/runs/x"
+        url = parse_remote("ssh://me@node1:2222/runs/x")
+        assert url is not None and url.target == SshTarget("node1", "me", 2222)
+        assert url.path == "/runs/x"
+        home = parse_remote("ssh://node1/~/runs")
+        assert home is not None and home.path == "runs"
+        assert str(run_path("gpu7:/runs/v0")) == "gpu7:/runs/v0"
+        assert str(run_path("gpu7:runs")) == "gpu7:~/runs"
+
+    def test_local_words_stay_local(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "run:3").mkdir()
+        assert parse_remote("run:3") is None  # exists here
+        assert parse_remote("./later:1") is None  # a slash before the colon
+        assert parse_remote("/abs/a:b") is None
+        assert parse_remote("no colon") is None
+        assert parse_remote("-oProxyCommand=x:y") is None  # never an ssh option
+        assert run_path("run:3") == tmp_path / "run:3"
+
+
+class TestReading:
+    """The tail rules, over ssh."""
+
+    def test_ms_swift_run_discovered_remotely(self, remote: SshServer, tmp_path: Path) -> None:
+        output = msswift_run_dir(tmp_path, THREE_REWARDS, THREE_REWARDS_ARGS, completions=True)
+        name = host()
+        layout = discover(run_path(f"{name}:{output}"))
+        local = discover(output)
+        assert layout.problem == ""
+        assert layout.adapter == local.adapter == "ms-swift"
+        run_dir = output / "v0-20261202-132949"
+        assert str(layout.metrics_file) == f"{name}:{run_dir}/logging.jsonl"
+        assert str(layout.completions_file) == f"{name}:{run_dir}/completions.jsonl"
+        assert str(layout.args_file) == f"{name}:{run_dir}/args.json"
+        assert str(layout.output_dir) == f"{name}:{output}"
+        assert layout.why == local.why
+
+    def test_check_remote_is_check_local(self, remote: SshServer, tmp_path: Path) -> None:
+        output = msswift_run_dir(tmp_path, THREE_REWARDS, THREE_REWARDS_ARGS, completions=True)
+        local_out, remote_out = io.StringIO(), io.StringIO()
+        local = check_command(output, as_json=True, rules_file=None, out=local_out, now=2e9)
+        far = check_command(
+            run_path(f"{host()}:{output}"), as_json=True, rules_file=None, out=remote_out, now=2e9
+        )
+        assert far == local
+        near, there = json.loads(local_out.getvalue()), json.loads(remote_out.getvalue())
+        # the same diagnosis; only the path, and the data age (whole seconds there), differ
+        for report in (near, there):
+            del report["path"], report["run"]["data_age_s"]
+        assert there == near
+
+    def test_live_append_in_pieces(self, remote: SshServer, tmp_path: Path) -> None:
+        log = tmp_path / "logging.jsonl"
+        reader = TailReader(run_path(f"{host()}:{log}"))
+        assert reader.poll().data == b"" and not reader.exists  # waited for
+        log.write_bytes(b'{"step": 1}\n{"st')
+        assert read_all(reader) == b'{"step": 1}\n'
+        with log.open("ab") as handle:
+            handle.write(b'ep": 2}')  # the line still has no end
+        assert read_all(reader) == b""
+        with log.open("ab") as handle:
+            handle.write(b'\n{"step": 3}\n')
+        assert read_all(reader) == b'{"step": 2}\n{"step": 3}\n'
+        assert reader.offset == log.stat().st_size
+        assert reader.problem is None
+
+    def test_truncation_and_rotation_restart(self, remote: SshServer, tmp_path: Path) -> None:
+        log = tmp_path / "logging.jsonl"
+        log.write_bytes(b"one\ntwo\n")
+        reader = TailReader(run_path(f"{host()}:{log}"))
+        assert read_all(reader) == b"one\ntwo\n"
+        log.write_bytes(b"x\n")  # truncated and rewritten shorter
+        chunk = reader.poll()
+        assert (chunk.restarted, chunk.data) == ("truncated", b"x\n")
+        rotated = tmp_path / "new.jsonl"
+        rotated.write_bytes(b"fresh\n")
+        os.replace(rotated, log)  # rotation: another file at the path
+        chunk = reader.poll()
+        assert (chunk.restarted, chunk.data) == ("replaced", b"fresh\n")
+        log.write_bytes(b"FRESH\nmore\n")  # rewritten in place past the old offset
+        chunk = reader.poll()
+        assert (chunk.restarted, chunk.data) == ("rewritten", b"FRESH\nmore\n")
+
+    def test_killed_connection_loses_and_repeats_nothing(
+        self, remote: SshServer, tmp_path: Path
+    ) -> None:
+        log = tmp_path / "logging.jsonl"
+        log.write_bytes(b"".join(b'{"seq": %d}\n' % n for n in range(2000)))
+        name = host()
+        reader = TailReader(run_path(f"{name}:{log}"))
+        seen: list[int] = []
+
+        def take(budget: int) -> None:
+            seen.extend(orjson.loads(line.data)["seq"] for line in reader.poll(budget).lines)
+
+        take(4000)
+        for kill_round in range(3):
+            # the shared connection dies mid-read: the master, and sshd's side of it
+            for pid in remote.connection_pids(name):
+                os.kill(pid, signal.SIGKILL)
+            take(4000)
+            with log.open("ab") as handle:
+                handle.write(
+                    b"".join(
+                        b'{"seq": %d}\n' % n for n in range(2000 + kill_round, 2001 + kill_round)
+                    )
+                )
+
+        def caught_up() -> bool:
+            take(1 << 20)
+            return reader.offset == log.stat().st_size
+
+        wait_for(caught_up, what="the rest, once reconnected")
+        assert seen == list(range(2003))
+        assert reader.problem is None
+
+
+@dataclass
+class _Writer:
+    """The writer side of the lossless property: what each generation of the file got."""
+
+    path: Path
+    next_seq: int = 0
+    pending: bytes = b""
+    generations: list[list[int]] = field(default_factory=lambda: [[]])
+    required: list[int] = field(default_factory=lambda: [0])
+    pending_seq: int = -1
+
+    def write(self, nbytes: int) -> None:
+        out = b""
+        while nbytes > 0:
+            if not self.pending:
+                self.pending_seq, self.next_seq = self.next_seq, self.next_seq + 1
+                self.pending = b'{"_seq": %d, "pad": "%s"}\n' % (
+                    self.pending_seq,
+                    b"x" * (self.pending_seq % 7),
+                )
+            piece, self.pending = self.pending[:nbytes], self.pending[nbytes:]
+            out += piece
+            nbytes -= len(piece)
+            if not self.pending:
+                self.generations[-1].append(self.pending_seq)
+        with self.path.open("ab") as handle:
+            handle.write(out)
+
+    def new_generation(self) -> None:
+        self.pending = b""
+        self.generations.append([])
+        self.required.append(0)
+
+
+_OPERATION = st.one_of(
+    st.tuples(st.just("write"), st.integers(1, 120)),
+    st.tuples(st.just("poll"), st.integers(1, 200)),
+    st.tuples(st.just("truncate"), st.just(0)),
+    st.tuples(st.just("replace"), st.just(0)),
+    st.tuples(st.just("delete"), st.just(0)),
+)
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=st.lists(_OPERATION, min_size=1, max_size=25))
+def test_remote_reader_loses_and_duplicates_nothing(
+    remote: SshServer, tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int]]
+) -> None:
+    """tests/test_tail.py's lossless property, the file read over ssh."""
+    directory = tmp_path_factory.mktemp("remote-run")
+    path = directory / "logging.jsonl"
+    writer = _Writer(path)
+    reader = TailReader(run_path(f"{host()}:{path}"))
+    seen: list[int] = []
+
+    def poll(budget: int) -> None:
+        while True:
+            chunk = reader.poll(max_bytes=budget)
+            assert reader.problem is None
+            seen.extend(orjson.loads(line.data)["_seq"] for line in chunk.lines)
+            if not chunk.more:
+                break
+        if path.exists():
+            writer.required[-1] = len(writer.generations[-1])
+
+    for op, arg in ops:
+        if op == "write":
+            writer.write(arg)
+        elif op == "poll":
+            poll(arg)
+        elif op == "truncate" and path.exists():
+            path.write_bytes(b"")
+            writer.new_generation()
+        elif op == "replace":
+            (directory / "replacement.tmp").write_bytes(b"")
+            os.replace(directory / "replacement.tmp", path)
+            writer.new_generation()
+        elif op == "delete" and path.exists():
+            path.unlink()
+            writer.new_generation()
+    poll(1 << 20)
+    assert seen == sorted(set(seen))
+    for written, required in zip(writer.generations, writer.required):
+        got = [seq for seq in seen if seq in set(written)]
+        assert got == written[: len(got)]
+        assert len(got) >= required
+    assert [s for s in seen if s in set(writer.generations[-1])] == writer.generations[-1]
+    assert {p.name for p in directory.iterdir()} <= {"logging.jsonl"}
+
+
+class TestFaults:
+    """What cannot be read says why in one line; `check` exits with the reason's code."""
+
+    def test_permission_denied(self, remote: SshServer, tmp_path: Path) -> None:
+        log = tmp_path / "logging.jsonl"
+        log.write_bytes(b'{"step": 1, "loss": 1.0}\n')
+        log.chmod(0)
+        remote_log = run_path(f"{host()}:{log}")
+        reader = TailReader(remote_log)
+        assert reader.poll().data == b""
+        assert reader.problem == f"permission denied: {remote_log}"
+        out = io.StringIO()
+        assert check_command(remote_log, as_json=True, rules_file=None, out=out) == EXIT_UNREADABLE
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0)
+        layout = discover(run_path(f"{host()}:{locked}"))
+        assert layout.problem.startswith("permission denied: ")
+
+    def test_path_that_does_not_exist(self, remote: SshServer, tmp_path: Path) -> None:
+        missing = run_path(f"{host()}:{tmp_path}/no/such/run")
+        layout = discover(missing)
+        assert layout.waiting and f"{missing}, which does not exist yet" in layout.waiting_for
+        assert str(tmp_path) in layout.waiting_for  # the nearest folder that does
+        out = io.StringIO()
+        assert check_command(missing, as_json=True, rules_file=None, out=out) == EXIT_UNREADABLE
+
+    def test_hostile_file_names_run_nothing(self, remote: SshServer, tmp_path: Path) -> None:
+        run = tmp_path / "run"
+        run.mkdir()
+        names = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", "a\nb; touch pwned"]
+        for name in names:
+            (run / name).write_bytes(b'{"step": 1, "loss": 0.5}\n')
+        name = host()
+        for file_name in names:
+            reader = TailReader(run_path(f"{name}:{run}/{file_name}"))
+            assert read_all(reader) == b'{"step": 1, "loss": 0.5}\n'
+        discover(run_path(f"{name}:{run}"))  # lists the folder, stats and reads every name
+        assert sorted(p.name for p in run.iterdir()) == sorted(names)
+        assert not (Path.home() / "pwned").exists()
+        assert not Path("pwned").exists()
+
+    def test_host_that_does_not_answer(
+        self, remote: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = tmp_path / "logging.jsonl"
+        log.write_bytes(b'{"step": 1, "loss": 1.0}\n')
+        name = host()
+        reader = TailReader(run_path(f"{name}:{log}"))
+        assert read_all(reader) == b'{"step": 1, "loss": 1.0}\n'
+        monkeypatch.setattr(ssh_transport, "CALL_TIMEOUT_S", 2.0)
+        remote.pause()  # sshd stops answering: a new connection gets no greeting
+        try:
+            for pid in remote.connection_pids(name):
+                os.kill(pid, signal.SIGKILL)  # and the connection there is gone
+            with log.open("ab") as handle:
+                handle.write(b'{"step": 2, "loss": 0.9}\n')
+            wait_for(lambda: reader.poll().data == b"" and reader.problem, what="a failure")
+            assert reader.problem is not None
+            assert reader.problem.startswith(f"RECONNECTING {name} (2nd try): ")
+            out = io.StringIO()
+            unanswered = run_path(f"{host()}:{log}")
+            assert (
+                check_command(unanswered, as_json=True, rules_file=None, out=out)
+                == EXIT_HOST_UNREACHABLE
+            )
+        finally:
+            remote.resume()
+        # back: the read resumes where it was, nothing lost, nothing twice
+        caught: list[bytes] = []
+
+        def resumed() -> bool:
+            caught.append(reader.poll().data)
+            return reader.offset == log.stat().st_size
+
+        wait_for(resumed, what="the read to resume")
+        assert b"".join(caught) == b'{"step": 2, "loss": 0.9}\n'
+        assert reader.problem is None
+
+    def test_authentication_failure_and_changed_host_key(
+        self, remote: SshServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = tmp_path / "logging.jsonl"
+        log.write_bytes(b'{"step": 1, "loss": 1.0}\n')
+        config = remote.client_config.read_text()
+        other_key = tmp_path / "other_key"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other_key)], check=True
+        )
+        wrong_key = tmp_path / "wrong_key.config"
+        wrong_key.write_text(config.replace(str(remote.folder / "client_key"), str(other_key)))
+        assert (
+            main(["check", "--ssh-command", f"ssh -F {wrong_key}", f"{host()}:{log}"])
+            == EXIT_HOST_AUTH
+        )
+        assert "authentication failed" in capsys.readouterr().out
+        changed = tmp_path / "known_hosts"
+        changed.write_text(f"grpo-tui-test-sshd {(other_key.with_suffix('.pub')).read_text()}")
+        wrong_host = tmp_path / "wrong_host.config"
+        wrong_host.write_text(config.replace(str(remote.folder / "known_hosts"), str(changed)))
+        assert (
+            main(["check", "--ssh-command", f"ssh -F {wrong_host}", f"{host()}:{log}"])
+            == EXIT_HOST_KEY
+        )
+        assert "host key" in capsys.readouterr().out
+
+
+def test_a_poll_costs_one_call_per_machine(remote: SshServer, tmp_path: Path) -> None:
+    """Steady polling of several files of one machine: one ssh call per round, and a
+    file that did not change is not read again."""
+    paths = [tmp_path / f"log{n}.jsonl" for n in range(3)]
+    for path in paths:
+        path.write_bytes(b"line\n")
+    name = host()
+    readers = [TailReader(run_path(f"{name}:{path}")) for path in paths]
+    for reader in readers:
+        assert read_all(reader) == b"line\n"
+    machine = next(fs for fs in filesystems() if fs.connection.target.host == name)
+    before = machine.connection.traffic.calls
+    for _ in range(3):
+        for reader in readers:
+            assert reader.poll().data == b""
+    assert machine.connection.traffic.calls - before == 3
+
+
+def test_header_says_reconnecting_and_names_the_machine() -> None:
+    """A run whose machine is being reconnected to shows that as its state, and its label
+    says which machine (presentation: the header's words)."""
+    path = run_path("gpu7:/data/output")
+    run = Run(path)
+    run.status.unreadable = "RECONNECTING gpu7 (3rd try): connection refused"
+    assert state_headline(run, now=0.0) == (
+        RunState.UNREADABLE,
+        "RECONNECTING gpu7 (3rd try): connection refused",
+    )
+    run.status.unreadable = "permission denied: gpu7:/data/output"
+    assert state_headline(run, now=0.0)[1] == "UNREADABLE permission denied: gpu7:/data/output"
+    assert machine_of(path) == "gpu7"
+    assert machine_of(run_path("me@gpu7:runs")) == "me@gpu7"
+    assert machine_of(Path("/data/output")) is None
+
+
+async def test_q_quits_while_the_machine_does_not_answer(
+    remote: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The live monitor on a machine that stopped answering: the header says it is
+    reconnecting, and `q` quits while the reader waits on ssh."""
+    log = tmp_path / "logging.jsonl"
+    log.write_bytes(b'{"step": 1, "loss": 1.0}\n')
+    monkeypatch.setattr(ssh_transport, "CALL_TIMEOUT_S", 2.0)
+    remote.pause()
+    try:
+        app = app_for(run_path(f"{host()}:{log}"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_until(
+                pilot,
+                lambda: (app.run_state.unreadable or "").startswith("RECONNECTING node"),
+                what="the reconnecting state",
+            )
+            assert "RECONNECTING node" in screen_text(app)
+            await pilot.press("q")
+            assert app.return_code == 0
+    finally:
+        remote.resume()
