@@ -132,6 +132,9 @@ class GrpoTuiApp(App[None]):
         super().__init__()
         self.path = Path(path)
         self.from_board = from_board
+        if from_board:
+            # the way back, in the footer (esc still clears a filter first)
+            self.bind("escape", "clear_filter", description="Board")
         #: the user asked to go back to the board (`esc` with nothing to clear)
         self.back_to_board = False
         self.rules = rules or Rules()
