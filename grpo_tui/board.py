@@ -52,8 +52,9 @@ SPARK_CELLS = 12
 class BoardSettings:
     """How often the board looks at its runs (the costs of a board of fifty)."""
 
-    poll_s: float = 2.0
-    """Seconds between two looks at every run's files (a `stat` per file when quiet)."""
+    poll_s: float = 5.0
+    """Seconds between two looks at every run's files (a `stat` per file when quiet): a
+    board row need not be fresher (a run opened is read every second by its monitor)."""
     rescan_s: float = 15.0
     """Seconds between two looks for new runs in the folders given."""
     diagnose_every_s: float = 10.0
