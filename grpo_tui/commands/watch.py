@@ -67,9 +67,11 @@ class Watch:
         given: RunContext | None = None,
         source: SourceOptions | None = None,
         now: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
         watch_files: bool = True,
     ) -> None:
-        """`emit` gets each event (stdout's JSON line), `warn` what goes to stderr."""
+        """`emit` gets each event (stdout's JSON line), `warn` what goes to stderr; `now`
+        is the wall clock of the runs' states, `clock` paces the rate limit."""
         self._items: queue.Queue[tuple[int, Update | Notice]] = queue.Queue()
         self._emit = emit
         self._warn = warn
@@ -86,7 +88,7 @@ class Watch:
             session.mounted()
             session.painted()
             reader = session.follow(RunFollower(Path(path), source), watch_files=watch_files)
-            alerts = RunAlerts(Path(path), settings, command=self.command)
+            alerts = RunAlerts(Path(path), settings, command=self.command, clock=clock)
             self.runs.append(WatchedRun(session, reader, alerts, alerts.detector.run))
         self._observed_at = -float("inf")
 
@@ -120,10 +122,10 @@ class Watch:
             if job is not None:
                 session.diagnosed(job())
                 changed = True
-        clock = time.monotonic()
-        if not changed and clock - self._observed_at < OBSERVE_S:
+        looked = time.monotonic()
+        if not changed and looked - self._observed_at < OBSERVE_S:
             return []
-        self._observed_at = clock
+        self._observed_at = looked
         events = []
         for watched in self.runs:
             session = watched.session
