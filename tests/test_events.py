@@ -133,7 +133,8 @@ class TestProblemRuns:
             ("worse", "caution", "problem", ["reward_hacking"], []),
             ("verdicts", "problem", "problem", ["too_aggressive"], []),
         ]
-        assert [e.step for e in events] == sorted(e.step for e in events)
+        steps = [e.step for e in events if e.step is not None]
+        assert len(steps) == len(events) and steps == sorted(steps)
         assert all(e.worsening for e in events)
         last = events[-1]
         # everything that warns now, worst first, with its evidence lines and advice
