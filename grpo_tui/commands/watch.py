@@ -30,7 +30,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
-from grpo_tui.session import Notice, Session
+from grpo_tui.session import DIAGNOSIS_INTERVAL_S, Notice, Session
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.untrusted import printable
 
@@ -69,6 +69,7 @@ class Watch:
         now: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
         watch_files: bool = True,
+        diagnosis_interval: float = DIAGNOSIS_INTERVAL_S,
     ) -> None:
         """`emit` gets each event (stdout's JSON line), `warn` what goes to stderr; `now`
         is the wall clock of the runs' states, `clock` paces the rate limit."""
@@ -82,7 +83,10 @@ class Watch:
         self.runs: list[WatchedRun] = []
         for index, path in enumerate(paths):
             session = Session(
-                Run(Path(path), given=given or RunContext()), rules, self._poster(index)
+                Run(Path(path), given=given or RunContext()),
+                rules,
+                self._poster(index),
+                diagnosis_interval=diagnosis_interval,
             )
             # no screen: the first frame is "painted" at once (diagnoses may start)
             session.mounted()
