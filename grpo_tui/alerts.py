@@ -181,6 +181,12 @@ class CommandSink:
             return True
 
     @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The command running now, if one is."""
+        with self._lock:
+            return self._running
+
+    @property
     def idle(self) -> bool:
         """Nothing waits for the command and none runs."""
         with self._lock:
@@ -293,11 +299,8 @@ class RunAlerts:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`command`: a sink shared with other runs; `rules` overrides the settings'."""
-        path = Path(path)
         self.settings = settings
-        self.detector = EventDetector(
-            path.resolve().name or str(path), str(path), rules or settings.events, clock=clock
-        )
+        self.detector = EventDetector.for_path(Path(path), rules or settings.events, clock=clock)
         self.command = command
         #: every event told, oldest first (the screen's marker; tests read it)
         self.told: list[Event] = []

@@ -301,9 +301,16 @@ class EventDetector:
         self.held = False
 
     @classmethod
-    def for_path(cls, path: Path, rules: EventRules | None = None) -> EventDetector:
+    def for_path(
+        cls,
+        path: Path,
+        rules: EventRules | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> EventDetector:
+        """The detector of the run at PATH, named by its folder (`.` by the folder's name)."""
         path = Path(path)
-        return cls(path.resolve().name or str(path), str(path), rules)
+        return cls(path.resolve().name or str(path), str(path), rules, clock=clock)
 
     def _allowed(self) -> bool:
         now = self.clock()

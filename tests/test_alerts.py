@@ -222,7 +222,7 @@ class TestCommand:
         event = real_event()
         assert sink.submit(event)  # returns while the command runs
         assert not sink.idle
-        wait_for(lambda: sink._running is not None, what="the command started")
+        wait_for(lambda: sink.process is not None, what="the command started")
         assert sink.submit(event)  # queued behind it
         assert not sink.submit(event)  # the queue is full: dropped, said once
         assert not sink.submit(event)
@@ -238,8 +238,8 @@ class TestCommand:
         gate = tmp_path / "gate"
         sink = CommandSink(f"while [ ! -e {shlex.quote(str(gate))} ]; do sleep 0.05; done", print)
         sink.submit(real_event())
-        wait_for(lambda: sink._running is not None, what="the command started")
-        process = sink._running
+        wait_for(lambda: sink.process is not None, what="the command started")
+        process = sink.process
         sink.close(wait_s=0.1)
         assert process is not None
         wait_for(lambda: process.poll() is not None, what="the command killed")
