@@ -224,7 +224,7 @@ def _parser() -> argparse.ArgumentParser:
         "until interrupted",
     )
     watch.add_argument(
-        "paths", nargs="+", type=Path, metavar="PATH", help="runs to follow (as for tail)"
+        "paths", nargs="+", type=run_path, metavar="PATH", help="runs to follow (as for tail)"
     )
     watch.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cap_option(watch)
