@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from grpo_tui import __version__
+from grpo_tui.alerts import NOTIFY_STYLES, AlertSettings
 from grpo_tui.commands.output import (
     EXIT_BROKEN_PIPE,
     EXIT_CODES,
@@ -24,7 +25,7 @@ from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.untrusted import printable
 
-_COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export")
+_COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export", "watch")
 #: set to get the traceback of an internal error instead of the one-line message
 DEBUG_ENV = "GRPO_TUI_DEBUG"
 
@@ -150,6 +151,47 @@ def _runs(args: argparse.Namespace) -> list[Path]:
     return runs or paths[:1]
 
 
+def _alert_options(command: argparse.ArgumentParser, *, terminal: bool) -> None:
+    """--on-alert (and, for a screen, --bell and --notify): grpo_tui/alerts.py."""
+    command.add_argument(
+        "--on-alert",
+        metavar="CMD",
+        help="run this shell command once per event, the event as JSON on stdin "
+        "(and GRPO_TUI_RUN, GRPO_TUI_STATUS, GRPO_TUI_STEP, ... in its environment)",
+    )
+    command.add_argument(
+        "--alert-timeout",
+        type=_seconds,
+        default=AlertSettings.timeout_s,
+        metavar="SECONDS",
+        help=f"kill the command after this long (default {AlertSettings.timeout_s:g})",
+    )
+    if terminal:
+        command.add_argument(
+            "--bell",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="ring the terminal bell when a run gets worse (default: on)",
+        )
+        command.add_argument(
+            "--notify",
+            nargs="?",
+            const="osc9",
+            choices=NOTIFY_STYLES,
+            help="a desktop notification per event through the terminal's own sequence "
+            "(osc9: iTerm2, WezTerm, kitty, Windows Terminal; osc777: foot, urxvt, VTE)",
+        )
+
+
+def _alert_settings(args: argparse.Namespace) -> AlertSettings:
+    return AlertSettings(
+        command=args.on_alert or None,
+        bell=getattr(args, "bell", False),
+        notify=getattr(args, "notify", None),
+        timeout_s=args.alert_timeout,
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="grpo-tui",
@@ -174,6 +216,20 @@ def _parser() -> argparse.ArgumentParser:
     _cap_option(tail)
     _cycle_option(tail)
     _source_options(tail)
+    _alert_options(tail, terminal=True)
+
+    watch = sub.add_parser(
+        "watch",
+        help="follow PATHs with no screen: one JSON line per event (and --on-alert) "
+        "until interrupted",
+    )
+    watch.add_argument(
+        "paths", nargs="+", type=run_path, metavar="PATH", help="runs to follow (as for tail)"
+    )
+    watch.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+    _cap_option(watch)
+    _source_options(watch)
+    _alert_options(watch, terminal=False)
 
     check = sub.add_parser(
         "check",
@@ -314,6 +370,19 @@ def _main(argv: list[str] | None) -> int:
             rules_file=args.rules,
             given=_given(args),
             cycle_seconds=args.cycle,
+            source=_source(args),
+            alerts=_alert_settings(args),
+        )
+    if args.command == "watch":
+        from grpo_tui.commands.watch import watch_command
+        from grpo_tui.sources.runs import find_runs
+
+        # a folder of runs is each of its runs (as `tail` opens a board on it)
+        return watch_command(
+            find_runs(args.paths, only=args.source_format) or args.paths,
+            _alert_settings(args),
+            rules_file=args.rules,
+            given=_given(args),
             source=_source(args),
         )
     if args.command == "demo":

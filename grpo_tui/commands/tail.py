@@ -21,6 +21,7 @@ from grpo_tui.sources.feed import SourceOptions
 if TYPE_CHECKING:
     from textual.app import App
 
+    from grpo_tui.alerts import AlertSettings
     from grpo_tui.context import RunContext
 
 #: a closed SSH session or tmux pane (SIGHUP) and `kill` (SIGTERM) end the app like `q` does
@@ -65,9 +66,11 @@ def tail_command(
     given: RunContext | None = None,
     cycle_seconds: float = DEFAULT_CYCLE_S,
     source: SourceOptions | None = None,
+    alerts: AlertSettings | None = None,
 ) -> int:
     """Open the live monitor on PATH until the user quits. Returns the exit status.
-    `given` fills what the run's files do not say (`--max-completion-length`)."""
+    `given` fills what the run's files do not say (`--max-completion-length`); `alerts`
+    what its events ring or run (`--bell`, `--notify`, `--on-alert`)."""
     from grpo_tui.ui.app import GrpoTuiApp
     from grpo_tui.ui.themes import ThemeError
 
@@ -82,6 +85,7 @@ def tail_command(
             given=given,
             cycle_seconds=cycle_seconds,
             follower=RunFollower(Path(path), source, newest_first=True),
+            alerts=alerts,
         )
     except ThemeError as error:
         say(str(error))

@@ -35,6 +35,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Tab, Tabs
 
+from grpo_tui.alerts import AlertSettings, screen_alerts
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.presentation import DEFAULT_CYCLE_S, verdict_line
@@ -125,6 +126,7 @@ class GrpoTuiApp(App[None]):
         given: RunContext | None = None,
         cycle_seconds: float = DEFAULT_CYCLE_S,
         from_board: bool = False,
+        alerts: AlertSettings | None = None,
     ) -> None:
         """`from_board`: opened from a board of runs; `esc` goes back to it."""
         # Textual removes NO_COLOR from the environment in App.__init__: decide first
@@ -145,6 +147,12 @@ class GrpoTuiApp(App[None]):
             Run(self.path, given=given or RunContext()),
             self.rules,
             lambda item: self.post_message(self.FromReader(item)),
+        )
+        #: the run's events and where they go (a toast, the bell, OSC, --on-alert)
+        self.alerts = screen_alerts(
+            self.path,
+            alerts or AlertSettings(),
+            lambda text: self.post_message(self.FromReader(Notice("on-alert", text, error=True))),
         )
         follower = follower or RunFollower(self.path, newest_first=True)
         self._reader = self.session.follow(follower, watch_files=watch_files)
@@ -292,6 +300,7 @@ class GrpoTuiApp(App[None]):
             return
         self._show_applied(self.session.diagnosed(message.result))
         self._tick()
+        self._alert()
         if not self._charts_warm:
             # after the first diagnosis, not during it: both want the CPU at startup
             self._charts_warm = True
@@ -345,6 +354,18 @@ class GrpoTuiApp(App[None]):
             return
         self._draw_header()
         self._maybe_diagnose()
+        self._alert()
+
+    def _alert(self) -> None:
+        """Tell the event the run brings now, if any (core decides; this only shows it)."""
+        event = self.alerts.observe(self.session.run, self.session.diagnosis, self.now())
+        if event is None:
+            return
+        self.tell(
+            event.summary, title=f"alert {event.kind.word}", error=event.worsening, timeout=15
+        )
+        if (text := self.alerts.terminal(event)) and self._driver and not self.is_headless:
+            self._driver.write(text)  # as App.bell() writes BEL; our own text only
 
     def _request_frame(self) -> None:
         """Draw soon: at once when the last frame was long enough ago, else when the pacer
@@ -553,3 +574,4 @@ class GrpoTuiApp(App[None]):
     def _stop_workers(self) -> None:
         self._shutting_down = True
         self._reader.stop()
+        self.alerts.close()

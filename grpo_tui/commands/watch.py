@@ -1,0 +1,213 @@
+"""`grpo-tui watch PATH… [--on-alert CMD]`: the monitor's alerts with no screen.
+
+For `nohup`, a systemd unit or a tmux window nobody looks at. Each PATH is followed by
+the same core as `tail` (a Session fed by core's FollowLoop, diagnosed when the session
+says so, its steady verdicts fed to one EventDetector per run) and every event is printed
+to stdout as one JSON line (and handed to `--on-alert`). Reading troubles and command
+failures go to stderr. It runs until interrupted: SIGINT and SIGTERM end it cleanly with
+status 0. `check` stays the one-shot form.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from grpo_tui.alerts import AlertSettings, CommandSink, RunAlerts, command_sink, event_json
+from grpo_tui.commands.output import EXIT_BAD_RULES, say
+from grpo_tui.commands.rules_file import effective_rules
+from grpo_tui.context import RunContext
+from grpo_tui.events import Event
+from grpo_tui.health.rules import Rules
+from grpo_tui.run.follow import FollowLoop, RunFollower
+from grpo_tui.run.live import Run
+from grpo_tui.run.update import Update
+from grpo_tui.session import DIAGNOSIS_INTERVAL_S, Notice, Session
+from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.untrusted import printable
+
+#: seconds the loop waits for the readers before it looks at the clock again (a stall is
+#: told by time alone; a signal is answered within this)
+TICK_S = 0.25
+#: seconds between two looks at the runs' states when nothing was read
+OBSERVE_S = 1.0
+#: seconds the commands still queued at the end may take before the process leaves
+CLOSE_WAIT_S = 5.0
+
+
+@dataclass
+class WatchedRun:
+    """One PATH: its session, its reader, its alerts."""
+
+    session: Session
+    reader: FollowLoop
+    alerts: RunAlerts
+    name: str
+
+
+class Watch:
+    """Follows PATHs, diagnoses them as the monitor does and hands their events on."""
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        settings: AlertSettings,
+        rules: Rules,
+        *,
+        emit: Callable[[Event], object],
+        warn: Callable[[str], object],
+        given: RunContext | None = None,
+        source: SourceOptions | None = None,
+        now: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+        watch_files: bool = True,
+        diagnosis_interval: float = DIAGNOSIS_INTERVAL_S,
+    ) -> None:
+        """`emit` gets each event (stdout's JSON line), `warn` what goes to stderr; `now`
+        is the wall clock of the runs' states, `clock` paces the rate limit."""
+        self._items: queue.Queue[tuple[int, Update | Notice]] = queue.Queue()
+        self._emit = emit
+        self._warn = warn
+        self.now = now
+        self.command: CommandSink | None = command_sink(
+            settings, lambda text: self._items.put((-1, Notice("on-alert", text, error=True)))
+        )
+        self.runs: list[WatchedRun] = []
+        for index, path in enumerate(paths):
+            session = Session(
+                Run(Path(path), given=given or RunContext()),
+                rules,
+                self._poster(index),
+                diagnosis_interval=diagnosis_interval,
+            )
+            # no screen: the first frame is "painted" at once (diagnoses may start)
+            session.mounted()
+            session.painted()
+            reader = session.follow(RunFollower(Path(path), source), watch_files=watch_files)
+            alerts = RunAlerts(Path(path), settings, command=self.command, clock=clock)
+            self.runs.append(WatchedRun(session, reader, alerts, alerts.detector.run))
+        self._observed_at = -float("inf")
+
+    def _poster(self, index: int) -> Callable[[Update | Notice], None]:
+        """What run `index`'s session posts to this loop with (from its reader thread)."""
+
+        def post(item: Update | Notice) -> None:
+            self._items.put((index, item))
+
+        return post
+
+    def start(self) -> None:
+        for watched in self.runs:
+            watched.reader.start()
+
+    def stop(self) -> None:
+        """Stop reading, give the queued commands CLOSE_WAIT_S to finish."""
+        for watched in self.runs:
+            watched.reader.stop()
+        if self.command is not None:
+            self.command.close(CLOSE_WAIT_S)
+        self._drain_notices()
+
+    def step(self, timeout: float = TICK_S) -> list[Event]:
+        """Take what the readers sent (waiting up to `timeout` for it), diagnose what is
+        due, and tell the events; returns them."""
+        changed = self._take(timeout)
+        for watched in self.runs:
+            session = watched.session
+            job = session.start_diagnosis()
+            if job is not None:
+                session.diagnosed(job())
+                changed = True
+        looked = time.monotonic()
+        if not changed and looked - self._observed_at < OBSERVE_S:
+            return []
+        self._observed_at = looked
+        events = []
+        for watched in self.runs:
+            session = watched.session
+            event = watched.alerts.observe(session.run, session.diagnosis, self.now())
+            if event is not None:
+                events.append(event)
+                self._emit(event)
+        return events
+
+    def _take(self, timeout: float) -> bool:
+        changed = False
+        try:
+            item = self._items.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        while True:
+            index, thing = item
+            if isinstance(thing, Notice):
+                who = "" if index < 0 else f"{printable(self.runs[index].name)}: "
+                self._warn(f"{who}{thing.title}: {thing.text}")
+            elif self.runs[index].session.receive(thing) is not None:
+                changed = True
+            try:
+                item = self._items.get_nowait()
+            except queue.Empty:
+                return changed
+
+    def _drain_notices(self) -> None:
+        while True:
+            try:
+                index, thing = self._items.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(thing, Notice) and index < 0:
+                self._warn(f"{thing.title}: {thing.text}")
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stop` (the loop ends cleanly) instead of killing."""
+
+    def leave(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def watch_command(
+    paths: Sequence[Path],
+    settings: AlertSettings,
+    *,
+    rules_file: Path | None = None,
+    given: RunContext | None = None,
+    source: SourceOptions | None = None,
+    out: TextIO | None = None,
+) -> int:
+    """Follow PATHs until SIGINT or SIGTERM, one JSON line per event on `out` (stdout)."""
+    rules = effective_rules(rules_file)
+    if rules is None:
+        return EXIT_BAD_RULES
+    stream = out or sys.stdout
+
+    def emit(event: Event) -> None:
+        stream.write(event_json(event) + "\n")
+        stream.flush()
+
+    watch = Watch(paths, settings, rules, emit=emit, warn=say, given=given, source=source)
+    stop = threading.Event()
+    with _stopped_by_signals(stop):
+        watch.start()
+        try:
+            while not stop.is_set():
+                watch.step()
+        finally:
+            watch.stop()
+    return 0
