@@ -19,13 +19,15 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from grpo_tui.alerts import AlertSettings, CommandSink, RunAlerts, command_sink
 from grpo_tui.compare import RunToCompare
 from grpo_tui.context import RunContext
+from grpo_tui.events import Event
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.numbers import format_age, format_duration, format_step
@@ -89,6 +91,8 @@ class BoardRow:
     data_time: float | None
     #: the run's files could not be read or it stopped without finishing
     troubled: bool
+    #: the newest worsening event since the run was last opened ("" none): a marker
+    alert: str = ""
 
     @property
     def rank(self) -> int:
@@ -241,6 +245,10 @@ class _Entry:
     follower: RunFollower
     #: the reader thread's last delivered status signature (it delivers changes only)
     last_status: tuple[object, ...] | None = None
+    #: the run's event detector (and the board's shared --on-alert command)
+    alerts: RunAlerts | None = None
+    #: the newest worsening event not seen yet (cleared when the run is opened)
+    unseen: Event | None = None
     #: the row's slow parts and what they were computed from (`Board.rows`)
     slow: tuple[tuple[int, str], Diagnosis | None, _SlowParts] | None = None
 
@@ -258,6 +266,7 @@ class Board:
     settings: BoardSettings = field(default_factory=BoardSettings)
     options: SourceOptions | None = None
     given: RunContext = field(default_factory=RunContext)
+    alert_settings: AlertSettings = field(default_factory=AlertSettings)
     clock: Callable[[], float] = time.monotonic
     _entries: dict[Path, _Entry] = field(default_factory=dict, init=False)
     _names: dict[Path, str] = field(default_factory=dict, init=False)
@@ -268,6 +277,9 @@ class Board:
     #: the diagnosis in flight (one at a time), by run
     _in_flight: Path | None = field(default=None, init=False)
     _rescanned_at: float = field(default=0.0, init=False)
+    #: the --on-alert command, one for every run (made with the first run)
+    _command: CommandSink | None = field(default=None, init=False)
+    _command_made: bool = field(default=False, init=False)
     _inbox: queue.SimpleQueue[BoardUpdate | NewRuns] = field(
         default_factory=queue.SimpleQueue, init=False
     )
@@ -312,10 +324,52 @@ class Board:
                 session.mounted()  # no screen to wait for: updates go straight to the owner
                 session.painted()
                 follower = RunFollower(path, self.options)
-                self._entries[path] = _Entry(session, follower)
+                self._entries[path] = _Entry(session, follower, alerts=self._alerts_for(path))
                 added.append(path)
             self._names = run_names(list(self._entries))
         return added
+
+    def _alerts_for(self, path: Path) -> RunAlerts:
+        """A run's alerts: its own detector, the board's one command. The moment a run is
+        first judged is its baseline (the board shows it); what changes after is told."""
+        if not self._command_made:
+            self._command_made = True
+            self._command = command_sink(self.alert_settings, self._command_failed)
+        rules = replace(self.alert_settings.events, tell_first=False)
+        return RunAlerts(path, self.alert_settings, command=self._command, rules=rules)
+
+    def _command_failed(self, text: str) -> None:
+        self.post(BoardUpdate(Path(""), Notice("on-alert", text, error=True)))
+
+    def observe(self, now: float) -> list[Event]:
+        """The events the runs bring at wall time `now` (each handed to the command); a
+        worsening one marks its row until the run is opened (`seen`)."""
+        events: list[Event] = []
+        for entry in self._entries.values():
+            session = entry.session
+            if entry.alerts is None or session.diagnosis is None:
+                continue
+            event = entry.alerts.observe(session.run, session.diagnosis, now)
+            if event is not None:
+                events.append(event)
+                if event.worsening:
+                    entry.unseen = event
+        return events
+
+    def seen(self, path: Path) -> None:
+        """The user opened the run: its marker goes, and its monitor tells its events from
+        now on; back on the board, the moment it comes back to is the run's new baseline
+        (what the monitor told is not told twice)."""
+        entry = self._entries.get(path)
+        if entry is not None:
+            entry.unseen = None
+            entry.alerts = self._alerts_for(path)
+
+    def close(self) -> None:
+        """Stop reading, and let the command finish what it was handed (a few seconds)."""
+        self.stop()
+        if self._command is not None:
+            self._command.close()
 
     def _poster(self, path: Path) -> Callable[[Update | Notice], object]:
         def post(item: Update | Notice) -> None:
@@ -489,5 +543,7 @@ class Board:
                 entry.slow = slow
             name = self._names.get(path, path.name)
             row = board_row(session.run, session.diagnosis, now, name, slow=slow[2])
+            if entry.unseen is not None:
+                row = replace(row, alert=entry.unseen.kind.word)
             rows.append(row)
         return sort_rows(rows)

@@ -363,6 +363,7 @@ def _main(argv: list[str] | None) -> int:
                 given=_given(args),
                 cycle_seconds=args.cycle,
                 source=_source(args),
+                alerts=_alert_settings(args),
             )
         return tail_command(
             runs[0],

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXED_MTIME, app_for, fixture_lines, make_run, settle, wait_until
+from helpers import FIXED_MTIME, app_for, fixture_lines, make_run, settle, wait_for, wait_until
 from textual.pilot import Pilot
 
+from grpo_tui.alerts import AlertSettings
 from grpo_tui.board import Board, BoardSettings, board_counts, run_names
 from grpo_tui.commands.board import check_board_command, worst_code
 from grpo_tui.compare import (
@@ -28,6 +29,7 @@ from grpo_tui.compare import (
     step_edges,
 )
 from grpo_tui.context import RunContext
+from grpo_tui.events import EventRules
 from grpo_tui.health.rules import Rules
 from grpo_tui.sources.runs import find_runs, runs_in
 from grpo_tui.ui.board_app import BoardApp, BoardChoice, fit_name
@@ -100,13 +102,19 @@ def board_on(sweep: Path, settings: BoardSettings = QUICK) -> Board:
 
 
 def read_and_judge(board: Board) -> None:
-    """Read every run to its end and diagnose each, on this thread."""
+    """Read every run to its end and diagnose each, on this thread (a run judged a moment
+    ago waits for its pacer: looked at again in short steps until every run is judged)."""
     while board.read_all():
         board.take_inbox()
     board.take_inbox()
-    while (chosen := board.next_diagnosis()) is not None:
-        path, job = chosen
-        board.diagnosed(path, job())
+
+    def judged() -> bool:
+        while (chosen := board.next_diagnosis()) is not None:
+            path, job = chosen
+            board.diagnosed(path, job())
+        return board.settled
+
+    wait_for(judged, what="every run judged")
 
 
 class TestWhereTheRunsAre:
@@ -346,3 +354,37 @@ class TestCompareScreen:
             assert len(overlay.series) == 2
             await pilot.press("escape", "escape")
             await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the board again")
+
+
+class TestBoardAlerts:
+    """A run that gets worse marks its row, and the board's --on-alert command hears it."""
+
+    def test_a_real_run_going_wrong_is_marked_and_told(self, tmp_path: Path) -> None:
+        sweep = tmp_path / "sweep"
+        sweep.mkdir()
+        copy_run("verl-qwen3-8b-dapomath-grpo-A", sweep)
+        run = copy_run("trl-qwen7b-gsm8k-lr1e-4-collapse", sweep)
+        (state_file,) = run.rglob("trainer_state.json")
+        whole = json.loads(state_file.read_text())
+        early = dict(whole, log_history=whole["log_history"][:6])  # up to step 30
+        state_file.write_text(json.dumps(early))
+        told = tmp_path / "told.jsonl"
+        # no gap between two events of a run: the test's two moments are a second apart
+        settings = AlertSettings(
+            command=f"cat >> {told}", bell=False, events=EventRules(min_gap_s=0)
+        )
+        board = Board([sweep], Rules(), settings=QUICK, alert_settings=settings)
+        board.add(find_runs([sweep]))
+        read_and_judge(board)
+        assert board.observe(FIXED_NOW) == []  # the first moment is the baseline
+        state_file.write_text(json.dumps(whole))  # the run goes on, and goes wrong
+        read_and_judge(board)
+        events = board.observe(FIXED_NOW + 1)
+        assert [e.run for e in events] == [run.name] and events[0].worsening
+        row = next(r for r in board.rows(FIXED_NOW) if r.path == run)
+        assert row.alert == events[0].kind.word and row.status is Status.PROBLEM
+        wait_for(lambda: told.exists() and told.read_text().count("\n") >= 1, what="the command")
+        assert json.loads(told.read_text().splitlines()[0])["run"] == run.name
+        board.seen(run)
+        assert next(r for r in board.rows(FIXED_NOW) if r.path == run).alert == ""
+        board.close()

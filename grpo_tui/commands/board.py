@@ -39,6 +39,7 @@ from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.vocabulary import RunState
 
 if TYPE_CHECKING:
+    from grpo_tui.alerts import AlertSettings
     from grpo_tui.context import RunContext
 
 
@@ -51,9 +52,11 @@ def board_command(
     given: RunContext | None = None,
     cycle_seconds: float = DEFAULT_CYCLE_S,
     source: SourceOptions | None = None,
+    alerts: AlertSettings | None = None,
 ) -> int:
     """The board of `runs` (found in `roots`, where new ones are looked for) until the user
     quits; `enter` opens a run's monitor, `esc` there comes back to the board."""
+    from grpo_tui.alerts import AlertSettings
     from grpo_tui.commands.tail import exit_on_signals
     from grpo_tui.context import RunContext
     from grpo_tui.run.follow import RunFollower
@@ -64,7 +67,10 @@ def board_command(
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
-    board = Board(list(roots), rules, options=source, given=given or RunContext())
+    settings = alerts or AlertSettings()
+    board = Board(
+        list(roots), rules, options=source, given=given or RunContext(), alert_settings=settings
+    )
     board.add(list(runs))
     board.start()
     selected: Path | None = None
@@ -91,6 +97,7 @@ def board_command(
                 cycle_seconds=cycle_seconds,
                 follower=RunFollower(choice.path, source, newest_first=True),
                 from_board=True,
+                alerts=settings,
             )
             with exit_on_signals(monitor):
                 monitor.run()
@@ -98,7 +105,7 @@ def board_command(
                 return monitor.return_code or 0
             theme = monitor.theme
     finally:
-        board.stop()
+        board.close()
 
 
 def check_board_command(

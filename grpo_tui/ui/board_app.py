@@ -25,6 +25,7 @@ from textual.events import Key
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
+from grpo_tui.alerts import terminal_text
 from grpo_tui.board import Board, BoardRow, board_counts
 from grpo_tui.numbers import format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, bars
@@ -206,11 +207,32 @@ class BoardApp(App[BoardChoice]):
         self._diagnosing = False
         self.board.diagnosed(message.path, message.result)
         self._take()
+        self._alert()
         self._draw()
 
     def _clock(self) -> None:
         self._take()
+        self._alert()
         self._draw()
+
+    def _alert(self) -> None:
+        """Tell the events the runs bring (core decides: a worsening marks its row); the
+        newest in a toast, the bell or notification as the settings say."""
+        events = self.board.observe(self.now())
+        if not events:
+            return
+        newest = events[-1]
+        self.notify(
+            f"{newest.run}: {newest.summary}",
+            title=f"alert {newest.kind.word}",
+            severity="error" if newest.worsening else "information",
+            timeout=15,
+            markup=False,
+        )
+        for event in events:
+            text = terminal_text(event, self.board.alert_settings)
+            if text and self._driver is not None and not self.is_headless:
+                self._driver.write(text)  # our own fixed text, as App.bell() writes BEL
 
     @property
     def settled(self) -> bool:
@@ -251,6 +273,9 @@ class BoardApp(App[BoardChoice]):
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
             facts += f" · filter: {self._filter} ({len(self._rows)})"
+        alerted = sum(1 for row in every if row.alert)
+        if alerted:
+            facts += f" · ⚑ {alerted} worse since opened"
         judging = self.board.judging()
         if judging:
             facts += f" · judging {judging}"
@@ -294,7 +319,7 @@ class BoardApp(App[BoardChoice]):
         for row in self._rows:
             glyph = Text(row.status.glyph, style=spec.style(row.status.zone))
             state_style = "bold" if row.troubled else ""
-            mark = "●" if row.path in self.marked else " "
+            mark = "●" if row.path in self.marked else "⚑" if row.alert else " "
             cells: list[Text] = [
                 Text(mark, style="bold"),
                 glyph,
@@ -354,13 +379,17 @@ class BoardApp(App[BoardChoice]):
     def action_open_run(self) -> None:
         path = self._selected_path()
         if path is not None:
-            self.exit(BoardChoice(path))
+            self._open(path)
 
     @on(DataTable.RowSelected, "#board-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
         if key:
-            self.exit(BoardChoice(Path(key)))
+            self._open(Path(key))
+
+    def _open(self, path: Path) -> None:
+        self.board.seen(path)  # its marker goes: the user looks at it now
+        self.exit(BoardChoice(path))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The board's own keys act (and show in the footer) on the board only, not on a
