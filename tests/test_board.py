@@ -14,7 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXED_MTIME, app_for, fixture_lines, make_run, settle, wait_for, wait_until
+from helpers import (
+    FIXED_MTIME,
+    app_for,
+    fixture_lines,
+    make_run,
+    screen_text,
+    settle,
+    wait_for,
+    wait_until,
+)
 from textual.pilot import Pilot
 
 from grpo_tui.alerts import AlertSettings
@@ -388,3 +397,20 @@ class TestBoardAlerts:
         board.seen(run)
         assert next(r for r in board.rows(FIXED_NOW) if r.path == run).alert == ""
         board.close()
+
+
+async def test_hostile_run_names_reach_no_shell_and_no_terminal(tmp_path: Path) -> None:
+    """A run folder named `$(touch pwned)` and one with an escape sequence: listed inert,
+    nothing runs."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    for name in ("$(touch pwned)", "run\x1b]0;owned\x07"):
+        shutil.copytree(CORPUS / "verl-qwen3-8b-dapomath-grpo-A", sweep / name)
+    board = board_on(sweep)
+    read_and_judge(board)
+    app = board_app(board)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await board_settled(pilot, app, 2)
+        shown = screen_text(app)
+    assert "$(touch pwned)" in shown and "\x1b" not in shown and "␛" in shown
+    assert not list(tmp_path.rglob("pwned")) and not Path("pwned").exists()

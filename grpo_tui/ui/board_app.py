@@ -298,7 +298,7 @@ class BoardApp(App[BoardChoice]):
             ("step", 15 if wide else 9),
         ]
         if wide:
-            fixed += [("framework", 12), ("reward first→now", 26), ("data", 9)]
+            fixed += [("ETA", 8), ("framework", 12), ("reward first→now", 26), ("data", 9)]
         used = sum(w for _, w in fixed) + 2 * (len(fixed) + 1)
         return [*fixed, ("verdict", max(16, width - used - 1))]
 
@@ -329,6 +329,7 @@ class BoardApp(App[BoardChoice]):
             ]
             if len(columns) > 6:
                 cells += [
+                    Text(row.eta.removeprefix("ETA ")),
                     Text(row.framework, no_wrap=True, overflow="ellipsis"),
                     Text(reward_cell(row), no_wrap=True, overflow="ellipsis"),
                     Text(row.age),
