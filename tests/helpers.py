@@ -42,6 +42,7 @@ from grpo_tui.sources.records import ColumnGroup, RowBlock
 from grpo_tui.vocabulary import LineKind
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.pilot import Pilot
 
     from grpo_tui.ui.app import GrpoTuiApp
@@ -323,7 +324,7 @@ _SVG_TEXT = re.compile(
 )
 
 
-def screen_text(app: GrpoTuiApp) -> str:
+def screen_text(app: App[Any]) -> str:
     """What the terminal shows, as plain text lines (from the SVG screenshot)."""
     svg = app.export_screenshot()
     lines: dict[int, list[tuple[float, str]]] = {}
