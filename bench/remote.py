@@ -7,8 +7,13 @@ grows a log with a real ms-swift run's lines (tests/corpus), some written in two
 (a line split across polls), and polls it after every write with two tail readers: one
 over ssh (`bench:PATH`), one local. Bytes are counted where they cross: what ssh's stdout
 returned and the scripts written to it (grpo_tui/sources/remote/transport.py `Traffic`).
-Prints the ratio to the growth, the fixed cost of a poll that found nothing new, and the
-CPU each reader took (the remote one with its ssh client's share).
+Prints the ratio to the growth, the fixed cost of a poll that found nothing new, the
+bytes moved as a share of the growth plus a fixed cost per poll (fitted from the two
+phases: same growth, twice the polls), and the CPU each reader took (the remote one with
+its ssh client's share). Then (`--monitor S`, needs tmux) two monitors side by side in
+tmux for S seconds while the log grows by a line a second: `grpo-tui tail LOG` and
+`grpo-tui tail bench:LOG`, and the share of a core each took (the remote one with its ssh
+session and ControlMaster).
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ def _master_pid(check: list[str]) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=300, help="polls in the steady phase")
+    parser.add_argument(
+        "--monitor", type=float, default=60.0, help="seconds of the two monitors (0: none)"
+    )
     args = parser.parse_args()
     if not SSHD.exists():
         print("no /usr/sbin/sshd here (apt-get install openssh-server)")
@@ -128,6 +136,7 @@ def main() -> int:
         while remote.poll().more:
             pass
         burst_moved = traffic.sent + traffic.received - before_burst
+        monitors = _monitors(work, lines, sshd.ssh_command, args.monitor) if args.monitor else None
     finally:
         sshd.stop()
     print(
@@ -147,10 +156,86 @@ def main() -> int:
             f"  CPU: remote reader {cpu[0] * 1e3:.0f} ms + ssh (session and master) "
             f"{ssh_cpu * 1e3:.0f} ms; local reader {cpu[1] * 1e3:.0f} ms"
         )
+    (
+        (_, grown, polls_1, _, sent_1, received_1, _, _),
+        (_, _, polls_2, _, sent_2, received_2, _, _),
+    ) = phases
+    per_poll = (sent_2 + received_2 - sent_1 - received_1) / (polls_2 - polls_1)
+    share = (sent_1 + received_1 - per_poll * polls_1) / grown
+    print(
+        f"moved = {share:.3f} x the growth + {per_poll:.0f} B per poll that found data "
+        f"(target: <= 1.1 x + a small fixed cost)"
+    )
     print(
         f"burst: {len(burst)} B grown at once, {burst_moved} B moved ({burst_moved / len(burst):.4f}x)"
     )
+    if monitors is not None:
+        local_cpu, remote_cpu, seconds = monitors
+        print(
+            f"monitors over {seconds:.0f} s, a line a second: local {local_cpu:.2f} % of a core, "
+            f"over ssh {remote_cpu:.2f} % (with its ssh processes); ratio {remote_cpu / local_cpu:.2f}"
+        )
     return 0
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and every process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            total += _cpu_of(current)
+        except OSError:
+            continue
+        todo += children.get(current, [])
+    return total
+
+
+def _monitors(
+    work: Path, lines: list[bytes], ssh_command: str, seconds: float
+) -> tuple[float, float, float]:
+    """Two monitors in tmux on one log growing a line a second, local and over ssh: the
+    share of a core each took (the remote one with its ssh session and ControlMaster)."""
+    from footprint import Pane, python
+
+    log = work / "watched" / "logging.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"".join(lines[:50]))
+    *env, interpreter = python()
+    tail = [*env, f"GRPO_TUI_SSH={ssh_command}", interpreter, "-m", "grpo_tui.cli", "tail"]
+    near, far = Pane("local", [*tail, str(log)]), Pane("remote", [*tail, f"bench:{log}"])
+    try:
+        for pane in (near, far):
+            pane.wait_for("step ", timeout=60)
+        masters = subprocess.run(
+            ["pgrep", "-f", r"\[mux\]"], capture_output=True, text=True, check=False
+        ).stdout.split()
+
+        def cpu() -> tuple[float, float]:
+            master = sum(_cpu_of(int(m)) for m in masters if Path(f"/proc/{m}").exists())
+            return _tree_cpu(near.pid), _tree_cpu(far.pid) + master
+
+        time.sleep(3)
+        before, started = cpu(), time.perf_counter()
+        n = 50
+        while time.perf_counter() - started < seconds:
+            with log.open("ab") as handle:
+                handle.write(lines[n % len(lines)])
+            n += 1
+            time.sleep(1.0)
+        after, took = cpu(), time.perf_counter() - started
+    finally:
+        near.close()
+        far.close()
+    return 100 * (after[0] - before[0]) / took, 100 * (after[1] - before[1]) / took, took
 
 
 if __name__ == "__main__":

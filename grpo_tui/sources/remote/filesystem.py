@@ -46,16 +46,30 @@ if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
 #: what the session shell runs first (transport.py), so each call's script is short:
+#: `sf PATH` is stat's `<hex mode> <size> <inode> <device> <mtime>`, the mtime to the
+#: nanosecond where stat can say it (GNU), else to the second (as local files order by
+#: mtime, files written in the same second must not tie remotely);
 #: `st PATH` prints `S <hex mode> <size> <inode> <device> <mtime> <readable>` or `E <errno
 #: name>` (the error's words are the C locale's, matched at the end of stat's message,
 #: after the quoted name); `rd PATH FROM COUNT MARK` prints that, then for a readable
 #: regular file `R`, its first 64 bytes in hex and COUNT bytes from byte FROM (1-based;
-#: COUNT 0: to the end), then MARK; `rs PATH KNOWN FROM COUNT MARK` prints the stat line,
-#: and when it is not KNOWN (the file changed) what `rd` reads after it (else `N`)
+#: COUNT 0: to the end), then MARK; `rs PATH KNOWN FROM COUNT MARK [AT SUM LAST]` prints
+#: the stat line, and when it is not KNOWN (the file changed) what `rd` reads after it
+#: (else `N`) — unless the POSIX cksum of its first 64 bytes, the 64 from FROM and the 64
+#: from LAST is SUM (the file only grew since it was read up to AT): then `R`, `=` and
+#: COUNT bytes from byte AT, so a poll of a growing file moves what it grew by, not the
+#: bytes the reader checks it by nor a part of a line it already holds
 SETUP = r"""LC_ALL=C
 export LC_ALL
+sf() {
+  o=$(stat -L -c '%f %s %i %d %.9Y' -- "$1" 2>&1) || { printf '%s' "$o"; return 1; }
+  case ${o##* } in
+    *[!0-9.]* | '') o=$(stat -L -c '%f %s %i %d %Y' -- "$1" 2>&1) || { printf '%s' "$o"; return 1; } ;;
+  esac
+  printf '%s' "$o"
+}
 st() {
-  if e=$(stat -L -c '%f %s %i %d %Y' -- "$1" 2>&1); then
+  if e=$(sf "$1"); then
     if [ -r "$1" ]; then r=1; else r=0; fi
     printf 'S %s %s\n' "$e" "$r"
     return 0
@@ -92,9 +106,22 @@ rs() {
   printf '%s\n' "$s"
   case $s in
     "$2") echo N ;;
-    S*) if [ -f "$1" ]; then rb "$1" "$3" "$4" "$5"; else echo N; fi ;;
+    S*) if [ -f "$1" ]; then rn "$@"; else echo N; fi ;;
     *) echo N ;;
   esac
+}
+rn() {
+  if [ -n "$7" ] && [ -r "$1" ]; then
+    c=$( { head -c 64 -- "$1"; tail -c +"$3" -- "$1" | head -c 64
+      tail -c +"$8" -- "$1" | head -c 64; } 2>/dev/null | cksum)
+    if [ "${c%% *}" = "$7" ]; then
+      printf 'R\n=\n'
+      tail -c +"$6" -- "$1" 2>/dev/null | head -c "$4"
+      printf '%s' "$5"
+      return 0
+    fi
+  fi
+  rb "$1" "$3" "$4" "$5"
 }
 """
 _ERRORS = {
@@ -120,7 +147,8 @@ _KEPT_BYTES = 1 << 20
 
 
 def _stat_result(fields: Sequence[str]) -> tuple[os.stat_result, bool]:
-    mode, size, ino, dev, mtime = int(fields[0], 16), *(int(f) for f in fields[1:5])
+    mode, size, ino, dev = int(fields[0], 16), *(int(f) for f in fields[1:4])
+    mtime = float(fields[4])  # to the nanosecond where stat can say it (GNU's %.9Y)
     readable = len(fields) > 5 and fields[5] == "1"
     return os.stat_result((mode, ino, dev, 1, 0, 0, size, mtime, mtime, mtime)), readable
 
@@ -228,7 +256,7 @@ if [ -d "$d" ]; then
     for f in * .[!.]* ..?*; do
       [ -e "$f" ] || [ -L "$f" ] || continue
       if [ -L "$f" ]; then l=1; else l=0; fi
-      s=$(stat -L -c '%f %s %i %d %Y' -- "$f" 2>/dev/null) || s='0 0 0 0 0'
+      s=$(sf "$f" 2>/dev/null) || s='0 0 0 0 0'
       printf '%s %s %s\\0' "$l" "$s" "$f"
     done
   else
@@ -298,19 +326,26 @@ fi"""
         growing file is one call too."""
         mark = secrets.token_hex(8)
         lines = []
+        #: per file read ahead: from where, and the reader's offset when the far side
+        #: is asked to check the kept bytes instead of sending them
+        plans: dict[str, tuple[int, int | None]] = {}
         for key in keys:
             known, ahead = self._known.get(key), self._expected.get(key)
             if known is not None and known.line and ahead is not None:
                 start = max(0, ahead - HEAD_BYTES)
-                lines.append(
-                    f"rs {shlex.quote(key)} {shlex.quote(known.line)} {start + 1} {READ_AHEAD} {mark}"
-                )
+                line = f"rs {shlex.quote(key)} {shlex.quote(known.line)} {start + 1} {READ_AHEAD} {mark}"
+                checked = self._checked_bytes(key, known, start)
+                if checked is not None:
+                    held, checked_bytes = checked
+                    line += f" {held + 1} {posix_cksum(checked_bytes)} {held - HEAD_BYTES + 1}"
+                plans[key] = (start, checked[0] if checked is not None else None)
+                lines.append(line)
             else:
                 lines.append(f"st {shlex.quote(key)}")
         answer = self.connection.run("\n".join(lines))
         answers: dict[str, _Known] = {}
         cursor = 0
-        for key, asked in zip(keys, lines):
+        for key in keys:
             end = answer.find(b"\n", cursor)
             if end < 0:
                 raise self.connection.fail("dropped", "a cut answer")
@@ -322,12 +357,18 @@ fi"""
                 answers[key] = _Known(info, readable, None, line=line)
             else:
                 answers[key] = _Known(None, False, fields[1] if len(fields) > 1 else "EIO")
-            if asked.startswith("rs "):
-                cursor = self._take_ahead(key, answers[key], answer, cursor, mark, asked)
+            if key in plans:
+                cursor = self._take_ahead(key, answers[key], answer, cursor, mark, plans[key])
         return answers
 
     def _take_ahead(
-        self, key: str, known: _Known, answer: bytes, cursor: int, mark: str, asked: str
+        self,
+        key: str,
+        known: _Known,
+        answer: bytes,
+        cursor: int,
+        mark: str,
+        plan: tuple[int, int | None],
     ) -> int:
         """Read what `rs` printed after a changed file's stat (the next read's bytes) into
         the content kept for that version; returns where the next file's answer starts."""
@@ -339,8 +380,15 @@ fi"""
         section, cursor = answer[cursor:end], end + len(mark)
         status, _, rest = section.partition(b"\n")
         head_hex, _, data = rest.partition(b"\n")
-        if status == b"R":
-            start = int(asked.split(" ")[-3]) - 1
+        start, checked_to = plan
+        if status == b"R" and head_hex == b"=" and checked_to is not None:
+            # the far side matched the bytes the reader checks (rn): they are the kept ones
+            kept = self._content[key]
+            back = kept.data[start - kept.start : checked_to - kept.start]
+            self._content[key] = _Content(
+                _signature(known.info), kept.head, start, back + data, len(data) < READ_AHEAD
+            )
+        elif status == b"R":
             try:
                 head = bytes.fromhex(head_hex.decode("ascii"))
             except (UnicodeDecodeError, ValueError):
@@ -348,6 +396,21 @@ fi"""
             content = _Content(_signature(known.info), head, start, data, len(data) < READ_AHEAD)
             self._content[key] = content
         return cursor
+
+    def _checked_bytes(self, key: str, known: _Known, start: int) -> tuple[int, bytes] | None:
+        """Where what was kept of the file's last version ends, and the bytes `rn` checks
+        the grown file by (its first HEAD_BYTES, those from `start`, the reader's offset
+        less HEAD_BYTES, and the last HEAD_BYTES kept), when the kept stretch holds them
+        (else None: the answer sends them)."""
+        kept = self._content.get(key)
+        if known.info is None or kept is None or kept.signature != _signature(known.info):
+            return None
+        held = kept.start + len(kept.data)
+        if len(kept.head) < HEAD_BYTES or not kept.start <= start <= held - HEAD_BYTES:
+            return None
+        at = start - kept.start
+        checked = kept.head + kept.data[at : at + HEAD_BYTES] + kept.data[-HEAD_BYTES:]
+        return held, checked
 
     # -- reads -----------------------------------------------------------------------
     def content_for(self, key: str, info: os.stat_result) -> _Content | None:
@@ -504,6 +567,23 @@ class RemoteFile(io.RawIOBase):
                 fetched.to_end,
             )
         self._content = fetched
+
+
+def posix_cksum(data: bytes) -> int:
+    """POSIX `cksum`'s CRC of `data` (CRC-32, polynomial 0x04C11DB7, MSB first, the length
+    appended): the one checksum every remote box has; zlib's crc32 is another."""
+    crc = 0
+    length = len(data)
+    tail = bytearray()
+    while length:
+        tail.append(length & 0xFF)
+        length >>= 8
+    for byte in data + bytes(tail):
+        crc ^= byte << 24
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
+        crc &= 0xFFFFFFFF
+    return ~crc & 0xFFFFFFFF
 
 
 def remote_path(path: Path) -> str:
