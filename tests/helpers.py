@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from grpo_tui.ui.app import GrpoTuiApp
 
 FIXTURES = Path(__file__).parent / "fixtures"
+#: whole real runs by other people, with an expert's labels (labels.json)
+CORPUS = Path(__file__).parent / "corpus"
 MS_SWIFT = FIXTURES / "ms-swift"
 TRL = FIXTURES / "trl"
 #: the run directory name of the recorded 4.6.0 runs (and of `msswift_run_dir`)

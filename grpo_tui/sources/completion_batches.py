@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from grpo_tui.files import describe_os_error, open_regular
+from grpo_tui.files import describe_os_error, open_regular, scandir, stat_path
 from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef
 from grpo_tui.sources.formats.msswift_completions import decode_line, parse_record
 from grpo_tui.sources.records import BatchChunk, BatchRef, CompletionBatch, CompletionRows
@@ -254,7 +254,7 @@ class JsonlBatches:
 
     def newest(self) -> CompletionBatch | None:
         try:
-            size = self.path.stat().st_size
+            size = stat_path(self.path).st_size
         except OSError:
             return None
         if size < PREVIEW_FROM_BYTES:
@@ -502,11 +502,10 @@ class FolderBatches:
         """The step files the folder holds, in step order, and the folder's identity;
         None when it cannot be listed."""
         try:
-            info = os.stat(self.path)
+            info = stat_path(self.path)
             if not stat.S_ISDIR(info.st_mode):
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(self.path))
-            with os.scandir(self.path) as found:
-                entries = list(found)
+            entries = scandir(self.path)
         except OSError as error:
             if self.exists:
                 self._was_missing = True
@@ -620,7 +619,7 @@ class FolderBatches:
                 )
             )
         try:
-            after = _signature(os.stat(path))
+            after = _signature(stat_path(path))
         except OSError:
             return None
         if after != item.signature:
@@ -668,7 +667,7 @@ class FolderBatches:
             return None  # a problem: no rows to read again
         path = self.path / version.name
         try:
-            if _signature(os.stat(path)) != version.signature:
+            if _signature(stat_path(path)) != version.signature:
                 return None  # rewritten (or replaced) since: that version is gone
             converted = self.kind.convert(path)
         except (OSError, ValueError):

@@ -179,8 +179,9 @@ def _subfolders(directory: Path) -> list[Path]:
     folders = [
         entry for entry in entries if entry_is_dir(entry) and not entry.name.startswith((".", "__"))
     ]
-    # newest first; a link to a folder (W&B's latest-run) after the folder it names
-    folders.sort(key=lambda entry: (-entry_mtime(entry), entry.is_symlink()))
+    # newest first; a link to a folder (W&B's latest-run) after the folder it names; equals
+    # by name (a local listing's order is the disk's, a remote one's sorted)
+    folders.sort(key=lambda entry: (-entry_mtime(entry), entry.is_symlink(), entry.name))
     seen: set[Path] = set()
     chosen: list[Path] = []
     for entry in folders:
@@ -243,7 +244,12 @@ def _choose(founds: Sequence[Found], current: Path | None) -> Found:
     for found in tier:
         if current is not None and found.path == current:
             return found  # the file followed so far keeps its place among equals
-    return min(tier, key=lambda f: (-f.mtime, order.get(f.adapter, len(order))))
+    # equals by time and adapter: by name, not by the order a listing happened to give
+    # (a checkout gives every file one mtime; a remote listing comes sorted, a local not)
+    return min(
+        tier,
+        key=lambda f: (-f.mtime, order.get(f.adapter, len(order)), f.path.name, str(f.path)),
+    )
 
 
 def _layout(chosen: Found, founds: Sequence[Found]) -> RunLayout:

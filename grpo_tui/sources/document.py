@@ -9,12 +9,11 @@ poll, and said once.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grpo_tui.files import describe_os_error
+from grpo_tui.files import describe_os_error, stat_path
 from grpo_tui.sources.context import read_json_file
 from grpo_tui.sources.polled import PolledRecords
 
@@ -39,7 +38,7 @@ class DocumentStore:
         """The log records new since the last read (none while the document is unchanged)."""
         polled = PolledRecords()
         try:
-            info = os.stat(self.path)
+            info = stat_path(self.path)
         except FileNotFoundError:
             return polled  # replaced right now, or a checkpoint deleted: discovery finds the newest
         except OSError as error:

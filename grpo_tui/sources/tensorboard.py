@@ -20,7 +20,6 @@ absence is a `problem`, never an ImportError.
 from __future__ import annotations
 
 import errno
-import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, open_regular
+from grpo_tui.files import (
+    NotRegularFile,
+    describe_os_error,
+    file_kind,
+    open_regular,
+    stat_path,
+)
 from grpo_tui.sources.formats.tensorboard import find_event_files, name_time, scan_events
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
@@ -126,7 +131,11 @@ class TensorBoardStore:
     def _discover(self) -> None:
         """Queue event files not seen yet: the path itself, or the run in the directory
         (when idle, a later run directory too: transformers names one per start)."""
-        if not self.path.is_dir():
+        try:
+            is_dir = stat.S_ISDIR(stat_path(self.path).st_mode)
+        except OSError:
+            is_dir = False
+        if not is_dir:
             self._files = self._files or [self.path]
             return
         current = self._files[-1] if self._files else None
@@ -154,7 +163,7 @@ class TensorBoardStore:
         while self._index < len(self._files):
             path = self._files[self._index]
             try:
-                info = os.stat(path)
+                info = stat_path(path)
                 if not stat.S_ISREG(info.st_mode):
                     kind = file_kind(info.st_mode)
                     raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))

@@ -51,7 +51,7 @@ from typing import Any
 
 import orjson
 
-from grpo_tui.files import NotRegularFile, describe_os_error, file_kind
+from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, mounted
 from grpo_tui.sources.formats.trackio import DB_SUFFIX, REGISTRY_PREFIX
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
@@ -65,6 +65,12 @@ from grpo_tui.sources.trackio_inbox import (
     writer_dirs,
 )
 
+#: a trackio project on another machine: its SQLite database cannot be read a range at a
+#: time over a shell (and a copy of a live database with its -wal is not a consistent one)
+REMOTE_TRACKIO = (
+    "a trackio database is read with SQLite, which needs the file on this machine: "
+    "run grpo-tui there, or mount its folder here (sshfs) and give that path: {path}"
+)
 #: rows (and inbox records) read per poll at most: a bite of GRPO rows (~30 metrics each)
 #: takes ~0.25 s, most of it turning JSON into records; a backlog follows with `more`
 MAX_ROWS_PER_POLL = 20_000
@@ -197,6 +203,9 @@ class TrackioStore:
     def poll(self) -> PolledRecords:
         """Rows new since the last call (at most `max_rows`, `more` when others wait)."""
         result = PolledRecords()
+        if mounted(self.path) is not None:
+            result.problem = REMOTE_TRACKIO.format(path=self.path)
+            return result
         try:
             db_stat: os.stat_result | None = _check_files(self.path)
         except FileNotFoundError:

@@ -15,10 +15,10 @@ Event files are a tracker's store: a per-step log of the same run is preferred.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
+from grpo_tui.files import scandir
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES, merged_aliases
 from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, found_file, probe
@@ -42,17 +42,17 @@ def scan_events(directory: Path) -> tuple[list[Path], float, list[Path]]:
     files: list[tuple[Path, float]] = []
     subdirs: list[Path] = []
     try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                try:
-                    if entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file():
-                        files.append((Path(entry.path), entry.stat().st_mtime))
-                    elif not entry.name.startswith(".") and entry.is_dir():
-                        subdirs.append(Path(entry.path))
-                except OSError:
-                    continue
+        entries = scandir(directory)
     except OSError:
-        pass
+        entries = []
+    for entry in entries:
+        try:
+            if entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file():
+                files.append((directory / entry.name, entry.stat().st_mtime))
+            elif not entry.name.startswith(".") and entry.is_dir():
+                subdirs.append(directory / entry.name)
+        except OSError:
+            continue
     newest = max((mtime for _, mtime in files), default=0.0)
     return sorted((path for path, _ in files), key=name_time), newest, subdirs
 
