@@ -12,14 +12,18 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 import pytest
 from helpers import (
+    CORPUS,
+    FIXTURES,
     THREE_REWARDS,
     THREE_REWARDS_ARGS,
     SshServer,
@@ -134,6 +138,87 @@ class TestReading:
         for report in (near, there):
             del report["path"], report["run"]["data_age_s"]
         assert there == near
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "aaipl-minesweeper-trl",  # TRL: the newest of five checkpoints' trainer_state.json
+            "trl-qwen35-9b-gsm8k-g3-stuck",  # TRL: a checkpoint beside its console log
+            "verl-filelogger-qwen3-1p7b-intercode-debug-flat",  # verl's file logger, a folder down
+            "verl-wandb-opd-qwen25-3b-kl005-lengthhack-collapse",  # W&B's output.log, 3 deep
+            "msswift-qwen3vl-summary-pein",  # ms-swift's v* folder
+        ],
+    )
+    def test_real_runs_read_there_as_here(
+        self, remote: SshServer, tmp_path: Path, name: str
+    ) -> None:
+        """Real runs in each layout, found and judged over ssh exactly as on this disk."""
+        run = CORPUS / name
+        local_out, remote_out = io.StringIO(), io.StringIO()
+        local = check_command(run, as_json=True, rules_file=None, out=local_out, now=2e9)
+        far = check_command(
+            run_path(f"{host()}:{run}"), as_json=True, rules_file=None, out=remote_out, now=2e9
+        )
+        near, there = json.loads(local_out.getvalue()), json.loads(remote_out.getvalue())
+        for report in (near, there):
+            del report["path"], report["run"]["data_age_s"]
+        assert (far, there) == (local, near)
+        assert near["status"] != "unknown" or name.startswith("verl-filelogger")
+
+    def test_tensorboard_and_parquet_completions(
+        self, remote: SshServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """TensorBoard event files (the real writer's) and TRL's parquet completions
+        folder are read over ssh as here."""
+        from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+        from tensorboard.summary.writer.event_file_writer import (  # type: ignore[import-untyped]
+            EventFileWriter,
+        )
+
+        board = tmp_path / "runs" / "Dec05_10-00-00_gpu"
+        writer = EventFileWriter(str(board))
+        for step in range(1, 31):
+            for tag, value in (("train/reward", 0.1 + step / 60), ("train/kl", 0.001 * step)):
+                summary = summary_pb2.Summary(
+                    value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
+                )
+                writer.add_event(
+                    event_pb2.Event(step=step, wall_time=1.7e9 + step, summary=summary)
+                )
+        writer.close()
+        trl = tmp_path / "trl"
+        (trl / "completions").mkdir(parents=True)
+        fixtures = FIXTURES / "trl"
+        for number in ("00001", "00003"):
+            source = next(fixtures.glob(f"*_completions_{number}.parquet"))
+            (trl / "completions" / f"completions_{number}.parquet").write_bytes(source.read_bytes())
+        (trl / "checkpoint-6").mkdir()
+        state = next(fixtures.glob("local-run-trl1.16.0*_trainer_state.json"))
+        (trl / "checkpoint-6" / "trainer_state.json").write_bytes(state.read_bytes())
+        name = host()
+        for run in (tmp_path / "runs", trl):
+            assert main(["inspect", "--json", str(run)]) == 0
+            near = json.loads(capsys.readouterr().out)
+            assert main(["inspect", "--json", f"{name}:{run}"]) == 0
+            far = json.loads(capsys.readouterr().out)
+            assert json.loads(json.dumps(far).replace(f"{name}:", "")) == near
+            assert near["steps"]["last"] == (30 if run != trl else 6)
+        assert near["completions"]["batches"] == 2
+
+    def test_a_trackio_database_says_why_not(
+        self, remote: SshServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """trackio's SQLite store cannot be read a range at a time: found, and refused in
+        one line that says what to do (run it there, or mount the folder)."""
+        project = tmp_path / "trackio"
+        project.mkdir()
+        with closing(sqlite3.connect(project / "sweep.db")) as conn:
+            conn.execute("create table metrics (id integer primary key, run_name text)")
+            conn.commit()
+        code = main(["check", f"{host()}:{project}"])
+        out = capsys.readouterr().out
+        assert code == EXIT_UNREADABLE
+        assert "trackio" in out and "SQLite" in out and "sshfs" in out
 
     def test_live_append_in_pieces(self, remote: SshServer, tmp_path: Path) -> None:
         log = tmp_path / "logging.jsonl"
@@ -417,6 +502,55 @@ def test_a_poll_costs_one_call_per_machine(remote: SshServer, tmp_path: Path) ->
         for reader in readers:
             assert reader.poll().data == b""
     assert machine.connection.traffic.calls - before == 3
+
+
+class TestBytesMoved:
+    """A growing file moves what it grew by, and a file changed in place is still seen."""
+
+    @staticmethod
+    def _machine(name: str) -> ssh_transport.Traffic:
+        return next(
+            fs for fs in filesystems() if fs.connection.target.host == name
+        ).connection.traffic
+
+    def test_growth_moves_the_growth(self, remote: SshServer, tmp_path: Path) -> None:
+        """Lines appended (some in two pieces) cost what they add and a fixed part per poll,
+        not the bytes the reader checks the file by nor a piece of a line already held."""
+        log = tmp_path / "logging.jsonl"
+        line = b'{"step": 0, "reward": 0.5, "text": "' + b"x" * 900 + b'"}\n'
+        log.write_bytes(line * 3)
+        name = host()
+        reader = TailReader(run_path(f"{name}:{log}"))
+        assert read_all(reader) == line * 3
+        traffic = self._machine(name)
+        received, grown, polls = traffic.received, 0, 0
+        for n in range(20):
+            pieces = [line[:500], line[500:]] if n % 2 else [line]
+            for piece in pieces:
+                with log.open("ab") as handle:
+                    handle.write(piece)
+                grown += len(piece)
+                polls += 1
+                read_all(reader)
+        assert reader.offset == log.stat().st_size
+        per_poll = (traffic.received - received - grown) / polls
+        # the stat line, the answer's marks: far less than the 64-byte head in hex and the
+        # 64 bytes before the offset (~200 B) or the 500-byte piece read again
+        assert 0 < per_poll < 100, per_poll
+
+    def test_rewritten_in_place_longer_is_seen(self, remote: SshServer, tmp_path: Path) -> None:
+        """Same inode, bigger, its start changed: read again from the start, not taken for
+        growth (the far side's checksum of the bytes held does not match)."""
+        log = tmp_path / "logging.jsonl"
+        log.write_bytes(b'{"step": 1, "pad": "' + b"a" * 100 + b'"}\n')
+        reader = TailReader(run_path(f"{host()}:{log}"))
+        first = read_all(reader)
+        with log.open("r+b") as handle:  # in place: the inode stays
+            handle.write(b'{"step": 9, "pad": "' + b"b" * 100 + b'"}\n{"step": 10}\n')
+        chunk = reader.poll()
+        assert chunk.restarted == "rewritten"
+        assert chunk.data + read_all(reader) != first
+        assert reader.offset == log.stat().st_size
 
 
 def test_header_says_reconnecting_and_names_the_machine() -> None:
