@@ -327,7 +327,9 @@ class EventDetector:
             return None
         diagnosis = moment.diagnosis
         if self._told is None:
-            if diagnosis is None:
+            if diagnosis is None or diagnosis.step is None:
+                # a diagnosis of no data is no baseline: the run's first real verdict
+                # would be told as a change (a board's runs wait their turn to be judged)
                 return None
             self._told = self._now(moment, _Told())
             return None

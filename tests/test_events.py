@@ -323,6 +323,19 @@ class TestStates:
         assert event is not None and event.kind is EventKind.BETTER
         assert event.verdicts == () and "no verdict warns" in event.summary
 
+    def test_a_diagnosis_of_no_data_is_no_baseline(
+        self, minesweeper: list[tuple[float, Diagnosis]]
+    ) -> None:
+        """A board's run judged while it had no data yet (waiting its turn) and then on its
+        history: the first real verdict is its baseline, not a change from "no verdict"."""
+        detector = EventDetector("run", "", EventRules(tell_first=False))
+        step, diagnosis = minesweeper[-1]
+        empty = diagnose_snapshot(snapshot(load_run(CORPUS / MINESWEEPER)).upto(-1.0), RULES)
+        assert empty.step is None and empty.status is Status.UNKNOWN
+        assert detector.observe(RunMoment(0, RunState.FINISHED, "", step, None, empty)) is None
+        assert detector.observe(RunMoment(1, RunState.FINISHED, "", step, None, diagnosis)) is None
+        assert diagnosis.status is Status.PROBLEM
+
 
 def test_rules_are_checked() -> None:
     with pytest.raises(ValueError):

@@ -38,12 +38,18 @@ class RunFollower:
     """Reads a PATH's sources in bounded slices (metrics log and completions)."""
 
     def __init__(
-        self, path: Path, options: SourceOptions | None = None, *, newest_first: bool = False
+        self,
+        path: Path,
+        options: SourceOptions | None = None,
+        *,
+        newest_first: bool = False,
+        rediscover_every: float = 2.0,
     ) -> None:
         """`newest_first`: the first read of a big log also hands out its newest lines,
-        read from the end, so a screen shows the latest state before the history is in."""
+        read from the end, so a screen shows the latest state before the history is in.
+        `rediscover_every`: seconds between two looks for the run's files (RunFeed)."""
         self.path = Path(path)
-        self.feed = RunFeed(self.path, options=options)
+        self.feed = RunFeed(self.path, options=options, rediscover_every=rediscover_every)
         self.newest_first = newest_first
         self._previewed = False
         self.completions: CompletionsIndex | None = None

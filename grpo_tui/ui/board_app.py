@@ -32,8 +32,13 @@ from grpo_tui.presentation import VERDICT_SEPARATOR, bars
 from grpo_tui.session import DiagnosisJob, DiagnosisResult
 from grpo_tui.ui.themes import ThemeSpec, load_themes, resolve_theme_name
 
-#: the board's clock: ages and states ("STALLED") change with time alone
+#: the board's clock: ages and states ("STALLED") change with time alone; seconds while a
+#: row's data is under a minute old (its age counts seconds), else every few seconds (ages
+#: show to the minute; fifty rows cost ~2 ms a look)
 BOARD_CLOCK_S = 1.0
+BOARD_SLOW_CLOCK_S = 5.0
+#: data younger than this shows its age in seconds
+_SECONDS_SHOWN_S = 60.0
 #: keys that move the table's cursor (from then on it follows the run it is on)
 _CURSOR_KEYS = frozenset({"up", "down", "pageup", "pagedown", "home", "end", "j", "k"})
 #: actions of the board's table, not of the screens above it
@@ -159,7 +164,7 @@ class BoardApp(App[BoardChoice]):
     def on_mount(self) -> None:
         self._filter_box.display = False
         self.board.on_post = self._reader_put
-        self.set_interval(BOARD_CLOCK_S, self._clock)
+        self.set_timer(BOARD_CLOCK_S, self._clock)
         self._take()
         self._table.focus()
 
@@ -214,6 +219,15 @@ class BoardApp(App[BoardChoice]):
         self._take()
         self._alert()
         self._draw()
+        self.set_timer(self._clock_interval(), self._clock)
+
+    def _clock_interval(self) -> float:
+        now = self.now()
+        fresh = any(
+            row.data_time is not None and now - row.data_time < _SECONDS_SHOWN_S
+            for row in self._rows
+        )
+        return BOARD_CLOCK_S if fresh else BOARD_SLOW_CLOCK_S
 
     def _alert(self) -> None:
         """Tell the events the runs bring (core decides: a worsening marks its row); the
