@@ -3,8 +3,8 @@
 This is the second implementation of the file-access seam (grpo_tui/files.py
 `FileSystem`): the tail reader, discovery and every adapter call `stat_path`, `scan`,
 `open_regular` as they do for a local path, and get the same answers (`os.stat_result`,
-FileNotFoundError, PermissionError, NotRegularFile), asked with `stat`, `od`, `tail -c +N`
-and `head -c` in a POSIX shell. Every path reaches the far side through `shlex.quote`;
+FileNotFoundError, PermissionError, NotRegularFile), asked with `stat`, `od`, `cksum`,
+`tail -c +N` and `head -c` in a POSIX shell. Every path reaches the far side through `shlex.quote`;
 nothing is written there.
 
 The calls go over one shell session per machine (transport.py). Polling costs one call
@@ -15,8 +15,12 @@ kept with the stat it was read under (inode, size, mtime: the quick check rsync 
 and the tail reader's look back at the bytes before its offset and at the file's first
 bytes is answered from there. For a file that changed, the same round's answer also
 carries what its reader reads next: its first 64 bytes and everything from 64 bytes
-before where the reader got to (up to 4 MB). A guess wrong (another reader of the file)
-costs a second call, never a wrong byte: content is only used under its own stat.
+before where the reader got to (up to 4 MB). When what was kept holds those bytes, the
+far side is sent their POSIX cksum instead (with the last 64 bytes kept): it matches for
+a file that only grew, and then only the bytes after what was kept come back (a poll
+moves the growth, not the reader's check nor a part line held); a file changed in place
+does not match and is answered whole. A guess wrong (another reader of the file) costs a
+second call, never a wrong byte: content is only used under its own stat.
 
 Why this seam and not a copy of the run kept locally: a mirror would need every rule of
 the tail reader again (truncation, rotation, rewrites) to keep itself right, and a place
