@@ -1,6 +1,6 @@
 """Completion text on screen: prompt folding and capped wrapping (ui/sample_text.py), the
 panel's cursor (ui/completions_cursor.py) and the completions panel's pure render functions
-(ui/widgets/completions.py, completion_screen.whole_text), with hostile and huge inputs.
+(ui/completion_rows.py, completion_screen.whole_text), with hostile and huge inputs.
 """
 
 from __future__ import annotations
@@ -24,17 +24,7 @@ from rich.text import Text
 
 from grpo_tui.run.completions import CompletionsIndex, Page, Sample
 from grpo_tui.run.text_stats import REPETITIVE_SHARE
-from grpo_tui.ui.completions_cursor import (
-    CompletionsCursor,
-    Place,
-    best_group,
-    group_order,
-    worst_group,
-)
-from grpo_tui.ui.sample_text import Turn, capped_lines, fold_prompt, prompt_turns
-from grpo_tui.ui.themes import ZonePalette, load_themes
-from grpo_tui.ui.widgets.completion_screen import whole_text
-from grpo_tui.ui.widgets.completions import (
+from grpo_tui.ui.completion_rows import (
     HOW_TO_LOG,
     MIN_TEXT_WIDTH,
     PROMPT_LINES_EXPANDED,
@@ -53,6 +43,16 @@ from grpo_tui.ui.widgets.completions import (
     short_name,
     table_layout,
 )
+from grpo_tui.ui.completions_cursor import (
+    CompletionsCursor,
+    Place,
+    best_group,
+    group_order,
+    worst_group,
+)
+from grpo_tui.ui.sample_text import Turn, capped_lines, fold_prompt, prompt_turns
+from grpo_tui.ui.themes import ZonePalette, load_themes
+from grpo_tui.ui.widgets.completion_screen import whole_text
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
 

@@ -22,7 +22,7 @@ from textual.widgets._toast import Toast
 
 from grpo_tui.presentation import fit_facts, notes_fact
 from grpo_tui.session import told
-from grpo_tui.ui import app as app_module
+from grpo_tui.ui import base_app as app_module
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.screenshot import writable_directory
 from grpo_tui.ui.widgets.header import RunHeader

@@ -15,18 +15,16 @@ How data flows:
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Key, Resize
@@ -51,15 +49,10 @@ from grpo_tui.session import (
     Pacer,
     Session,
 )
-from grpo_tui.ui.screenshot import screenshot_directories, writable_directory
-from grpo_tui.ui.themes import (
-    ThemeSpec,
-    load_themes,
-    next_theme_name,
-    resolve_theme_name,
-)
+from grpo_tui.ui.base_app import GrpoApp
+from grpo_tui.ui.completion_rows import CompletionsSource
 from grpo_tui.ui.widgets.chart import warm_up
-from grpo_tui.ui.widgets.completions import CompletionsPanel, CompletionsSource
+from grpo_tui.ui.widgets.completions import CompletionsPanel
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
 from grpo_tui.ui.widgets.frame import MetricsFrame
@@ -67,7 +60,6 @@ from grpo_tui.ui.widgets.header import RunHeader, header_view
 from grpo_tui.ui.widgets.help import HelpScreen, help_notes, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
-from grpo_tui.untrusted import printable
 
 #: at most ~10 frames a second (slow frames are spaced further: session.Pacer); a frame is
 #: drawn only when something changed (new data, a diagnosis, a theme), never on a timer
@@ -79,7 +71,7 @@ WIDE_COLUMNS = 140
 PANES = ("metrics", "diagnosis", "completions")
 
 
-class GrpoTuiApp(App[None]):
+class GrpoTuiApp(GrpoApp[None]):
     """Follows one PATH (a logging.jsonl, a run dir or an output dir) live."""
 
     TITLE = "grpo-tui"
@@ -129,9 +121,7 @@ class GrpoTuiApp(App[None]):
         alerts: AlertSettings | None = None,
     ) -> None:
         """`from_board`: opened from a board of runs; `esc` goes back to it."""
-        # Textual removes NO_COLOR from the environment in App.__init__: decide first
-        self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
-        super().__init__()
+        super().__init__(theme=theme, environ=environ)
         self.path = Path(path)
         self.from_board = from_board
         if from_board:
@@ -155,11 +145,13 @@ class GrpoTuiApp(App[None]):
             lambda text: self.post_message(self.FromReader(Notice("on-alert", text, error=True))),
         )
         follower = follower or RunFollower(self.path, newest_first=True)
-        self._reader = self.session.follow(follower, watch_files=watch_files)
-        self._themes: dict[str, ThemeSpec] = load_themes()
+        #: the run's reader (core's follow loop, in its own thread): `wake()` makes it look
+        #: at the files at once instead of at its next poll
+        self.reader: FollowLoop = self.session.follow(follower, watch_files=watch_files)
         self._pane = "metrics"
         self._drawn: tuple[object, ...] | None = None
-        self._frames = Pacer(FRAME_INTERVAL_S)
+        #: the pacing of frames (tests put the next frame off with `done`)
+        self.frames = Pacer(FRAME_INTERVAL_S)
         #: a frame is asked for and not drawn yet (one, however many asks)
         self._frame_asked = False
         self._diagnosis_timer: Timer | None = None
@@ -179,14 +171,10 @@ class GrpoTuiApp(App[None]):
         self._grid = self._metrics.grid
         self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
         self._completions = CompletionsPanel(
-            palette=self.theme_spec_for(self._start_theme).palette,
+            palette=self.theme_spec_for(self.start_theme).palette,
             cycle_seconds=cycle_seconds,
             id="completions-pane",
         )
-        # themes before the first stylesheet pass, so startup styles the screen once
-        for spec in self._themes.values():
-            self.register_theme(spec.textual_theme())
-        self.theme = self._start_theme
 
     # -- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -213,7 +201,7 @@ class GrpoTuiApp(App[None]):
         # reading starts before the screen is composed and styled (~0.1 s): the first
         # lines are usually in by the first frame, which draws them (not an empty frame
         # and then a second one)
-        self._reader.start()
+        self.reader.start()
 
     def on_resize(self, event: Resize) -> None:
         self._apply_layout(event.size.width)
@@ -264,18 +252,6 @@ class GrpoTuiApp(App[None]):
             self.tell(event, title="source", timeout=8)
         self._request_frame()
 
-    def tell(self, text: str, *, title: str = "", error: bool = False, timeout: float = 5) -> None:
-        """One notification at a time, on the footer's line (app.tcss): a new one takes the
-        place of the one shown, so none stacks up over the data."""
-        self.clear_notifications()
-        words = f"{title}: {text}" if title else text
-        self.notify(
-            printable(words),
-            severity="error" if error else "information",
-            timeout=timeout,
-            markup=False,
-        )
-
     # -- the diagnosis worker (thread) --------------------------------------------------
     def _maybe_diagnose(self) -> None:
         if self._shutting_down:
@@ -304,11 +280,7 @@ class GrpoTuiApp(App[None]):
         if not self._charts_warm:
             # after the first diagnosis, not during it: both want the CPU at startup
             self._charts_warm = True
-            self._warm_up_charts()
-
-    @work(thread=True, group="warm-up", name="warm-up charts")
-    def _warm_up_charts(self) -> None:
-        warm_up()
+            self.run_worker(warm_up, thread=True, group="warm-up", name="warm-up charts")
 
     # -- drawing ------------------------------------------------------------------------
     @property
@@ -320,32 +292,14 @@ class GrpoTuiApp(App[None]):
         return drawn and widgets_done and self.session.settled
 
     @property
-    def reader(self) -> FollowLoop:
-        """The run's reader (core's follow loop, in its own thread): `wake()` makes it look
-        at the files at once instead of at its next poll (tests use it)."""
-        return self._reader
-
-    @property
-    def frames(self) -> Pacer:
-        """The pacing of frames (tests put the next frame off with `done`)."""
-        return self._frames
-
-    @property
     def main_screen(self) -> Screen[object]:
         """The screen holding the grid (detail and help screens stack above it)."""
         return self.screen_stack[0]
 
-    @property
-    def theme_spec(self) -> ThemeSpec:
-        return self.theme_spec_for(self.theme)
-
-    def theme_spec_for(self, name: str) -> ThemeSpec:
-        return self._themes.get(name) or self._themes[resolve_theme_name(None, {})]
-
     def _force_redraw(self) -> None:
         self._drawn = None
         self._header_drawn = None
-        self._frames.reset()
+        self.frames.reset()
         self._tick()
 
     def _clock(self) -> None:
@@ -373,7 +327,7 @@ class GrpoTuiApp(App[None]):
         if self._frame_asked or self._shutting_down:
             return
         self._frame_asked = True
-        delay = self._frames.wait()
+        delay = self.frames.wait()
         if delay > 0:
             self.set_timer(delay, self._frame_due)
         else:
@@ -394,15 +348,14 @@ class GrpoTuiApp(App[None]):
         key = (session.moment, spec.name)
         if key == self._drawn:
             return
-        if not self._frames.ready():
+        if not self.frames.ready():
             self._request_frame()
             return
         started = time.perf_counter()
         self._drawn = key
         diagnosis = session.diagnosis
-        self._metrics.show(
-            MetricsFrame(run.store, run.version, self.rules, run.context, diagnosis, spec.palette)
-        )
+        frame = self._metrics_frame()
+        self._metrics.show(frame)
         self._diagnosis_panel.show(
             diagnosis, spec.palette, pending=session.diagnosis_note, file_notes=tuple(run.notes)
         )
@@ -415,19 +368,16 @@ class GrpoTuiApp(App[None]):
         self._completions.palette = spec.palette
         self._completions.show(
             CompletionsSource(
-                run.completions,
-                run.completions_state,
-                session.completions_file,
-                run.framework,
+                run.completions, run.completions_state, session.completions_file, run.framework
             )
         )
         if isinstance(self.screen, DetailScreen):
-            self.screen.show(self._detail_source())
+            self.screen.show(frame)
         if len(run.store):
-            self._frames.done(time.perf_counter() - started)
+            self.frames.done(time.perf_counter() - started)
         else:
             # a frame of no data paces nothing: the first lines read are drawn at once
-            self._frames.reset()
+            self.frames.reset()
         # once the frame is on the screen: the diagnosis thread would slow its painting down
         self.call_after_refresh(self._painted)
 
@@ -450,9 +400,9 @@ class GrpoTuiApp(App[None]):
             self._header_drawn = key
             self._header.show(view)
 
-    def _detail_source(self) -> MetricsFrame:
-        run = self.run_state
-        palette = self.theme_spec.palette
+    def _metrics_frame(self) -> MetricsFrame:
+        """What the grid and the detail chart draw: the Run's metrics now, judged."""
+        run, palette = self.run_state, self.theme_spec.palette
         return MetricsFrame(
             run.store, run.version, self.rules, run.context, self.session.diagnosis, palette
         )
@@ -469,7 +419,7 @@ class GrpoTuiApp(App[None]):
 
     @on(MetricGrid.MetricChosen)
     def _open_detail(self, message: MetricGrid.MetricChosen) -> None:
-        self.push_screen(DetailScreen(message.name, self._detail_source()))
+        self.push_screen(DetailScreen(message.name, self._metrics_frame()))
 
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
@@ -507,29 +457,11 @@ class GrpoTuiApp(App[None]):
             return
         # the moment held is the Run as it is now: a frame still owed (paced) is drawn
         # first, or a resize would redraw the widgets from data they never showed
-        self._frames.reset()
+        self.frames.reset()
         self._tick()
         session.pause()
         self._completions.freeze(True)
         self._draw_header()
-
-    def action_cycle_theme(self) -> None:
-        self.theme = next_theme_name(self.theme)
-        self.tell(self.theme, title="theme", timeout=2)
-
-    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        """An SVG of the screen, saved where it can be (Downloads, else home, else the
-        temporary directory), and where it went told."""
-        where = Path(path) if path else writable_directory(screenshot_directories())
-        if where is None:
-            self.tell("no writable directory to save it in", title="screenshot", error=True)
-            return
-        try:
-            saved = self.save_screenshot(filename, str(where))
-        except OSError as error:
-            self.tell(f"not saved: {error}", title="screenshot", error=True)
-            return
-        self.tell(f"saved to {saved}", title="screenshot", timeout=8)
 
     def action_show_pane(self, pane: str) -> None:
         focus: dict[str, Callable[[], object]] = {
@@ -541,25 +473,10 @@ class GrpoTuiApp(App[None]):
             self._show_pane(pane)
             focus[pane]()
 
-    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        # our actions first; Textual's theme picker is replaced by our own themes
-        for binding in self.BINDINGS:
-            if isinstance(binding, Binding) and binding.description:
-                key = self.get_key_display(binding)
-                run = partial(self.run_action, binding.action)
-                yield SystemCommand(binding.description, f"key: {key}", run)
+    def palette_extras(self) -> Iterable[SystemCommand]:
         yield SystemCommand(
             "Detail", "Open the chart of the selected metric (enter)", self._grid.action_open_detail
         )
-        for name, spec in self._themes.items():
-            choose = partial(setattr, self, "theme", name)
-            yield SystemCommand(f"Theme: {name}", spec.description, choose, discover=False)
-        for command in super().get_system_commands(screen):
-            if command.title == "Screenshot":
-                # Textual's saves to ~/Downloads only, which a GPU server seldom has
-                yield SystemCommand(command.title, command.help, self.action_screenshot)
-            elif command.title not in ("Theme", "Quit"):
-                yield command
 
     def exit(
         self, result: None = None, return_code: int = 0, message: RenderableType | None = None
@@ -573,5 +490,5 @@ class GrpoTuiApp(App[None]):
 
     def _stop_workers(self) -> None:
         self._shutting_down = True
-        self._reader.stop()
+        self.reader.stop()
         self.alerts.close()

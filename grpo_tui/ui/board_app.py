@@ -9,7 +9,6 @@ it (`esc`), a board app again on the same Board, which kept reading meanwhile.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Key
 from textual.message import Message
@@ -30,7 +29,7 @@ from grpo_tui.board import Board, BoardRow, board_counts
 from grpo_tui.numbers import format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, bars
 from grpo_tui.session import DiagnosisJob, DiagnosisResult
-from grpo_tui.ui.themes import ThemeSpec, load_themes, resolve_theme_name
+from grpo_tui.ui.base_app import GrpoApp
 
 #: the board's clock: ages and states ("STALLED") change with time alone; seconds while a
 #: row's data is under a minute old (its age counts seconds), else every few seconds (ages
@@ -87,7 +86,7 @@ def verdict_cell(row: BoardRow, width: int) -> Text:
     return Text(text, no_wrap=True, overflow="ellipsis")
 
 
-class BoardApp(App[BoardChoice]):
+class BoardApp(GrpoApp[BoardChoice]):
     """Every run of the board, worst first; `enter` opens one, `/` filters."""
 
     TITLE = "grpo-tui board"
@@ -125,14 +124,12 @@ class BoardApp(App[BoardChoice]):
         title: str = "",
         selected: Path | None = None,
     ) -> None:
-        self._start_theme = resolve_theme_name(theme, os.environ if environ is None else environ)
-        super().__init__()
+        super().__init__(theme=theme, environ=environ)
         self.board = board
         #: the wall clock (injectable so tests and snapshots have a fixed time)
         self.now = now
         self._title = title
         self._selected = selected
-        self._themes: dict[str, ThemeSpec] = load_themes()
         self._rows: list[BoardRow] = []
         self._shown: tuple[object, ...] | None = None
         self._filter = ""
@@ -149,9 +146,6 @@ class BoardApp(App[BoardChoice]):
         self._table: DataTable[Text] = DataTable(
             id="board-table", cursor_type="row", zebra_stripes=False
         )
-        for spec in self._themes.values():
-            self.register_theme(spec.textual_theme())
-        self.theme = self._start_theme
 
     def compose(self) -> ComposeResult:
         yield self._state
@@ -163,6 +157,7 @@ class BoardApp(App[BoardChoice]):
 
     def on_mount(self) -> None:
         self._filter_box.display = False
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
         self.board.on_post = self._reader_put
         self.set_timer(BOARD_CLOCK_S, self._clock)
         self._take()
@@ -183,12 +178,7 @@ class BoardApp(App[BoardChoice]):
     def _take(self) -> None:
         changed, notices = self.board.take_inbox()
         for notice in notices[-1:]:
-            self.notify(
-                notice.text,
-                title=notice.title,
-                severity="error" if notice.error else "information",
-                markup=False,
-            )
+            self.tell(notice.text, title=notice.title, error=notice.error)
         if changed:
             self._draw()
         self._maybe_diagnose()
@@ -236,12 +226,11 @@ class BoardApp(App[BoardChoice]):
         if not events:
             return
         newest = events[-1]
-        self.notify(
+        self.tell(
             f"{newest.run}: {newest.summary}",
             title=f"alert {newest.kind.word}",
-            severity="error" if newest.worsening else "information",
+            error=newest.worsening,
             timeout=15,
-            markup=False,
         )
         for event in events:
             text = terminal_text(event, self.board.alert_settings)
@@ -258,10 +247,6 @@ class BoardApp(App[BoardChoice]):
     def rows(self) -> list[BoardRow]:
         """The rows shown now (filtered), worst first."""
         return list(self._rows)
-
-    @property
-    def theme_spec(self) -> ThemeSpec:
-        return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
 
     def _key(self) -> tuple[object, ...]:
         return (
@@ -430,7 +415,7 @@ class BoardApp(App[BoardChoice]):
 
         runs = self.board.to_compare(self.marked)
         if len(runs) < 2:
-            self.notify("mark two or more runs with space, then press c", markup=False)
+            self.tell("mark two or more runs with space, then press c")
             return
         width = max(20, (self.size.width or 80) - 44)
         comparison = compare_runs(runs, self.board.rules, width)
@@ -466,10 +451,7 @@ class BoardApp(App[BoardChoice]):
         self._filter_box.display = False
         self._table.focus()
 
-    def action_cycle_theme(self) -> None:
-        names = list(self._themes)
-        index = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(index + 1) % len(names)]
+    def _theme_changed(self) -> None:
         self._shown = None
         self._draw()
 

@@ -17,8 +17,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
 from grpo_tui.run.completions import Group
+from grpo_tui.ui.completion_rows import completion_view
 from grpo_tui.ui.themes import ZonePalette
-from grpo_tui.ui.widgets.completions import completion_view
 from grpo_tui.untrusted import printable
 
 #: characters of a completion (and of its prompt) shown

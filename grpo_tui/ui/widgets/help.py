@@ -20,7 +20,7 @@ from grpo_tui.run.state import (
     STALL_UNKNOWN_INTERVAL_S,
     stall_threshold,
 )
-from grpo_tui.ui.widgets.completions import completions_help
+from grpo_tui.ui.completion_rows import completions_help
 from grpo_tui.vocabulary import Direction, Zone
 
 #: keys Textual itself provides, described the same way

@@ -1,0 +1,97 @@
+"""What the monitor and the board share as Textual apps: our themes, one toast at a time,
+and a command palette of our own actions with a screenshot that saves where it can."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from grpo_tui.ui.screenshot import screenshot_directories, writable_directory
+from grpo_tui.ui.themes import ThemeSpec, load_themes, next_theme_name, resolve_theme_name
+from grpo_tui.untrusted import printable
+
+ResultT = TypeVar("ResultT")
+
+
+class GrpoApp(App[ResultT]):
+    """A grpo-tui screen app: themed from the start, telling one thing at a time."""
+
+    def __init__(self, *, theme: str | None, environ: Mapping[str, str] | None) -> None:
+        # Textual removes NO_COLOR from the environment in App.__init__: decide first
+        start = resolve_theme_name(theme, os.environ if environ is None else environ)
+        super().__init__()
+        #: the theme the app starts in (widgets built before mount take its palette)
+        self.start_theme = start
+        self._themes: dict[str, ThemeSpec] = load_themes()
+        # every theme before the first stylesheet pass, so startup styles the screen once
+        for spec in self._themes.values():
+            self.register_theme(spec.textual_theme())
+        self.theme = start
+
+    @property
+    def theme_spec(self) -> ThemeSpec:
+        """The theme shown now (its zone palette colours the data)."""
+        return self.theme_spec_for(self.theme)
+
+    def theme_spec_for(self, name: str) -> ThemeSpec:
+        """One of our themes by name (the default for a name we do not ship)."""
+        return self._themes.get(name) or self._themes[resolve_theme_name(None, {})]
+
+    def tell(self, text: str, *, title: str = "", error: bool = False, timeout: float = 5) -> None:
+        """One notification at a time, on the footer's line (the .tcss): a new one takes the
+        place of the one shown, so none stacks up over the data. Inert: never markup."""
+        self.clear_notifications()
+        words = f"{title}: {text}" if title else text
+        self.notify(
+            printable(words),
+            severity="error" if error else "information",
+            timeout=timeout,
+            markup=False,
+        )
+
+    def action_cycle_theme(self) -> None:
+        self.theme = next_theme_name(self.theme)
+        self.tell(self.theme, title="theme", timeout=2)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """An SVG of the screen, saved where it can be (Downloads, else home, else the
+        temporary directory), and where it went told."""
+        where = Path(path) if path else writable_directory(screenshot_directories())
+        if where is None:
+            self.tell("no writable directory to save it in", title="screenshot", error=True)
+            return
+        try:
+            saved = self.save_screenshot(filename, str(where))
+        except OSError as error:
+            self.tell(f"not saved: {error}", title="screenshot", error=True)
+            return
+        self.tell(f"saved to {saved}", title="screenshot", timeout=8)
+
+    def palette_extras(self) -> Iterable[SystemCommand]:
+        """Commands of this app beyond its key bindings (none unless overridden)."""
+        return ()
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        # our actions first; Textual's theme picker is replaced by our own themes
+        for binding in self.BINDINGS:
+            if isinstance(binding, Binding) and binding.description:
+                key = self.get_key_display(binding)
+                run = partial(self.run_action, binding.action)
+                yield SystemCommand(binding.description, f"key: {key}", run)
+        yield from self.palette_extras()
+        for name, spec in self._themes.items():
+            choose = partial(setattr, self, "theme", name)
+            yield SystemCommand(f"Theme: {name}", spec.description, choose, discover=False)
+        for command in super().get_system_commands(screen):
+            if command.title == "Screenshot":
+                # Textual's saves to ~/Downloads only, which a GPU server seldom has
+                yield SystemCommand(command.title, command.help, self.action_screenshot)
+            elif command.title not in ("Theme", "Quit"):
+                yield command
