@@ -483,7 +483,8 @@ def test_short_run_buckets_share_the_train_step_axis() -> None:
 
 
 def test_long_run_buckets_from_block_summaries() -> None:
-    from grpo_tui.run.metrics import BLOCK, MetricStore
+    from grpo_tui.run.metric_column import BLOCK
+    from grpo_tui.run.metrics import MetricStore
     from grpo_tui.sources.records import ColumnGroup, RowBlock
 
     n = 2 * BLOCK * 10 * 4

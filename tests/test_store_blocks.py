@@ -46,7 +46,8 @@ from helpers import (
 )
 from hypothesis import HealthCheck, given, settings
 
-from grpo_tui.run.metrics import BLOCK, FINE, MetricStore
+from grpo_tui.run.metric_column import BLOCK, FINE
+from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 

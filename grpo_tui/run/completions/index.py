@@ -3,7 +3,7 @@
 The batches come from a `BatchSource` (sources/completion_batches.py: a completions.jsonl,
 a folder of step files). Files of several GB are normal, so the index keeps, per batch,
 only its reference to read it again, step, row count, a 64-bit content digest and a few
-counts, in one structured numpy array (`_ENTRY`: about 60 bytes a batch, no Python object
+counts, in one structured numpy array (`entries.ENTRY`: about 60 bytes a batch, no Python object
 per batch; a 2 GB file of small batches holds hundreds of thousands). The per-step
 statistics are summed into their step's row when a batch is read (summary.py). Texts are
 read again when a batch's groups are asked for; at most `cache_lines` parsed batches stay
@@ -46,19 +46,35 @@ of a big file also takes its newest batch from the end (`BatchSource.newest`), w
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
 from grpo_tui.run.completion_stats import CompletionsSummary
+from grpo_tui.run.completions.entries import (
+    ENTRY,
+    EVAL,
+    EVAL_OR_END,
+    KIND_CODE,
+    KINDS,
+    NEW,
+    REPEAT,
+    SHAPE_CODE,
+    SHAPES,
+    EntryKind,
+    IndexState,
+    LineInfo,
+    Page,
+    SearchHit,
+    StepMap,
+    decimal_label,
+    step_key,
+)
 from grpo_tui.run.completions.groups import (
     Analysed,
     Group,
@@ -68,7 +84,7 @@ from grpo_tui.run.completions.groups import (
 )
 from grpo_tui.run.completions.summary import StepTable, Tally, grown, tally, zero_spread_groups
 from grpo_tui.sources.completion_batches import BatchSource, JsonlBatches
-from grpo_tui.sources.records import BadLine, CompletionBatch, CompletionRows, CompletionShape
+from grpo_tui.sources.records import BadLine, CompletionBatch, CompletionRows
 from grpo_tui.vocabulary import LineKind
 
 #: parsed batches kept in memory by default (one can hold thousands of long completions)
@@ -81,193 +97,6 @@ _STEP_LABELS_KEPT = 8
 SEARCH_BUDGET_S = 0.5
 #: how long a read sleeps between chunks while another thread waits for the index
 _GIVE_WAY_S = 0.002
-_LEADING_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
-
-EntryKind = Literal["new", "repeat", "eval_or_end", "eval"]
-
-
-# --------------------------------------------------------------------------- public types
-
-
-@dataclass(frozen=True, slots=True)
-class LineInfo:
-    """What the index knows about one entry without parsing it again."""
-
-    index: int
-    #: line number (1-based) of the entry's first line in the current file
-    line_no: int
-    #: step label of the newest row ("6"), as logged
-    step: str
-    #: distinct step labels of its rows (a few), in order
-    steps: tuple[str, ...]
-    rows: int
-    shape: CompletionShape
-    #: "new" rollouts, a "repeat" of the previous line, the "eval_or_end" line of a step,
-    #: or "eval" rollouts (the metrics log has an eval line at its step; module docstring)
-    kind: EntryKind
-    #: lists of unequal length were cut to the shortest (the line is kept)
-    malformed: bool
-    #: prompt groups and of those the zero-spread ones (None until the entry was tallied)
-    groups: int | None = None
-    zero_spread_groups: int | None = None
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Page:
-    """One entry's groups, as the completions panel shows them."""
-
-    info: LineInfo
-    groups: tuple[Group, ...]
-    #: read from the end of a file not indexed that far yet (`info.index` is a guess)
-    preview: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class IndexState:
-    """What the index holds, as of one poll: a copy the screen reads without the lock
-    (the reader thread may hold it for a whole chunk while it indexes a backlog)."""
-
-    lines: int
-    #: the newest entry worth showing (None before any), and how many are worth showing
-    newest_entry: int | None
-    shown_entries: int
-    previewing: bool
-    #: bytes indexed, bytes in the file
-    progress: tuple[int, int]
-    file_exists: bool
-    bad_line_count: int
-    #: why the file cannot be read (a FIFO skipped, permission denied), None when it can
-    problem: str | None = None
-    #: prompt groups in the tallied entries worth showing (what "N new groups" counts)
-    shown_groups: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """Where a search found its text, or how far it looked."""
-
-    #: entry and group index of the match; None when nothing matched in what was searched
-    entry: int | None
-    group: int | None
-    #: entries parsed
-    searched: int
-    #: every entry in the direction was searched (no match means there is none)
-    exhausted: bool
-
-
-# --------------------------------------------------------------------------- the entries
-
-
-_KINDS: tuple[EntryKind, ...] = ("new", "repeat", "eval_or_end", "eval")
-_SHAPES: tuple[CompletionShape, ...] = (
-    "columns",
-    "prompt_messages",
-    "messages",
-    "advantage_singular",
-    "megatron",
-    "ray",
-)
-_KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(_KINDS)}
-_SHAPE_CODE: dict[str, int] = {shape: code for code, shape in enumerate(_SHAPES)}
-_REPEAT = _KIND_CODE["repeat"]
-_NEW = _KIND_CODE["new"]
-_EVAL_OR_END = _KIND_CODE["eval_or_end"]
-_EVAL = _KIND_CODE["eval"]
-
-#: the fields of an index entry (a batch)
-_ENTRY = np.dtype(
-    [
-        # the source's reference to read it again (BatchRef)
-        ("ref", np.int64, (2,)),
-        ("line_no", np.int64),
-        ("rows", np.int32),
-        # the number the newest row's step label starts with (NaN: none); see _step_key
-        ("step", np.float64),
-        ("kind", np.uint8),
-        ("shape", np.uint8),
-        ("malformed", np.bool_),
-        # written a line per completion: never a repeat, and its digest is not kept
-        ("growing", np.bool_),
-        # 64-bit digest of the rollouts (see groups.content_hash)
-        ("content_hash", np.int64),
-        # the step slot it counts towards (-1: none, for repeats and eval/end batches)
-        ("slot", np.int32),
-        # its groups were counted (false while a growing batch grows, or its re-read failed)
-        ("tallied", np.bool_),
-        ("groups", np.int32),
-        ("zero_spread_groups", np.int32),
-    ]
-)
-
-
-def _step_number(label: str) -> float:
-    """The number a step label starts with ("12", "12/500" → 12.0), else NaN."""
-    match = _LEADING_NUMBER.match(label)
-    return float(match.group(1)) if match else math.nan
-
-
-def _decimal(number: float) -> str:
-    """How a step number is usually written ("6", "6.5")."""
-    return str(int(number)) if number.is_integer() else repr(number)
-
-
-def _step_key(label: str) -> tuple[float, bool]:
-    """The number a step label starts with, and whether the label is just its decimal
-    (then the number alone stands for the label)."""
-    number = _step_number(label)
-    return number, not math.isnan(number) and _decimal(number) == label
-
-
-class _StepMap:
-    """Step label → the slot of its step (-1: seen, counting towards no step).
-
-    Labels that are the decimal of their number ("6") are kept as that number in a sorted
-    array (steps mostly rise: an append), other labels in a dict: a dict of every label
-    would cost more than the entries themselves on a file of small batches.
-    """
-
-    __slots__ = ("_count", "_last", "_numbers", "_odd", "_slots")
-
-    def __init__(self) -> None:
-        self._numbers = np.empty(0, dtype=np.float64)
-        self._slots = np.empty(0, dtype=np.int32)
-        self._count = 0
-        self._last = -math.inf
-        self._odd: dict[str, int] = {}
-
-    def _find(self, number: float) -> tuple[int, bool]:
-        if number > self._last:
-            return self._count, False
-        position = int(np.searchsorted(self._numbers[: self._count], number))
-        return position, position < self._count and self._numbers[position] == number
-
-    def get(self, label: str, key: tuple[float, bool]) -> int | None:
-        """The label's slot, -1 when seen without one, None when never seen."""
-        number, decimal = key
-        if not decimal:
-            return self._odd.get(label)
-        position, found = self._find(number)
-        return int(self._slots[position]) if found else None
-
-    def put(self, label: str, key: tuple[float, bool], slot: int) -> None:
-        number, decimal = key
-        if not decimal:
-            self._odd[label] = slot
-            return
-        position, found = self._find(number)
-        if found:
-            self._slots[position] = slot
-            return
-        count = self._count
-        self._numbers = grown(self._numbers, count, count + 1)
-        self._slots = grown(self._slots, count, count + 1)
-        if position < count:
-            self._numbers[position + 1 : count + 1] = self._numbers[position:count].copy()
-            self._slots[position + 1 : count + 1] = self._slots[position:count].copy()
-        self._numbers[position] = number
-        self._slots[position] = slot
-        self._count = count + 1
-        self._last = max(self._last, number)
 
 
 # --------------------------------------------------------------------------- the index
@@ -314,7 +143,7 @@ class CompletionsIndex:
         self._reset()
 
     def _reset(self) -> None:
-        self._entries = np.zeros(0, dtype=_ENTRY)
+        self._entries = np.zeros(0, dtype=ENTRY)
         self._count = 0
         #: step labels that are not the decimal of their number (entry → label)
         self._odd_labels: dict[int, str] = {}
@@ -328,7 +157,7 @@ class CompletionsIndex:
         self._slot_entry = np.empty(0, dtype=np.int32)
         self._slot_more: dict[int, list[int]] = {}
         self._steps = StepTable(self._steps.revision + 1)
-        self._step_map = _StepMap()
+        self._step_map = StepMap()
         self._cache: OrderedDict[int, Analysed] = OrderedDict()
         #: entries whose tally is pending (a growing batch, or a failed re-read)
         self._untallied: set[int] = set()
@@ -422,7 +251,7 @@ class CompletionsIndex:
             return
         self._finish_growing()
         step = rows.steps[-1] if rows.steps else "?"
-        key = _step_key(step)
+        key = step_key(step)
         analysed = None if batch.growing else analyse(rows, self.group_size)
         kind: EntryKind
         if (
@@ -474,8 +303,8 @@ class CompletionsIndex:
         entry["line_no"] = batch.line_no
         entry["rows"] = len(rows)
         entry["step"] = key[0]
-        entry["kind"] = _KIND_CODE[kind]
-        entry["shape"] = _SHAPE_CODE[rows.shape]
+        entry["kind"] = KIND_CODE[kind]
+        entry["shape"] = SHAPE_CODE[rows.shape]
         entry["malformed"] = rows.malformed
         entry["growing"] = batch.growing
         entry["content_hash"] = 0
@@ -508,7 +337,7 @@ class CompletionsIndex:
     def _label(self, index: int) -> str:
         """The step label of an entry's newest row, as logged."""
         odd = self._odd_labels.get(index)
-        return odd if odd is not None else _decimal(float(self._entries[index]["step"]))
+        return odd if odd is not None else decimal_label(float(self._entries[index]["step"]))
 
     def _is_eval(self, step: float, kind: EntryKind, merged: bool) -> bool:
         """A batch of this kind at this step holds eval rollouts (module docstring)."""
@@ -543,8 +372,8 @@ class CompletionsIndex:
         if not at.size:
             return False
         kinds = entries["kind"][at]
-        later = at[kinds == _EVAL_OR_END]
-        firsts = at[kinds == _NEW]
+        later = at[kinds == EVAL_OR_END]
+        firsts = at[kinds == NEW]
         chosen = list(later.tolist())
         if (
             firsts.size == 1
@@ -554,7 +383,7 @@ class CompletionsIndex:
             chosen.append(int(firsts[0]))
         for index in chosen:
             entry = self._entries[index]
-            entry["kind"] = _EVAL
+            entry["kind"] = EVAL
             slot = int(entry["slot"])
             entry["slot"] = -1
             if slot >= 0:
@@ -563,7 +392,7 @@ class CompletionsIndex:
 
     def _store_tally(self, index: int, done: Tally) -> None:
         entry = self._entries[index]
-        if entry["kind"] != _REPEAT:
+        if entry["kind"] != REPEAT:
             # groups counted before (a growing batch tallied again) are counted once
             self._shown_groups += done.groups - int(entry["groups"])
         entry["groups"] = done.groups
@@ -680,8 +509,8 @@ class CompletionsIndex:
             step=step,
             steps=self._odd_steps.get(index, (step,)),
             rows=int(entry["rows"]),
-            shape=_SHAPES[entry["shape"]],
-            kind=_KINDS[entry["kind"]],
+            shape=SHAPES[entry["shape"]],
+            kind=KINDS[entry["kind"]],
             malformed=bool(entry["malformed"]),
             groups=int(entry["groups"]) if tallied else None,
             zero_spread_groups=int(entry["zero_spread_groups"]) if tallied else None,
@@ -756,7 +585,7 @@ class CompletionsIndex:
                 current = count
             span = range(max(0, current + 1), count) if forward else range(min(current, count))
             entries = self._entries[span.start : span.stop]
-            wanted = entries["kind"] != _REPEAT
+            wanted = entries["kind"] != REPEAT
             if zero_spread_only:
                 # an untallied entry is tallied (read again) to tell
                 wanted &= ~entries["tallied"] | (entries["zero_spread_groups"] > 0)
