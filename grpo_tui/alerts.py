@@ -297,10 +297,17 @@ class RunAlerts:
         command: CommandSink | None = None,
         rules: EventRules | None = None,
         clock: Callable[[], float] = time.monotonic,
+        name: str | None = None,
     ) -> None:
-        """`command`: a sink shared with other runs; `rules` overrides the settings'."""
+        """`command`: a sink shared with other runs; `rules` overrides the settings';
+        `name`: the run's name in its events (default: its folder's; a store's run: its own)."""
         self.settings = settings
-        self.detector = EventDetector.for_path(Path(path), rules or settings.events, clock=clock)
+        rules = rules or settings.events
+        self.detector = (
+            EventDetector(name, str(path), rules, clock=clock)
+            if name
+            else EventDetector.for_path(Path(path), rules, clock=clock)
+        )
         self.command = command
         #: every event told, oldest first (the screen's marker; tests read it)
         self.told: list[Event] = []

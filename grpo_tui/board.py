@@ -37,7 +37,7 @@ from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
 from grpo_tui.session import DiagnosisJob, DiagnosisResult, Notice, Session
 from grpo_tui.sources.feed import SourceOptions
-from grpo_tui.sources.runs import runs_in
+from grpo_tui.sources.runs import RunRef, runs_in
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import RunState, Status
 
@@ -73,7 +73,7 @@ class BoardSettings:
 class BoardRow:
     """One run as the board shows it (equal rows draw the same)."""
 
-    path: Path
+    ref: RunRef
     name: str
     framework: str
     state: RunState
@@ -157,9 +157,11 @@ def board_row(
     *,
     pending: str = "",
     slow: _SlowParts | None = None,
+    ref: RunRef | None = None,
 ) -> BoardRow:
     """The row of one run at wall time `now` (`pending`: what to say while undiagnosed;
-    `slow`: its `_slow_parts` when they are known to be current)."""
+    `slow`: its `_slow_parts` when they are known to be current; `ref`: which run of its
+    path, when the path holds several)."""
     state, label = state_headline(run, now)
     progress = run.progress()
     step = ""
@@ -175,7 +177,7 @@ def board_row(
     age = run.data_age(now)
     parts = slow if slow is not None else _slow_parts(run, diagnosis, pending)
     return BoardRow(
-        path=run.path,
+        ref=ref or RunRef(run.path),
         name=printable(name),
         state=state,
         state_label=label,
@@ -216,23 +218,25 @@ def sort_rows(rows: Sequence[BoardRow]) -> list[BoardRow]:
     return sorted(rows, key=lambda r: (r.rank, -(r.data_time or 0.0), r.name))
 
 
-def run_names(paths: Sequence[Path]) -> dict[Path, str]:
-    """A short name per run: its folder's name, with its parent's where two share it."""
-    names = {path: path.name or str(path) for path in paths}
+def run_names(refs: Sequence[RunRef]) -> dict[RunRef, str]:
+    """A short name per run: its folder's name (a store's run: the run's), with its
+    parent's (the store's) where two share it."""
+    names = {ref: ref.run or ref.path.name or str(ref.path) for ref in refs}
     counts: dict[str, int] = {}
     for name in names.values():
         counts[name] = counts.get(name, 0) + 1
-    return {
-        path: f"{path.parent.name}/{name}" if counts[name] > 1 else name
-        for path, name in names.items()
-    }
+
+    def qualified(ref: RunRef, name: str) -> str:
+        return f"{ref.path.stem if ref.run else ref.path.parent.name}/{name}"
+
+    return {ref: qualified(ref, name) if counts[name] > 1 else name for ref, name in names.items()}
 
 
 @dataclass(frozen=True)
 class BoardUpdate:
     """What the board's reader hands to the owner: one run's read, or a notice about it."""
 
-    path: Path
+    ref: RunRef
     item: Update | Notice
 
 
@@ -240,7 +244,7 @@ class BoardUpdate:
 class NewRuns:
     """Runs found in the folders given since the last look (the owner adds them)."""
 
-    paths: tuple[Path, ...]
+    refs: tuple[RunRef, ...]
 
 
 @dataclass
@@ -272,14 +276,14 @@ class Board:
     given: RunContext = field(default_factory=RunContext)
     alert_settings: AlertSettings = field(default_factory=AlertSettings)
     clock: Callable[[], float] = time.monotonic
-    _entries: dict[Path, _Entry] = field(default_factory=dict, init=False)
-    _names: dict[Path, str] = field(default_factory=dict, init=False)
+    _entries: dict[RunRef, _Entry] = field(default_factory=dict, init=False)
+    _names: dict[RunRef, str] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _wake: threading.Event = field(default_factory=threading.Event, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
     #: the diagnosis in flight (one at a time), by run
-    _in_flight: Path | None = field(default=None, init=False)
+    _in_flight: RunRef | None = field(default=None, init=False)
     _rescanned_at: float = field(default=0.0, init=False)
     #: the --on-alert command, one for every run (made with the first run)
     _command: CommandSink | None = field(default=None, init=False)
@@ -311,41 +315,59 @@ class Board:
                 return items
 
     # -- the runs -----------------------------------------------------------------------
-    def add(self, paths: Sequence[Path]) -> list[Path]:
+    def add(self, refs: Sequence[RunRef]) -> list[RunRef]:
         """Follow these runs too (those already followed are left as they are); the new."""
-        added: list[Path] = []
+        added: list[RunRef] = []
         with self._lock:
-            for path in paths:
-                if path in self._entries:
+            for ref in refs:
+                if ref in self._entries:
                     continue
                 session = Session(
-                    Run(path, given=self.given),
+                    Run(ref.path, given=self.given),
                     self.rules,
-                    self._poster(path),
+                    self._poster(ref),
                     clock=self.clock,
                     diagnosis_interval=self.settings.diagnose_every_s,
                 )
                 session.mounted()  # no screen to wait for: updates go straight to the owner
                 session.painted()
                 follower = RunFollower(
-                    path, self.options, rediscover_every=self.settings.rediscover_s
+                    ref.path, self.options_for(ref), rediscover_every=self.settings.rediscover_s
                 )
-                self._entries[path] = _Entry(session, follower, alerts=self._alerts_for(path))
-                added.append(path)
+                self._entries[ref] = _Entry(session, follower)
+                added.append(ref)
             self._names = run_names(list(self._entries))
+            for ref in added:  # named once every run is in: two may share a folder's name
+                self._entries[ref].alerts = self._alerts_for(ref)
         return added
 
-    def _alerts_for(self, path: Path) -> RunAlerts:
+    def options_for(self, ref: RunRef) -> SourceOptions | None:
+        """How to read one run: the board's options, and the run of its store it is."""
+        if ref.run is None:
+            return self.options
+        return replace(self.options or SourceOptions(), run_name=ref.run)
+
+    def name(self, ref: RunRef) -> str:
+        """The run's short name on the board (`run_names`)."""
+        return self._names.get(ref, ref.run or ref.path.name)
+
+    def _alerts_for(self, ref: RunRef) -> RunAlerts:
         """A run's alerts: its own detector, the board's one command. The moment a run is
         first judged is its baseline (the board shows it); what changes after is told."""
         if not self._command_made:
             self._command_made = True
             self._command = command_sink(self.alert_settings, self._command_failed)
         rules = replace(self.alert_settings.events, tell_first=False)
-        return RunAlerts(path, self.alert_settings, command=self._command, rules=rules)
+        return RunAlerts(
+            ref.path,
+            self.alert_settings,
+            command=self._command,
+            rules=rules,
+            name=self._names.get(ref) if ref.run else None,
+        )
 
     def _command_failed(self, text: str) -> None:
-        self.post(BoardUpdate(Path(""), Notice("on-alert", text, error=True)))
+        self.post(BoardUpdate(RunRef(Path("")), Notice("on-alert", text, error=True)))
 
     def observe(self, now: float) -> list[Event]:
         """The events the runs bring at wall time `now` (each handed to the command); a
@@ -362,14 +384,14 @@ class Board:
                     entry.unseen = event
         return events
 
-    def seen(self, path: Path) -> None:
+    def seen(self, ref: RunRef) -> None:
         """The user opened the run: its marker goes, and its monitor tells its events from
         now on; back on the board, the moment it comes back to is the run's new baseline
         (what the monitor told is not told twice)."""
-        entry = self._entries.get(path)
+        entry = self._entries.get(ref)
         if entry is not None:
             entry.unseen = None
-            entry.alerts = self._alerts_for(path)
+            entry.alerts = self._alerts_for(ref)
 
     def close(self) -> None:
         """Stop reading, and let the command finish what it was handed (a few seconds)."""
@@ -377,24 +399,25 @@ class Board:
         if self._command is not None:
             self._command.close()
 
-    def _poster(self, path: Path) -> Callable[[Update | Notice], object]:
+    def _poster(self, ref: RunRef) -> Callable[[Update | Notice], object]:
         def post(item: Update | Notice) -> None:
-            self.post(BoardUpdate(path, item))
+            self.post(BoardUpdate(ref, item))
 
         return post
 
     @property
-    def paths(self) -> list[Path]:
+    def refs(self) -> list[RunRef]:
+        """The runs followed, in the order they were added."""
         with self._lock:
             return list(self._entries)
 
-    def session(self, path: Path) -> Session:
-        return self._entries[path].session
+    def session(self, ref: RunRef) -> Session:
+        return self._entries[ref].session
 
-    def find_new_runs(self) -> list[Path]:
+    def find_new_runs(self) -> list[RunRef]:
         """Runs in the folders given that are not followed yet."""
-        known = set(self.paths)
-        found: list[Path] = []
+        known = set(self.refs)
+        found: list[RunRef] = []
         for root in self.roots:
             for run in runs_in(root, only=self._only, known=known):
                 if run not in known and run not in found:
@@ -460,7 +483,7 @@ class Board:
         notices: list[Notice] = []
         for item in self.drain():
             if isinstance(item, NewRuns):
-                changed = bool(self.add(item.paths)) or changed
+                changed = bool(self.add(item.refs)) or changed
             elif isinstance(item.item, Notice):
                 notices.append(item.item)
             else:
@@ -469,45 +492,36 @@ class Board:
 
     def receive(self, update: BoardUpdate) -> bool:
         """A run's read on the owner's thread; True when its Run took it (a notice is not)."""
-        entry = self._entries.get(update.path)
+        entry = self._entries.get(update.ref)
         if entry is None or isinstance(update.item, Notice):
             return False
         return entry.session.receive(update.item) is not None
 
-    def next_diagnosis(self) -> tuple[Path, DiagnosisJob] | None:
+    def next_diagnosis(self) -> tuple[RunRef, DiagnosisJob] | None:
         """The diagnosis to run now: none while one is in flight, else the run owed one the
         longest (never diagnosed first)."""
         if self._in_flight is not None:
             return None
-        due: list[tuple[float, Path]] = []
-        for path, entry in self._entries.items():
+        due: list[tuple[float, RunRef]] = []
+        for ref, entry in self._entries.items():
             wait = entry.session.diagnosis_due()
             if wait is not None and wait <= 0.0:
                 never = entry.session.diagnosis is None
-                due.append((0.0 if never else 1.0 + wait, path))
+                due.append((0.0 if never else 1.0 + wait, ref))
         if not due:
             return None
-        _, path = min(due, key=lambda item: (item[0], str(item[1])))
-        job = self._entries[path].session.start_diagnosis()
+        _, ref = min(due, key=lambda item: (item[0], str(item[1])))
+        job = self._entries[ref].session.start_diagnosis()
         if job is None:
             return None
-        self._in_flight = path
-        return path, job
+        self._in_flight = ref
+        return ref, job
 
-    def diagnosed(self, path: Path, result: DiagnosisResult) -> None:
+    def diagnosed(self, ref: RunRef, result: DiagnosisResult) -> None:
         self._in_flight = None
-        entry = self._entries.get(path)
+        entry = self._entries.get(ref)
         if entry is not None:
             entry.session.diagnosed(result)
-
-    def diagnosis_wait(self) -> float | None:
-        """Seconds until some run is owed a diagnosis (None: none is)."""
-        waits = [
-            wait
-            for entry in self._entries.values()
-            if (wait := entry.session.diagnosis_due()) is not None
-        ]
-        return max(0.0, min(waits)) if waits else None
 
     def judging(self) -> int:
         """How many runs hold data their verdict does not cover yet (read, not judged)."""
@@ -520,20 +534,18 @@ class Board:
             entry.session.settled for entry in self._entries.values()
         )
 
-    def to_compare(self, paths: Sequence[Path]) -> list[RunToCompare]:
-        """The runs at `paths` (those followed), with their names and steady diagnoses."""
+    def to_compare(self, refs: Sequence[RunRef]) -> list[RunToCompare]:
+        """These runs (those followed), with their names and steady diagnoses."""
         return [
-            RunToCompare(
-                self._names.get(path, path.name), entry.session.run, entry.session.diagnosis
-            )
-            for path in paths
-            if (entry := self._entries.get(path)) is not None
+            RunToCompare(self.name(ref), entry.session.run, entry.session.diagnosis)
+            for ref in refs
+            if (entry := self._entries.get(ref)) is not None
         ]
 
     def rows(self, now: float) -> list[BoardRow]:
         """Every run's row, worst first."""
         rows = []
-        for path, entry in self._entries.items():
+        for ref, entry in self._entries.items():
             session = entry.session
             pending = session.diagnosis_note
             # the reward's course and the verdict change with the data or the diagnosis
@@ -547,8 +559,9 @@ class Board:
                     _slow_parts(session.run, session.diagnosis, pending),
                 )
                 entry.slow = slow
-            name = self._names.get(path, path.name)
-            row = board_row(session.run, session.diagnosis, now, name, slow=slow[2])
+            row = board_row(
+                session.run, session.diagnosis, now, self.name(ref), slow=slow[2], ref=ref
+            )
             if entry.unseen is not None:
                 row = replace(row, alert=entry.unseen.kind.word)
             rows.append(row)

@@ -6,8 +6,9 @@ import argparse
 import difflib
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from grpo_tui import __version__
 from grpo_tui.alerts import NOTIFY_STYLES, AlertSettings
@@ -24,6 +25,9 @@ from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.untrusted import printable
+
+if TYPE_CHECKING:
+    from grpo_tui.sources.runs import RunRef
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export", "watch")
 #: set to get the traceback of an internal error instead of the one-line message
@@ -142,13 +146,18 @@ def _given(args: argparse.Namespace) -> RunContext:
     return RunContext(max_completion_length=args.max_completion_length)
 
 
-def _runs(args: argparse.Namespace) -> list[Path]:
-    """The runs the PATHs given hold (one PATH that is one run: itself)."""
-    from grpo_tui.sources.runs import find_runs
+def _runs(args: argparse.Namespace, paths: list[Path]) -> list[RunRef]:
+    """The runs the PATHs given hold (one PATH that is one run: itself). With `--run`, a
+    store is the run named, not each of its runs."""
+    from grpo_tui.sources.runs import RunRef, find_runs
 
-    paths: list[Path] = args.path
-    runs = find_runs(paths, only=args.source_format)
-    return runs or paths[:1]
+    runs = find_runs(paths, only=args.source_format, split_stores=args.run_name is None)
+    return runs or [RunRef(path) for path in paths[:1]]
+
+
+def _source_of(args: argparse.Namespace, ref: RunRef) -> SourceOptions:
+    """The source options for one run: the command line's, and the store's run it is."""
+    return replace(_source(args), run_name=ref.run) if ref.run else _source(args)
 
 
 def _alert_options(command: argparse.ArgumentParser, *, terminal: bool) -> None:
@@ -351,7 +360,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "tail":
         from grpo_tui.commands.tail import tail_command
 
-        runs = _runs(args)
+        runs = _runs(args, args.path)
         if len(runs) > 1:
             from grpo_tui.commands.board import board_command
 
@@ -366,21 +375,20 @@ def _main(argv: list[str] | None) -> int:
                 alerts=_alert_settings(args),
             )
         return tail_command(
-            runs[0],
+            runs[0].path,
             theme=args.theme,
             rules_file=args.rules,
             given=_given(args),
             cycle_seconds=args.cycle,
-            source=_source(args),
+            source=_source_of(args, runs[0]),
             alerts=_alert_settings(args),
         )
     if args.command == "watch":
         from grpo_tui.commands.watch import watch_command
-        from grpo_tui.sources.runs import find_runs
 
         # a folder of runs is each of its runs (as `tail` opens a board on it)
         return watch_command(
-            find_runs(args.paths, only=args.source_format) or args.paths,
+            _runs(args, args.paths),
             _alert_settings(args),
             rules_file=args.rules,
             given=_given(args),
@@ -395,7 +403,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "check":
         from grpo_tui.commands.check import check_command
 
-        runs = _runs(args)
+        runs = _runs(args, args.path)
         if len(runs) > 1:
             from grpo_tui.commands.board import check_board_command
 
@@ -407,11 +415,11 @@ def _main(argv: list[str] | None) -> int:
                 source=_source(args),
             )
         return check_command(
-            runs[0],
+            runs[0].path,
             as_json=args.json,
             rules_file=args.rules,
             given=_given(args),
-            source=_source(args),
+            source=_source_of(args, runs[0]),
             verbose=args.verbose,
         )
     if args.command == "export":

@@ -26,6 +26,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -685,3 +686,98 @@ def start_sshd(folder: Path) -> SshServer:
             raise RuntimeError(f"sshd did not start: {log[-500:]}")
         time.sleep(0.05)
     return SshServer(port, folder, process, client_config, sshd_config)
+
+
+# -- trackio, written by trackio itself ------------------------------------------------
+
+#: the writer: one JSON command a line on stdin, one JSON answer a line on stdout (trackio's
+#: own prints go to stderr)
+TRACKIO_WRITER = r"""
+import json, os, sys
+answers = sys.stdout
+sys.stdout = sys.stderr
+import trackio
+from trackio import fragments
+for line in sys.stdin:
+    command = json.loads(line)
+    op = command.pop("op")
+    answer = None
+    if op == "init":
+        os.environ["TRACKIO_STORAGE_MODE"] = command.pop("storage", "sqlite")
+        run = trackio.init(embed=False, auto_log_gpu=False, auto_log_cpu=False, **command)
+        answer = run.name
+    elif op == "log":
+        trackio.log(command["metrics"], step=command.get("step"))
+    elif op == "log_table":
+        trackio.log({"train/completions": trackio.Table(data=[["a", 1.0]], columns=["text", "r"])})
+    elif op == "finish":
+        trackio.finish()
+    elif op == "import_inbox":
+        answer = fragments.import_inbox_dir()
+    answers.write(json.dumps({"ok": answer}) + "\n")
+    answers.flush()
+"""
+
+#: what could send trackio to the network (a Space, a server, a bucket, a dataset, a
+#: webhook) or change where and how it writes
+TRACKIO_UNSET = (
+    "TRACKIO_SPACE_ID",
+    "TRACKIO_SERVER_URL",
+    "TRACKIO_WRITE_TOKEN",
+    "TRACKIO_BUCKET_ID",
+    "TRACKIO_DATASET_ID",
+    "TRACKIO_WEBHOOK_URL",
+    "TRACKIO_STORAGE_MODE",
+    "TRACKIO_SQLITE_JOURNAL_MODE",
+    "TRACKIO_SQLITE_LOCKING_MODE",
+    "TRACKIO_PAUSE_WRITES",
+    "SPACE_ID",
+    "SPACE_HOST",
+    "SPACE_REPO_NAME",
+    "SYSTEM",
+)
+
+
+class TrackioWriter:
+    """A trackio process the tests drive: `init`, `log`, `finish`, as a trainer would."""
+
+    def __init__(self, directory: Path) -> None:
+        env = {key: value for key, value in os.environ.items() if key not in TRACKIO_UNSET}
+        env.update(
+            TRACKIO_DIR=str(directory),
+            HF_HUB_OFFLINE="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+            GRADIO_ANALYTICS_ENABLED="False",
+        )
+        self.directory = directory
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", TRACKIO_WRITER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+
+    def send(self, op: str, **arguments: Any) -> Any:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"op": op, **arguments}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        assert answer, f"the trackio writer stopped at {op}"
+        return json.loads(answer)["ok"]
+
+    def init(self, project: str, name: str, **arguments: Any) -> str:
+        return str(self.send("init", project=project, name=name, **arguments))
+
+    def log(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        self.send("log", metrics=metrics, step=step)
+
+    def finish(self) -> None:
+        """trackio.finish(): every queued row is in the database when it returns."""
+        self.send("finish")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)

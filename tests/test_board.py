@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from helpers import (
     FIXED_MTIME,
+    TrackioWriter,
     app_for,
     fixture_lines,
     make_run,
@@ -40,7 +41,7 @@ from grpo_tui.compare import (
 from grpo_tui.context import RunContext
 from grpo_tui.events import EventRules
 from grpo_tui.health.rules import Rules
-from grpo_tui.sources.runs import find_runs, runs_in
+from grpo_tui.sources.runs import RunRef, find_runs, runs_in
 from grpo_tui.ui.board_app import BoardApp, BoardChoice, fit_name
 from grpo_tui.ui.compare_screen import CompareScreen, OverlayScreen
 from grpo_tui.vocabulary import Status
@@ -130,33 +131,33 @@ class TestWhereTheRunsAre:
     """A folder of run folders is a board; a run folder, however it is laid out, is one run."""
 
     def test_a_sweep_folder_holds_each_run(self, sweep: Path) -> None:
-        assert sorted(p.name for p in find_runs([sweep])) == sorted(SWEEP)
+        assert sorted(r.path.name for r in find_runs([sweep])) == sorted(SWEEP)
 
     def test_a_run_folder_is_one_run(self, sweep: Path) -> None:
         run = sweep / SWEEP[0]  # a TRL output dir: checkpoints inside
-        assert runs_in(run) == [run]
+        assert runs_in(run) == [RunRef(run)]
 
     def test_an_ms_swift_output_dir_with_its_version_folders_is_one_run(
         self, tmp_path: Path
     ) -> None:
         output = make_run(tmp_path, fixture_lines())
-        assert runs_in(output) == [output]
+        assert runs_in(output) == [RunRef(output)]
 
     def test_a_folder_with_one_run_folder_is_that_one_run_as_before(self, tmp_path: Path) -> None:
         copy_run(SWEEP[0], tmp_path)
-        assert runs_in(tmp_path) == [tmp_path]
+        assert runs_in(tmp_path) == [RunRef(tmp_path)]
 
     def test_a_path_not_there_yet_is_one_run_waited_for(self, tmp_path: Path) -> None:
         missing = tmp_path / "not-yet"
-        assert runs_in(missing) == [missing]
+        assert runs_in(missing) == [RunRef(missing)]
 
     def test_several_paths_each_once(self, sweep: Path) -> None:
         one, two = sweep / SWEEP[0], sweep / SWEEP[1]
-        assert find_runs([one, two, one]) == [one, two]
+        assert find_runs([one, two, one]) == [RunRef(one), RunRef(two)]
 
     def test_names_share_a_parent_only_where_two_runs_share_a_name(self) -> None:
-        names = run_names([Path("a/run"), Path("b/run"), Path("b/other")])
-        assert names == {Path("a/run"): "a/run", Path("b/run"): "b/run", Path("b/other"): "other"}
+        a, b, other = RunRef(Path("a/run")), RunRef(Path("b/run")), RunRef(Path("b/other"))
+        assert run_names([a, b, other]) == {a: "a/run", b: "b/run", other: "other"}
 
 
 class TestTheBoard:
@@ -192,7 +193,7 @@ class TestTheBoard:
         assert calls == [1]  # one wake-up, however much was put
         board.on_post = None
         changed, _ = board.take_inbox()
-        assert changed and all(len(board.session(p).run.store) for p in board.paths)
+        assert changed and all(len(board.session(r).run.store) for r in board.refs)
 
     def test_the_filter_matches_name_framework_and_verdict(self, judged: Board) -> None:
         rows = judged.rows(FIXED_NOW)
@@ -221,7 +222,7 @@ class TestCheckOnSeveralRuns:
         assert text.index("trl-redteam-finance-sparse") < text.index("verl-qwen3-8b-dapomath")
 
     def test_json_is_a_list_of_each_runs_check(self, shared_sweep: Path) -> None:
-        runs = [shared_sweep / SWEEP[2], shared_sweep / SWEEP[3]]
+        runs = [RunRef(shared_sweep / SWEEP[2]), RunRef(shared_sweep / SWEEP[3])]
         out = io.StringIO()
         code = check_board_command(runs, as_json=True, rules_file=None, now=FIXED_NOW, out=out)
         documents = json.loads(out.getvalue())
@@ -259,7 +260,7 @@ class TestTheBoardApp:
             assert ranks == sorted(ranks) and app.rows[0].status is Status.PROBLEM
             await pilot.press("down", "enter")
             await wait_until(pilot, lambda: app.return_value is not None, what="a choice")
-        assert app.return_value == BoardChoice(app.rows[1].path)
+        assert app.return_value == BoardChoice(app.rows[1].ref)
 
     async def test_a_run_created_meanwhile_appears(self, sweep: Path) -> None:
         with running(board_on(sweep)) as board:
@@ -309,7 +310,7 @@ class TestCompareCore:
     that differ and nothing else."""
 
     def test_cells_are_no_finer_than_the_sparsest_runs_logging(self, judged: Board) -> None:
-        sweep = judged.to_compare(judged.paths)
+        sweep = judged.to_compare(judged.refs)
         every_five = next(r for r in sweep if r.name == "trl-qwen7b-gsm8k-lr1e-4-collapse")
         assert logging_stride(every_five.run) == 5
         edges = step_edges([r.run for r in sweep], 200)
@@ -330,7 +331,7 @@ class TestCompareCore:
         ]
 
     def test_a_comparison_of_real_runs(self, judged: Board) -> None:
-        runs = judged.to_compare(judged.paths[:2])
+        runs = judged.to_compare(judged.refs[:2])
         comparison = compare_runs(runs, Rules(), 40)
         reward = next(m for m in comparison.metrics if m.metric == "reward")
         assert [line.run for line in reward.lines] == [r.name for r in runs]
@@ -350,7 +351,7 @@ class TestCompareScreen:
             await pilot.press("c")  # nothing marked: said, nothing opened
             assert not isinstance(app.screen, CompareScreen)
             await pilot.press("space", "down", "space")
-            assert app.marked == [app.rows[0].path, app.rows[1].path]
+            assert app.marked == [app.rows[0].ref, app.rows[1].ref]
             await pilot.press("c")
             await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="compare")
             screen = app.screen
@@ -390,12 +391,12 @@ class TestBoardAlerts:
         read_and_judge(board)
         events = board.observe(FIXED_NOW + 1)
         assert [e.run for e in events] == [run.name] and events[0].worsening
-        row = next(r for r in board.rows(FIXED_NOW) if r.path == run)
+        row = next(r for r in board.rows(FIXED_NOW) if r.ref == RunRef(run))
         assert row.alert == events[0].kind.word and row.status is Status.PROBLEM
         wait_for(lambda: told.exists() and told.read_text().count("\n") >= 1, what="the command")
         assert json.loads(told.read_text().splitlines()[0])["run"] == run.name
-        board.seen(run)
-        assert next(r for r in board.rows(FIXED_NOW) if r.path == run).alert == ""
+        board.seen(RunRef(run))
+        assert next(r for r in board.rows(FIXED_NOW) if r.ref == RunRef(run)).alert == ""
         board.close()
 
 
@@ -414,3 +415,72 @@ async def test_hostile_run_names_reach_no_shell_and_no_terminal(tmp_path: Path) 
         shown = screen_text(app)
     assert "$(touch pwned)" in shown and "\x1b" not in shown and "␛" in shown
     assert not list(tmp_path.rglob("pwned")) and not Path("pwned").exists()
+
+
+#: a trackio project's runs and how many steps each logged (each row must read its own)
+TRACKIO_RUNS = {"lr-1e-6": 12, "lr-3e-6": 15, "lr-1e-5": 18}
+
+
+@pytest.fixture(scope="module")
+def trackio_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trackio folder whose one project holds three runs, written by trackio itself as
+    TRL's callback logs them (one database for every run of the project)."""
+    directory = tmp_path_factory.mktemp("trackio")
+    writer = TrackioWriter(directory)
+    try:
+        for name, steps in TRACKIO_RUNS.items():
+            writer.init("sweep", name)
+            for step in range(1, steps + 1):
+                reward = 0.2 + 0.01 * step
+                writer.log(
+                    {
+                        "train/reward": reward,
+                        "train/reward_std": 0.3,
+                        "train/rewards/accuracy_reward/mean": reward,
+                        "train/global_step": step,
+                    }
+                )
+            writer.finish()
+    finally:
+        writer.close()
+    return directory
+
+
+class TestATrackioProjectsRuns:
+    """One database holds every run of a trackio project: each run is a row of its own."""
+
+    def test_each_run_of_the_project_is_a_run(self, trackio_project: Path) -> None:
+        database = trackio_project / "sweep.db"
+        assert find_runs([trackio_project]) == [RunRef(database, n) for n in TRACKIO_RUNS]
+        assert find_runs([database]) == [RunRef(database, n) for n in TRACKIO_RUNS]
+        # --run NAME: the store is the run named, not a board
+        assert find_runs([trackio_project], split_stores=False) == [RunRef(trackio_project)]
+
+    def test_check_reads_each_run_and_names_it(self, trackio_project: Path) -> None:
+        out = io.StringIO()
+        check_board_command(
+            find_runs([trackio_project]), as_json=True, rules_file=None, now=FIXED_NOW, out=out
+        )
+        documents = json.loads(out.getvalue())
+        assert len(documents) == len(TRACKIO_RUNS)
+        read = {d["run"]["name"]: d["run"]["steps"]["last"] for d in documents}
+        assert read == TRACKIO_RUNS
+
+    async def test_the_board_shows_them_by_name_and_opens_the_one_chosen(
+        self, trackio_project: Path
+    ) -> None:
+        board = board_on(trackio_project)
+        read_and_judge(board)
+        names = {row.name: row for row in board.rows(FIXED_NOW)}
+        assert set(names) == set(TRACKIO_RUNS)
+        assert {name: row.step for name, row in names.items()} == {
+            name: f"step {steps}" for name, steps in TRACKIO_RUNS.items()
+        }
+        app = board_app(board)
+        async with app.run_test(size=(100, 24)) as pilot:
+            await board_settled(pilot, app, len(TRACKIO_RUNS))
+            await pilot.press("down", "enter")
+            await wait_until(pilot, lambda: app.return_value is not None, what="a choice")
+        chosen = app.return_value
+        assert chosen is not None and chosen == BoardChoice(app.rows[1].ref)
+        assert chosen.ref is not None and chosen.ref.run == app.rows[1].name

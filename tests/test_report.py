@@ -213,6 +213,7 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
     assert isinstance(age, float) and age >= 0
     assert data["run"] == {
         "framework": "ms-swift",
+        "name": None,
         "steps": {"first": 1, "last": 300, "count": 61},
         "max_steps": 300,
         "finished": True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -36,6 +37,7 @@ from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.numbers import format_value
 from grpo_tui.presentation import DEFAULT_CYCLE_S, FACT_SEPARATOR
 from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.sources.runs import RunRef
 from grpo_tui.vocabulary import RunState
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 
 def board_command(
     roots: Sequence[Path],
-    runs: Sequence[Path],
+    runs: Sequence[RunRef],
     *,
     theme: str | None,
     rules_file: Path | None = None,
@@ -73,7 +75,7 @@ def board_command(
     )
     board.add(list(runs))
     board.start()
-    selected: Path | None = None
+    selected: RunRef | None = None
     try:
         while True:
             try:
@@ -85,17 +87,19 @@ def board_command(
                 return EXIT_USAGE
             with exit_on_signals(app):
                 choice = app.run()
-            if choice is None or choice.path is None:
+            if choice is None or choice.ref is None:
                 return app.return_code or 0
-            selected = choice.path
+            selected = choice.ref
             theme = app.theme
             monitor = GrpoTuiApp(
-                choice.path,
+                choice.ref.path,
                 theme=theme,
                 rules=rules,
                 given=given,
                 cycle_seconds=cycle_seconds,
-                follower=RunFollower(choice.path, source, newest_first=True),
+                follower=RunFollower(
+                    choice.ref.path, board.options_for(choice.ref), newest_first=True
+                ),
                 from_board=True,
                 alerts=settings,
             )
@@ -109,7 +113,7 @@ def board_command(
 
 
 def check_board_command(
-    runs: Sequence[Path],
+    runs: Sequence[RunRef],
     *,
     as_json: bool,
     rules_file: Path | None,
@@ -137,12 +141,13 @@ def check_board_command(
     rows = []
     documents = []
     codes = []
-    for path in runs:
-        run = read_run(path, options=source)
+    for ref in runs:
+        options = replace(source or SourceOptions(), run_name=ref.run) if ref.run else source
+        run = read_run(ref.path, options=options)
         if given is not None:
             run.given = given
         diagnosis = diagnose(run, rules)
-        rows.append(board_row(run, diagnosis, moment, names[path]))
+        rows.append(board_row(run, diagnosis, moment, names[ref], ref=ref))
         codes.append(exit_code(run, diagnosis))
         if as_json:
             documents.append(diagnosis_to_json(run, diagnosis, now=now))

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -32,6 +32,7 @@ from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
 from grpo_tui.session import DIAGNOSIS_INTERVAL_S, Notice, Session
 from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.sources.runs import RunRef
 from grpo_tui.untrusted import printable
 
 #: seconds the loop waits for the readers before it looks at the clock again (a stall is
@@ -58,7 +59,7 @@ class Watch:
 
     def __init__(
         self,
-        paths: Sequence[Path],
+        paths: Sequence[Path | RunRef],
         settings: AlertSettings,
         rules: Rules,
         *,
@@ -81,9 +82,11 @@ class Watch:
             settings, lambda text: self._items.put((-1, Notice("on-alert", text, error=True)))
         )
         self.runs: list[WatchedRun] = []
-        for index, path in enumerate(paths):
+        for index, item in enumerate(paths):
+            ref = item if isinstance(item, RunRef) else RunRef(Path(item))
+            path = ref.path
             session = Session(
-                Run(Path(path), given=given or RunContext()),
+                Run(path, given=given or RunContext()),
                 rules,
                 self._poster(index),
                 diagnosis_interval=diagnosis_interval,
@@ -91,8 +94,9 @@ class Watch:
             # no screen: the first frame is "painted" at once (diagnoses may start)
             session.mounted()
             session.painted()
-            reader = session.follow(RunFollower(Path(path), source), watch_files=watch_files)
-            alerts = RunAlerts(Path(path), settings, command=self.command, clock=clock)
+            options = replace(source or SourceOptions(), run_name=ref.run) if ref.run else source
+            reader = session.follow(RunFollower(path, options), watch_files=watch_files)
+            alerts = RunAlerts(path, settings, command=self.command, clock=clock, name=ref.run)
             self.runs.append(WatchedRun(session, reader, alerts, alerts.detector.run))
         self._observed_at = -float("inf")
 
@@ -183,7 +187,7 @@ def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
 
 
 def watch_command(
-    paths: Sequence[Path],
+    paths: Sequence[Path | RunRef],
     settings: AlertSettings,
     *,
     rules_file: Path | None = None,

@@ -98,6 +98,11 @@ class Run:
         return self.status.followed
 
     @property
+    def store_run(self) -> str | None:
+        """The run followed in a store that holds several (a trackio project's), else None."""
+        return self.status.store_run
+
+    @property
     def version_hints(self) -> list[str]:
         return self.status.version_hints
 

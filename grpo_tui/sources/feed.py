@@ -70,6 +70,8 @@ class FeedStatus:
     files: list[str] = field(default_factory=list)
     #: files followed now
     followed: list[str] = field(default_factory=list)
+    #: the run followed in a store that holds several (a trackio project's), else None
+    store_run: str | None = None
     version_hints: list[str] = field(default_factory=list)
     waiting_for: str | None = None
     #: why the run's metrics cannot be read ("permission denied: PATH", a FIFO skipped), or
@@ -97,6 +99,7 @@ class FeedStatus:
             self.framework,
             tuple(self.files),
             tuple(self.followed),
+            self.store_run,
             self.waiting_for,
             self.unreadable,
             tuple(self.notes),
@@ -343,6 +346,7 @@ class RunFeed:
             return False
         polled = store.poll()
         self.status.unreadable = polled.problem
+        self.status.store_run = polled.run or self.status.store_run
         batch.events.extend(polled.events)
         batch.bad_lines.extend(polled.bad)
         if polled.restarted:

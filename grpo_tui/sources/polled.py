@@ -41,6 +41,8 @@ class PolledRecords:
     #: the store's own settings, once it was read ({} when it has none): a
     #: trainer_state.json's max_steps and logging_steps fill what the run context lacks
     settings: dict[str, Any] | None = None
+    #: which of the store's runs the records are of, when it holds several (trackio)
+    run: str | None = None
     #: records found and not usable (a row whose metrics are no JSON object, one without
     #: a step): counted and shown like bad lines, the records around them kept
     bad: list[BadLine] = field(default_factory=list)

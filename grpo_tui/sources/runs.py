@@ -5,21 +5,75 @@ with its own `vN-…` folders or checkpoints; a sweep's TRL `output_dir`s side b
 verl's experiment folders). A PATH is one run when it is a file, when an adapter finds a
 metrics file in it (ms-swift's output dir with its `vN-…` folders, a TRL output dir with
 its checkpoints), or when fewer than two of its folders hold a run (then discovery looks
-below it as it always did); otherwise each folder that holds a run is one. Discovery
-itself (sources/discover.py) resolves each run's files; this module only decides where
-the runs are. Only `stat` and `scandir`: nothing is created.
+below it as it always did); otherwise each folder that holds a run is one. A record
+store that holds several runs (a trackio project: TRL's `report_to="trackio"` puts every
+run of a project in one database) is one run each. Discovery itself
+(sources/discover.py) resolves each run's files; this module only decides where the runs
+are. Only `stat`, `scandir` and read-only queries: nothing is created.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from grpo_tui.files import mounted
 from grpo_tui.sources.discover import adapters_for, discover
-from grpo_tui.sources.formats.layout import entry_is_dir, entry_mtime, probe, scan
+from grpo_tui.sources.formats.layout import (
+    Found,
+    Probe,
+    Reading,
+    entry_is_dir,
+    entry_mtime,
+    probe,
+    scan,
+)
+from grpo_tui.sources.trackio import NotTrackio, list_runs
 
 #: folders of a folder looked at for runs (newest first): a month of daily runs
 RUNS_LOOKED_AT = 200
+
+
+@dataclass(frozen=True, order=True)
+class RunRef:
+    """Where one run is: its PATH, and which of its runs when PATH is a store holding
+    several (a trackio project's run, by name; None: the run PATH is, or its newest)."""
+
+    path: Path
+    run: str | None = None
+
+    def __str__(self) -> str:
+        return str(self.path) if self.run is None else f"{self.path} (run {self.run})"
+
+
+def _stores_in(path: Path, seen: Probe, only: str | None) -> list[Found]:
+    """The record stores PATH is or holds that may keep several runs (trackio projects)."""
+    found: list[Found] = []
+    for adapter in adapters_for(only):
+        if seen.is_dir and adapter.find is not None:
+            found.extend(adapter.find(path))
+        elif not seen.is_dir and adapter.claim is not None:
+            claimed = adapter.claim(path, seen)
+            found.extend([claimed] if claimed is not None else [])
+    return [f for f in found if f.reading is Reading.TRACKIO and f.exists and not f.problem]
+
+
+def store_runs(path: Path, *, only: str | None = None) -> list[RunRef]:
+    """Each run of the stores PATH is or holds, when together they hold two or more (a
+    project's runs, oldest first); [] otherwise. A store over ssh is not looked into (its
+    reader refuses it, and says why)."""
+    if mounted(path) is not None:
+        return []
+    refs: list[RunRef] = []
+    for store in _stores_in(path, probe(path), only):
+        try:
+            names = [info.name for info in list_runs(store.path)]
+        except (OSError, sqlite3.Error, NotTrackio):
+            continue
+        refs.extend(RunRef(store.path, name) for name in dict.fromkeys(names))
+    return refs if len(refs) >= 2 else []
 
 
 def holds_metrics(directory: Path, *, only: str | None = None) -> bool:
@@ -47,23 +101,33 @@ def run_folders(directory: Path, *, limit: int = RUNS_LOOKED_AT) -> list[Path]:
     return [Path(entry.path) for entry in folders[:limit]]
 
 
-def runs_in(path: Path, *, only: str | None = None, known: Iterable[Path] = ()) -> list[Path]:
-    """The runs PATH holds: [PATH] when it is one run (or nothing is there yet: it is
-    waited for as one), else each of its folders that holds a run, newest first.
-    `known`: folders already found to be runs (a rescan does not discover them again)."""
+def runs_in(
+    path: Path,
+    *,
+    only: str | None = None,
+    known: Iterable[RunRef] = (),
+    split_stores: bool = True,
+) -> list[RunRef]:
+    """The runs PATH holds: PATH when it is one run (or nothing is there yet: it is waited
+    for as one), each run of its store when it holds several (`split_stores`), else each
+    of its folders that holds a run, newest first. `known`: runs already found (a rescan
+    does not discover them again)."""
     seen = probe(path)
     if not seen.is_dir or holds_metrics(path, only=only):
-        return [path]
-    held = set(known)
-    runs = [f for f in run_folders(path) if f in held or is_run(f, only=only)]
-    return runs if len(runs) >= 2 else [path]
+        return (split_stores and store_runs(path, only=only)) or [RunRef(path)]
+    held = {ref.path for ref in known if ref.run is None}
+    runs = [RunRef(f) for f in run_folders(path) if f in held or is_run(f, only=only)]
+    return runs if len(runs) >= 2 else [RunRef(path)]
 
 
-def find_runs(paths: Sequence[Path], *, only: str | None = None) -> list[Path]:
-    """The runs of every PATH given, in the order given, each once."""
-    runs: list[Path] = []
+def find_runs(
+    paths: Sequence[Path], *, only: str | None = None, split_stores: bool = True
+) -> list[RunRef]:
+    """The runs of every PATH given, in the order given, each once. `split_stores`: a
+    store's runs are each a run (False when the user named the one to follow: `--run`)."""
+    runs: list[RunRef] = []
     for path in paths:
-        for run in runs_in(Path(path), only=only):
+        for run in runs_in(Path(path), only=only, split_stores=split_stores):
             if run not in runs:
                 runs.append(run)
     return runs

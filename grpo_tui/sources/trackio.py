@@ -238,6 +238,7 @@ class TrackioStore:
             self._reset()
         else:
             self._take(fetched, result)
+        result.run = self.current_run
         result.data_time = self._data_time(db_stat, fetched)
         return result
 

@@ -29,6 +29,7 @@ from grpo_tui.board import Board, BoardRow, board_counts
 from grpo_tui.numbers import format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, bars
 from grpo_tui.session import DiagnosisJob, DiagnosisResult
+from grpo_tui.sources.runs import RunRef
 from grpo_tui.ui.base_app import GrpoApp
 
 #: the board's clock: ages and states ("STALLED") change with time alone; seconds while a
@@ -50,7 +51,7 @@ WIDE_BOARD = 120
 class BoardChoice:
     """What the board app ended with: the run to open (None: the user quit)."""
 
-    path: Path | None
+    ref: RunRef | None
 
 
 def reward_cell(row: BoardRow) -> str:
@@ -109,9 +110,9 @@ class BoardApp(GrpoApp[BoardChoice]):
     class Diagnosed(Message):
         """A diagnosis of one run, from the diagnosis worker."""
 
-        def __init__(self, path: Path, result: DiagnosisResult) -> None:
+        def __init__(self, ref: RunRef, result: DiagnosisResult) -> None:
             super().__init__()
-            self.path = path
+            self.ref = ref
             self.result = result
 
     def __init__(
@@ -122,7 +123,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         now: Callable[[], float] = time.time,
         environ: Mapping[str, str] | None = None,
         title: str = "",
-        selected: Path | None = None,
+        selected: RunRef | None = None,
     ) -> None:
         super().__init__(theme=theme, environ=environ)
         self.board = board
@@ -136,7 +137,9 @@ class BoardApp(GrpoApp[BoardChoice]):
         self._diagnosing = False
         self._cursor_moved = selected is not None
         #: the runs marked for a comparison (space), in the order marked
-        self.marked: list[Path] = []
+        self.marked: list[RunRef] = []
+        #: the table's row keys → the runs they are
+        self._keyed: dict[str, RunRef] = {}
         self._state = Static("", id="board-state")
         self._counts = Static("", id="board-counts")
         self._facts = Static("", id="board-facts")
@@ -190,17 +193,17 @@ class BoardApp(GrpoApp[BoardChoice]):
         if chosen is None:
             return
         self._diagnosing = True
-        path, job = chosen
-        self._diagnose(path, job)
+        ref, job = chosen
+        self._diagnose(ref, job)
 
     @work(thread=True, exclusive=False, group="diagnose", name="diagnose a run")
-    def _diagnose(self, path: Path, job: DiagnosisJob) -> None:
-        self.post_message(self.Diagnosed(path, job()))
+    def _diagnose(self, ref: RunRef, job: DiagnosisJob) -> None:
+        self.post_message(self.Diagnosed(ref, job()))
 
     @on(Diagnosed)
     def _on_diagnosed(self, message: Diagnosed) -> None:
         self._diagnosing = False
-        self.board.diagnosed(message.path, message.result)
+        self.board.diagnosed(message.ref, message.result)
         self._take()
         self._alert()
         self._draw()
@@ -305,7 +308,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         table = self._table
         # the cursor follows the run the user moved it to; until then it stays on the top
         # row, the worst run (which changes as the verdicts come in)
-        selected = self._selected_path() if self._cursor_moved else None
+        selected = self._selected_run() if self._cursor_moved else None
         columns = self._columns(width)
         table.clear(columns=True)
         for label, size in columns:
@@ -318,7 +321,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         for row in self._rows:
             glyph = Text(row.status.glyph, style=spec.style(row.status.zone))
             state_style = "bold" if row.troubled else ""
-            mark = "●" if row.path in self.marked else "⚑" if row.alert else " "
+            mark = "●" if row.ref in self.marked else "⚑" if row.alert else " "
             cells: list[Text] = [
                 Text(mark, style="bold"),
                 glyph,
@@ -334,14 +337,15 @@ class BoardApp(GrpoApp[BoardChoice]):
                     Text(row.age),
                 ]
             cells.append(verdict_cell(row, verdict_width))
-            table.add_row(*cells, key=str(row.path))
+            self._keyed[str(row.ref)] = row.ref
+            table.add_row(*cells, key=str(row.ref))
         if selected is not None:
             self._select(selected)
         elif self._selected is not None:
             self._select(self._selected)
             self._selected = None
 
-    def _selected_path(self) -> Path | None:
+    def _selected_run(self) -> RunRef | None:
         table = self._table
         if not table.row_count:
             return None
@@ -349,11 +353,11 @@ class BoardApp(GrpoApp[BoardChoice]):
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         except Exception:  # the table is being refilled
             return None
-        return Path(key) if key else None
+        return self._keyed.get(key) if key else None
 
-    def _select(self, path: Path) -> None:
+    def _select(self, ref: RunRef) -> None:
         try:
-            index = self._table.get_row_index(str(path))
+            index = self._table.get_row_index(str(ref))
         except Exception:  # not shown (filtered out)
             return
         self._table.move_cursor(row=index, animate=False)
@@ -377,19 +381,19 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     # -- actions ------------------------------------------------------------------------
     def action_open_run(self) -> None:
-        path = self._selected_path()
-        if path is not None:
-            self._open(path)
+        ref = self._selected_run()
+        if ref is not None:
+            self._open(ref)
 
     @on(DataTable.RowSelected, "#board-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        key = event.row_key.value
-        if key:
-            self._open(Path(key))
+        ref = self._keyed.get(event.row_key.value or "")
+        if ref is not None:
+            self._open(ref)
 
-    def _open(self, path: Path) -> None:
-        self.board.seen(path)  # its marker goes: the user looks at it now
-        self.exit(BoardChoice(path))
+    def _open(self, ref: RunRef) -> None:
+        self.board.seen(ref)  # its marker goes: the user looks at it now
+        self.exit(BoardChoice(ref))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The board's own keys act (and show in the footer) on the board only, not on a
@@ -398,14 +402,14 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     def action_mark(self) -> None:
         """Mark the run under the cursor for a comparison, or unmark it."""
-        path = self._selected_path()
-        if path is None:
+        ref = self._selected_run()
+        if ref is None:
             return
         self._cursor_moved = True
-        if path in self.marked:
-            self.marked.remove(path)
+        if ref in self.marked:
+            self.marked.remove(ref)
         else:
-            self.marked.append(path)
+            self.marked.append(ref)
         self._draw()
 
     def action_compare(self) -> None:

@@ -62,7 +62,9 @@ def _run_label(run: Run) -> str:
     if machine is not None:  # a run on another machine says which
         label = f"{machine}:…/{label}"
     framework = f" ({run.framework})" if run.framework else ""
-    return printable(label + framework)
+    # one database holds every run of a trackio project: which one this is
+    store_run = f" · run {run.store_run}" if run.store_run else ""
+    return printable(label + framework + store_run)
 
 
 def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
