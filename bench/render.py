@@ -32,7 +32,7 @@ from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_value
-from grpo_tui.presentation import GRPO_SIGNALS, OPTIMISER, order_metrics
+from grpo_tui.presentation import GRPO_SIGNALS, OPTIMISER, fit_names, order_metrics
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.sources.records import ColumnGroup, RowBlock
@@ -84,11 +84,12 @@ class GridFrame:
         self.palette = load_themes()["default"].palette
         self.names = order_metrics(store.names())
         self.layout = RowLayout.fit(width, max(len(n) for n in self.names))
+        self.labels = fit_names(self.names, self.layout.name)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for name in self.names:
             row = build_row(self.store, name, self.layout.spark, self.rules, self.context, None)
-            yield from row_segments(row, self.layout, self.palette)
+            yield from row_segments(row, self.layout, self.palette, self.labels[name])
             yield Segment.line()
 
 

@@ -100,7 +100,132 @@ def matches_filter(name: str, query: str) -> bool:
     return all(word in lowered for word in query.lower().split())
 
 
+# -- names in a column --------------------------------------------------------------------------
+
+
+def _cut(name: str, width: int) -> str:
+    """Head and tail around an ellipsis ("eval_rew…/mean"): names share a head and end
+    with what they measure."""
+    tail = min(len(name) // 2, (width - 1) // 2)
+    return name[: width - 1 - tail] + "…" + name[len(name) - tail :]
+
+
+#: fewest cells a name's middle keeps before the whole name is cut head and tail instead
+_MIDDLE_CELLS = 6
+#: fewest characters of a shared head worth replacing by an ellipsis
+_SHARED_HEAD_CHARS = 3
+
+
+def _shared_head(texts: Iterable[str]) -> int:
+    """How many first characters all `texts` share."""
+    ordered = sorted(texts)
+    # the sorted first and last differ earliest: their shared head is everyone's
+    first, last = ordered[0], ordered[-1]
+    pairs = enumerate(zip(first, last, strict=False))
+    return next((i for i, (a, b) in pairs if a != b), len(first))
+
+
+def _fit_middle(head: str, middle: str, last: str, width: int) -> str | None:
+    """`head` + `middle` + `/last` in `width` cells, the middle cut at its end; None when
+    the middle would keep fewer than a few cells."""
+    room = width - len(head) - len(last) - 1
+    if len(middle) <= room:
+        return f"{head}{middle}/{last}"
+    if room < _MIDDLE_CELLS:
+        return None
+    return f"{head}{middle[: room - 1]}…/{last}"
+
+
+def _segment_cut(text: str, siblings: Sequence[str], width: int) -> str:
+    """`rewards/SummaryFormatReward/mean` in `width` cells, keeping the namespace and what
+    it measures: the head the middle shares with its siblings (`Summary`, which every
+    reward function of the run starts with) becomes an ellipsis, a middle still too long
+    is cut at its end (`rewards/…ObjectsTotalRe…/mean`), and in a narrow column the
+    namespace goes first (`…Format…/mean`)."""
+    parts = text.split("/")
+    if len(parts) < 3:
+        return _cut(text, width)
+    first, middle, last = parts[0], "/".join(parts[1:-1]), parts[-1]
+    if len(siblings) > 1:
+        shared = _shared_head("/".join(s.split("/")[1:-1]) for s in siblings)
+        if _SHARED_HEAD_CHARS <= shared < len(middle):
+            middle = "…" + middle[shared:]
+    fitted = _fit_middle(first + "/", middle, last, width)
+    if fitted is None:
+        fitted = _fit_middle("" if middle.startswith("…") else "…", middle, last, width)
+    return fitted if fitted is not None else _cut(text, width)
+
+
+def _window(text: str, start: int, width: int) -> str:
+    """`text` from `start` on in `width` cells, after what comes just before it (where
+    look-alikes of another group differ: `…best@2/mean`, `…worst@2/mean`), with an
+    ellipsis wherever something is left out."""
+    rest = text[start:]
+    if start == 0:
+        return rest[: width - 1] + "…"
+    if len(rest) < width:
+        return "…" + text[len(text) - width + 1 :]
+    return "…" + rest[: width - 2] + "…"
+
+
+def _tell_apart(texts: set[str], width: int) -> dict[str, str]:
+    """Cuts of look-alike `texts` (all longer than `width`) that differ: each shown from
+    the first character where some of them differ, and those still alike in that window
+    from where they differ in turn (a longer shared head each time, so this ends)."""
+    start = _shared_head(texts)
+    windows = {text: _window(text, start, width) for text in texts}
+    alike: dict[str, set[str]] = {}
+    for text, window in windows.items():
+        alike.setdefault(window, set()).add(text)
+    for group in alike.values():
+        if len(group) > 1:
+            windows.update(_tell_apart(group, width))
+    return windows
+
+
+def fit_names(names: Sequence[str], width: int) -> dict[str, str]:
+    """Each name printable and in at most `width` cells, cut so that names tell apart.
+
+    A plain head-and-tail cut hides what tells reward functions apart:
+    `rewards/SummaryFormatReward/mean` and `rewards/SummaryDatasetReward/mean` both
+    became `rewards/Summ…tReward/mean`. A long `a/b/c` name keeps its namespace and its
+    last part and drops the head its middle shares with names of the same shape
+    (`rewards/…FormatReward/mean`); names whose cuts are still alike are shown from where
+    they differ.
+    """
+    shown = {name: printable(name) for name in names}
+    shapes: dict[tuple[str, int], list[str]] = {}
+    for text in shown.values():
+        parts = text.split("/")
+        shapes.setdefault((parts[0], len(parts)), []).append(text)
+    cuts: dict[str, str] = {}
+    for name, text in shown.items():
+        if len(text) <= width:
+            cuts[name] = text
+        else:
+            parts = text.split("/")
+            cuts[name] = _segment_cut(text, shapes[(parts[0], len(parts))], width)
+    # look-alikes are told apart; when their new cuts meet others', the two groups are
+    # told apart together. In a column too narrow for any window to show where names
+    # differ (under 18 cells, a terminal under 54 columns) some may stay alike: the
+    # rounds end when one changes nothing.
+    for _ in range(len(cuts)):
+        alike: dict[str, set[str]] = {}
+        for name, cut in cuts.items():
+            alike.setdefault(cut, set()).add(shown[name])
+        before = dict(cuts)
+        for texts in (texts for texts in alike.values() if len(texts) > 1):
+            windows = _tell_apart(texts, width)
+            for name, text in shown.items():
+                if text in windows:
+                    cuts[name] = windows[text]
+        if cuts == before:
+            break
+    return cuts
+
+
 # -- sparkline bars ----------------------------------------------------------------------------
+
 
 BARS = "▁▂▃▄▅▆▇█"
 GAP = " "

@@ -42,7 +42,7 @@ from grpo_tui.context import RunContext
 from grpo_tui.events import EventRules
 from grpo_tui.health.rules import Rules
 from grpo_tui.sources.runs import RunRef, find_runs, runs_in
-from grpo_tui.ui.board_app import BoardApp, BoardChoice, fit_name
+from grpo_tui.ui.board_app import BoardApp, BoardChoice
 from grpo_tui.ui.compare_screen import CompareScreen, OverlayScreen
 from grpo_tui.vocabulary import Status
 
@@ -298,11 +298,6 @@ class TestTheBoardApp:
             assert not app.back_to_board
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.back_to_board, what="back to the board")
-
-
-def test_long_names_keep_head_and_tail() -> None:
-    assert fit_name("trl-qwen35-9b-gsm8k-rho07-s44-latecollapse", 19) == "trl-qwen3…ecollapse"
-    assert fit_name("short", 19) == "short"
 
 
 class TestCompareCore:

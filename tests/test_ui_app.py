@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    CORPUS,
     FIXED_MTIME,
     FIXTURE_COMPLETIONS,
     RUN_DIR_NAME,
@@ -103,6 +104,24 @@ class TestWhatIsShown:
         )
         # never-logged metrics are not listed
         assert "memory" not in names
+
+    async def test_look_alike_metric_names_stay_apart_at_80_columns(self) -> None:
+        run = CORPUS / "msswift-qwen3vl-summary-pein" / "v0-20251231-032857"
+        app = app_for(run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            grid = app.main_screen.query_one(MetricGrid)
+            width = grid.row_layout.name
+            labels = {name: grid.label(name) for name in grid.names}
+            text = screen_text(app)
+        rewards = [name for name in labels if name.startswith("rewards/Summary")]
+        assert len(rewards) >= 3
+        # the real keys do not fit 80 columns, and each row still says which function
+        assert all(len(name) > width for name in rewards)
+        shown = [labels[name] for name in rewards]
+        assert len(set(shown)) == len(shown)
+        assert all(label is not None and len(label) <= width for label in shown)
+        assert "Format" in text and "Dataset" in text
 
     async def test_header_shows_progress_and_finished(self, finished_run: Path) -> None:
         app = app_for(finished_run)

@@ -8,13 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import CORPUS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.style import Style
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import Diagnosis, MetricHealth
 from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_duration, format_value
-from grpo_tui.presentation import matches_filter, order_metrics
+from grpo_tui.presentation import fit_names, matches_filter, order_metrics
+from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.state import run_state, stall_threshold
@@ -297,10 +301,76 @@ def test_row_layout_fits_80_columns() -> None:
     row = build_row(
         store, "eval_rewards/LengthBonus/mean", layout.spark, Rules(), RunContext(), None
     )
-    text = "".join(s.text for s in row_segments(row, layout, load_themes()["default"].palette))
+    label = fit_names([row.name], layout.name)[row.name]
+    palette = load_themes()["default"].palette
+    text = "".join(s.text for s in row_segments(row, layout, palette, label))
     assert len(text) <= 78
     assert text.startswith("eval_rewards/")  # long names keep head and tail
     assert "…" in text and "/mean" in text
+
+
+#: reward functions of a real ms-swift run (corpus msswift-qwen3vl-summary-pein) whose
+#: names a plain head-and-tail cut made alike at 80 columns
+SUMMARY_REWARDS = [
+    "rewards/SummaryFormatReward/mean",
+    "rewards/SummaryDatasetReward/mean",
+    "rewards/SummaryObjectsTotalReward/mean",
+    "rewards/SummaryFormatReward/std",
+    "reward",
+]
+
+
+class TestFitNames:
+    """Names cut to a column stay printable, fit, and never look alike."""
+
+    def test_look_alike_reward_functions_are_told_apart(self) -> None:
+        cuts = fit_names(SUMMARY_REWARDS, 26)
+        # the namespace and the statistic kept, the head every function shares dropped
+        assert cuts["rewards/SummaryFormatReward/mean"] == "rewards/…FormatReward/mean"
+        assert cuts["rewards/SummaryDatasetReward/mean"] == "rewards/…DatasetRewa…/mean"
+        assert cuts["rewards/SummaryObjectsTotalReward/mean"] == "rewards/…ObjectsTota…/mean"
+        assert len(set(cuts.values())) == len(SUMMARY_REWARDS)
+        assert cuts["reward"] == "reward"
+
+    def test_narrow_columns_drop_the_namespace_first(self) -> None:
+        cuts = fit_names(SUMMARY_REWARDS, 18)
+        assert cuts["rewards/SummaryDatasetReward/mean"] == "…DatasetRewa…/mean"
+        assert fit_names(SUMMARY_REWARDS, 9)["rewards/SummaryObjectsTotalReward/mean"] == (
+            "…Objects…"
+        )
+
+    def test_every_corpus_run_keeps_its_names_apart(self) -> None:
+        for run in sorted(path for path in CORPUS.iterdir() if path.is_dir()):
+            names = load_run(run).store.names()
+            # 18 cells: the name column of a 54-column terminal; 30 is its widest
+            for width in (18, 22, 26, 30):
+                cuts = fit_names(names, width)
+                assert all(len(cut) <= width for cut in cuts.values()), (run.name, width)
+                assert len(set(cuts.values())) == len(names), (run.name, width)
+
+    def test_names_are_made_printable(self) -> None:
+        assert fit_names(["a\x1b[2Jb"], 30) == {"a\x1b[2Jb": "a␛[2Jb"}
+
+    def test_a_cut_keeps_head_and_tail(self) -> None:
+        name = "trl-qwen35-9b-gsm8k-rho07-s44-latecollapse"
+        assert fit_names([name, "short"], 19) == {
+            name: "trl-qwen3…ecollapse",
+            "short": "short",
+        }
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8, unique=True),
+        st.integers(5, 30),
+    )
+    def test_every_cut_fits_and_is_inert(self, names: list[str], width: int) -> None:
+        cuts = fit_names(names, width)
+        assert set(cuts) == set(names)
+        for name, cut in cuts.items():
+            assert len(cut) <= width
+            assert cut == printable(cut)
+            if len(printable(name)) <= width:
+                assert cut == printable(name)
 
 
 # -- the file-event waker -------------------------------------------------------------------

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from grpo_tui.alerts import terminal_text
 from grpo_tui.board import Board, BoardRow, board_counts
 from grpo_tui.numbers import format_value
-from grpo_tui.presentation import VERDICT_SEPARATOR, bars
+from grpo_tui.presentation import VERDICT_SEPARATOR, bars, fit_names
 from grpo_tui.session import DiagnosisJob, DiagnosisResult
 from grpo_tui.sources.runs import RunRef
 from grpo_tui.ui.base_app import GrpoApp
@@ -61,15 +61,6 @@ def reward_cell(row: BoardRow) -> str:
     levels = np.asarray(row.reward_levels, dtype=float)
     spark = bars(levels) if levels.size and np.isfinite(levels).any() else ""
     return f"{format_value(row.reward_first)}→{format_value(row.reward_now)} {spark}"
-
-
-def fit_name(name: str, width: int) -> str:
-    """A run's name in `width` cells, keeping its head and tail: sweep runs share a prefix
-    and differ at the end (`trl-qwen35…s44-latecollapse`)."""
-    if len(name) <= width:
-        return name
-    tail = (width - 1) // 2
-    return name[: width - 1 - tail] + "…" + name[len(name) - tail :]
 
 
 def state_word(row: BoardRow) -> str:
@@ -318,6 +309,8 @@ class BoardApp(GrpoApp[BoardChoice]):
         spec = self.theme_spec.palette
         verdict_width = columns[-1][1]
         narrow = width < WIDE_BOARD
+        # sweep runs share a prefix and differ at the end (`trl-qwen35…s44-latecollapse`)
+        names = fit_names([row.name for row in self._rows], columns[2][1])
         for row in self._rows:
             glyph = Text(row.status.glyph, style=spec.style(row.status.zone))
             state_style = "bold" if row.troubled else ""
@@ -325,7 +318,7 @@ class BoardApp(GrpoApp[BoardChoice]):
             cells: list[Text] = [
                 Text(mark, style="bold"),
                 glyph,
-                Text(fit_name(row.name, columns[2][1]), no_wrap=True),
+                Text(names[row.name], no_wrap=True),
                 Text(state_word(row), style=state_style),
                 Text(row.step.removeprefix("step ").split(" ")[0] if narrow else row.step[5:]),
             ]

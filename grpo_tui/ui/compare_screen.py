@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from grpo_tui.compare import Comparison, OverlaySeries
 from grpo_tui.numbers import format_step
-from grpo_tui.presentation import VERDICT_SEPARATOR
+from grpo_tui.presentation import VERDICT_SEPARATOR, fit_names
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 
@@ -137,11 +137,12 @@ class CompareScreen(Screen[None]):
         table.add_column(Text(steps or "history"), width=max(cells, len(steps)), key="history")
         self._row_metric = []
         marks = {run.name: run_mark(i) for i, run in enumerate(comparison.runs)}
+        labels = fit_names([metric.metric for metric in comparison.metrics], name_width)
         for metric in comparison.metrics:
             for index, line in enumerate(metric.lines):
-                shown = metric.metric if index == 0 else ""
+                shown = labels[metric.metric] if index == 0 else ""
                 table.add_row(
-                    Text(shown, no_wrap=True, overflow="ellipsis"),
+                    Text(shown, no_wrap=True),
                     Text(marks.get(line.run, "+"), style="bold"),
                     Text(line.last_text, justify="right"),
                     spark_text(line.levels, line.zones, self._palette),

@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from grpo_tui.presentation import matches_filter, order_metrics
+from grpo_tui.presentation import fit_names, matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.frame import MetricsFrame
@@ -74,6 +74,8 @@ class MetricGrid(ScrollView, can_focus=True):
         #: the source version each cached row was computed from
         self._row_version: dict[str, tuple[int, int, int]] = {}
         self._row_layout = RowLayout.fit(80, 20)
+        #: each listed name as drawn: cut to the name column, never two alike
+        self._labels: dict[str, str] = {}
         self._layout_width = 0
         self._generation = 0
 
@@ -122,6 +124,10 @@ class MetricGrid(ScrollView, can_focus=True):
         """Column widths at the current size (the caption above the grid aligns to them)."""
         return self._row_layout
 
+    def label(self, name: str) -> str | None:
+        """A listed metric's name as its row shows it (None when not listed)."""
+        return self._labels.get(name)
+
     def row(self, name: str) -> MetricRow | None:
         """The row of a metric as last drawn (None when not drawn yet)."""
         return self._rows.get(name)
@@ -135,6 +141,7 @@ class MetricGrid(ScrollView, can_focus=True):
     def _set_names(self, names: list[str]) -> None:
         selected = self.selected
         self._names = names
+        self._labels = fit_names(names, self._row_layout.name)
         # width 0: rows always fit, so there is never a horizontal scrollbar
         self.virtual_size = Size(0, len(names))
         if selected in names:
@@ -160,6 +167,7 @@ class MetricGrid(ScrollView, can_focus=True):
             layout = RowLayout.fit(width, longest)
             if layout != self._row_layout:
                 self._row_layout = layout
+                self._labels = fit_names(self._names, layout.name)
                 self.post_message(self.LayoutChanged())
 
     def _row_key(self) -> tuple[int, int, int]:
@@ -200,7 +208,8 @@ class MetricGrid(ScrollView, can_focus=True):
         row = self._compute(self._names[index])
         if row is None:
             return Strip.blank(width, self.rich_style)
-        segments = row_segments(row, self._row_layout, self._source.palette)
+        label = self._labels.get(row.name, row.name)
+        segments = row_segments(row, self._row_layout, self._source.palette, label)
         strip = Strip(segments).adjust_cell_length(width)
         if index == self.cursor:
             component = "metric-grid--cursor" if self.has_focus else "metric-grid--cursor-blurred"

@@ -21,7 +21,6 @@ from grpo_tui.numbers import format_value
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
-from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Direction, Zone
 
 VALUE_WIDTH = 9
@@ -94,24 +93,18 @@ def build_row(
     )
 
 
-def _fit_name(name: str, width: int) -> str:
-    """The name in `width` cells; long names keep their head and tail ("eval_rew…/mean")."""
-    name = printable(name)
-    if len(name) <= width:
-        return name.ljust(width)
-    tail = min(len(name) // 2, (width - 1) // 2)
-    return name[: width - 1 - tail] + "…" + name[len(name) - tail :]
-
-
-def row_segments(row: MetricRow, layout: RowLayout, palette: ZonePalette) -> list[Segment]:
-    """The row as segments: name, value, zone glyph, trend, sparkline."""
+def row_segments(
+    row: MetricRow, layout: RowLayout, palette: ZonePalette, label: str
+) -> list[Segment]:
+    """The row as segments: its name as `label` (`fit_names` cut it to `layout.name`
+    among the names on screen), value, zone glyph, trend, sparkline."""
     zone_style = palette.style(row.zone)
     # a verdict colours the value; "no bands" or "unknown" leaves it in the plain text colour
     value_style = zone_style if row.zone.judged else None
     means = np.frombuffer(row.levels_values, dtype=float)
     zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
     segments = [
-        Segment(_fit_name(row.name, layout.name) + " "),
+        Segment(label.ljust(layout.name) + " "),
         Segment(row.value_text.rjust(VALUE_WIDTH)[-VALUE_WIDTH:] + " ", value_style),
         Segment(row.zone.glyph, zone_style),
         Segment(row.trend.glyph + " ", Style(dim=True)),
