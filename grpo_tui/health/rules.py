@@ -103,8 +103,6 @@ class TrendRules:
     short to show the rise on its own is still rising, not a plateau."""
     exploding_factor: float = 10.0
     """"Exploding": rising and the recent level exceeds this many times the previous window's median."""
-    accelerating_ratio: float = 2.0
-    """"Rising faster than linear": the second half's slope exceeds the first half's by this factor."""
 
 
 @dataclass(frozen=True, slots=True)

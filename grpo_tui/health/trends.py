@@ -138,13 +138,6 @@ class Trend:
     def known(self) -> bool:
         return self.direction is not Direction.UNKNOWN
 
-    @property
-    def relative_change(self) -> float:
-        """change / |level_start| (NaN when the start level is ~0)."""
-        if not math.isfinite(self.level_start) or abs(self.level_start) < 1e-12:
-            return math.nan
-        return self.change / abs(self.level_start)
-
 
 def unknown_trend(points: int = 0) -> Trend:
     return Trend(Direction.UNKNOWN, math.nan, math.nan, math.nan, points, math.nan, math.nan)
@@ -207,37 +200,6 @@ def classify_trend(
     else:
         direction = Direction.FALLING
     return Trend(direction, slope, change, noise, n, level_start, level_end)
-
-
-def accelerating(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> bool:
-    """True when a rising series rises faster than linearly: the second half's slope exceeds
-    the first half's by `accelerating_ratio` (both halves need enough points)."""
-    steps = np.asarray(steps, dtype=float)
-    values = np.asarray(values, dtype=float)
-    ok = np.isfinite(values) & np.isfinite(steps)
-    steps, values = steps[ok], values[ok]
-    half = values.size // 2
-    if half < max(rules.min_points // 2, 3):
-        return False
-    first = theil_sen_slope(
-        *smooth(steps[:half], values[:half], rules.smoothing, rules.max_points),
-        rules.max_pairs,
-    )
-    second = theil_sen_slope(
-        *smooth(steps[half:], values[half:], rules.smoothing, rules.max_points),
-        rules.max_pairs,
-    )
-    if not (math.isfinite(first) and math.isfinite(second)) or second <= 0:
-        return False
-    overall = classify_trend(steps, values, rules)
-    if overall.direction not in (Direction.RISING, Direction.EXPLODING):
-        return False
-    # the extra rise the second half gained must itself stand out of the noise, by the
-    # same test a trend passes
-    extra = (second - first) * float(steps[-1] - steps[half])
-    noise = overall.noise
-    threshold = max(rules.noise_multiple * noise * math.sqrt(12.0 / half), rules.min_change * noise)
-    return second > rules.accelerating_ratio * max(first, 0.0) and extra > threshold
 
 
 # -- spikes --------------------------------------------------------------------------

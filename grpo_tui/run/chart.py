@@ -136,10 +136,6 @@ class ChartView:
     def empty(self) -> bool:
         return len(self.mean) == 0
 
-    @property
-    def x_unit(self) -> str:
-        return "wall time" if self.wall_time else "step"
-
     def drawn(self, values: np.ndarray) -> np.ndarray:
         """Values as y coordinates: log10 under log-Y (values ≤ 0 become NaN), else as is."""
         values = np.asarray(values, dtype=float)
