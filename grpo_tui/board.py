@@ -30,8 +30,14 @@ from grpo_tui.context import RunContext
 from grpo_tui.events import Event
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
-from grpo_tui.numbers import format_age, format_duration, format_step
-from grpo_tui.presentation import VERDICT_SEPARATOR, VerdictLine, state_headline, verdict_line
+from grpo_tui.numbers import format_age, format_duration
+from grpo_tui.presentation import (
+    VERDICT_SEPARATOR,
+    VerdictLine,
+    state_headline,
+    step_fact,
+    verdict_line,
+)
 from grpo_tui.run.follow import RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.update import Update
@@ -164,13 +170,7 @@ def board_row(
     path, when the path holds several)."""
     state, label = state_headline(run, now)
     progress = run.progress()
-    step = ""
-    if progress.step is not None:
-        step = f"step {format_step(progress.step)}"
-        if progress.max_steps:
-            step += f"/{progress.max_steps}"
-        if progress.fraction is not None:
-            step += f" {100 * progress.fraction:.0f}%"
+    step = step_fact(progress)
     eta = ""
     if progress.remaining_s is not None and state is RunState.LIVE:
         eta = f"ETA {format_duration(progress.remaining_s)}"

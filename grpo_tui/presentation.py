@@ -19,7 +19,7 @@ import numpy as np
 from grpo_tui.files import RECONNECTING, mounted
 from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Span, num
 from grpo_tui.numbers import format_age, format_duration, format_step
-from grpo_tui.run.live import Run
+from grpo_tui.run.live import Progress, Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
@@ -295,18 +295,26 @@ def no_metrics_words(run: Run) -> str:
     return f"no training metrics found in {name} ({lines} line{'' if lines == 1 else 's'} read)"
 
 
+def step_fact(progress: Progress) -> str:
+    """`step 120/500 24%` (as much of it as is known), "" before the first step."""
+    if progress.step is None:
+        return ""
+    step = f"step {format_step(progress.step)}"
+    if progress.max_steps:
+        step += f"/{progress.max_steps}"
+    if progress.fraction is not None:
+        step += f" {100 * progress.fraction:.0f}%"
+    return step
+
+
 def progress_facts(run: Run, now: float) -> tuple[str, ...]:
     """Where the run is, as short facts: step / max %, ETA, speed, memory, elapsed, the age
     of the newest data, the bad-line count."""
     state, age = run_state(run, now)
     progress = run.progress()
     facts: list[str] = []
-    if progress.step is not None:
-        step = f"step {format_step(progress.step)}"
-        if progress.max_steps:
-            step += f"/{progress.max_steps}"
-        if progress.fraction is not None:
-            step += f" {100 * progress.fraction:.0f}%"
+    step = step_fact(progress)
+    if step:
         facts.append(step)
     if progress.remaining_s is not None and state is not RunState.FINISHED:
         facts.append(f"ETA {format_duration(progress.remaining_s)}")

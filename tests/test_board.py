@@ -43,7 +43,7 @@ from grpo_tui.events import EventRules
 from grpo_tui.health.rules import Rules
 from grpo_tui.sources.runs import RunRef, find_runs, runs_in
 from grpo_tui.ui.board_app import BoardApp, BoardChoice
-from grpo_tui.ui.compare_screen import CompareScreen, OverlayScreen
+from grpo_tui.ui.compare_screen import CompareScreen, OverlayScreen, overlay_chart
 from grpo_tui.vocabulary import Status
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -334,6 +334,14 @@ class TestCompareCore:
         series = overlay_series(runs, "reward", 40)
         assert [s.index for s in series] == [0, 1]
         assert all(np.isfinite(s.values).all() for s in series)
+
+    def test_the_overlay_is_drawn_on_whole_step_ticks(self, judged: Board) -> None:
+        runs = judged.to_compare(judged.refs[:2])
+        series = overlay_series(runs, "reward", 40)
+        picture = overlay_chart("reward", series, 80, 16).plain
+        x_labels = picture.splitlines()[-1].split()
+        assert x_labels and all(label.isdigit() for label in x_labels)
+        assert overlay_chart("reward", [], 80, 16).plain == "no run logs this metric"
 
 
 class TestCompareScreen:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_tui import load_run
-from grpo_tui.run.chart import EMA_WEIGHT, ChartModes, chart_view, ema, wall_clock
+from grpo_tui.run.chart import EMA_WEIGHT, ChartModes, chart_view, ema, step_axes, wall_clock
 from grpo_tui.run.metrics import MetricStore
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -168,3 +168,24 @@ class TestWallTime:
         assert view.smoothed is not None and len(view.smoothed.starts) == 2
         # on the step axis the same run has no gap
         assert chart_view(store, "reward", ChartModes(), 76, 16).mean.starts == (0,)
+
+
+class TestStepAxes:
+    """A chart drawn elsewhere (the comparison's overlay) gets the detail chart's axes."""
+
+    def test_a_kl_overlay_stops_at_zero_and_ticks_whole_steps(self) -> None:
+        steps = np.array([1.0, 7.0, 13.0, 19.0, 1.0, 7.0, 13.0, 19.0])
+        kl = np.array([0.0, 0.002, 0.003, 0.004, 0.0015, 0.0025, 0.0035, 0.0045])
+        axes = step_axes("kl", steps, kl, 80, 20)
+        assert axes is not None
+        assert axes.y_lo == 0.0 and axes.y_hi >= 0.0045
+        assert (axes.x_lo, axes.x_hi) == (1.0, 19.0)
+        assert axes.x_ticks.positions and all(p == int(p) for p in axes.x_ticks.positions)
+
+    def test_float_noise_stays_flat(self) -> None:
+        reward = np.array([-0.01005, -0.01026, -0.01011])
+        axes = step_axes("eval_reward", np.array([10.0, 20.0, 30.0]), reward, 80, 20)
+        assert axes is not None and axes.y_hi - axes.y_lo >= 0.01
+
+    def test_nothing_finite_is_no_axes(self) -> None:
+        assert step_axes("reward", np.array([1.0]), np.array([np.nan]), 80, 20) is None

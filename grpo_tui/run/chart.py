@@ -249,6 +249,38 @@ def _plot_area(width: int, height: int, y_labels: Ticks) -> tuple[int, int]:
     return max(8, width - label_cells - _FRAME_CELLS), max(3, height - _FRAME_ROWS)
 
 
+@dataclass(frozen=True, slots=True)
+class StepAxes:
+    """Where a step-x chart's axes run and their ticks: the detail chart's rules (the
+    metric's floor, a minimum span, integer step ticks) for a chart drawn elsewhere."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    x_ticks: Ticks
+    y_ticks: Ticks
+
+
+def step_axes(
+    name: str, steps: np.ndarray, values: np.ndarray, width: int, height: int
+) -> StepAxes | None:
+    """The axes of metric `name`'s points (`steps`, `values`, any number of lines) in a
+    `width` × `height` chart; None when no point is finite."""
+    finite = np.isfinite(values) & np.isfinite(steps)
+    if not finite.any():
+        return None
+    lo, hi = float(values[finite].min()), float(values[finite].max())
+    y_lo, y_hi = y_limits(lo, hi, value_domain(name))
+    _, rows = _plot_area(width, height, Ticks((), ("-0.00001",)))
+    y_ticks = value_ticks(y_lo, y_hi, rows)
+    columns, _ = _plot_area(width, height, y_ticks)
+    x_lo, x_hi = float(steps[finite].min()), float(steps[finite].max())
+    if x_hi <= x_lo:  # one step: half a step either side
+        x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
+    return StepAxes(x_lo, x_hi, y_lo, y_hi, step_ticks(x_lo, x_hi, columns), y_ticks)
+
+
 def _step_lines(store: MetricStore, name: str, columns: int) -> tuple[Line, Line, Line, bool]:
     """The store's buckets as mean / min / max lines at their middle step; whether any
     bucket holds more than one point."""

@@ -18,7 +18,9 @@ from textual.widgets import DataTable, Footer, Static
 from grpo_tui.compare import Comparison, OverlaySeries
 from grpo_tui.numbers import format_step
 from grpo_tui.presentation import VERDICT_SEPARATOR, fit_names
+from grpo_tui.run.chart import step_axes
 from grpo_tui.ui.themes import ZonePalette
+from grpo_tui.ui.widgets.chart import finish_figure, new_figure
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 
 #: the runs' colours in the overlay chart and the legend, in run order (Okabe-Ito: told
@@ -168,18 +170,17 @@ class CompareScreen(Screen[None]):
         self.action_chart()
 
 
-def overlay_chart(series: Sequence[OverlaySeries], width: int, height: int) -> Text:
-    """The runs' series in one plotext chart (integer step ticks), as inert Text."""
+def overlay_chart(metric: str, series: Sequence[OverlaySeries], width: int, height: int) -> Text:
+    """The runs' series in one plotext chart on the detail chart's axes (the metric's
+    floor, a minimum span, integer step ticks), as inert Text."""
     import plotext as plt
 
-    fig = plt.figure
-    fig.clear()
-    plt.terminal.limit(False, False)
-    fig.plot_size(max(20, width), max(6, height))
-    fig.theme("colorless")
-    fig.legend(active=False)
-    if not series:
+    steps = np.concatenate([one.steps for one in series]) if series else np.empty(0)
+    values = np.concatenate([one.values for one in series]) if series else np.empty(0)
+    axes = step_axes(metric, steps.astype(float), values, width, height)
+    if axes is None:
         return Text("no run logs this metric", style="dim")
+    fig = new_figure(width, height)
     for one in series:
         rgb = RUN_RGB[one.index % len(RUN_RGB)]
         line = fig.signal(
@@ -188,18 +189,7 @@ def overlay_chart(series: Sequence[OverlaySeries], width: int, height: int) -> T
             marker=plt.marker("braille", plt.pixel(rgb, "default")),
         )
         fig.draw(line.lines())
-    lo = min(float(one.steps.min()) for one in series)
-    hi = max(float(one.steps.max()) for one in series)
-    values = np.concatenate([one.values for one in series])
-    y_lo, y_hi = float(values.min()), float(values.max())
-    pad = 0.08 * (y_hi - y_lo) if y_hi > y_lo else max(abs(y_hi), 1.0) * 0.08
-    fig.ruler("y").lim(y_lo - pad, y_hi + pad)
-    if hi > lo:
-        fig.ruler("x").lim(lo, hi)
-        ticks = np.unique(np.round(np.linspace(lo, hi, 6)).astype(int)).tolist()
-        fig.ruler("x").ticks(ticks, [str(t) for t in ticks])
-    picture = fig.build().string()
-    return Text.from_ansi(picture.rstrip("\n"), no_wrap=True, end="")
+    return finish_figure(fig, axes)
 
 
 class OverlayScreen(Screen[None]):
@@ -234,7 +224,7 @@ class OverlayScreen(Screen[None]):
         self._title.update(title)
         width = self._chart.content_region.width or self.size.width
         height = self._chart.content_region.height or max(6, self.size.height - 5)
-        self._chart.update(overlay_chart(self.series, width, height))
+        self._chart.update(overlay_chart(self.metric, self.series, width, height))
         legend = Text(no_wrap=True, overflow="ellipsis")
         shown = {one.run for one in self.series}
         for index, name in enumerate(self._runs):

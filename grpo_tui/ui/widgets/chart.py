@@ -18,7 +18,7 @@ from rich.color import Color
 from rich.text import Text
 
 from grpo_tui.numbers import format_step, format_value
-from grpo_tui.run.chart import ChartView, Line
+from grpo_tui.run.chart import ChartView, Line, StepAxes
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
@@ -116,6 +116,32 @@ def _draw_zoned(
                 start = pos + 1
 
 
+def new_figure(width: int, height: int) -> Any:
+    """plotext's figure cleared and sized to `width` × `height` cells, colourless (the
+    markers carry the colours), without plotext's legend (ours is a widget)."""
+    import plotext as plt
+
+    fig = plt.figure
+    fig.clear()
+    plt.terminal.limit(False, False)
+    fig.plot_size(max(20, width), max(6, height))
+    fig.theme("colorless")
+    fig.legend(active=False)
+    return fig
+
+
+def finish_figure(fig: Any, axes: ChartView | StepAxes) -> Text:
+    """The figure with the axes core chose (limits and ticks), built as inert Text."""
+    fig.ruler("y").lim(axes.y_lo, axes.y_hi)
+    fig.ruler("x").lim(axes.x_lo, axes.x_hi)
+    if len(axes.y_ticks):
+        fig.ruler("y").ticks(list(axes.y_ticks.positions), list(axes.y_ticks.labels))
+    if len(axes.x_ticks):
+        fig.ruler("x").ticks(list(axes.x_ticks.positions), list(axes.x_ticks.labels))
+    picture = fig.build().string()
+    return Text.from_ansi(picture.rstrip("\n"), no_wrap=True, end="")
+
+
 def build_chart(
     view: ChartView,
     zones: np.ndarray,
@@ -133,12 +159,7 @@ def build_chart(
 
     if view.empty:
         return Text("nothing logged yet", style="dim"), cuts
-    fig = plt.figure
-    fig.clear()
-    plt.terminal.limit(False, False)
-    fig.plot_size(max(20, width), max(6, height))
-    fig.theme("colorless")
-    fig.legend(active=False)
+    fig = new_figure(width, height)
     grey = _pixel(palette, Zone.UNKNOWN)
     # band edges and onsets first (data draws over them); they are two-point signals because
     # plotext's own line() paints a background
@@ -174,14 +195,7 @@ def build_chart(
                     ys = view.drawn(envelope.y[stretch])
                     _draw(fig, envelope.x[stretch], ys, braille_grey)
         _draw_zoned(fig, view, mean, zones, palette)
-    fig.ruler("y").lim(view.y_lo, view.y_hi)
-    fig.ruler("x").lim(view.x_lo, view.x_hi)
-    if len(view.y_ticks):
-        fig.ruler("y").ticks(list(view.y_ticks.positions), list(view.y_ticks.labels))
-    if len(view.x_ticks):
-        fig.ruler("x").ticks(list(view.x_ticks.positions), list(view.x_ticks.labels))
-    picture = fig.build().string()
-    return Text.from_ansi(picture.rstrip("\n"), no_wrap=True, end=""), hidden
+    return finish_figure(fig, view), hidden
 
 
 def chart_legend(
