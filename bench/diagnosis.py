@@ -56,7 +56,7 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import snapshot
 from grpo_tui.health.steady import VerdictTracker
 from grpo_tui.run.follow import load_run
-from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, write_run
+from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, regime_at, write_run
 from grpo_tui.sources.discover import discover
 from grpo_tui.vocabulary import ScenarioId, Status
 
@@ -315,8 +315,7 @@ def _accepted(scenario: str, t: float, lag: float) -> set[str]:
     before the nominal boundary)."""
     words: set[str] = set()
     for at in (t, t - lag, t + lag):
-        regimes = SCENARIO_REGIMES[scenario]
-        regime = next((r for r in reversed(regimes) if r.start <= max(at, 0.0)), regimes[0])
+        regime = regime_at(scenario, at)
         words |= {regime.headline, *regime.also}
     return words
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -13,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grpo_tui import load_run
+from grpo_tui.commands.inspect import inspect_data, render_text
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.text_stats import (
     MAX_EXACT_PAIRS,
@@ -123,7 +126,7 @@ def test_run1_end_repeat_and_eval_line_excluded_from_summary() -> None:
     summary = index.summary()
     assert summary.lines == 7
     assert [s.step for s in summary.steps] == [1.0, 2.0, 3.0, 4.0, 6.0]
-    assert summary.earliest is not None and summary.earliest.groups == 1
+    assert summary.steps[0].groups == 1
     latest = summary.latest
     assert latest is not None
     assert latest.completions == 8 and latest.groups == 2
@@ -336,7 +339,14 @@ def test_unequal_lengths_use_shortest_and_count_malformed(tmp_path: Path) -> Non
     }
     _write_lines(path, [record])
     index = _index(path)
-    assert index.malformed_lines == 1
+    assert index.state().cut_batches == 1
+    # as a run shows it: an ms-swift run folder with its metrics log beside
+    (tmp_path / "logging.jsonl").write_text('{"global_step/max_steps": "1/2", "reward": 0.5}\n')
+    data = inspect_data(load_run(tmp_path))
+    assert data["completions"]["cut"] == 1
+    shown = io.StringIO()
+    render_text(data, shown)
+    assert "1 batch with lists of unequal length, cut to the shortest" in shown.getvalue()
     assert index.line_info(0).malformed
     assert index.line_info(0).rows == 2
     assert [s.text for s in index.groups()[0].completions] == ["a", "b"]

@@ -508,6 +508,21 @@ def test_group_title(tmp_path: Path, palette: ZonePalette) -> None:
     assert "spread" not in unknown  # no known total, no spread to show
 
 
+def test_group_title_says_a_batch_was_cut(tmp_path: Path, palette: ZonePalette) -> None:
+    """A batch whose lists had unequal lengths (kept, cut to the shortest) says so in
+    every group's title; a whole batch does not."""
+    record = {
+        "step": ["1"] * 4,
+        "prompt": ["p"] * 4,
+        "completion": ["a", "b", "c"],
+        "r": [1, 0, 1, 0],
+    }
+    cut = _page(tmp_path, [record])
+    assert group_title(cut, 0, [0], palette).plain.endswith("· lists cut to the shortest")
+    whole = _ranked_page(tmp_path)
+    assert "cut" not in group_title(whole, 0, [0, 1, 2, 3, 4], palette).plain
+
+
 def test_group_title_kinds_of_lines(palette: ZonePalette) -> None:
     """Eval / end lines and repeats say so in the title."""
     index = CompletionsIndex(RUN1)

@@ -364,7 +364,6 @@ def test_a_corrupted_record_is_counted_and_the_rest_read(tmp_path: Path) -> None
         (bad.name, f"a corrupted record at byte {offset}, skipped")
     ]
     assert first.records + drain(store) == [{"step": 1, "loss": 1.0}, {"step": 3, "loss": 0.25}]
-    assert store.unreadable_records == 1
     newer = event_file(tmp_path, 1700000500)
     append(newer, simple(4, "train/loss", 0.125))
     assert drain(store) == [{"step": 4, "loss": 0.125}]
@@ -381,16 +380,22 @@ def test_a_corrupted_length_and_garbage_are_skipped_to_the_next_record(tmp_path:
         handle.write(frame(simple(1, "train/loss", 1.0)) + bytes(absurd) + garbage)
         handle.write(frame(simple(3, "train/loss", 0.25)))
     store = TensorBoardStore(path)
-    assert drain(store) == [{"step": 1, "loss": 1.0}, {"step": 3, "loss": 0.25}]
-    assert store.unreadable_records == 1  # one run of corrupted bytes, counted once
+    first = store.poll()
+    assert len(first.bad) == 1  # one run of corrupted bytes, counted once
+    assert first.records + drain(store) == [{"step": 1, "loss": 1.0}, {"step": 3, "loss": 0.25}]
 
 
-def test_unparseable_event_with_good_checksum_is_skipped(tmp_path: Path) -> None:
+def test_unparseable_event_with_good_checksum_is_a_bad_line(tmp_path: Path) -> None:
+    """A record whose checksum holds but which is no event is shown as a bad line (it was
+    counted where nothing showed it), and the events around it are read."""
     path = event_file(tmp_path, 1700000000)
     append(path, simple(1, "train/loss", 1.0), b"\xff\xff\xff", simple(2, "train/loss", 0.5))
     store = TensorBoardStore(path)
-    assert drain(store) == [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}]
-    assert store.unreadable_records == 1
+    first = store.poll()
+    assert [(b.origin, b.reason) for b in first.bad] == [
+        (path.name, "a record that is not an event, skipped")
+    ]
+    assert first.records + drain(store) == [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}]
 
 
 def test_large_backlog_is_read_in_bounded_bites(tmp_path: Path) -> None:

@@ -28,8 +28,6 @@ from helpers import wait_for
 
 from grpo_tui.sources.trackio import (
     TrackioStore,
-    find_trackio_dir,
-    list_projects,
     list_runs,
 )
 
@@ -163,8 +161,6 @@ def test_newest_run_by_default_a_named_run_when_asked(writer: Writer, two_runs: 
     ]
     assert all(run.run_id and len(run.run_id) == 32 for run in runs)
     assert all(run.last_time and abs(run.last_time - time.time()) < 120 for run in runs)
-    assert "runs" in list_projects(writer.directory)
-    assert "mapped" in list_projects(writer.directory)
 
 
 def test_a_newer_run_is_a_restart_and_a_named_run_stays(writer: Writer) -> None:
@@ -259,7 +255,6 @@ def test_missing_and_odd_paths(tmp_path: Path) -> None:
     assert (missing.records, missing.problem, missing.more) == ([], None, False)
     assert list(tmp_path.iterdir()) == []  # nothing created
     assert list_runs(tmp_path / "nothing.db") == []
-    assert list_projects(tmp_path / "no-such-dir") == []
     (tmp_path / "folder.db").mkdir()
     folder = TrackioStore(tmp_path / "folder.db").poll()
     assert folder.problem == f"not a regular file (a directory), skipped: {tmp_path / 'folder.db'}"
@@ -269,24 +264,6 @@ def test_missing_and_odd_paths(tmp_path: Path) -> None:
     (tmp_path / "junk.db").write_bytes(b"not a database" * 100)
     junk = TrackioStore(tmp_path / "junk.db").poll()
     assert junk.problem is not None and "file is not a database" in junk.problem
-
-
-def test_trackio_dir_is_found_as_trackio_finds_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "hf" / "trackio").mkdir(parents=True)
-    monkeypatch.delenv("TRACKIO_DIR", raising=False)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert find_trackio_dir() == tmp_path / "hf" / "trackio"
-    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path))
-    assert find_trackio_dir() == tmp_path
-    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "absent"))
-    assert find_trackio_dir() is None
-    monkeypatch.setenv("TRACKIO_DIR", "")  # empty is unset for trackio too
-    monkeypatch.delenv("HF_HOME")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    (tmp_path / "cache" / "huggingface" / "trackio").mkdir(parents=True)
-    assert find_trackio_dir() == tmp_path / "cache" / "huggingface" / "trackio"
 
 
 def test_inbox_fragments_of_a_network_filesystem(writer: Writer) -> None:
@@ -299,7 +276,6 @@ def test_inbox_fragments_of_a_network_filesystem(writer: Writer) -> None:
         writer.log(train_row(step))
     assert [record["step"] for record in poll_until(store, 3)] == [1, 2, 3]
     assert not db.exists()
-    assert "remote" in list_projects(writer.directory)
     [run] = list_runs(db)
     assert (run.name, run.rows, run.last_step) == ("run-r", 3, 3)
     assert writer.send("import_inbox") == 3  # what `trackio show` does every 15 s
@@ -375,7 +351,6 @@ def test_what_is_not_a_fragment_in_the_inbox(tmp_path: Path) -> None:
     for _ in range(2):
         polled = store.poll()
         assert (polled.records, polled.problem, polled.restarted) == ([], None, False)
-    assert list_projects(tmp_path) == []
     assert list_runs(tmp_path / "p.db") == []
 
 

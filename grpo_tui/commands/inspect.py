@@ -95,6 +95,7 @@ def _completions_data(run: Run) -> dict[str, Any] | None:
         "path": str(index.path),
         "batches": state.lines,
         "bad": state.bad_line_count,
+        "cut": state.cut_batches,
         "bad_examples": [
             {"file": bad.origin, "line": bad.line_no, "reason": bad.reason}
             for bad in index.bad_lines[-_BAD_LINES_SHOWN:]
@@ -149,6 +150,11 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             f"completions {completions['path']}: {completions['batches']} batches, "
             f"{completions['bad']} bad\n"
         )
+        if completions["cut"]:
+            cut = completions["cut"]
+            write(
+                f"  {cut} batch{'' if cut == 1 else 'es'} with lists of unequal length, cut to the shortest\n"
+            )
         if completions["problem"]:
             write(f"  {completions['problem']}\n")
         for bad in completions["bad_examples"]:

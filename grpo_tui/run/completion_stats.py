@@ -214,7 +214,3 @@ class CompletionsSummary:
     @property
     def latest(self) -> StepSampleStats | None:
         return self.steps[-1] if self.steps else None
-
-    @property
-    def earliest(self) -> StepSampleStats | None:
-        return self.steps[0] if self.steps else None

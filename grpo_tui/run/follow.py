@@ -214,10 +214,6 @@ class FollowLoop:
         self._wake.set()
 
     @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
-
-    @property
     def reads(self) -> int:
         """How many reads of the files have ended, each handed on if it held anything
         (a test that needs the files looked at since some moment waits for two more)."""

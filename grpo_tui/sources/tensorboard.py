@@ -112,8 +112,6 @@ class TensorBoardStore:
 
     def __init__(self, path: Path, *, max_events: int = MAX_EVENTS_PER_POLL) -> None:
         self.path = path
-        #: records skipped: not an event, a bad checksum, a run of corrupted bytes
-        self.unreadable_records = 0
         self._told_slow = False
         self._max_events = max_events
         self._reset()
@@ -180,12 +178,11 @@ class TensorBoardStore:
                 bad_before = len(reader.bad)
                 with open_regular(path) as handle:
                     raws = reader.read(handle, info.st_size, budget)
-                read = self._parse(tb, raws, out.records)
+                read = self._parse(tb, raws, out, path.name)
             except OSError as error:
                 out.problem = describe_os_error(error, path)
                 break
             for at in reader.bad[bad_before:]:
-                self.unreadable_records += 1
                 out.bad.append(
                     BadLine(path.name, 0, f"a corrupted record at byte {at}, skipped", "")
                 )
@@ -210,15 +207,17 @@ class TensorBoardStore:
         out.data_time = self._data_time
         return out
 
-    def _parse(self, tb: _TensorBoard, raws: list[bytes], records: list[dict[str, Any]]) -> int:
-        """The events of these records into step dicts; how many were read."""
+    def _parse(self, tb: _TensorBoard, raws: list[bytes], out: PolledRecords, origin: str) -> int:
+        """The events of these records into step dicts (`out.records`); how many were read.
+        A record whose checksum holds but which is no event is a bad line of `origin`."""
+        records = out.records
         count = 0
         for raw in raws:
             count += 1
             try:
                 event = tb.parse_event(raw)
             except tb.decode_error:
-                self.unreadable_records += 1
+                out.bad.append(BadLine(origin, 0, "a record that is not an event, skipped", ""))
                 continue
             for value in event.summary.value:
                 number, key = _scalar(value, tb), _key(value.tag)

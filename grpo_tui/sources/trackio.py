@@ -52,14 +52,13 @@ from typing import Any
 import orjson
 
 from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, mounted
-from grpo_tui.sources.formats.trackio import DB_SUFFIX, REGISTRY_PREFIX
+from grpo_tui.sources.formats.trackio import DB_SUFFIX
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
 from grpo_tui.sources.trackio_inbox import (
     Fragment,
     WriterFolder,
     first_fragment,
-    fragment_names,
     inbox_runs,
     read_fragment,
     writer_dirs,
@@ -104,36 +103,6 @@ class RunInfo:
     last_step: int | None
     #: when its last row was written (trackio's timestamp; an inbox fragment's mtime)
     last_time: float | None
-
-
-def find_trackio_dir() -> Path | None:
-    """trackio's directory, found as trackio finds it: `$TRACKIO_DIR`, else
-    `$HF_HOME/trackio` (HF_HOME as huggingface_hub resolves it); None if not a directory."""
-    configured = os.environ.get("TRACKIO_DIR")
-    if configured:
-        directory = Path(configured)
-    else:
-        cache = os.getenv("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-        hf_home = os.getenv("HF_HOME", os.path.join(cache, "huggingface"))
-        directory = Path(os.path.expandvars(os.path.expanduser(hf_home))) / "trackio"
-    return directory if directory.is_dir() else None
-
-
-def list_projects(directory: Path) -> list[str]:
-    """The projects of a trackio directory: its databases, and projects found only as
-    inbox fragments (a network filesystem before any dashboard imported them)."""
-    names: set[str] = set()
-    with suppress(OSError), os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name.endswith(DB_SUFFIX) and not entry.name.startswith(REGISTRY_PREFIX):
-                with suppress(OSError):
-                    if entry.is_file():
-                        names.add(entry.name.removesuffix(DB_SUFFIX))
-    for folder in writer_dirs(directory / INBOX):
-        first = first_fragment(folder, fragment_names(folder))
-        if first is not None:
-            names.add(first.project)
-    return sorted(names)
 
 
 def list_runs(db_path: Path) -> list[RunInfo]:

@@ -138,6 +138,9 @@ def group_title(
         zone = Zone.CAUTION if group.all_pass else Zone.BAD
         text.append(" · ")
         text.append(kind_word, style=palette.style(zone) + Style(bold=True))
+    if info.malformed:
+        # the batch's lists had unequal lengths: rows past the shortest were dropped
+        text.append(" · lists cut to the shortest", style=palette.style(Zone.CAUTION))
     return text
 
 

@@ -74,6 +74,8 @@ class IndexState:
     problem: str | None = None
     #: prompt groups in the tallied entries worth showing (what "N new groups" counts)
     shown_groups: int = 0
+    #: batches kept although their lists had unequal lengths (cut to the shortest)
+    cut_batches: int = 0
 
 
 @dataclass(frozen=True, slots=True)

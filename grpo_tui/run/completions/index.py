@@ -162,7 +162,7 @@ class CompletionsIndex:
         #: entries whose tally is pending (a growing batch, or a failed re-read)
         self._untallied: set[int] = set()
         self._good_lines = 0
-        self._malformed_lines = 0
+        self._cut_batches = 0
         self._bad_count = 0
         self._bad: list[BadLine] = []
         self._reward_names: dict[str, None] = {}
@@ -239,7 +239,7 @@ class CompletionsIndex:
                 del self._bad[0]
             return
         self._good_lines += 1
-        self._malformed_lines += rows.malformed
+        self._cut_batches += rows.malformed
         self._reward_names.update(dict.fromkeys(rows.rewards))
         known = rows.totals[np.isfinite(rows.totals)]
         if known.size:
@@ -569,6 +569,7 @@ class CompletionsIndex:
                 bad_line_count=self._bad_count,
                 problem=self._source.problem,
                 shown_groups=self._shown_groups,
+                cut_batches=self._cut_batches,
             )
 
     def neighbour(
@@ -671,12 +672,6 @@ class CompletionsIndex:
         reasons."""
         with self._locked():
             return tuple(self._bad)
-
-    @property
-    def malformed_lines(self) -> int:
-        """Batches kept although their lists had unequal lengths (cut to the shortest)."""
-        with self._locked():
-            return self._malformed_lines
 
     @property
     def reward_names(self) -> tuple[str, ...]:
