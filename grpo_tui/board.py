@@ -535,9 +535,10 @@ class Board:
         )
 
     def to_compare(self, refs: Sequence[RunRef]) -> list[RunToCompare]:
-        """These runs (those followed), with their names and steady diagnoses."""
+        """These runs (those followed), with their names (inert: a folder's name is
+        anybody's) and steady diagnoses."""
         return [
-            RunToCompare(self.name(ref), entry.session.run, entry.session.diagnosis)
+            RunToCompare(printable(self.name(ref)), entry.session.run, entry.session.diagnosis)
             for ref in refs
             if (entry := self._entries.get(ref)) is not None
         ]

@@ -365,6 +365,11 @@ class TestCompareScreen:
             overlay = app.screen
             assert isinstance(overlay, OverlayScreen) and overlay.metric == "reward"
             assert len(overlay.series) == 2
+            await pilot.pause()
+            lines = screen_text(app).splitlines()
+            # the step ticks are on screen (the legend once pushed them off the bottom)
+            assert any(len(ws := ln.split()) >= 3 and all(w.isdigit() for w in ws) for ln in lines)
+            assert sum("━" in line for line in lines) == 2  # the legend: a run a line
             await pilot.press("escape", "escape")
             await wait_until(pilot, lambda: len(app.screen_stack) == 1, what="the board again")
 
@@ -416,7 +421,16 @@ async def test_hostile_run_names_reach_no_shell_and_no_terminal(tmp_path: Path) 
     async with app.run_test(size=(120, 24)) as pilot:
         await board_settled(pilot, app, 2)
         shown = screen_text(app)
-    assert "$(touch pwned)" in shown and "\x1b" not in shown and "␛" in shown
+        # side by side, and one metric charted over both: the names as inert there
+        await pilot.press("space", "down", "space", "c")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen), what="compare")
+        compared = screen_text(app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, OverlayScreen), what="chart")
+        await pilot.pause()
+        charted = screen_text(app)
+    for text in (shown, compared, charted):
+        assert "$(touch pwned)" in text and "\x1b" not in text and "␛" in text
     assert not list(tmp_path.rglob("pwned")) and not Path("pwned").exists()
 
 

@@ -4,6 +4,7 @@ an idle run that writes only its clock to the terminal, once a minute."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ from grpo_tui.presentation import fit_facts, notes_fact
 from grpo_tui.session import told
 from grpo_tui.ui import base_app as app_module
 from grpo_tui.ui.app import GrpoTuiApp
-from grpo_tui.ui.screenshot import writable_directory
+from grpo_tui.ui.base_app import TOAST_PADDING, TOAST_SHARE
+from grpo_tui.ui.screenshot import shown_path, writable_directory
 from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.vocabulary import RunState
 
@@ -57,6 +59,21 @@ class TestNotifications:
             assert toast.region.height == 1
             assert toast.region.y == 23  # the footer's row: no sparkline under it
 
+    async def test_a_long_toast_is_cut_to_its_line_not_wrapped_away(
+        self, finished_run: Path
+    ) -> None:
+        app = app_for(finished_run)
+        long = "run-" + "x" * 60 + ": PROBLEM · Reward hacking since 24 · ToyFormat 0.87→0.98"
+        async with app.run_test(size=(80, 24), notifications=True) as pilot:
+            await settle(pilot, app)
+            app.tell(long, title="alert")
+            await wait_until(pilot, lambda: len(toast_words(app)) == 1, what="the toast")
+            [told] = toast_words(app)
+            assert told.startswith("alert: run-xxx") and told.endswith("…")
+            assert len(told) <= int(80 * TOAST_SHARE) - TOAST_PADDING
+            await pilot.pause()
+            assert told in screen_text(app).splitlines()[-1]  # whole on the footer row
+
     def test_a_wait_the_header_says_is_no_toast(self) -> None:
         events = ["waiting for out/logging.jsonl", "following newer run directory v1"]
         assert told(events) == ("following newer run directory v1",)
@@ -85,6 +102,15 @@ class TestNotifications:
 class TestScreenshot:
     """The palette's Screenshot goes to a directory it can write, and says which."""
 
+    def test_a_path_is_shown_from_home_and_cut_at_its_head(self, tmp_path: Path) -> None:
+        name = "grpo-tui_20261206-135449.svg"
+        assert shown_path(Path.home() / name, 60) == f"~/{name}"
+        deep = tmp_path / "a" / "bb" / "home" / name
+        assert shown_path(deep, 200) == str(deep)
+        assert shown_path(deep, 36) == f"…/home/{name}"  # cut at a folder's start
+        assert shown_path(deep, 37) == f"…/home/{name}"
+        assert shown_path(deep, 20) == "…" + name[-19:]  # the name's tail when alone too long
+
     def test_the_first_writable_directory_is_chosen(self, tmp_path: Path) -> None:
         home = tmp_path / "home"
         home.mkdir()
@@ -105,11 +131,14 @@ class TestScreenshot:
             app.action_screenshot()
             await wait_until(pilot, lambda: any(home.glob("*.svg")), what="the screenshot")
             saved = next(home.glob("*.svg"))
-            await wait_until(
-                pilot,
-                lambda: toast_words(app) == [f"screenshot: saved to {saved}"],
-                what="where it went",
-            )
+            await wait_until(pilot, lambda: len(toast_words(app)) == 1, what="where it went")
+            [told] = toast_words(app)
+            # one toast line at 80 columns (70 % less border and padding): the name kept
+            assert told.startswith("screenshot saved …/") and len(told) <= 50
+            assert told.endswith(f"/{saved.name}")
+            assert re.fullmatch(r"grpo-tui_\d{8}-\d{6}\.svg", saved.name)
+            on_screen = screen_text(app).splitlines()[-1]
+            assert saved.name in on_screen  # the toast on the footer row, not wrapped away
         assert "FINISHED" in saved.read_text(encoding="utf-8")
         assert not any((finished_run / RUN_DIR_NAME).glob("*.svg"))  # never in the run dir
 

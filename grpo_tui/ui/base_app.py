@@ -4,20 +4,32 @@ and a command palette of our own actions with a screenshot that saves where it c
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from rich.cells import cell_len, set_cell_size
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from grpo_tui.ui.screenshot import screenshot_directories, writable_directory
+from grpo_tui.ui.screenshot import (
+    NAME_FORMAT,
+    screenshot_directories,
+    shown_path,
+    writable_directory,
+)
 from grpo_tui.ui.themes import ThemeSpec, load_themes, next_theme_name, resolve_theme_name
 from grpo_tui.untrusted import printable
 
 ResultT = TypeVar("ResultT")
+
+#: a toast's widest share of the screen, and the cells its padding and border take (Toast in
+#: the .tcss files, Textual's own border, and the rack's edge: measured, a longer one wraps)
+TOAST_SHARE = 0.7
+TOAST_PADDING = 6
 
 
 class GrpoApp(App[ResultT]):
@@ -45,12 +57,17 @@ class GrpoApp(App[ResultT]):
         return self._themes.get(name) or self._themes[resolve_theme_name(None, {})]
 
     def tell(self, text: str, *, title: str = "", error: bool = False, timeout: float = 5) -> None:
-        """One notification at a time, on the footer's line (the .tcss): a new one takes the
-        place of the one shown, so none stacks up over the data. Inert: never markup."""
+        """One notification at a time, on the footer's line (the .tcss), cut to that line: a
+        new one takes the place of the one shown, so none stacks up over the data. Inert:
+        never markup."""
         self.clear_notifications()
-        words = f"{title}: {text}" if title else text
+        words = printable(f"{title}: {text}" if title else text)
+        # a toast is one line (the .tcss): a longer text would wrap out of sight
+        room = max(12, int(self.size.width * TOAST_SHARE) - TOAST_PADDING)
+        if cell_len(words) > room:
+            words = set_cell_size(words, room - 1) + "…"
         self.notify(
-            printable(words),
+            words,
             severity="error" if error else "information",
             timeout=timeout,
             markup=False,
@@ -67,12 +84,16 @@ class GrpoApp(App[ResultT]):
         if where is None:
             self.tell("no writable directory to save it in", title="screenshot", error=True)
             return
+        name = filename or time.strftime(NAME_FORMAT)
         try:
-            saved = self.save_screenshot(filename, str(where))
+            saved = self.save_screenshot(name, str(where))
         except OSError as error:
             self.tell(f"not saved: {error}", title="screenshot", error=True)
             return
-        self.tell(f"saved to {saved}", title="screenshot", timeout=8)
+        # a toast is one line (the .tcss): the path is cut to it, never wrapped out of sight
+        words = "screenshot saved "
+        room = max(12, int(self.size.width * TOAST_SHARE) - TOAST_PADDING - len(words))
+        self.tell(words + shown_path(Path(saved), room), timeout=8)
 
     def palette_extras(self) -> Iterable[SystemCommand]:
         """Commands of this app beyond its key bindings (none unless overridden)."""

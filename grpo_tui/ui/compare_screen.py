@@ -22,6 +22,7 @@ from grpo_tui.run.chart import step_axes
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.chart import finish_figure, new_figure
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
+from grpo_tui.untrusted import printable
 
 #: the runs' colours in the overlay chart and the legend, in run order (Okabe-Ito: told
 #: apart by colour-blind readers too)
@@ -219,20 +220,23 @@ class OverlayScreen(Screen[None]):
         self.call_after_refresh(self._draw)
 
     def _draw(self) -> None:
-        title = Text(self.metric, style="bold")
+        title = Text(printable(self.metric), style="bold")
         title.append(f"  {len(self.series)} of {len(self._runs)} runs log it", style="dim")
         self._title.update(title)
-        width = self._chart.content_region.width or self.size.width
-        height = self._chart.content_region.height or max(6, self.size.height - 5)
-        self._chart.update(overlay_chart(self.metric, self.series, width, height))
-        legend = Text(no_wrap=True, overflow="ellipsis")
+        # the legend first, a run a line cut to the width: the chart gets the rows left
+        # (sized from the legend's old height, its x labels fell off the bottom)
+        cells = max(1, self.size.width - 2)
+        lines: list[Text] = []
         shown = {one.run for one in self.series}
         for index, name in enumerate(self._runs):
-            if index:
-                legend.append("   ")
             red, green, blue = RUN_RGB[index % len(RUN_RGB)]
             style = f"rgb({red},{green},{blue})" if name in shown else "dim"
-            legend.append(f"{run_mark(index)} ━ {name}", style=style)
+            line = Text(f"{run_mark(index)} ━ {name}", style=style)
             if name not in shown:
-                legend.append(" (not logged)", style="dim")
-        self._legend.update(legend)
+                line.append(" (not logged)", style="dim")
+            line.truncate(cells, overflow="ellipsis")
+            lines.append(line)
+        self._legend.update(Text("\n").join(lines))
+        # title and footer a row each
+        height = max(6, self.size.height - 2 - len(lines))
+        self._chart.update(overlay_chart(self.metric, self.series, self.size.width, height))
