@@ -23,7 +23,7 @@ from grpo_tui.run.live import Progress, Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import RunState, ScenarioId, Status
+from grpo_tui.vocabulary import ENDED_TOO_SHORT, RunState, ScenarioId, Status
 
 #: seconds between groups while the completions panel follows the newest batch (`--cycle`):
 #: long enough to read a group's rewards and the start of its texts
@@ -547,6 +547,16 @@ def _verdict_title(scenario: Scenario) -> str:
     return title
 
 
+def status_word(diagnosis: Diagnosis) -> str:
+    """The status as a word, the same on the verdict line, the diagnosis pane and `check`:
+    its headline ("PROBLEM"), or why there is none yet ("WARMING UP") or none at all
+    ("TOO SHORT": the run ended before it logged enough points)."""
+    warming = diagnosis.scenario(ScenarioId.WARMING_UP)
+    if diagnosis.status is not Status.UNKNOWN or warming is None:
+        return diagnosis.status.headline
+    return "TOO SHORT" if warming.title == ENDED_TOO_SHORT else "WARMING UP"
+
+
 def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLine:
     """What the verdict line says about `diagnosis` (None: not diagnosed yet): the verdicts
     that warn (the first with since when, the others by name), the first one's numbers; a
@@ -559,7 +569,7 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
     healthy = diagnosis.scenario(ScenarioId.HEALTHY)
     warming = diagnosis.scenario(ScenarioId.WARMING_UP)
     early = next((n for n in diagnosis.notes if n.text.startswith(TOO_EARLY)), None)
-    word = status.headline
+    word = status_word(diagnosis)
     # (part, rank): the verdict, then its first number, the second number, a note
     parts: list[tuple[str, int]] = []
     if warning:
@@ -574,10 +584,8 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
         if rest := early.text.removeprefix(TOO_EARLY).lstrip(": ").split(", but", 1)[0]:
             parts.append((rest, 1))
     elif warming is not None:
-        if status is Status.UNKNOWN:
-            word = "WARMING UP"
-        else:
-            parts.append(("warming up", 0))
+        if status is not Status.UNKNOWN:
+            parts.append((warming.title.lower(), 0))
         parts.extend((e.text, 1) for e in warming.evidence[:1])
     else:
         # "No verdict yet: nothing is wrong, …": the word before says "no verdict" already

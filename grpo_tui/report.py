@@ -27,6 +27,7 @@ from grpo_tui.presentation import (
     pack_facts,
     progress_facts,
     state_headline,
+    status_word,
     table_metrics,
 )
 from grpo_tui.run.live import Run
@@ -228,7 +229,7 @@ def render_check(
             parts.append(Text(f"Nothing readable: {words}.", style="bold"))
         return Group(*parts)
     status = Text("Status: ", style="bold")
-    status.append(diagnosis.status.headline, style="bold " + ZONE_STYLES[diagnosis.status.zone])
+    status.append(status_word(diagnosis), style="bold " + ZONE_STYLES[diagnosis.status.zone])
     parts.extend([Text(""), status, Text("")])
     if diagnosis.scenarios:
         parts.extend(scenario_block(diagnosis, verbose=verbose))

@@ -208,6 +208,9 @@ class ScenarioId(_Worded):
         return list(ScenarioId).index(self)
 
 
+#: the warming-up scenario's title once the run has ended with too few points for a verdict
+ENDED_TOO_SHORT = "Too short to judge"
+
 _SCENARIO_TITLES = {
     ScenarioId.NOT_LEARNING: "Not learning",
     ScenarioId.TOO_AGGRESSIVE: "Too aggressive / unstable",

@@ -33,7 +33,7 @@ from grpo_tui.health.rules import Rules, rules_from_dict
 from grpo_tui.health.series import SeriesView, snapshot
 from grpo_tui.health.steady import VerdictTracker
 from grpo_tui.health.verdict import CheckItem, Evidence, Scenario, Window
-from grpo_tui.presentation import order_metrics
+from grpo_tui.presentation import order_metrics, status_word, verdict_line
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
@@ -171,6 +171,29 @@ def test_a_few_points_are_warming_up_never_a_problem() -> None:
     assert d.status is not Status.PROBLEM
     assert "early warning (Not learning)" in evidence_text(d, ScenarioId.WARMING_UP)
     assert answer(d, 1) == "unknown"
+
+
+def test_a_run_that_ended_with_a_few_points_is_too_short_not_waited_for() -> None:
+    """A run over at step 3 of 3 gets no more points: it is too short to judge, and the
+    advice is to log more often, never to wait for more steps."""
+    columns: dict[str, Column] = {"reward": [0.1, 0.2, 0.1], "reward_std": [0.3] * 3}
+    live = diagnose(make_run(columns), RULES)
+    ended = diagnose(make_run(columns, context=RunContext(max_steps=3)), RULES)
+    assert ids(live) == ids(ended) == ["warming_up"]
+    assert scenario(live, ScenarioId.WARMING_UP).title == "Warming up"
+    assert scenario(ended, ScenarioId.WARMING_UP).title == "Too short to judge"
+    assert "the run ended after 3 train points; a verdict needs" in evidence_text(
+        ended, ScenarioId.WARMING_UP
+    )
+    assert [a.split(":")[0] for a in scenario(live, ScenarioId.WARMING_UP).advice] == [
+        "Wait for more steps"
+    ]
+    assert [a.split(":")[0] for a in scenario(ended, ScenarioId.WARMING_UP).advice] == [
+        "Log more often or train longer"
+    ]
+    assert verdict_line(live).word == "WARMING UP"
+    assert verdict_line(ended).word == status_word(ended) == "TOO SHORT"
+    assert ended.status is Status.UNKNOWN
 
 
 def test_every_completion_so_far_hit_the_cap_is_an_early_warning() -> None:

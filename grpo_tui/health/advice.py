@@ -47,6 +47,7 @@ class Advice(enum.Enum):
     READ_SAMPLES = "read_samples"
     EVAL_SET = "eval_set"
     WAIT = "wait"
+    LOG_MORE = "log_more"
     WATCH = "watch"
 
 
@@ -90,6 +91,7 @@ def words(advice: Advice, context: RunContext, detail: str = "") -> str:
         Advice.READ_SAMPLES: "Read the completions: the easy reward may be gamed.",
         Advice.EVAL_SET: "Add an eval set and evaluate checkpoints for real.",
         Advice.WAIT: "Wait for more steps: a verdict needs a few logged points.",
+        Advice.LOG_MORE: "Log more often or train longer: the run ended before it logged enough points for a verdict.",
         Advice.WATCH: "Keep watching reward_std, frac_reward_zero_std and the samples as the run goes on.",
     }
     return table[advice]

@@ -38,7 +38,7 @@ from grpo_tui.health.verdict import (
 )
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.run.live import Run
-from grpo_tui.vocabulary import Answer, ScenarioId, Severity, Status
+from grpo_tui.vocabulary import ENDED_TOO_SHORT, Answer, ScenarioId, Severity, Status
 
 __all__ = [
     "QUESTIONS",
@@ -293,12 +293,16 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
         else f.snap.train_rows
     )
     window = reward.window if reward is not None else Window(None, None, f.snap.train_rows)
+    counted = f"{points} train point{'s' if points != 1 else ''}"
+    needed = f"a verdict needs {f.rules.window.warmup_points}"
+    # an ended run gets no more points: waiting for them would be wrong advice
+    ended = f.snap.ended
     evidence = [
         Evidence(
             "reward",
             window,
             {"points": float(points)},
-            f"{points} train point{'s' if points != 1 else ''} so far; a verdict needs {f.rules.window.warmup_points}",
+            f"the run ended after {counted}; {needed}" if ended else f"{counted} so far; {needed}",
         )
     ]
     for scenario in found:
@@ -315,11 +319,11 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
     first_step = float(f.snap.train_steps[0]) if f.snap.train_rows else None
     return Scenario(
         ScenarioId.WARMING_UP,
-        ScenarioId.WARMING_UP.title,
+        ENDED_TOO_SHORT if ended else ScenarioId.WARMING_UP.title,
         Severity.INFO,
         first_step,
         evidence,
-        pick([(Advice.WAIT, "")], f.context),
+        pick([(Advice.LOG_MORE if ended else Advice.WAIT, "")], f.context),
     )
 
 

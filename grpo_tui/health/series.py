@@ -132,6 +132,8 @@ class RunSnapshot:
     train_steps: np.ndarray = field(default_factory=lambda: _EMPTY)
     #: the step the snapshot was taken at (the newest row)
     step: float = math.nan
+    #: the run is over (its log says so, or it reached max_steps): no more points will come
+    ended: bool = False
 
     def get(self, name: str) -> SeriesView | None:
         return self.series.get(name)
@@ -155,7 +157,12 @@ class RunSnapshot:
             kept = samples.columns.upto(step)
             samples = CompletionsSummary(lines=len(kept), steps=kept) if len(kept) else None
         return RunSnapshot(
-            series, self.context, samples, self.train_steps[self.train_steps <= step], step
+            series,
+            self.context,
+            samples,
+            self.train_steps[self.train_steps <= step],
+            step,
+            ended=self.ended and step >= self.step,
         )
 
 
@@ -175,4 +182,5 @@ def snapshot(run: Run, context: RunContext | None = None) -> RunSnapshot:
         run.samples,
         np.asarray(train, dtype=np.float64),
         math.nan if last is None else last,
+        ended=run.finished or run.reached_max_steps(),
     )

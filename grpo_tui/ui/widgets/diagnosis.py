@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.numbers import format_step
-from grpo_tui.presentation import history_lines, no_verdict_words
+from grpo_tui.presentation import history_lines, no_verdict_words, status_word
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
@@ -60,7 +60,7 @@ def diagnosis_renderable(
         return Group(*parts)
     status = diagnosis.status
     status_style = _zone_style(palette, status.zone) + Style(bold=True)
-    parts.append(Text(f"{status.glyph} {status.headline}", style=status_style))
+    parts.append(Text(f"{status.glyph} {status_word(diagnosis)}", style=status_style))
     if not diagnosis.scenarios:
         parts.append(Text(no_verdict_words(diagnosis), style="dim"))
     for scenario in diagnosis.scenarios:
