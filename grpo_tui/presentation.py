@@ -594,7 +594,9 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
     if not warning:
         caution = next((n for n in diagnosis.notes if n.severity.warns), None)
         if caution is not None:
-            parts.append((_first_clause(caution.text), 3))
+            # the note is why the status is a caution: it stays when a figure must go
+            parts = [(part, rank + 1 if rank else 0) for part, rank in parts]
+            parts.append((caution.short or _first_clause(caution.text), 1))
     return VerdictLine(
         status,
         word,

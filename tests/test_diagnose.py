@@ -111,6 +111,10 @@ def answer(diagnosis: Diagnosis, number: int) -> str:
     return diagnosis.checklist[number - 1].answer.word
 
 
+def answer_text(diagnosis: Diagnosis, number: int) -> str:
+    return next(c.evidence for c in diagnosis.checklist if c.id == number)
+
+
 def notes(diagnosis: Diagnosis) -> str:
     return "\n".join(n.text for n in diagnosis.notes)
 
@@ -191,6 +195,8 @@ def test_a_run_that_ended_with_a_few_points_is_too_short_not_waited_for() -> Non
     assert [a.split(":")[0] for a in scenario(ended, ScenarioId.WARMING_UP).advice] == [
         "Log more often or train longer"
     ]
+    assert answer_text(live, 1).startswith("reward warming up")
+    assert answer_text(ended, 1).startswith("reward too few points")
     assert verdict_line(live).word == "WARMING UP"
     assert verdict_line(ended).word == status_word(ended) == "TOO SHORT"
     assert ended.status is Status.UNKNOWN

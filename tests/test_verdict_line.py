@@ -91,6 +91,14 @@ class TestVerdictWords:
     def test_before_the_first_diagnosis_it_says_diagnosing(self) -> None:
         assert verdict_line(None, pending="reading…").text() == "? DIAGNOSING · reading…"
 
+    def test_a_caution_says_why_at_80_columns(self) -> None:
+        """A learning run that is a caution through a note (a dead reward function) keeps
+        the note in a few words when its figures must go: the status is never unexplained."""
+        line = verdict_line(diagnosis_of(CORPUS / "unsloth-gemma3-gsm8k-abdo"))
+        assert line.text(78) == "! CAUTION · learning · soft_format_reward_func always 0 …"
+        assert line.text(158).startswith("! CAUTION · learning · reward 0.63→1.18 rising · ")
+        assert line.text(158).endswith(" · soft_format_reward_func always 0")
+
     def test_every_corpus_run_fits_80_columns_with_its_verdict_first(self) -> None:
         for run in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
             line = verdict_line(diagnosis_of(run))

@@ -147,7 +147,7 @@ def diagnose_snapshot(
     f = _as_shown(f, staying, scenarios, holding)
     notes = _notes(f)
     if (watch := kl_watch(f, scenarios)) is not None:
-        notes.insert(0, Note(Severity.CAUTION, "kl", watch))
+        notes.insert(0, Note(Severity.CAUTION, "kl", watch, short=watch.split(", ", 1)[0]))
     return Diagnosis(
         status_of(scenarios, notes),
         scenarios,
@@ -336,7 +336,8 @@ def _notes(f: Findings) -> list[Note]:
             fn.at_floor
             and any(other.role is not fn.role or not other.at_floor for other in f.functions)
         ):
-            notes.append(Note(Severity.CAUTION, fn.key, function_note(fn)))
+            short = f"{fn.fn} always 0" if fn.dead else f"{fn.fn} at its floor"
+            notes.append(Note(Severity.CAUTION, fn.key, function_note(fn), short=short))
     if aux_only_rise(f, done=True) is None and (so_far := aux_only_rise(f, done=False)) is not None:
         notes.append(
             Note(

@@ -113,6 +113,9 @@ class Note:
     metric: str
     text: str
     step: float | None = None
+    #: the note in a few words, for the verdict line when the note is what makes the
+    #: status a caution ("" : the text up to its first aside)
+    short: str = ""
 
 
 @dataclass(frozen=True, slots=True)
