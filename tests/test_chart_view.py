@@ -73,15 +73,15 @@ class TestStepAxis:
 
     def test_kl_starts_at_zero_with_integer_ticks(self, fixture_store: MetricStore) -> None:
         view = chart_view(fixture_store, "kl", ChartModes(), 76, 16)
-        assert view.y_lo == 0.0 and view.y_hi > 8.52e-6
-        assert view.x_ticks.labels == ("1", "2", "3", "4", "5", "6")
+        assert view.axes.y_lo == 0.0 and view.axes.y_hi > 8.52e-6
+        assert view.axes.x_ticks.labels == ("1", "2", "3", "4", "5", "6")
         assert not view.log_y and not view.wall_time and not view.notes
         assert view.smoothed is None
 
     def test_entropy_noise_is_flat(self, fixture_store: MetricStore) -> None:
         view = chart_view(fixture_store, "entropy", ChartModes(), 76, 16)
         values = fixture_store.points("entropy").values
-        assert np.ptp(values) / (view.y_hi - view.y_lo) < 0.01
+        assert np.ptp(values) / (view.axes.y_hi - view.axes.y_lo) < 0.01
 
     def test_smoothing_draws_the_ema_of_every_point(self, fixture_store: MetricStore) -> None:
         view = chart_view(fixture_store, "reward", ChartModes(smooth=True), 76, 16)
@@ -89,23 +89,23 @@ class TestStepAxis:
         points = fixture_store.points("reward")
         assert np.allclose(view.smoothed.y, ema(points.values, EMA_WEIGHT))
         assert view.smoothed.x.tolist() == points.steps.tolist()
-        assert view.y_lo <= view.smoothed.y.min() and view.smoothed.y.max() <= view.y_hi
+        assert view.axes.y_lo <= view.smoothed.y.min() and view.smoothed.y.max() <= view.axes.y_hi
 
     def test_log_y_on_positive_values(self, fixture_store: MetricStore) -> None:
         view = chart_view(fixture_store, "reward", ChartModes(log_y=True), 76, 16)
         assert view.log_y and not view.notes
-        assert view.y_lo <= np.log10(1.32187498) and np.log10(1.50625002) <= view.y_hi
+        assert view.axes.y_lo <= np.log10(1.32187498) and np.log10(1.50625002) <= view.axes.y_hi
         assert np.allclose(view.drawn(np.array([10.0, 0.0])), [1.0, np.nan], equal_nan=True)
 
     def test_log_y_says_why_it_is_off(self, fixture_store: MetricStore) -> None:
         view = chart_view(fixture_store, "kl", ChartModes(log_y=True), 76, 16)
         assert not view.log_y
         assert view.notes == ("log-Y off: values ≤ 0 cannot be drawn on it (lowest 0)",)
-        assert view.y_lo == 0.0  # drawn linear, as without the key
+        assert view.axes.y_lo == 0.0  # drawn linear, as without the key
 
     def test_a_long_run_keeps_integer_ticks(self, timed_store: MetricStore) -> None:
         view = chart_view(timed_store, "reward", ChartModes(), 76, 16)
-        assert view.x_ticks.labels and all(t.isdigit() for t in view.x_ticks.labels)
+        assert view.axes.x_ticks.labels and all(t.isdigit() for t in view.axes.x_ticks.labels)
 
     def test_a_metric_not_logged(self, fixture_store: MetricStore) -> None:
         view = chart_view(fixture_store, "no_such_metric", ChartModes(smooth=True), 76, 16)
@@ -121,8 +121,8 @@ class TestWallTime:
         assert clock.at(np.array([1.0, 10.0]))[0] == 37.0
         view = chart_view(timed_store, "reward", ChartModes(wall_time=True), 76, 16)
         assert view.wall_time
-        assert all(re.fullmatch(r"(\d+[dhms]){1,2}", t) for t in view.x_ticks.labels)
-        assert view.x_lo >= 37.0 and view.x_hi <= 10417.0
+        assert all(re.fullmatch(r"(\d+[dhms]){1,2}", t) for t in view.axes.x_ticks.labels)
+        assert view.axes.x_lo >= 37.0 and view.axes.x_hi <= 10417.0
         assert view.mean.starts == (0,)
 
     def test_duplicate_steps_take_the_first_line_s_time(self, fixture_store: MetricStore) -> None:
@@ -136,7 +136,7 @@ class TestWallTime:
         store = load_run(UNTIMED).store
         assert wall_clock(store) is None
         view = chart_view(store, "reward", ChartModes(wall_time=True), 76, 16)
-        assert not view.wall_time and view.x_ticks.labels[0].isdigit()
+        assert not view.wall_time and view.axes.x_ticks.labels[0].isdigit()
         assert view.notes == (
             "no wall time logged (this run's lines have no elapsed time): x is the step",
         )
@@ -164,7 +164,7 @@ class TestWallTime:
         assert len(view.mean.starts) == 2  # the line breaks once, at the stall
         before, after = view.mean.stretches()
         assert view.mean.x[before.stop - 1] <= stall.start_s + 1
-        assert view.mean.x[after.start] >= stall.end_s - (view.x_hi - view.x_lo) / 60
+        assert view.mean.x[after.start] >= stall.end_s - (view.axes.x_hi - view.axes.x_lo) / 60
         assert view.smoothed is not None and len(view.smoothed.starts) == 2
         # on the step axis the same run has no gap
         assert chart_view(store, "reward", ChartModes(), 76, 16).mean.starts == (0,)

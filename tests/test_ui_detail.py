@@ -95,7 +95,7 @@ class TestDefaultChart:
             y_labels, _, x_labels = chart_rows(app)
             assert x_labels == ["1", "2", "3", "4", "5", "6"]
             assert y_labels[-1] == "0" and not any(label.startswith("-") for label in y_labels)
-            assert screen.view is not None and screen.view.y_lo == 0.0
+            assert screen.view is not None and screen.view.axes.y_lo == 0.0
 
     async def test_entropy_noise_draws_flat(self, finished_run: Path) -> None:
         # 5.87038 .. 5.87043: an auto-zoomed axis drew this as a cliff

@@ -101,6 +101,19 @@ class Stall:
 
 
 @dataclass(frozen=True, slots=True)
+class Axes:
+    """Where a chart's axes run and their ticks, in data units (steps or wall seconds on x;
+    y in the coordinate drawn)."""
+
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+    x_ticks: Ticks
+    y_ticks: Ticks
+
+
+@dataclass(frozen=True, slots=True)
 class ChartView:
     """Everything the detail chart draws, in data units; `drawn` maps values to the y
     coordinate (log10 when log-Y is in effect)."""
@@ -114,13 +127,8 @@ class ChartView:
     """...and the maxima."""
     smoothed: Line | None
     """The EMA of every logged point, when smoothing is on."""
-    x_lo: float
-    x_hi: float
-    y_lo: float
-    """The y range in the drawn coordinate (log10 of values when `log_y`)."""
-    y_hi: float
-    x_ticks: Ticks
-    y_ticks: Ticks
+    axes: Axes
+    """Where the axes run and their ticks (y in the drawn coordinate: log10 under `log_y`)."""
     log_y: bool
     """Log-Y is in effect (asked for, and every value drawn is > 0)."""
     wall_time: bool
@@ -147,12 +155,12 @@ class ChartView:
     def x_at(self, step: float) -> float | None:
         """The x coordinate of a step (its wall time on a wall-time axis), None off it."""
         x = float(self.clock.at(np.array([step]))[0]) if self.clock is not None else step
-        return x if math.isfinite(x) and self.x_lo <= x <= self.x_hi else None
+        return x if math.isfinite(x) and self.axes.x_lo <= x <= self.axes.x_hi else None
 
     def y_inside(self, value: float) -> bool:
         """Whether a value (a band edge) falls inside the drawn y range."""
         y = float(self.drawn(np.array([value]))[0])
-        return math.isfinite(y) and self.y_lo <= y <= self.y_hi
+        return math.isfinite(y) and self.axes.y_lo <= y <= self.axes.y_hi
 
 
 def ema(values: np.ndarray, weight: float = EMA_WEIGHT) -> np.ndarray:
@@ -249,24 +257,12 @@ def _plot_area(width: int, height: int, y_labels: Ticks) -> tuple[int, int]:
     return max(8, width - label_cells - _FRAME_CELLS), max(3, height - _FRAME_ROWS)
 
 
-@dataclass(frozen=True, slots=True)
-class StepAxes:
-    """Where a step-x chart's axes run and their ticks: the detail chart's rules (the
-    metric's floor, a minimum span, integer step ticks) for a chart drawn elsewhere."""
-
-    x_lo: float
-    x_hi: float
-    y_lo: float
-    y_hi: float
-    x_ticks: Ticks
-    y_ticks: Ticks
-
-
 def step_axes(
     name: str, steps: np.ndarray, values: np.ndarray, width: int, height: int
-) -> StepAxes | None:
+) -> Axes | None:
     """The axes of metric `name`'s points (`steps`, `values`, any number of lines) in a
-    `width` × `height` chart; None when no point is finite."""
+    `width` × `height` chart, by the detail chart's rules (the metric's floor, a minimum
+    span, integer step ticks), for a chart drawn elsewhere; None when no point is finite."""
     finite = np.isfinite(values) & np.isfinite(steps)
     if not finite.any():
         return None
@@ -278,7 +274,7 @@ def step_axes(
     x_lo, x_hi = float(steps[finite].min()), float(steps[finite].max())
     if x_hi <= x_lo:  # one step: half a step either side
         x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
-    return StepAxes(x_lo, x_hi, y_lo, y_hi, step_ticks(x_lo, x_hi, columns), y_ticks)
+    return Axes(x_lo, x_hi, y_lo, y_hi, step_ticks(x_lo, x_hi, columns), y_ticks)
 
 
 def _step_lines(store: MetricStore, name: str, columns: int) -> tuple[Line, Line, Line, bool]:
@@ -408,12 +404,7 @@ def chart_view(
         low=low if several else None,
         high=high if several else None,
         smoothed=smoothed,
-        x_lo=x_lo,
-        x_hi=x_hi,
-        y_lo=y_lo,
-        y_hi=y_hi,
-        x_ticks=x_ticks,
-        y_ticks=y_ticks,
+        axes=Axes(x_lo, x_hi, y_lo, y_hi, x_ticks, y_ticks),
         log_y=log_y,
         wall_time=clock is not None,
         clock=clock,
@@ -444,12 +435,7 @@ def _empty_view(name: str, wall: bool, notes: list[str]) -> ChartView:
         low=None,
         high=None,
         smoothed=None,
-        x_lo=0.0,
-        x_hi=1.0,
-        y_lo=0.0,
-        y_hi=1.0,
-        x_ticks=Ticks((), ()),
-        y_ticks=Ticks((), ()),
+        axes=Axes(0.0, 1.0, 0.0, 1.0, Ticks((), ()), Ticks((), ())),
         log_y=False,
         wall_time=wall,
         notes=tuple(notes),
@@ -459,6 +445,7 @@ def _empty_view(name: str, wall: bool, notes: list[str]) -> ChartView:
 __all__ = [
     "ELAPSED",
     "EMA_WEIGHT",
+    "Axes",
     "ChartModes",
     "ChartView",
     "Line",
@@ -467,5 +454,6 @@ __all__ = [
     "WallClock",
     "chart_view",
     "ema",
+    "step_axes",
     "wall_clock",
 ]

@@ -18,7 +18,7 @@ from rich.color import Color
 from rich.text import Text
 
 from grpo_tui.numbers import format_step, format_value
-from grpo_tui.run.chart import ChartView, Line, StepAxes
+from grpo_tui.run.chart import Axes, ChartView, Line
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
@@ -130,7 +130,7 @@ def new_figure(width: int, height: int) -> Any:
     return fig
 
 
-def finish_figure(fig: Any, axes: ChartView | StepAxes) -> Text:
+def finish_figure(fig: Any, axes: Axes) -> Text:
     """The figure with the axes core chose (limits and ticks), built as inert Text."""
     fig.ruler("y").lim(axes.y_lo, axes.y_hi)
     fig.ruler("x").lim(axes.x_lo, axes.x_hi)
@@ -168,14 +168,14 @@ def build_chart(
         if view.y_inside(cut.value):
             y = float(view.drawn(np.array([cut.value]))[0])
             marker = plt.marker("┈", _pixel(palette, cut.zone))
-            _draw(fig, np.array([view.x_lo, view.x_hi]), np.array([y, y]), marker)
+            _draw(fig, np.array([view.axes.x_lo, view.axes.x_hi]), np.array([y, y]), marker)
         else:
             hidden.append(cut)
     for onset in markers:
         x = view.x_at(onset.step)
         if x is not None:
             marker = plt.marker("│", _pixel(palette, onset.zone))
-            _draw(fig, np.array([x, x]), np.array([view.y_lo, view.y_hi]), marker)
+            _draw(fig, np.array([x, x]), np.array([view.axes.y_lo, view.axes.y_hi]), marker)
     mean = view.mean
     # a stall: the last value held, dotted, across the time nothing came
     for start in mean.starts[1:]:
@@ -195,7 +195,7 @@ def build_chart(
                     ys = view.drawn(envelope.y[stretch])
                     _draw(fig, envelope.x[stretch], ys, braille_grey)
         _draw_zoned(fig, view, mean, zones, palette)
-    return finish_figure(fig, view), hidden
+    return finish_figure(fig, view.axes), hidden
 
 
 def chart_legend(
