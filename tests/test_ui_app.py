@@ -210,6 +210,23 @@ class TestKeys:
             # no pause after this: the app's message loop is ending
             assert app.return_code == 0
 
+    async def test_v_shows_how_the_numbers_were_read_and_hides_it_again(self) -> None:
+        """The statistics behind a verdict (stretch medians, noise) are not in its fact but
+        one key away in the diagnosis pane, as `check -v` prints them."""
+        app = app_for(CORPUS / "trl-redteam-finance-sparse")
+        detail = "levels are medians of stretches of the 100 points"
+        async with app.run_test(size=(100, 60)) as pilot:
+            await settle(pilot, app, lambda: app.session.diagnosis is not None, what="a diagnosis")
+            await pilot.press("2")
+            pane = app.main_screen.query_one("#diagnosis-pane")
+            await wait_until(pilot, lambda: pane.display, what="the diagnosis pane")
+            assert "reward flat: 0 at steps 1–25" in screen_text(app)
+            assert detail not in screen_text(app)
+            await pilot.press("v")
+            await wait_until(pilot, lambda: detail in screen_text(app), what="the statistics")
+            await pilot.press("v")
+            await wait_until(pilot, lambda: detail not in screen_text(app), what="them gone")
+
     async def test_help_lists_every_key_and_closes(self, finished_run: Path) -> None:
         app = app_for(finished_run)
         async with app.run_test(size=(80, 24)) as pilot:

@@ -425,7 +425,7 @@ class GrpoTuiApp(GrpoApp[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        keyed = (MetricGrid, DetailScreen, CompletionsPanel)
+        keyed = (MetricGrid, DiagnosisPanel, DetailScreen, CompletionsPanel)
         rows = key_rows(self.get_key_display, self.BINDINGS, *(k.BINDINGS for k in keyed))
         notes = help_notes(self.run_state.usual_interval(), DIAGNOSIS_INTERVAL_S)
         self.push_screen(HelpScreen(help_text(rows, notes)))

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -39,9 +42,11 @@ def diagnosis_renderable(
     *,
     pending: str = "",
     file_notes: tuple[str, ...] = (),
+    verbose: bool = False,
 ) -> Group:
     """The whole panel (core strings are used verbatim, never as markup); `file_notes`
-    (the Run's notes on its files, which the header only counts) come first."""
+    (the Run's notes on its files, which the header only counts) come first; `verbose`
+    adds under each fact how its numbers were read (windows, medians, noise)."""
     parts: list[RenderableType] = []
     if file_notes:
         caution = _zone_style(palette, Zone.CAUTION)
@@ -76,6 +81,8 @@ def diagnosis_renderable(
         parts.append(_hanging(Text(severity.glyph + " ", style=style + Style(bold=True)), title))
         for evidence in scenario.evidence:
             parts.append(_hanging(Text("  • "), Text(printable(evidence.text))))
+            if verbose and evidence.detail:
+                parts.append(_hanging(Text("    "), Text(printable(evidence.detail), style="dim")))
         for advice in scenario.advice:
             parts.append(
                 _hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic"))
@@ -119,12 +126,19 @@ def diagnosis_summary(diagnosis: Diagnosis | None) -> str:
 
 
 class DiagnosisPanel(VerticalScroll):
-    """Scrollable diagnosis text; redrawn only when the diagnosis or theme changes."""
+    """Scrollable diagnosis text; redrawn only when the diagnosis, the theme or the
+    detail toggle changes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "toggle_detail", "Statistics"),
+    ]
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self._shown: tuple[Diagnosis | None, ZonePalette, str, tuple[str, ...]] | None = None
+        self._shown: tuple[Diagnosis | None, ZonePalette, str, tuple[str, ...], bool] | None = None
         self._body = Static("", id="diagnosis-body")
+        #: how each number was read is shown under its fact (`v`)
+        self.verbose = False
 
     def compose(self) -> ComposeResult:
         yield self._body
@@ -143,10 +157,19 @@ class DiagnosisPanel(VerticalScroll):
             shown is not None
             and shown[0] == diagnosis
             and shown[1] is palette
-            and shown[2:] == (pending, file_notes)
+            and shown[2:] == (pending, file_notes, self.verbose)
         ):
             return
-        self._shown = (diagnosis, palette, pending, file_notes)
+        self._shown = (diagnosis, palette, pending, file_notes, self.verbose)
         self._body.update(
-            diagnosis_renderable(diagnosis, palette, pending=pending, file_notes=file_notes)
+            diagnosis_renderable(
+                diagnosis, palette, pending=pending, file_notes=file_notes, verbose=self.verbose
+            )
         )
+
+    def action_toggle_detail(self) -> None:
+        """Show or hide how each number was read, redrawn at once."""
+        self.verbose = not self.verbose
+        if self._shown is not None:
+            diagnosis, palette, pending, file_notes, _ = self._shown
+            self.show(diagnosis, palette, pending=pending, file_notes=file_notes)
