@@ -36,11 +36,16 @@ MIN_TEXT_WIDTH = 26
 #: characters of a reward function's name in its column header
 REWARD_NAME_CHARS = 7
 
+#: each framework's switch, and where it writes on a line of its own under it (one line
+#: each wrapped back to the margin at 80 columns, where the switch was hard to find)
 HOW_TO_LOG = (
     "Turn completion logging on to see what the model writes, grouped by prompt:\n"
-    "  ms-swift   --log_completions true   (writes completions.jsonl next to logging.jsonl)\n"
-    "  TRL        GRPOConfig(log_completions=True)   (≥ 0.28: <output_dir>/completions/)\n"
-    "  verl       trainer.rollout_data_dir=DIR   (beside the log, or --completions DIR)"
+    "  ms-swift   --log_completions true\n"
+    "             writes completions.jsonl next to logging.jsonl\n"
+    "  TRL        GRPOConfig(log_completions=True)\n"
+    "             ≥ 0.28: <output_dir>/completions/\n"
+    "  verl       trainer.rollout_data_dir=DIR\n"
+    "             beside the log, or --completions DIR"
 )
 
 
