@@ -221,6 +221,26 @@ class TestCheckOnSeveralRuns:
         assert first_run.startswith("✗ trl-")
         assert text.index("trl-redteam-finance-sparse") < text.index("verl-qwen3-8b-dapomath")
 
+    def test_a_line_that_wraps_stays_under_its_run(self, shared_sweep: Path) -> None:
+        """At 60 columns the facts wrap under the run's name and the verdict line under
+        itself, so each run still reads as one block below its glyph."""
+        out = io.StringIO()
+        check_board_command(
+            find_runs([shared_sweep]),
+            as_json=False,
+            rules_file=None,
+            now=FIXED_NOW,
+            out=out,
+            width=60,
+        )
+        lines = out.getvalue().splitlines()[1:]
+        assert all(len(line) <= 60 for line in lines)
+        glyphs = ("✗ ", "! ", "✓ ", "? ")
+        for line in lines:
+            assert line.startswith(glyphs) or line.startswith("  "), line
+        verdicts = [line for line in lines if line.startswith("    ") and "·" in line]
+        assert verdicts and len(lines) > 2 * len(find_runs([shared_sweep]))
+
     def test_json_is_a_list_of_each_runs_check(self, shared_sweep: Path) -> None:
         runs = [RunRef(shared_sweep / SWEEP[2]), RunRef(shared_sweep / SWEEP[3])]
         out = io.StringIO()

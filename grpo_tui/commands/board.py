@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from grpo_tui.board import (
@@ -36,6 +36,7 @@ from grpo_tui.commands.output import (
 from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.numbers import format_value
 from grpo_tui.presentation import DEFAULT_CYCLE_S, FACT_SEPARATOR
+from grpo_tui.report import Hanging
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.sources.runs import RunRef
 from grpo_tui.vocabulary import RunState
@@ -172,11 +173,11 @@ def worst_code(codes: Sequence[int]) -> int:
 
 def render_board(rows: Sequence[BoardRow]) -> Group:
     """The board as text, worst first, two lines a run (what the board app shows, for
-    `check`): the run, its state, step, reward first → now and data age; its verdict line."""
-    parts: list[Text] = [Text(board_counts(rows), style="bold")]
+    `check`): the run, its state, step, reward first → now and data age; its verdict line,
+    indented under it. A line longer than the width wraps under its own start."""
+    parts: list[RenderableType] = [Text(board_counts(rows), style="bold")]
     for row in rows:
-        head = Text(f"{row.status.glyph} ", style="bold")
-        head.append(row.name, style="bold")
+        head = Text(row.name, style="bold")
         facts = [row.state_label, row.step]
         if row.reward_first is not None and row.reward_now is not None:
             first, now = format_value(row.reward_first), format_value(row.reward_now)
@@ -184,6 +185,6 @@ def render_board(rows: Sequence[BoardRow]) -> Group:
         if row.age and row.state is not RunState.STALLED:  # a stall's label says its age
             facts.append(f"data {row.age}")
         head.append(FACT_SEPARATOR + FACT_SEPARATOR.join(f for f in facts if f))
-        parts.append(head)
-        parts.append(Text("  " + row.verdict.text()))
+        parts.append(Hanging(Text(row.status.glyph, style="bold"), head, indent=2))
+        parts.append(Hanging("", row.verdict.text(), indent=4))
     return Group(*parts)
