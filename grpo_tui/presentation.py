@@ -23,7 +23,7 @@ from grpo_tui.run.live import Progress, Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import ENDED_TOO_SHORT, RunState, ScenarioId, Status
+from grpo_tui.vocabulary import RunState, ScenarioId, Status
 
 #: seconds between groups while the completions panel follows the newest batch (`--cycle`):
 #: long enough to read a group's rewards and the start of its texts
@@ -551,10 +551,9 @@ def status_word(diagnosis: Diagnosis) -> str:
     """The status as a word, the same on the verdict line, the diagnosis pane and `check`:
     its headline ("PROBLEM"), or why there is none yet ("WARMING UP") or none at all
     ("TOO SHORT": the run ended before it logged enough points)."""
-    warming = diagnosis.scenario(ScenarioId.WARMING_UP)
-    if diagnosis.status is not Status.UNKNOWN or warming is None:
+    if diagnosis.status is not Status.UNKNOWN or diagnosis.scenario(ScenarioId.WARMING_UP) is None:
         return diagnosis.status.headline
-    return "TOO SHORT" if warming.title == ENDED_TOO_SHORT else "WARMING UP"
+    return "TOO SHORT" if diagnosis.ended else "WARMING UP"
 
 
 def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLine:

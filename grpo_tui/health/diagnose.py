@@ -143,7 +143,9 @@ def diagnose_snapshot(
             scenarios.append(well)
     scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
     if not full:
-        return Diagnosis(status_of(scenarios, []), scenarios, [], {}, [], step=snap.step)
+        return Diagnosis(
+            status_of(scenarios, []), scenarios, [], {}, [], step=snap.step, ended=snap.ended
+        )
     f = _as_shown(f, staying, scenarios, holding)
     notes = _notes(f)
     if (watch := kl_watch(f, scenarios)) is not None:
@@ -155,6 +157,7 @@ def diagnose_snapshot(
         _metric_health(f),
         notes,
         step=snap.step,
+        ended=snap.ended,
     )
 
 

@@ -143,6 +143,8 @@ class Diagnosis:
     """Which verdict held from which step to which, oldest first (steady verdicts only)."""
     step: float | None = None
     """The step the diagnosis judged the run at (its newest row)."""
+    ended: bool = False
+    """The run was over when judged: a warm-up then is "too short to judge", for good."""
 
     def scenario(self, scenario_id: ScenarioId) -> Scenario | None:
         return next((s for s in self.scenarios if s.id is scenario_id), None)
