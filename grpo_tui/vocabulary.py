@@ -112,11 +112,18 @@ class Answer(_Worded):
 
     YES = "yes"
     NO = "no"
+    #: the metric is in its caution zone: the answer the grid's "!" gives it too
+    CAUTION = "caution"
     UNKNOWN = "unknown"
 
     @property
     def zone(self) -> Zone:
-        return {Answer.YES: Zone.HEALTHY, Answer.NO: Zone.BAD, Answer.UNKNOWN: Zone.UNKNOWN}[self]
+        return {
+            Answer.YES: Zone.HEALTHY,
+            Answer.NO: Zone.BAD,
+            Answer.CAUTION: Zone.CAUTION,
+            Answer.UNKNOWN: Zone.UNKNOWN,
+        }[self]
 
     @property
     def glyph(self) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
+from helpers import CORPUS, MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import (
@@ -1170,3 +1170,20 @@ class TestOneMechanismOneVerdict:
         )
         assert "length_collapse" in ids(d)
         assert "reward_hacking" not in ids(d)
+
+
+def test_the_checklist_gives_a_metric_the_zone_the_grid_gives_it() -> None:
+    """One thing said about each metric: where the checklist answers from a metric's zone
+    (reward_std, frac_reward_zero_std, kl), its glyph is the grid's for that metric on every
+    corpus run (a reward_std in its caution zone was a green "yes" beside a yellow "!")."""
+    zoned = {2: "reward_std", 3: "frac_reward_zero_std", 8: "kl"}
+    cautions = 0
+    for run in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
+        d = diagnose(load_run(run), RULES)
+        for item in d.checklist:
+            name = zoned.get(item.id)
+            if name is None or name not in d.metrics or not item.evidence.startswith(name):
+                continue
+            assert item.answer.zone is d.metrics[name].zone, (run.name, item)
+            cautions += item.answer is Answer.CAUTION
+    assert cautions  # the corpus has metrics in their caution zone

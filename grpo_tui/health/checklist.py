@@ -8,7 +8,7 @@ from grpo_tui.health.samples import format_rate, overlap
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import CheckItem, num, pct
 from grpo_tui.run.completion_stats import StepSampleStats
-from grpo_tui.vocabulary import Answer, Direction, Zone
+from grpo_tui.vocabulary import Answer, Zone
 
 QUESTIONS = (
     "Is reward rising?",
@@ -21,19 +21,15 @@ QUESTIONS = (
     "Is KL under control?",
 )
 
-#: answers from a zone; healthy and n/a (nothing wrong) answer "yes"
-_ZONE_ANSWERS = {Zone.BAD: Answer.NO, Zone.CAUTION: Answer.NO, Zone.UNKNOWN: Answer.UNKNOWN}
+#: answers from a zone, the same glyph the grid gives the metric; healthy and n/a
+#: (nothing wrong) answer "yes"
+_ZONE_ANSWERS = {Zone.BAD: Answer.NO, Zone.CAUTION: Answer.CAUTION, Zone.UNKNOWN: Answer.UNKNOWN}
 
 
-def _zone_answer(
-    label: str, judgement: Judgement | None, *, caution: Answer = Answer.NO
-) -> tuple[Answer, str]:
+def _zone_answer(label: str, judgement: Judgement | None) -> tuple[Answer, str]:
     if judgement is None:
         return Answer.UNKNOWN, f"{label} not logged"
-    answer = (
-        caution if judgement.zone is Zone.CAUTION else _ZONE_ANSWERS.get(judgement.zone, Answer.YES)
-    )
-    return answer, f"{label} {judgement.reason}"
+    return _ZONE_ANSWERS.get(judgement.zone, Answer.YES), f"{label} {judgement.reason}"
 
 
 def _course_answer(
@@ -55,8 +51,6 @@ def _course_answer(
 
 def checklist(f: Findings) -> list[CheckItem]:
     frac = f.frac_zero_std
-    # high but falling is the healthy early shape, not "persistently high"
-    frac_falling = frac is not None and frac.direction is Direction.FALLING
     length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")
@@ -70,10 +64,8 @@ def checklist(f: Findings) -> list[CheckItem]:
         length_answer = (Answer.NO, f"completion_length {f.collapse.text}")
     answers = [
         _course_answer("reward", f.reward, "reward not logged", ended=f.snap.ended),
-        _zone_answer("reward_std", f.reward_std, caution=Answer.YES),
-        _zone_answer(
-            "frac_reward_zero_std", frac, caution=Answer.YES if frac_falling else Answer.NO
-        ),
+        _zone_answer("reward_std", f.reward_std),
+        _zone_answer("frac_reward_zero_std", frac),
         _zone_answer("clip_ratio", f.clip),
         length_answer,
         _samples_answer(f),
