@@ -170,13 +170,9 @@ class MetricStore:
             return False
         row = int(rows[at])
         for name, value in values.items():
-            column = self._columns.get(name)
-            if column is None:
-                column = self._new_column(source or name)
-                self._columns[name] = column
-            else:
-                column.clear_row(row)
-            column.put(row, value)
+            if name in self._columns:
+                self._columns[name].clear_row(row)
+            self._column_for(name, source or name).put(row, value)
         return True
 
     def _train_rows(self) -> np.ndarray:
@@ -259,25 +255,23 @@ class MetricStore:
                 rows, values = rows[inside], values[inside]
             rows = rows - start + r0
             for j, name in enumerate(group.columns):
-                column = self._columns.get(name)
-                if column is None:
-                    column = self._new_column(group.source_keys.get(name, name))
-                    self._columns[name] = column
+                column = self._column_for(name, group.source_keys.get(name, name))
                 column.put_many(rows, values[:, j])
 
-    def _new_column(self, source_key: str) -> MetricColumn:
-        # a metric first logged late in a run (an eval, a derived statistic) starts sparse:
-        # the next `fit` makes it dense if it turns out to be logged on most rows
-        sparse = self.sparse_below > 0 and self._n >= BLOCK
-        return MetricColumn(self._capacity, source_key, self._lock, sparse=sparse)
+    def _column_for(self, name: str, source_key: str) -> MetricColumn:
+        """The metric's column, made (saying it came from `source_key`) when it is new."""
+        column = self._columns.get(name)
+        if column is None:
+            # a metric first logged late in a run (an eval, a derived statistic) starts
+            # sparse: the next `fit` makes it dense if it turns out to be logged on most rows
+            sparse = self.sparse_below > 0 and self._n >= BLOCK
+            column = MetricColumn(self._capacity, source_key, self._lock, sparse=sparse)
+            self._columns[name] = column
+        return column
 
     def _write(self, row: int, record: Record) -> None:
         for name, value in record.values.items():
-            column = self._columns.get(name)
-            if column is None:
-                column = self._new_column(record.source_keys.get(name, name))
-                self._columns[name] = column
-            column.put(row, value)
+            self._column_for(name, record.source_keys.get(name, name)).put(row, value)
 
     def _clear_row(self, row: int) -> None:
         for column in self._columns.values():
@@ -304,10 +298,7 @@ class MetricStore:
             self._capacity = wanted
             self._steps = self._steps[:wanted].copy()
             self._kinds = self._kinds[:wanted].copy()
-        for column in self._columns.values():
-            column.fit(
-                self._n, self._capacity, self.sparse_below, self.dense_above, self.max_decimals
-            )
+        self._fit_columns()
 
     def _grow(self, rows: int = 0) -> None:
         """Grow the capacity by a quarter (at least to `rows`), in one copy per array: a
@@ -320,6 +311,9 @@ class MetricStore:
         extra = capacity - self._steps.shape[0]
         self._steps = np.concatenate([self._steps, np.full(extra, np.nan)])
         self._kinds = np.concatenate([self._kinds, np.zeros(extra, np.uint8)])
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
         for column in self._columns.values():
             column.fit(
                 self._n, self._capacity, self.sparse_below, self.dense_above, self.max_decimals
@@ -479,28 +473,10 @@ class MetricStore:
         steps shows gaps, an eval sits at its own step, a logged NaN alone in its cell is
         a gap."""
         lo, hi = self.step_axis(width)
-        cells = lo.shape[0]
-        rows, vals = column.cells.logged(self._n)
-        finite = np.isfinite(vals)
-        rows, vals = rows[finite], vals[finite]
+        rows, vals = _finite_logged(column.cells, self._n)
         # a point before the first train step (an eval at step 0) joins the first cell
         at = np.maximum(np.searchsorted(lo, self._steps[rows], side="right") - 1, 0)
-        count = np.bincount(at, minlength=cells).astype(np.int64)
-        total = np.bincount(at, weights=vals, minlength=cells)
-        vmin = np.full(cells, np.nan)
-        vmax = np.full(cells, np.nan)
-        last_idx = np.full(cells, -1, dtype=np.int64)
-        if at.size:
-            if bool(np.any(at[1:] < at[:-1])):  # rows out of step order: cells' runs apart
-                order = np.argsort(at, kind="stable")
-                at, rows, vals = at[order], rows[order], vals[order]
-            # each cell's points are one run of them (reduceat: half ufunc.at's cost)
-            firsts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
-            held = at[firsts]
-            vmin[held] = np.minimum.reduceat(vals, firsts)
-            vmax[held] = np.maximum.reduceat(vals, firsts)
-            last_idx[held] = np.maximum.reduceat(rows, firsts)
-        return self._finish(lo, hi, count, total, vmin, vmax, last_idx, column)
+        return _finish(lo, hi, column, *_reduced(at, rows, vals, lo.shape[0]))
 
     def step_axis(self, width: int) -> tuple[np.ndarray, np.ndarray]:
         """(first step, last step) of each of at most `width` cells: the train steps (every
@@ -521,20 +497,15 @@ class MetricStore:
     def _buckets_from_blocks(self, column: MetricColumn, width: int, size: int) -> Buckets:
         starts, row_starts, row_stops = self._bucket_rows(width, size)
         blk_count, blk_sum, blk_min, blk_max, blk_last = column.summaries(self._n, size)
-        count = np.add.reduceat(blk_count, starts)
-        total = np.add.reduceat(blk_sum, starts)
-        vmin = np.fmin.reduceat(blk_min, starts)
-        vmax = np.fmax.reduceat(blk_max, starts)
-        last_idx = np.maximum.reduceat(blk_last, starts)
-        return self._finish(
+        return _finish(
             self._steps[row_starts],
             self._steps[row_stops - 1],
-            count,
-            total,
-            vmin,
-            vmax,
-            last_idx,
             column,
+            np.add.reduceat(blk_count, starts),
+            np.add.reduceat(blk_sum, starts),
+            np.fmin.reduceat(blk_min, starts),
+            np.fmax.reduceat(blk_max, starts),
+            np.maximum.reduceat(blk_last, starts),
         )
 
     def _bucket_rows(self, width: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -550,56 +521,65 @@ class MetricStore:
     ) -> Buckets:
         """The block path's buckets (same row spans) from a sparse column's own values."""
         _, row_starts, row_stops = self._bucket_rows(width, size)
-        rows, vals = cells.logged(self._n)
-        finite = np.isfinite(vals)
-        rows, vals = rows[finite], vals[finite]
-        nb = row_starts.shape[0]
+        rows, vals = _finite_logged(cells, self._n)
         at = np.searchsorted(row_starts, rows, side="right") - 1
-        count = np.bincount(at, minlength=nb).astype(np.int64)
-        total = np.bincount(at, weights=vals, minlength=nb)
-        vmin = np.full(nb, np.nan)
-        vmax = np.full(nb, np.nan)
-        last_idx = np.full(nb, -1, dtype=np.int64)
-        if rows.size:
-            # rows are in order, so each bucket's values are one run of them
-            firsts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
-            held = at[firsts]
-            vmin[held] = np.minimum.reduceat(vals, firsts)
-            vmax[held] = np.maximum.reduceat(vals, firsts)
-            last_idx[held] = rows[np.concatenate((firsts[1:], [rows.size])) - 1]
-        return self._finish(
-            self._steps[row_starts],
-            self._steps[row_stops - 1],
-            count,
-            total,
-            vmin,
-            vmax,
-            last_idx,
-            column,
-        )
+        reduced = _reduced(at, rows, vals, row_starts.shape[0])
+        return _finish(self._steps[row_starts], self._steps[row_stops - 1], column, *reduced)
 
-    def _finish(
-        self,
-        step_lo: np.ndarray,
-        step_hi: np.ndarray,
-        count: np.ndarray,
-        total: np.ndarray,
-        vmin: np.ndarray,
-        vmax: np.ndarray,
-        last_idx: np.ndarray,
-        column: MetricColumn,
-    ) -> Buckets:
-        count = count.astype(np.int64, copy=False)
-        has = count > 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(has, total / np.maximum(count, 1), np.nan)
-        last = np.where(last_idx >= 0, column.cells.take(np.maximum(last_idx, 0)), np.nan)
-        return Buckets(
-            step_lo=step_lo,
-            step_hi=step_hi,
-            min=np.where(has, vmin, np.nan),
-            max=np.where(has, vmax, np.nan),
-            mean=mean,
-            last=last,
-            count=count,
-        )
+
+def _finite_logged(
+    cells: DenseCells | ScaledCells | SparseCells, n_rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, values) of the column's finite values among the first `n_rows` rows."""
+    rows, vals = cells.logged(n_rows)
+    finite = np.isfinite(vals)
+    return rows[finite], vals[finite]
+
+
+def _reduced(
+    at: np.ndarray, rows: np.ndarray, vals: np.ndarray, buckets: int
+) -> tuple[np.ndarray, ...]:
+    """(count, sum, min, max, last row) per bucket of the points at rows `rows` with values
+    `vals`, each in bucket `at` (min, max and last row are NaN / -1 in an empty bucket)."""
+    count = np.bincount(at, minlength=buckets).astype(np.int64)
+    total = np.bincount(at, weights=vals, minlength=buckets)
+    vmin = np.full(buckets, np.nan)
+    vmax = np.full(buckets, np.nan)
+    last_idx = np.full(buckets, -1, dtype=np.int64)
+    if at.size:
+        if bool(np.any(at[1:] < at[:-1])):  # rows out of step order: cells' runs apart
+            order = np.argsort(at, kind="stable")
+            at, rows, vals = at[order], rows[order], vals[order]
+        # each bucket's points are one run of them (reduceat: half ufunc.at's cost)
+        firsts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1])))
+        held = at[firsts]
+        vmin[held] = np.minimum.reduceat(vals, firsts)
+        vmax[held] = np.maximum.reduceat(vals, firsts)
+        last_idx[held] = np.maximum.reduceat(rows, firsts)
+    return count, total, vmin, vmax, last_idx
+
+
+def _finish(
+    step_lo: np.ndarray,
+    step_hi: np.ndarray,
+    column: MetricColumn,
+    count: np.ndarray,
+    total: np.ndarray,
+    vmin: np.ndarray,
+    vmax: np.ndarray,
+    last_idx: np.ndarray,
+) -> Buckets:
+    count = count.astype(np.int64, copy=False)
+    has = count > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(has, total / np.maximum(count, 1), np.nan)
+    last = np.where(last_idx >= 0, column.cells.take(np.maximum(last_idx, 0)), np.nan)
+    return Buckets(
+        step_lo=step_lo,
+        step_hi=step_hi,
+        min=np.where(has, vmin, np.nan),
+        max=np.where(has, vmax, np.nan),
+        mean=mean,
+        last=last,
+        count=count,
+    )
