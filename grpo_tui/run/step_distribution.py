@@ -47,13 +47,7 @@ ADVANTAGE = "advantage"
 GroupKind = Literal["all_fail", "all_pass", "tied", "mixed", "unknown"]
 #: the kinds in the order the split is drawn (failing to passing, unknown last)
 GROUP_KINDS: tuple[GroupKind, ...] = ("all_fail", "tied", "mixed", "all_pass", "unknown")
-GROUP_KIND_WORDS: dict[GroupKind, str] = {
-    "all_fail": "all fail",
-    "all_pass": "all pass",
-    "tied": "tied",
-    "mixed": "mixed",
-    "unknown": "unknown",
-}
+GROUP_KIND_WORDS: dict[GroupKind, str] = {kind: kind.replace("_", " ") for kind in GROUP_KINDS}
 
 
 # --------------------------------------------------------------------------- histograms
@@ -171,18 +165,15 @@ def histogram(name: str, values: np.ndarray, max_bins: int = MAX_BINS) -> Histog
         mean, std = float(finite.mean()), float(finite.std())
     low, high = float(finite.min()), float(finite.max())
     distinct = _distinct(finite)
-    if use_levels(distinct.size, finite.size, max_bins):
-        # each value counts towards the level at or just below it (float noise merged)
-        position = np.searchsorted(distinct, finite, side="right") - 1
-        counts = np.bincount(np.clip(position, 0, distinct.size - 1), minlength=distinct.size)
-        return Histogram(
-            name, int(finite.size), missing, infinite, mean, std, low, high, True, distinct, counts
-        )
-    edges = nice_edges(low, high, min(max_bins, sturges_bins(finite.size)))
-    position = np.clip(np.searchsorted(edges, finite, side="right") - 1, 0, edges.size - 2)
-    counts = np.bincount(position, minlength=edges.size - 1)
+    levels = use_levels(distinct.size, finite.size, max_bins)
+    # a level counts each value at or just below it (float noise merged); a bin, each
+    # value in [its low edge, the next), the last bin closed
+    edges = distinct if levels else nice_edges(low, high, min(max_bins, sturges_bins(finite.size)))
+    bins = edges.size if levels else edges.size - 1
+    position = np.clip(np.searchsorted(edges, finite, side="right") - 1, 0, bins - 1)
+    counts = np.bincount(position, minlength=bins)
     return Histogram(
-        name, int(finite.size), missing, infinite, mean, std, low, high, False, edges, counts
+        name, int(finite.size), missing, infinite, mean, std, low, high, levels, edges, counts
     )
 
 
@@ -276,6 +267,7 @@ def distribution(pages: Sequence[Page]) -> StepDistribution:
     names = list(dict.fromkeys(name for group in groups for name in group.rewards))
     rewards: dict[str, list[np.ndarray]] = {name: [] for name in names}
     advantages: list[float] = []
+    split: dict[GroupKind, int] = dict.fromkeys(GROUP_KINDS, 0)
     for group in groups:
         for name in names:
             column = group.rewards.get(name)
@@ -284,8 +276,6 @@ def distribution(pages: Sequence[Page]) -> StepDistribution:
             math.nan if sample.advantage is None else sample.advantage
             for sample in group.completions
         ]
-    split: dict[GroupKind, int] = dict.fromkeys(GROUP_KINDS, 0)
-    for group in groups:
         split[group_kind(group)] += 1
     info = pages[-1].info
     preview = any(page.preview for page in pages)
