@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grpo_tui.run.completion_stats import STEP_FIELDS, CompletionsSummary, StepSampleStats
+from grpo_tui.run.completion_stats import CompletionsSummary, StepColumns, StepSampleStats
 from grpo_tui.run.metrics import MetricStore
 
 PREFIX = "samples/"
@@ -76,12 +76,8 @@ def derived_values(
 
 def sample_values(stats: StepSampleStats) -> dict[str, float]:
     """The step's values of every sample metric it knows (unknown ones are left out)."""
-    values: dict[str, float] = {}
-    for series in SAMPLE_SERIES:
-        value = series.value(stats)
-        if value is not None and math.isfinite(value):
-            values[series.name] = float(value)
-    return values
+    values = {series.name: series.value(stats) for series in SAMPLE_SERIES}
+    return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}
 
 
 class SamplePlacer:
@@ -140,15 +136,4 @@ class SamplePlacer:
 def _same(stats: StepSampleStats, other: StepSampleStats | None) -> bool:
     """The same statistics, NaN (no value) matching NaN: a summary builds its steps anew
     each time one is looked at."""
-    if other is None:
-        return False
-    for name in STEP_FIELDS:
-        mine, theirs = getattr(stats, name), getattr(other, name)
-        if mine != theirs and not (
-            isinstance(mine, float)
-            and isinstance(theirs, float)
-            and math.isnan(mine)
-            and math.isnan(theirs)
-        ):
-            return False
-    return True
+    return other is not None and StepColumns.of([stats]) == StepColumns.of([other])
