@@ -62,11 +62,7 @@ class DenseCells:
         self.values[start:stop] = np.nan
 
     def resize(self, capacity: int) -> None:
-        old = self.values.shape[0]
-        if capacity > old:
-            self.values = np.concatenate([self.values, np.full(capacity - old, np.nan)])
-        elif capacity < old:
-            self.values = self.values[:capacity].copy()
+        self.values = _resized(self.values, capacity, np.nan)
 
 
 class SparseCells:
@@ -223,11 +219,15 @@ class ScaledCells:
         self.ints[start:stop] = self._GAP
 
     def resize(self, capacity: int) -> None:
-        old = self.ints.shape[0]
-        if capacity > old:
-            self.ints = np.concatenate([self.ints, np.full(capacity - old, self._GAP, np.int32)])
-        elif capacity < old:
-            self.ints = self.ints[:capacity].copy()
+        self.ints = _resized(self.ints, capacity, self._GAP)
+
+
+def _resized(array: np.ndarray, capacity: int, fill: float) -> np.ndarray:
+    """`array` cut or padded with `fill` to `capacity` (a copy, unless it is that long)."""
+    old = array.shape[0]
+    if capacity > old:
+        return np.concatenate([array, np.full(capacity - old, fill, array.dtype)])
+    return array[:capacity].copy() if capacity < old else array
 
 
 def _held_at(values: np.ndarray, scale: float) -> bool:

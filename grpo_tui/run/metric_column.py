@@ -72,12 +72,8 @@ class BlockSummaries:
             self._rebuild(segment, self.stale_start, self.stale_stop)
             self.stale_start = self.stale_stop = 0
         used = -(-n_rows // size)
-        return (
-            self.count[:used],
-            self.sum[:used],
-            self.min[:used],
-            self.max[:used],
-            self.last[:used],
+        return tuple(
+            array[:used] for array in (self.count, self.sum, self.min, self.max, self.last)
         )
 
     def _rebuild(self, segment: Callable[[int, int], np.ndarray], start: int, stop: int) -> None:
