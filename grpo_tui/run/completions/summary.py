@@ -18,7 +18,7 @@ is ever written again.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -108,6 +108,27 @@ def zero_spread_groups(done: Tally) -> int:
     return len(done.tied_totals) + done.all_zero_groups
 
 
+#: the Tally fields a step logged in several batches sums over them
+_SUMMED = tuple(f.name for f in fields(Tally) if f.name not in ("tied_totals", "functions"))
+
+
+def _merged(tallies: list[Tally]) -> Tally:
+    """One tally of several batches (a step logged in parts), summed in order."""
+    merged = Tally()
+    for part in tallies:
+        for name in _SUMMED:
+            setattr(merged, name, getattr(merged, name) + getattr(part, name))
+        merged.tied_totals += part.tied_totals
+        for name, (total, count) in part.functions.items():
+            held = merged.functions.get(name, (0.0, 0))
+            merged.functions[name] = (held[0] + total, held[1] + count)
+    return merged
+
+
+def _mean(total: float, count: int) -> float:
+    return total / count if count else math.nan
+
+
 class StepTable:
     """One row of statistics per step of the summary (a "slot"), in the order steps were
     first read; not thread-safe (the index holds its lock around every call)."""
@@ -155,51 +176,28 @@ class StepTable:
     def fill(self, slot: int, tallies: list[Tally]) -> None:
         """Write a step's row from the tallies of its batches (none: no statistics), all
         but the columns a summary judges."""
-        groups = completions = distinct_count = overlap_count = all_zero = 0
-        markers = truncated = chars = std_count = follows = one_token = 0
-        distinct_sum = overlap_sum = repetition_sum = std_sum = 0.0
-        functions: dict[str, tuple[float, int]] = {}
-        tied: list[float] = []
-        for part in tallies:
-            std_sum += part.std_sum
-            std_count += part.std_count
-            for name, (total, count) in part.functions.items():
-                held = functions.get(name, (0.0, 0))
-                functions[name] = (held[0] + total, held[1] + count)
-            groups += part.groups
-            completions += part.completions
-            tied += part.tied_totals
-            all_zero += part.all_zero_groups
-            distinct_sum += part.distinct_2_sum
-            distinct_count += part.distinct_2_count
-            overlap_sum += part.overlap_sum
-            overlap_count += part.overlap_count
-            repetition_sum += part.repetition_sum
-            one_token += part.one_token
-            markers += part.uses_markers
-            truncated += part.truncated
-            follows += part.follows_format
-            chars += part.chars
+        merged = _merged(tallies)
+        groups, completions = merged.groups, merged.completions
         row = self._stats[slot]
         if groups == 0 or completions == 0:
             row[_COL["groups"]] = 0
         else:
             row[_COL["groups"]] = groups
             row[_COL["completions"]] = completions
-            row[_COL["zero_spread_fraction"]] = (len(tied) + all_zero) / groups
-            row[_COL["distinct_2"]] = distinct_sum / distinct_count if distinct_count else math.nan
-            row[_COL["pairwise_overlap"]] = (
-                overlap_sum / overlap_count if overlap_count else math.nan
+            row[_COL["zero_spread_fraction"]] = zero_spread_groups(merged) / groups
+            row[_COL["distinct_2"]] = _mean(merged.distinct_2_sum, merged.distinct_2_count)
+            row[_COL["pairwise_overlap"]] = _mean(merged.overlap_sum, merged.overlap_count)
+            row[_COL["mean_chars"]] = merged.chars / completions
+            row[_COL["truncated_rate"]] = (
+                merged.truncated / completions if merged.uses_markers else math.nan
             )
-            row[_COL["mean_chars"]] = chars / completions
-            row[_COL["truncated_rate"]] = truncated / completions if markers else math.nan
-            row[_COL["repetition"]] = repetition_sum / completions
-            row[_COL["one_token"]] = one_token / completions
-            row[_COL["group_std"]] = std_sum / std_count if std_count else math.nan
-        self._put_tied(slot, tied)
-        self._all_zero[slot] = all_zero
-        self._follows[slot] = follows
-        self._put_means(slot, functions)
+            row[_COL["repetition"]] = merged.repetition_sum / completions
+            row[_COL["one_token"]] = merged.one_token / completions
+            row[_COL["group_std"]] = _mean(merged.std_sum, merged.std_count)
+        self._put_tied(slot, merged.tied_totals)
+        self._all_zero[slot] = merged.all_zero_groups
+        self._follows[slot] = merged.follows_format
+        self._put_means(slot, merged.functions)
         if slot < self._clean:
             self._dirty.add(slot)
 
