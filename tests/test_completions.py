@@ -23,12 +23,10 @@ from grpo_tui.run.text_stats import (
     STATS_CHAR_CAP,
     check_format,
     distinct_n,
-    format_rate,
     group_text_stats,
     measured_text,
     pairwise_overlap,
     sampled_pairs,
-    truncated_rate,
 )
 from grpo_tui.sources.formats.msswift_completions import (
     NON_REWARD_KEYS,
@@ -716,10 +714,10 @@ def test_check_format(text: str, uses: bool, follows: bool, cut: bool) -> None:
 
 
 def test_format_and_truncation_rates() -> None:
-    assert format_rate(["plain", "text"]) is None
-    assert truncated_rate(["plain", "text"]) is None
-    assert format_rate(["<answer>1</answer>", "plain"]) == 0.5
-    assert truncated_rate(["<answer>1", "<answer>1</answer>", "x", "y"]) == 0.25
+    assert group_text_stats(["plain", "text"]).format_rate is None
+    assert group_text_stats(["plain", "text"]).truncated_rate is None
+    assert group_text_stats(["<answer>1</answer>", "plain"]).format_rate == 0.5
+    assert group_text_stats(["<answer>1", "<answer>1</answer>", "x", "y"]).truncated_rate == 0.25
     stats = group_text_stats(["<answer>1</answer>", "<answer>1</answer>"])
     assert (
         stats.format_rate == 1.0 and stats.truncated_rate == 0.0 and stats.pairwise_overlap == 1.0

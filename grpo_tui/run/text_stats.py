@@ -381,18 +381,6 @@ def _rate(flags: Sequence[bool], known: bool) -> float | None:
     return sum(flags) / len(flags)
 
 
-def format_rate(texts: Sequence[str]) -> float | None:
-    """Fraction of completions that follow the tag format; None when no completion uses a marker."""
-    checks = [check_format(text) for text in texts]
-    return _rate([c.follows for c in checks], any(c.uses_markers for c in checks))
-
-
-def truncated_rate(texts: Sequence[str]) -> float | None:
-    """Fraction of completions that look cut off; None when no completion uses a marker."""
-    checks = [check_format(text) for text in texts]
-    return _rate([c.cut_off for c in checks], any(c.uses_markers for c in checks))
-
-
 @dataclass(frozen=True, slots=True)
 class GroupTextStats:
     """All text statistics of one group, computed in one pass over its completions."""
@@ -405,7 +393,9 @@ class GroupTextStats:
     checks: tuple[FormatCheck, ...]
     #: one repetition share per completion, in order
     repetition: tuple[float, ...]
+    #: fraction of completions that follow the tag format; None when none uses a marker
     format_rate: float | None
+    #: fraction of completions that look cut off; None when none uses a marker
     truncated_rate: float | None
     #: per completion, in order: at most one token once its markers are left out
     one_token: tuple[bool, ...] = ()
