@@ -197,7 +197,9 @@ class FollowLoop:
         self._stop = threading.Event()
         self._waker: DirectoryWaker | None = DirectoryWaker(self._wake) if watch_files else None
         self._thread = threading.Thread(target=self._loop, name="grpo-tui-reader", daemon=True)
-        self._reads = 0
+        #: how many reads of the files have ended, each handed on if it held anything (a
+        #: test that needs the files looked at since some moment waits for two more)
+        self.reads = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -212,12 +214,6 @@ class FollowLoop:
     def wake(self) -> None:
         """Read now rather than at the end of the poll interval."""
         self._wake.set()
-
-    @property
-    def reads(self) -> int:
-        """How many reads of the files have ended, each handed on if it held anything
-        (a test that needs the files looked at since some moment waits for two more)."""
-        return self._reads
 
     def _loop(self) -> None:
         last_status: tuple[object, ...] | None = None
@@ -239,7 +235,7 @@ class FollowLoop:
                 if update.preview is not None:
                     # let the screen draw the newest lines before the history takes the CPU
                     self._stop.wait(PREVIEW_PAUSE_S)
-            self._reads += 1
+            self.reads += 1
             if self._waker is not None:
                 self._waker.watch(self.follower.feed.watched_dirs)
                 if self._waker.failure is not None and not told_no_events:

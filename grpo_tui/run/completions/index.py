@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -164,7 +164,7 @@ class CompletionsIndex:
         self._good_lines = 0
         self._cut_batches = 0
         self._bad_count = 0
-        self._bad: list[BadLine] = []
+        self._bad: deque[BadLine] = deque(maxlen=BAD_LINES_KEPT)
         self._reward_names: dict[str, None] = {}
         self._total_min = math.inf
         self._total_max = -math.inf
@@ -235,8 +235,6 @@ class CompletionsIndex:
             self._bad_count += 1
             reason = (batch.problem or "unreadable")[:200]
             self._bad.append(BadLine(self.path.name, batch.line_no, reason, batch.excerpt))
-            if len(self._bad) > BAD_LINES_KEPT:
-                del self._bad[0]
             return
         self._good_lines += 1
         self._cut_batches += rows.malformed
