@@ -90,6 +90,13 @@ def value_domain(name: str) -> ValueDomain:
     return ValueDomain()
 
 
+def _padded(lo: float, hi: float, least: float) -> tuple[float, float]:
+    """The span from `lo` to `hi`, widened to `least` about its middle, then padded."""
+    span = max(hi - lo, least)
+    middle = (lo + hi) / 2
+    return middle - span / 2 - PAD * span, middle + span / 2 + PAD * span
+
+
 def y_limits(lo: float, hi: float, domain: ValueDomain) -> tuple[float, float]:
     """The y range for data from `lo` to `hi` (finite, lo ≤ hi): the data's span widened to
     the minimum span about its middle, padded, then moved inside the domain's floor and
@@ -98,10 +105,7 @@ def y_limits(lo: float, hi: float, domain: ValueDomain) -> tuple[float, float]:
     least = max(RELATIVE_MIN_SPAN * magnitude, domain.resolution)
     if least == 0.0:
         least = ZERO_SPAN
-    span = max(hi - lo, least)
-    middle = (lo + hi) / 2
-    y_lo = middle - span / 2 - PAD * span
-    y_hi = middle + span / 2 + PAD * span
+    y_lo, y_hi = _padded(lo, hi, least)
     if domain.floor is not None and y_lo < domain.floor <= lo:
         y_hi += domain.floor - y_lo
         y_lo = domain.floor
@@ -118,11 +122,7 @@ def log_limits(lo: float, hi: float, domain: ValueDomain) -> tuple[float, float]
     """The log10 y range for positive data from `lo` to `hi`: at least the relative minimum
     span (in decades), padded, under the domain's ceiling where the data is."""
     low, high = math.log10(lo), math.log10(hi)
-    least = math.log10(1 + RELATIVE_MIN_SPAN)
-    span = max(high - low, least)
-    middle = (low + high) / 2
-    y_lo = middle - span / 2 - PAD * span
-    y_hi = middle + span / 2 + PAD * span
+    y_lo, y_hi = _padded(low, high, math.log10(1 + RELATIVE_MIN_SPAN))
     if domain.ceiling is not None and domain.ceiling > 0 and hi <= domain.ceiling:
         top = math.log10(domain.ceiling)
         if y_hi > top:
@@ -208,10 +208,9 @@ def format_clock(seconds: float) -> str:
     days, rest = divmod(total, 86400)
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
-    shown = [(v, u) for v, u in parts if v]
-    if not shown:
+    if not total:
         return "0s"
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     # the largest part and the next one (a tick is a round number: two parts say it)
     largest = next(i for i, (v, _) in enumerate(parts) if v)
     kept = [f"{v}{u}" for v, u in parts[largest : largest + 2] if v]
