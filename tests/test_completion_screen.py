@@ -18,7 +18,6 @@ def _group(text: str) -> Group:
     sample = Sample(text=text, rewards={"acc": 0.0}, total=0.0, advantage=0.0)
     return Group(
         prompt="What is 2+2?",
-        prompt_id="0" * 16,
         step="7",
         completions=(sample,),
         rewards={"acc": np.zeros(1)},

@@ -71,8 +71,6 @@ class Group:
     """The completions of one prompt within one logged batch (a GRPO group)."""
 
     prompt: str
-    #: short stable hash of the full prompt text (follows one prompt across batches)
-    prompt_id: str
     step: str
     completions: tuple[Sample, ...]
     #: per reward function, one value per completion (NaN = not logged)
@@ -257,12 +255,8 @@ def build_group(rows: CompletionRows, stats: GroupStats, span: tuple[float, floa
     )
     if stats.all_zero:
         all_fail, all_pass = True, False
-    prompt = rows.prompts[indices[0]]
     return Group(
-        prompt=prompt,
-        prompt_id=hashlib.blake2b(
-            prompt.encode("utf-8", errors="surrogatepass"), digest_size=8
-        ).hexdigest(),
+        prompt=rows.prompts[indices[0]],
         step=rows.steps[indices[-1]],
         completions=samples,
         rewards=rewards,
