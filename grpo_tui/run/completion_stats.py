@@ -117,9 +117,7 @@ class StepColumns(Sequence[StepSampleStats]):
 
     def __getitem__(self, index: int | slice) -> StepSampleStats | StepColumns:
         if isinstance(index, slice):
-            picked = range(len(self))[index]
-            positions = np.arange(picked.start, picked.stop, picked.step, dtype=np.int64)
-            return self._subset(positions)
+            return self._subset(np.arange(len(self), dtype=np.int64)[index])
         count = len(self)
         position = index + count if index < 0 else index
         if not 0 <= position < count:
@@ -131,10 +129,9 @@ class StepColumns(Sequence[StepSampleStats]):
 
     def __iter__(self) -> Iterator[StepSampleStats]:
         # a chunk at a time: a long run's steps as Python objects all at once would be big
-        count = len(self)
-        for start in range(0, count, _ITER_CHUNK):
-            positions = np.arange(start, min(count, start + _ITER_CHUNK), dtype=np.int64)
-            chunk: list[list[float]] = self._take(positions).tolist()
+        matrix = self.matrix()
+        for start in range(0, len(matrix), _ITER_CHUNK):
+            chunk: list[list[float]] = matrix[start : start + _ITER_CHUNK].tolist()
             yield from map(_stats_of, chunk)
 
     def __eq__(self, other: object) -> bool:
@@ -157,11 +154,6 @@ class StepColumns(Sequence[StepSampleStats]):
     def _subset(self, positions: np.ndarray) -> StepColumns:
         rows = positions if self._rows is None else self._rows[positions]
         return StepColumns(self._matrix, rows)
-
-    def _take(self, positions: np.ndarray) -> np.ndarray:
-        """The rows at these positions, shape (len(positions), len(STEP_FIELDS))."""
-        taken: np.ndarray = self._matrix[positions if self._rows is None else self._rows[positions]]
-        return taken
 
     def matrix(self) -> np.ndarray:
         """Every step's row, shape (len, len(STEP_FIELDS))."""
