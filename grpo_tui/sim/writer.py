@@ -206,10 +206,6 @@ def _rounded(raw: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 8) if isinstance(v, float) else v for k, v in raw.items()}
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False) + "\n"
-
-
 @dataclass
 class _LogCall:
     """One Trainer.log() call: its logging.jsonl line and completions.jsonl line."""
@@ -231,7 +227,7 @@ class _Simulation:
         self.losses: list[float] = []
         self.history: list[dict[str, Any]] = []
         self.evals: list[tuple[int, float]] = []
-        self.deque: tuple[_Batch, int] | None = None  # latest rollout rows and their count
+        self.deque: _Batch | None = None  # the latest rollout (its last batch_rows are logged)
         self.spikes = self._spike_steps()
 
     def _spike_steps(self) -> dict[int, list[tuple[str, float]]]:
@@ -301,10 +297,10 @@ class _Simulation:
         """Record a log call: raw item into log_history, rounded line + progress to disk."""
         raw["epoch"] = step * self.cfg.prompts_per_step / self.cfg.dataset_size
         self.history.append({**raw, "step": step})
-        batch, rows = self.deque if self.deque else (None, 0)
+        batch = self.deque
         return _LogCall(
             {**_rounded(raw), **self._progress(step)},
-            batch.columns(step, rows) if batch is not None else None,
+            batch.columns(step, self.batch_rows) if batch is not None else None,
         )
 
     def _rollout_at(self, step: int, prompts: list[_Prompt], shift: float = 0.0) -> _Batch:
@@ -312,7 +308,7 @@ class _Simulation:
         if shift:
             pol = replace(pol, acc=pol.acc + shift)
         batch = _rollout(self.rng, pol, prompts, self.cfg, self.spec.reward_funcs)
-        self.deque = (batch, self.batch_rows)
+        self.deque = batch
         # peak memory follows the longest sequence seen (KV cache + activations)
         self.memory = max(self.memory, 31.5 + 0.012 * float(batch.tokens.max()))
         return batch
@@ -527,7 +523,7 @@ def _append(run_dir: Path, calls: list[_LogCall]) -> None:
 def _append_line(path: Path, obj: Any) -> None:
     # one write + flush per line in 'a' mode, like ms-swift: a tail reader sees whole lines
     with open(path, "a", encoding="utf-8") as f:
-        f.write(_dumps(obj))
+        f.write(json.dumps(obj, ensure_ascii=False) + "\n")
         f.flush()
 
 
