@@ -281,17 +281,11 @@ def _step_lines(store: MetricStore, name: str, columns: int) -> tuple[Line, Line
     """The store's buckets as mean / min / max lines at their middle step; whether any
     bucket holds more than one point."""
     buckets = store.buckets(name, columns)
-    means = np.asarray(buckets.mean, dtype=float)
-    finite = np.isfinite(means)
-    x = (np.asarray(buckets.step_lo, float) + np.asarray(buckets.step_hi, float)) / 2
-    x = x[finite]
-    several = bool(np.any(np.asarray(buckets.count)[finite] > 1))
-    return (
-        Line(x, means[finite]),
-        Line(x, np.asarray(buckets.min, float)[finite]),
-        Line(x, np.asarray(buckets.max, float)[finite]),
-        several,
-    )
+    finite = np.isfinite(buckets.mean)
+    x = ((buckets.step_lo + buckets.step_hi) / 2)[finite]
+    several = bool(np.any(buckets.count[finite] > 1))
+    mean, low, high = (Line(x, v[finite]) for v in (buckets.mean, buckets.min, buckets.max))
+    return mean, low, high, several
 
 
 def _timed_points(store: MetricStore, clock: WallClock, name: str) -> tuple[np.ndarray, np.ndarray]:
