@@ -433,11 +433,8 @@ class MetricStore:
             vals = column.cells.segment(start, stop)
             mask = np.isfinite(vals)
             if int(mask.sum()) >= want or start == 0:
-                steps = self._steps[start:stop][mask]
-                vals = vals[mask]
-                return Points(
-                    steps[-want:] if want else steps[:0], vals[-want:] if want else vals[:0]
-                )
+                steps, vals = self._steps[start:stop][mask], vals[mask]
+                return Points(steps[steps.size - want :], vals[vals.size - want :])
             span *= 4
 
     def buckets(self, name: str, width: int) -> Buckets:
