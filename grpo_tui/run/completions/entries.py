@@ -136,21 +136,16 @@ ENTRY = np.dtype(
 )
 
 
-def step_number(label: str) -> float:
-    """The number a step label starts with ("12", "12/500" → 12.0), else NaN."""
-    match = _LEADING_NUMBER.match(label)
-    return float(match.group(1)) if match else math.nan
-
-
 def decimal_label(number: float) -> str:
     """How a step number is usually written ("6", "6.5")."""
     return str(int(number)) if number.is_integer() else repr(number)
 
 
 def step_key(label: str) -> tuple[float, bool]:
-    """The number a step label starts with, and whether the label is just its decimal
-    (then the number alone stands for the label)."""
-    number = step_number(label)
+    """The number a step label starts with ("12", "12/500" → 12.0; else NaN), and whether
+    the label is just its decimal (then the number alone stands for the label)."""
+    match = _LEADING_NUMBER.match(label)
+    number = float(match.group(1)) if match else math.nan
     return number, not math.isnan(number) and decimal_label(number) == label
 
 
