@@ -49,7 +49,7 @@ import math
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -590,16 +590,11 @@ class CompletionsIndex:
                 wanted &= ~entries["tallied"] | (entries["zero_spread_groups"] > 0)
             found = np.flatnonzero(wanted) + span.start
             for index in (found if forward else found[::-1]).tolist():
-                if (
-                    zero_spread_only
-                    and not self._entries[index]["tallied"]
-                    and (
-                        not self._ensure_tally(index)
-                        or not self._entries[index]["zero_spread_groups"]
-                    )
+                entry = self._entries[index]
+                if not zero_spread_only or (
+                    (entry["tallied"] or self._ensure_tally(index)) and entry["zero_spread_groups"]
                 ):
-                    continue
-                return int(index)
+                    return int(index)
             return None
 
     def search(
@@ -627,9 +622,7 @@ class CompletionsIndex:
                 analysed = self._load(index)
             searched += 1
             if analysed is not None:
-                order = list(range(len(analysed.groups)))
-                if backwards:
-                    order.reverse()
+                order: Sequence[int] = range(len(analysed.groups))[:: -1 if backwards else 1]
                 if index == start and after_group is not None:
                     order = [
                         g for g in order if (g < after_group if backwards else g > after_group)
