@@ -217,8 +217,7 @@ def _diversity(texts: Sequence[str], n: int) -> _Diversity:
     totals = np.bincount(owner, minlength=count).astype(np.float64)
     distinct = width / hashes.size
     pairs = sampled_pairs(count)
-    first = np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs))
-    second = np.fromiter((j for _, j in pairs), dtype=np.int64, count=len(pairs))
+    first, second = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
     if count * (count - 1) // 2 <= MAX_EXACT_PAIRS and count * width <= _DENSE_CELLS:
         # each text's distinct shingles as a 0/1 row (a repeated shingle sets its cell
         # again), every pair's shared shingles in one matrix product
@@ -346,29 +345,27 @@ def _boxed_state(scan: str) -> tuple[bool, bool, bool]:
 def check_format(text: str) -> FormatCheck:
     """Tag balance of one completion (think/answer tags and `\\boxed{}`)."""
     scan = _format_window(text)
-    has_tag = "<think>" in scan or "</think>" in scan or "<answer>" in scan or "</answer>" in scan
     boxed_present, boxed_closed, boxed_cut = _boxed_state(scan)
-    if not has_tag and not boxed_present:
+    if not boxed_present and _TAG_RE.search(scan) is None:
         return _NO_MARKERS
     depth = dict.fromkeys(_TAG_NAMES, 0)
     seen = dict.fromkeys(_TAG_NAMES, False)
     closed_pairs = 0
     stray_close = False
-    if has_tag:
-        for match in _TAG_RE.finditer(scan):
-            name = match.group(2)
-            if match.group(1):
-                if depth[name] > 0:
-                    depth[name] -= 1
-                    closed_pairs += 1
-                elif not seen[name]:
-                    # a close before any open: R1-style templates end the prompt with <think>
-                    closed_pairs += 1
-                else:
-                    stray_close = True
+    for match in _TAG_RE.finditer(scan):
+        name = match.group(2)
+        if match.group(1):
+            if depth[name] > 0:
+                depth[name] -= 1
+                closed_pairs += 1
+            elif not seen[name]:
+                # a close before any open: R1-style templates end the prompt with <think>
+                closed_pairs += 1
             else:
-                depth[name] += 1
-            seen[name] = True
+                stray_close = True
+        else:
+            depth[name] += 1
+        seen[name] = True
     open_tags = any(level > 0 for level in depth.values())
     cut_off = open_tags or boxed_cut
     follows = not cut_off and not stray_close and (closed_pairs > 0 or boxed_closed)
