@@ -354,10 +354,7 @@ def neighbour_step(
     """The entry of the next (or previous) step from the one shown, skipping verbatim
     repeats and the other parts of its own step; None at either end, or past `limit` (the
     newest entry seen when the app was paused)."""
-    if shown is None or not shown.entries:
-        current = None
-    else:
-        current = shown.entries[-1] if forward else shown.entries[0]
+    current = shown.entries[-1 if forward else 0] if shown is not None and shown.entries else None
     target = index.neighbour(current, forward=forward)
     if target is None or (limit is not None and target > limit):
         return None
