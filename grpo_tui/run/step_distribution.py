@@ -109,10 +109,8 @@ def use_levels(distinct: int, count: int, max_bins: int) -> bool:
 def _nice_width(raw: float) -> float:
     """The smallest of 1, 2, 2.5, 5 × 10^k that is at least `raw` (> 0)."""
     power = 10.0 ** math.floor(math.log10(raw))
-    for factor in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if factor * power >= raw * (1 - 1e-12):
-            return factor * power
-    return 10.0 * power  # pragma: no cover - 10 × power ≥ raw always
+    widths = (factor * power for factor in (1.0, 2.0, 2.5, 5.0))
+    return next((width for width in widths if width >= raw * (1 - 1e-12)), 10.0 * power)
 
 
 def nice_edges(low: float, high: float, bins: int) -> np.ndarray:
