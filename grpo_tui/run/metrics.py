@@ -329,16 +329,12 @@ class MetricStore:
     @property
     def steps(self) -> np.ndarray:
         """Step of every row (read-only view)."""
-        view = self._steps[: self._n]
-        view.flags.writeable = False
-        return view
+        return _read_only(self._steps[: self._n])
 
     @property
     def kinds(self) -> np.ndarray:
         """`LineKind` of every row (read-only view)."""
-        view = self._kinds[: self._n]
-        view.flags.writeable = False
-        return view
+        return _read_only(self._kinds[: self._n])
 
     @property
     def capacity(self) -> int:
@@ -362,9 +358,7 @@ class MetricStore:
 
     def column(self, name: str) -> np.ndarray:
         """All rows of one metric, NaN where not logged (read-only)."""
-        view = self._columns[name].cells.segment(0, self._n)
-        view.flags.writeable = False
-        return view
+        return _read_only(self._columns[name].cells.segment(0, self._n))
 
     def source_key(self, name: str) -> str:
         return self._columns[name].source_key
@@ -522,6 +516,11 @@ class MetricStore:
         at = np.searchsorted(row_starts, rows, side="right") - 1
         reduced = _reduced(at, rows, vals, row_starts.shape[0])
         return _finish(self._steps[row_starts], self._steps[row_stops - 1], column, *reduced)
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    view.flags.writeable = False
+    return view
 
 
 def _finite_logged(
