@@ -222,9 +222,8 @@ def _optional_float(value: float | np.floating) -> float | None:
 
 def _row_extras(rows: CompletionRows, row: int) -> tuple[tuple[str, str], ...]:
     """The extra columns logged for one row that hold a value there."""
-    if not rows.extras:
-        return ()
-    return tuple((name, values[row]) for name, values in rows.extras.items() if values[row])
+    extras = rows.extras or {}
+    return tuple((name, values[row]) for name, values in extras.items() if values[row])
 
 
 def build_group(rows: CompletionRows, stats: GroupStats, span: tuple[float, float] | None) -> Group:
