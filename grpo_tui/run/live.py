@@ -249,9 +249,7 @@ class Run:
     def usual_interval(self) -> float | None:
         """Typical wall seconds between two log lines, from the logged elapsed times
         (median of positive differences), or None when unknown."""
-        if "elapsed" not in self.store:
-            return None
-        elapsed = self.store.window("elapsed", 50).values
+        elapsed = self.store.window("elapsed", 50).values  # empty when none is logged
         if elapsed.size < 3:
             return None
         diffs = np.diff(elapsed)
