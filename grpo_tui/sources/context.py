@@ -24,32 +24,21 @@ class ArgsError(ValueError):
     """An args file that cannot be used; the message says why, for the user."""
 
 
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value if abs(value) <= _LARGEST_SETTING else None
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and abs(value) <= _LARGEST_SETTING else None
-    if isinstance(value, str):
-        try:
-            return _as_int(float(value))
-        except ValueError:
-            return None
-    return None
-
-
 def _as_float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
-        if isinstance(value, (int, float, str)):
-            number = float(value)
-        else:
-            return None
+        number = float(value)
     except (ValueError, OverflowError):  # an int too big for a float, a word
         return None
     return number if math.isfinite(number) else None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if abs(value) <= _LARGEST_SETTING else None
+    number = _as_float(value)
+    return int(number) if number is not None and abs(number) <= _LARGEST_SETTING else None
 
 
 #: fields read as whole numbers and as floats (the rest are strings and lists)
@@ -81,16 +70,12 @@ def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
         )
 
     numbers: dict[str, Any] = {}
-    for name in _INT_FIELDS:
-        value = args.get(name)
-        numbers[name] = _as_int(value)
-        if value is not None and numbers[name] is None:
-            unusable(name, value)
-    for name in _FLOAT_FIELDS:
-        value = args.get(name)
-        numbers[name] = _as_float(value)
-        if value is not None and numbers[name] is None:
-            unusable(name, value)
+    for names, convert in ((_INT_FIELDS, _as_int), (_FLOAT_FIELDS, _as_float)):
+        for name in names:
+            value = args.get(name)
+            numbers[name] = convert(value)
+            if value is not None and numbers[name] is None:
+                unusable(name, value)
     reward_funcs = args.get("reward_funcs") or []
     if isinstance(reward_funcs, str):
         reward_funcs = [reward_funcs]
