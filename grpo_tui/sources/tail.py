@@ -186,17 +186,13 @@ class TailReader:
         """Hand out complete lines: advance the offset, line count and fingerprints.
         `skipped` is a byte order mark before them (part of the file, not of a line)."""
         self.offset += len(skipped)
-        if len(self._head) < _FINGERPRINT_BYTES:
-            self._head = (self._head + skipped)[:_FINGERPRINT_BYTES]
         chunk = TailChunk(complete, self.offset, self.line_no + 1)
         self.offset += len(complete)
         self.line_no += complete.count(b"\n")
-        if len(complete) >= _FINGERPRINT_BYTES:
-            self._fingerprint = complete[-_FINGERPRINT_BYTES:]
-        else:
-            self._fingerprint = (self._fingerprint + complete)[-_FINGERPRINT_BYTES:]
-        if len(self._head) < _FINGERPRINT_BYTES:
-            self._head = (self._head + complete)[:_FINGERPRINT_BYTES]
+        width = _FINGERPRINT_BYTES
+        self._fingerprint = (self._fingerprint + complete[-width:])[-width:]
+        if len(self._head) < width:
+            self._head = (self._head + skipped + complete[:width])[:width]
         return chunk
 
 
