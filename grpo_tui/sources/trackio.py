@@ -342,13 +342,8 @@ class TrackioStore:
         records = result.records
         rows = fetched.rows or []
         for row_id, key, name, step, metrics, log_id in rows:
-            if key not in self._known:
-                if self._follows(name):
-                    if records:  # these first; the newer run starts at the next poll
-                        result.more = True
-                        return
-                    self._switch(key, name, result)
-                self._known.add(key)
+            if not self._meet(key, name, result):
+                return
             self._mark = row_id
             if key != self._run:
                 continue
@@ -362,15 +357,11 @@ class TrackioStore:
         result.more = len(rows) >= self._max_rows
         for fragment in fetched.fragments:
             writer = self._writers[fragment.folder]
-            run = writer.run or ""
-            if run not in self._known:
-                if self._follows(writer.run_name):
-                    if records:
-                        result.more = True
-                        return
-                    self._switch(run, writer.run_name, result)
-                    result.more = True  # its next fragments come with the next poll
-                self._known.add(run)
+            run, followed = writer.run or "", self._run
+            if not self._meet(run, writer.run_name, result):
+                return
+            if self._run != followed:
+                result.more = True  # the newer run's next fragments come with the next poll
             if run != self._run:
                 continue
             writer.taken.add(fragment.name)
@@ -386,16 +377,23 @@ class TrackioStore:
                 result.more = True
                 return
 
-    def _follows(self, run_name: str | None) -> bool:
-        """Whether a run not seen before is followed instead of the current one."""
-        return self.run_name is None or run_name == self.run_name
-
-    def _switch(self, key: str, name: str | None, result: PolledRecords) -> None:
-        result.restarted = result.restarted or self._handed_out
-        self._run, self.current_run = key, name or key
-        self._handed_out = False
-        self._pending.clear()
-        self._global_step = None
+    def _meet(self, key: str, name: str | None, result: PolledRecords) -> bool:
+        """A run not seen before is followed instead of the current one when it has the
+        name asked for (or none was); False when the records taken so far go first (the
+        newer run starts at the next poll)."""
+        if key in self._known:
+            return True
+        if self.run_name is None or name == self.run_name:
+            if result.records:
+                result.more = True
+                return False
+            result.restarted = result.restarted or self._handed_out
+            self._run, self.current_run = key, name or key
+            self._handed_out = False
+            self._pending.clear()
+            self._global_step = None
+        self._known.add(key)
+        return True
 
     def _append(self, records: list[dict[str, Any]], row_step: Any, metrics: Any) -> str | None:
         """A metrics row as a log dict: numbers only, TRL's key names, the trainer's step.
@@ -531,12 +529,13 @@ def _read_mode(path: Path) -> str:
     `-shm` both exist; plain read-only during a rollback-mode transaction (its
     `-journal`: locks, no shared memory); plain read-only too for a `-wal` without its
     `-shm`, the one case SQLite must create a file to read (the `-shm`)."""
-    wal, journal = _exists(_sibling(path, "-wal")), _exists(_sibling(path, "-journal"))
+    wal = os.path.exists(_sibling(path, "-wal"))
+    journal = os.path.exists(_sibling(path, "-journal"))
     if not wal and not journal:
         return _AT_REST
     if not wal:
         return "mode=ro"
-    return "mode=ro&readonly_shm=1" if _exists(_sibling(path, "-shm")) else _WAL_WITHOUT_SHM
+    return "mode=ro&readonly_shm=1" if os.path.exists(_sibling(path, "-shm")) else _WAL_WITHOUT_SHM
 
 
 def _connect(path: Path, mode: str) -> sqlite3.Connection:
@@ -556,12 +555,9 @@ def _check_files(path: Path) -> os.stat_result:
     are known to be regular files: SQLite would block forever reading a FIFO. Raises
     OSError (NotRegularFile, FileNotFoundError for the database)."""
     info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        kind = file_kind(info.st_mode)
-        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
-    for suffix in ("-wal", "-shm", "-journal"):
+    for suffix in ("", "-wal", "-shm", "-journal"):
         try:
-            mode = os.stat(_sibling(path, suffix)).st_mode
+            mode = os.stat(_sibling(path, suffix)).st_mode if suffix else info.st_mode
         except FileNotFoundError:
             continue
         if not stat.S_ISREG(mode):
@@ -577,12 +573,8 @@ def _still_at_rest(path: Path, before: os.stat_result) -> bool:
         after = os.stat(path)
     except OSError:
         return False
-    same = (after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (
-        before.st_ino,
-        before.st_size,
-        before.st_mtime_ns,
-        before.st_ctime_ns,
-    )
+    fields = ("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
+    same = all(getattr(after, name) == getattr(before, name) for name in fields)
     return same and _read_mode(path) == _AT_REST
 
 
@@ -668,14 +660,6 @@ def _timestamp(text: Any) -> float | None:
 
 def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
-
-
-def _exists(path: Path) -> bool:
-    try:
-        os.stat(path)
-    except OSError:
-        return False
-    return True
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:
