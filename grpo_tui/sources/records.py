@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
 from grpo_tui.vocabulary import LineKind
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -190,11 +192,12 @@ class CompletionRows:
         def optional(arrays: list[np.ndarray | None]) -> np.ndarray | None:
             return None if all(a is None for a in arrays) else joined(arrays)
 
-        solutions: list[str | None] | None = None
-        if any(part.solutions is not None for part in parts):
-            solutions = []
-            for part, size in zip(parts, sizes, strict=True):
-                solutions.extend(part.solutions if part.solutions is not None else [None] * size)
+        kept = [part.solutions for part in parts]
+        solutions = None if all(s is None for s in kept) else _end_to_end(kept, sizes, None)
+        extras = {
+            name: _end_to_end([(part.extras or {}).get(name) for part in parts], sizes, "")
+            for name in dict.fromkeys(name for part in parts for name in (part.extras or {}))
+        }
         return CompletionRows(
             shape=parts[0].shape,
             steps=[s for part in parts for s in part.steps],
@@ -206,25 +209,17 @@ class CompletionRows:
             entropy=optional([part.entropy for part in parts]),
             solutions=solutions,
             malformed=any(part.malformed for part in parts),
-            extras=_joined_extras(parts, sizes),
+            extras=extras or None,
         )
 
 
-def _joined_extras(
-    parts: Sequence[CompletionRows], sizes: list[int]
-) -> dict[str, list[str]] | None:
-    """The parts' extra columns end to end ("" for a part without one)."""
-    names = list(dict.fromkeys(name for part in parts for name in (part.extras or {})))
-    if not names:
-        return None
-    return {
-        name: [
-            value
-            for part, size in zip(parts, sizes, strict=True)
-            for value in (part.extras or {}).get(name, [""] * size)
-        ]
-        for name in names
-    }
+def _end_to_end(lists: Sequence[Sequence[_T] | None], sizes: list[int], fill: _T) -> list[_T]:
+    """Per-part lists as one (`fill` for each row of a part without one)."""
+    return [
+        value
+        for values, size in zip(lists, sizes, strict=True)
+        for value in (values if values is not None else [fill] * size)
+    ]
 
 
 #: where a source can find one batch again: two numbers only that source interprets (a
