@@ -244,12 +244,10 @@ class JsonlBatches:
             return None
         if len(data) != end - start:
             return None
-        parts: list[CompletionRows] = []
-        for raw in data.split(b"\n"):
-            raw = raw.removesuffix(b"\r")
-            rows = _parse_line(raw, self.reward_weights) if raw.strip() else ""
-            if not isinstance(rows, str):  # a line that does not parse was counted when read
-                parts.append(rows)
+        lines = (raw.removesuffix(b"\r") for raw in data.split(b"\n") if raw.strip())
+        parsed = [_parse_line(raw, self.reward_weights) for raw in lines]
+        # a line that does not parse was counted when read
+        parts = [rows for rows in parsed if not isinstance(rows, str)]
         return CompletionRows.concat(parts) if parts else None
 
     def newest(self) -> CompletionBatch | None:
@@ -539,14 +537,10 @@ class FolderBatches:
         self._identity = identity
         self._was_missing = False
         names = {item.name for item in listed}
-        read_before = any(known.digest is not None for known in self._files.values())
-        for name in [name for name in self._files if name not in names]:
-            del self._files[name]  # gone: its batches stay, unreadable once out of the window
-        if (
-            reason is None
-            and read_before
-            and not any(known.digest is not None for known in self._files.values())
-        ):
+        read = [name for name, known in self._files.items() if known.digest is not None]
+        # a file gone is forgotten: its batches stay, unreadable once out of the window
+        self._files = {name: known for name, known in self._files.items() if name in names}
+        if reason is None and read and names.isdisjoint(read):
             reason = "emptied"
         if reason is not None:
             self._start_fresh(since_ns=None)
