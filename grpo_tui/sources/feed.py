@@ -198,17 +198,11 @@ class RunFeed:
     @property
     def watched_dirs(self) -> list[Path]:
         """Directories whose events should wake the poller."""
-        dirs: list[Path] = []
         layout = self._layout
-        for candidate in (
-            layout.run_dir if layout else None,
-            layout.output_dir if layout else None,
-            self.path if os.path.isdir(self.path) else self.path.parent,
-        ):
-            # os.path.isdir: False (not an exception) for a directory this process may not see
-            if candidate is not None and candidate not in dirs and os.path.isdir(candidate):
-                dirs.append(candidate)
-        return dirs
+        here = self.path if os.path.isdir(self.path) else self.path.parent
+        candidates = (layout.run_dir, layout.output_dir, here) if layout else (here,)
+        # os.path.isdir: False (not an exception) for a directory this process may not see
+        return [d for d in dict.fromkeys(candidates) if d is not None and os.path.isdir(d)]
 
     # -- discovery ---------------------------------------------------------------------
     def _rediscover(self, batch: Batch) -> None:
@@ -237,17 +231,15 @@ class RunFeed:
             # a newer run directory: drain the old file so nothing it wrote is lost
             while self._read_tail(batch, DEFAULT_CHUNK):
                 pass
-        if layout.problem:
-            self.status.waiting_for = None
-        elif layout.reading is None or (
-            layout.metrics_file and probe(layout.metrics_file).mode is None
+        self.status.waiting_for = None
+        if not layout.problem and (
+            layout.reading is None
+            or (layout.metrics_file and probe(layout.metrics_file).mode is None)
         ):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
             if not self._announced_wait:
                 batch.events.append(f"waiting for {self.status.waiting_for}")
                 self._announced_wait = True
-        else:
-            self.status.waiting_for = None
         if current is not None and layout.run_dir != current.run_dir and not layout.waiting:
             batch.events.append(f"following newer run directory {layout.run_dir}")
         previous_store = self._store
@@ -323,8 +315,7 @@ class RunFeed:
         self.status.unreadable = tail.problem
         if not tail.exists:
             return False
-        if self.status.waiting_for is not None:
-            self.status.waiting_for = None
+        self.status.waiting_for = None
         self._note_file(tail.path)
         if chunk.restarted:
             batch.events.append(
