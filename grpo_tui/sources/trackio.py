@@ -622,21 +622,11 @@ def _record_key(stored: str) -> str | None:
 def _training_step(row_step: Any, metrics: Any) -> int | None:
     """A row's step as a record would have it (without a step carried from earlier rows)."""
     if isinstance(metrics, dict):
-        for stored, value in metrics.items():
-            number = _number(value)
-            if number is None or not isinstance(stored, str) or _record_key(stored) is not None:
-                continue
-            if isinstance(number, int) or number.is_integer():
-                return int(number)
+        for stored, value in metrics.items():  # a non-finite string is no step: not looked at
+            whole = type(value) is int or (type(value) is float and value.is_integer())
+            if whole and _record_key(stored) is None:
+                return int(value)
     return row_step if isinstance(row_step, int) and not isinstance(row_step, bool) else None
-
-
-def _number(value: Any) -> int | float | None:
-    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    if isinstance(value, str):
-        return _NON_FINITE.get(value)
-    return None
 
 
 def _json(data: Any) -> Any:
