@@ -67,12 +67,8 @@ class DocumentStore:
         if isinstance(document, dict):
             polled.settings = document
         items = [item for item in history if isinstance(item, dict)]
-        start = 0
-        if self._last is not None:
-            for index in range(len(items) - 1, -1, -1):
-                if items[index] == self._last:
-                    start = index + 1
-                    break
+        # after the newest copy of the last record taken (None: none taken, all are new)
+        start = next((i + 1 for i in range(len(items) - 1, -1, -1) if items[i] == self._last), 0)
         polled.records = items[start:]
         if polled.records:
             self._last = polled.records[-1]
