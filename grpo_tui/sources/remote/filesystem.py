@@ -312,18 +312,15 @@ fi"""
         with self._lock:
             known = self._known.get(key)
             now = time.monotonic()
+            self._asked[key] = now
             if known is None:
-                self._asked[key] = now
                 self._known.update(self._stat_many([key]))
             elif known.served:
                 # this file's second question this round: a new round, every file at once
-                self._asked[key] = now
-                watched = [k for k, t in self._asked.items() if now - t < WATCH_S]
-                self._asked = {k: self._asked[k] for k in watched}
-                self._known = self._stat_many(watched)
+                self._asked = {k: t for k, t in self._asked.items() if now - t < WATCH_S}
+                self._known = self._stat_many(list(self._asked))
             known = self._known[key]
             known.served = True
-            self._asked[key] = now
         if known.info is None:
             raise _error(known.error or "EIO", path)
         return known.info, known.readable
