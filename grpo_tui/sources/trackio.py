@@ -127,9 +127,7 @@ def list_runs(db_path: Path) -> list[RunInfo]:
                 break
     for key, (name, entries) in inbox.items():
         fresh = [entry for entry in entries if entry.log_id not in imported]
-        run = runs.get(key)
-        if run is None:
-            run = runs[key] = _RunRows(name, key, key, order=(1, entries[0].mtime))
+        run = runs.setdefault(key, _RunRows(name, key, key, order=(1, entries[0].mtime)))
         run.rows += len(fresh)
         if fresh:
             run.last = (fresh[-1].step, fresh[-1].metrics, fresh[-1].mtime)
@@ -197,9 +195,7 @@ class TrackioStore:
             result.problem = describe_os_error(error, error.filename or self.path)
             return result
         self._not_now = 0
-        if fetched.problem is not None:
-            result.problem = fetched.problem
-        elif fetched.moved:
+        if fetched.moved:
             result.more = True  # read again at once, through the -wal this time
         elif fetched.rebuilt:  # ids went back below the rows read: a rebuilt database
             result.restarted = result.restarted or self._handed_out
@@ -600,7 +596,6 @@ class _Fetched:
     fragments: list[Fragment] = field(default_factory=list)
     imported: set[str] = field(default_factory=set)  # the fragments' log ids in the db
     rebuilt: bool = False
-    problem: str | None = None
     #: the database was written while it was read at rest: nothing taken, read again
     moved: bool = False
 
