@@ -142,8 +142,6 @@ class RunFeed:
         self._store: RecordStore | None = None
         self._next_discovery = 0.0
         self._announced_wait = False
-        #: notes about the layout's files (skipped files, the args file), renewed per layout
-        self._layout_notes: list[str] = []
         #: the settings a console log printed, once they were taken into the context
         self._settings_taken: dict[str, Any] | None = None
 
@@ -295,11 +293,7 @@ class RunFeed:
                 self.status.context = context
                 notes.extend(f"{layout.args_file.name}: {problem}" for problem in problems)
                 self._note_file(layout.args_file)
-        self._layout_notes = notes
-        self._renew_notes()
-
-    def _renew_notes(self, *extra: str) -> None:
-        self.status.notes = [*self._layout_notes, *extra]
+        self.status.notes = notes  # renewed per layout
 
     def _note_file(self, path: Path) -> None:
         if str(path) not in self.status.files:
@@ -365,8 +359,7 @@ class RunFeed:
         context, problems = context_and_problems(settings)
         self.status.context.merge_missing(context)
         if problems:
-            self._layout_notes.extend(f"{path.name}: {problem}" for problem in problems)
-            self._renew_notes()
+            self.status.notes = [*self.status.notes, *(f"{path.name}: {p}" for p in problems)]
 
     def _read_by(self, reader: LogReader) -> None:
         """What the reader learnt from the lines it read, for the status."""
