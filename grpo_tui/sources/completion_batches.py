@@ -550,11 +550,9 @@ class FolderBatches:
 
     def _note(self, listed: list[_Listed]) -> None:
         """Track every listed file of this stream (a new one untried, never seen)."""
-        for item in listed:
-            if self._since_ns is not None and item.mtime_ns < self._since_ns:
-                continue  # the run before the restart wrote it
-            if item.name not in self._files:
-                self._files[item.name] = _File(item.step)
+        for item in listed:  # a file last changed before `_since_ns`: the old run's
+            if self._since_ns is None or item.mtime_ns >= self._since_ns:
+                self._files.setdefault(item.name, _File(item.step))
 
     def _candidates(self, listed: list[_Listed], *, settled_only: bool = True) -> list[_Listed]:
         """Files of this stream in a version not read or tried yet (in step order); with
