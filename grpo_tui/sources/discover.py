@@ -173,8 +173,7 @@ def _subfolders(directory: Path) -> list[Path]:
     # newest first; a link to a folder (W&B's latest-run) after the folder it names; equals
     # by name (a local listing's order is the disk's, a remote one's sorted)
     folders.sort(key=lambda entry: (-entry_mtime(entry), entry.is_symlink(), entry.name))
-    seen: set[Path] = set()
-    chosen: list[Path] = []
+    chosen: dict[Path, Path] = {}  # where each leads → the first folder leading there
     for entry in folders:
         try:
             # a mounted path is not resolved here: its links are the far machine's
@@ -182,12 +181,10 @@ def _subfolders(directory: Path) -> list[Path]:
             target = target if mounted(target) is not None else target.resolve()
         except (OSError, RuntimeError):
             continue  # a link loop, or gone since the listing
-        if target not in seen:
-            seen.add(target)
-            chosen.append(Path(entry.path))
+        chosen.setdefault(target, Path(entry.path))
         if len(chosen) >= SUBFOLDERS_LOOKED_AT:
             break
-    return chosen
+    return list(chosen.values())
 
 
 def _below(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
