@@ -137,8 +137,7 @@ def _make_plan(adapter: FormatAdapter, obj: Mapping[str, Any]) -> _Plan:
         if held is None or adapter.priority(key) < adapter.priority(held):
             chosen[canonical] = key
     number_keys = tuple(chosen.values())
-    source_keys = dict(zip(chosen, number_keys))
-    source_keys.update({c: k for k, c, _ in parsed})
+    source_keys = {**chosen, **{c: k for k, c, _ in parsed}}
     transforms = adapter.number_transforms
     return _Plan(
         kind=adapter.classify(obj),
