@@ -450,11 +450,11 @@ class _Schema:
         """None while the database holds no table yet (trackio creating the file). Raises
         NotTrackio when it holds tables but no metrics table with trackio's columns."""
         columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
-        if not {"id", "run_name", "step", "metrics"} <= columns:
+        missing = sorted({"id", "run_name", "step", "metrics"} - columns)
+        if missing:
             tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
             if not tables:
                 return None
-            missing = sorted({"id", "run_name", "step", "metrics"} - columns)
             raise NotTrackio(
                 "a metrics table without trackio's " + ", ".join(missing)
                 if columns
@@ -481,9 +481,7 @@ class _RunRows:
     last: tuple[Any, Any, float | None] | None = None  # its last row: step, metrics, time
 
     def info(self) -> RunInfo:
-        if self.last is None:
-            return RunInfo(self.name, self.run_id, self.rows, None, None)
-        row_step, metrics, last_time = self.last
+        row_step, metrics, last_time = self.last or (None, None, None)
         return RunInfo(
             self.name, self.run_id, self.rows, _training_step(row_step, metrics), last_time
         )
