@@ -110,15 +110,11 @@ def _weights(value: Any, unusable: Callable[[str, Any], None]) -> list[float] | 
     return [weight for weight in weights if weight is not None]
 
 
-def read_json_file(path: Path) -> Any:
-    """Parse a whole JSON file, accepting NaN/Infinity tokens and a byte order mark.
-    Only a regular file is opened (a FIFO would block). Raises OSError/ValueError."""
-    return read_json_document(path)[0]
-
-
 def read_json_document(path: Path) -> tuple[Any, bool]:
-    """`read_json_file`, and whether bytes that are not UTF-8 had to be replaced (a key
-    or value holding them is no longer what the file says)."""
+    """Parse a whole JSON file, accepting NaN/Infinity tokens and a byte order mark, and
+    say whether bytes that are not UTF-8 had to be replaced (a key or value holding them
+    is no longer what the file says). Only a regular file is opened (a FIFO would block).
+    Raises OSError/ValueError."""
     data = read_regular(path).removeprefix(UTF8_BOM)
     try:
         return orjson.loads(data), False

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.files import describe_os_error, stat_path
-from grpo_tui.sources.context import read_json_file
+from grpo_tui.sources.context import read_json_document
 from grpo_tui.sources.polled import PolledRecords
 
 #: a document's log records (trainer_state.json's `log_history`), None when it holds none
@@ -48,7 +48,7 @@ class DocumentStore:
         if signature == self._signature:
             return polled
         try:
-            document = read_json_file(self.path)
+            document, _ = read_json_document(self.path)
         except OSError as error:
             polled.problem = describe_os_error(error, self.path)
             return polled
