@@ -505,8 +505,7 @@ class FolderBatches:
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(self.path))
             entries = scandir(self.path)
         except OSError as error:
-            if self.exists:
-                self._was_missing = True
+            self._was_missing |= self.exists
             self.exists = False
             missing = isinstance(error, FileNotFoundError)
             self.problem = None if missing else describe_os_error(error, self.path)

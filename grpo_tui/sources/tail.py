@@ -110,8 +110,7 @@ class TailReader:
         try:
             handle = open_regular(self.path)
         except OSError as error:
-            if self.exists:
-                self._was_missing = True
+            self._was_missing |= self.exists
             self.exists = False
             missing = isinstance(error, (FileNotFoundError, NotADirectoryError))
             self.problem = None if missing else describe_os_error(error, self.path)
@@ -175,11 +174,9 @@ class TailReader:
         self._identity = identity
         self._was_missing = False
         if reason is not None:
-            self.offset = 0
-            self.line_no = 0
+            self.offset = self.line_no = 0
             self.generation += 1
-            self._fingerprint = b""
-            self._head = b""
+            self._fingerprint = self._head = b""
         return reason
 
     def _take(self, complete: bytes, skipped: bytes = b"") -> TailChunk:
