@@ -60,24 +60,6 @@ class RowBlock:
     def __len__(self) -> int:
         return int(self.steps.shape[0])
 
-    @classmethod
-    def of(cls, records: list[Record]) -> RowBlock:
-        """Records as a block (one column group per record): tests and small writers."""
-        groups = [
-            ColumnGroup(
-                np.array([i]),
-                tuple(r.values),
-                r.source_keys,
-                np.array([list(r.values.values())], dtype=float),
-            )
-            for i, r in enumerate(records)
-            if r.values
-        ]
-        kinds = np.array([int(r.kind) for r in records], dtype=np.uint8)
-        steps = np.array([float(r.step) for r in records], dtype=np.float64)
-        max_steps = next((r.max_steps for r in reversed(records) if r.max_steps), None)
-        return cls(kinds, steps, groups, max_steps)
-
     def record(self, index: int) -> Record:
         """Row `index` as a Record (the slow path, for a row that replaces an earlier one)."""
         values: dict[str, float] = {}
@@ -90,19 +72,6 @@ class RowBlock:
         return Record(
             LineKind(int(self.kinds[index])), float(self.steps[index]), values, keys, self.max_steps
         )
-
-    def records(self) -> list[Record]:
-        """One Record per row."""
-        values: list[dict[str, float]] = [{} for _ in range(len(self))]
-        keys: list[dict[str, str]] = [{} for _ in range(len(self))]
-        for group in self.groups:
-            for pos, row in zip(group.rows.tolist(), group.values.tolist()):
-                values[pos].update(zip(group.columns, row))
-                keys[pos].update(group.source_keys)
-        return [
-            Record(LineKind(int(kind)), float(step), vals, src, self.max_steps)
-            for kind, step, vals, src in zip(self.kinds, self.steps, values, keys)
-        ]
 
 
 @dataclass(slots=True, frozen=True)
