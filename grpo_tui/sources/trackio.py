@@ -338,7 +338,7 @@ class TrackioStore:
         records = result.records
         rows = fetched.rows or []
         for row_id, key, name, step, metrics, log_id in rows:
-            if not self._meet(key, name, result):
+            if key not in self._known and not self._meet(key, name, result):
                 return
             self._mark = row_id
             if key != self._run:
@@ -354,7 +354,7 @@ class TrackioStore:
         for fragment in fetched.fragments:
             writer = self._writers[fragment.folder]
             run, followed = writer.run or "", self._run
-            if not self._meet(run, writer.run_name, result):
+            if run not in self._known and not self._meet(run, writer.run_name, result):
                 return
             if self._run != followed:
                 result.more = True  # the newer run's next fragments come with the next poll
@@ -377,8 +377,6 @@ class TrackioStore:
         """A run not seen before is followed instead of the current one when it has the
         name asked for (or none was); False when the records taken so far go first (the
         newer run starts at the next poll)."""
-        if key in self._known:
-            return True
         if self.run_name is None or name == self.run_name:
             if result.records:
                 result.more = True
