@@ -601,14 +601,10 @@ class FolderBatches:
         except OSError as error:
             data = _Read(describe_os_error(error, path))
         else:
-            data = (
-                None
-                if converted is None
-                else _Read(
-                    self._rows(item.name, item.step, converted.columns, converted.extra_keys),
-                    converted.skipped,
-                )
-            )
+            data = None
+            if converted is not None:
+                rows = self._rows(item.name, item.step, converted.columns, converted.extra_keys)
+                data = _Read(rows, converted.skipped)
         try:
             after = _signature(stat_path(path))
         except OSError:
