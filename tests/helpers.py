@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 
 from grpo_tui.run.metrics import Buckets, MetricStore
 from grpo_tui.sim import write_run
-from grpo_tui.sources.records import ColumnGroup, RowBlock
+from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 
 if TYPE_CHECKING:
@@ -406,6 +406,38 @@ def slice_block(block: RowBlock, start: int, stop: int) -> RowBlock:
     return RowBlock(kinds, steps, groups, block.max_steps)
 
 
+def records_block(records: list[Record]) -> RowBlock:
+    """Records as a block (one column group per record)."""
+    groups = [
+        ColumnGroup(
+            np.array([i]),
+            tuple(r.values),
+            r.source_keys,
+            np.array([list(r.values.values())], dtype=float),
+        )
+        for i, r in enumerate(records)
+        if r.values
+    ]
+    kinds = np.array([int(r.kind) for r in records], dtype=np.uint8)
+    steps = np.array([float(r.step) for r in records], dtype=np.float64)
+    max_steps = next((r.max_steps for r in reversed(records) if r.max_steps), None)
+    return RowBlock(kinds, steps, groups, max_steps)
+
+
+def block_records(block: RowBlock) -> list[Record]:
+    """One Record per row of a block."""
+    values: list[dict[str, float]] = [{} for _ in range(len(block))]
+    keys: list[dict[str, str]] = [{} for _ in range(len(block))]
+    for group in block.groups:
+        for pos, row in zip(group.rows.tolist(), group.values.tolist()):
+            values[pos].update(zip(group.columns, row))
+            keys[pos].update(group.source_keys)
+    return [
+        Record(LineKind(int(kind)), float(step), vals, src, block.max_steps)
+        for kind, step, vals, src in zip(block.kinds, block.steps, values, keys)
+    ]
+
+
 def block_of(*rows: Row) -> RowBlock:
     return make_block(rows)
 
@@ -413,7 +445,7 @@ def block_of(*rows: Row) -> RowBlock:
 def store_of(*rows: Row) -> MetricStore:
     """A store fed the rows one by one through `add` (the reference path)."""
     store = MetricStore()
-    for record in make_block(rows).records():
+    for record in block_records(make_block(rows)):
         store.add(record)
     return store
 
@@ -427,7 +459,7 @@ def one_column_block(values: np.ndarray, name: str = "x") -> RowBlock:
 
 def block_rows(block: RowBlock) -> list[Row]:
     """A block's rows back as Rows (one key shape)."""
-    return [Row(r.kind, r.step, r.values) for r in block.records()]
+    return [Row(r.kind, r.step, r.values) for r in block_records(block)]
 
 
 def train_rows(*steps: float, name: str = "loss") -> list[Row]:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import block_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +147,7 @@ def test_ansi_colours_and_other_dicts_are_ignored() -> None:
     ]
     # the reader strips the terminal codes before its parser sees a line
     batch = ConsoleReader("train.log").read_chunk("\n".join([*lines, ""]).encode())
-    records = [record for block in batch.blocks for record in block.records()]
+    records = [record for block in batch.blocks for record in block_records(block)]
     assert [record.values["reward"] for record in records] == [1.0]
     assert looks_like_console(lines[1]) and not looks_like_console(lines[0])
 

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CORPUS, MS_SWIFT, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
+from helpers import (
+    CORPUS,
+    MS_SWIFT,
+    THREE_REWARDS_ARGS,
+    msswift_run_dir,
+    records_block,
+    simulated_run,
+)
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import (
@@ -66,7 +73,7 @@ def make_run(
         values = {k: float(x) for k, v in columns.items() if i < len(v) and (x := v[i]) is not None}
         records.append(Record(LineKind.TRAIN, float(steps[i]), values, dict(source_keys or {})))
     run = Run(Path("run"), status=FeedStatus(context=context or RunContext()))
-    run.ingest(Batch(blocks=[RowBlock.of(records)]))
+    run.ingest(Batch(blocks=[records_block(records)]))
     run.samples = samples
     return run
 
@@ -931,7 +938,7 @@ def _ingest(run: Run, columns: dict[str, Column], rows: range) -> None:
         )
         for i in rows
     ]
-    run.ingest(Batch(blocks=[RowBlock.of(records)]))
+    run.ingest(Batch(blocks=[records_block(records)]))
 
 
 def test_the_live_judge_replays_what_was_read_then_follows_the_new_steps() -> None:
@@ -1091,7 +1098,7 @@ def test_trl_issue_3857_one_line_of_zero_spread_is_an_early_warning() -> None:
         line = ast.literal_eval(path.read_text(encoding="utf-8").strip())
         values = {TRL.canonical(key): float(value) for key, value in line.items()}
         run = Run(path)
-        run.ingest(Batch(blocks=[RowBlock.of([Record(LineKind.TRAIN, 1.0, values)])]))
+        run.ingest(Batch(blocks=[records_block([Record(LineKind.TRAIN, 1.0, values)])]))
     d = diagnose(run, RULES)
     assert ids(d) == ["warming_up"] and d.status is not Status.PROBLEM
     assert "early warning (Not learning)" in evidence_text(d, ScenarioId.WARMING_UP)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from helpers import MS_SWIFT
+from helpers import MS_SWIFT, block_records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,7 +89,7 @@ def read_log(adapter: FormatAdapter, data: bytes) -> Reading:
     rows = [
         (int(record.kind), record.step, record.values)
         for block in batch.blocks
-        for record in block.records()
+        for record in block_records(block)
     ]
     return Reading(rows, [bad.line_no for bad in batch.bad_lines], batch.finished)
 
@@ -294,7 +294,7 @@ def read_in_chunks(adapter: FormatAdapter, data: bytes, cuts: list[int]) -> Read
     for stop in [*cuts, len(lines)]:
         batch.extend(reader.read_chunk(b"".join(lines[start:stop]), start + 1))
         start = stop
-    rows = [(int(r.kind), r.step, r.values) for block in batch.blocks for r in block.records()]
+    rows = [(int(r.kind), r.step, r.values) for block in batch.blocks for r in block_records(block)]
     return Reading(rows, [bad.line_no for bad in batch.bad_lines], batch.finished)
 
 

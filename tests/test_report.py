@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir, simulated_run
+from helpers import THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir, records_block, simulated_run
 from rich.console import Console
 
 from grpo_tui.commands.check import check_command, exit_code
@@ -31,7 +31,7 @@ from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
 from grpo_tui.sim import write_run
-from grpo_tui.sources.records import Batch, Record, RowBlock
+from grpo_tui.sources.records import Batch, Record
 from grpo_tui.vocabulary import LineKind
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -65,7 +65,7 @@ def small_run(values: dict[str, list[float]]) -> Run:
     run.ingest(
         Batch(
             blocks=[
-                RowBlock.of(
+                records_block(
                     [
                         Record(LineKind.TRAIN, float(i + 1), {k: v[i] for k, v in values.items()})
                         for i in range(n)

@@ -16,7 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXTURES, MS_SWIFT, THREE_REWARDS, THREE_REWARDS_ARGS, msswift_run_dir
+from helpers import (
+    FIXTURES,
+    MS_SWIFT,
+    THREE_REWARDS,
+    THREE_REWARDS_ARGS,
+    msswift_run_dir,
+    records_block,
+)
 
 from grpo_tui.context import RunContext
 from grpo_tui.health.findings import find
@@ -30,7 +37,7 @@ from grpo_tui.sources.context import context_and_problems, context_from_args
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats import trl_completions
 from grpo_tui.sources.formats.msswift_completions import parse_record
-from grpo_tui.sources.records import Batch, Record, RowBlock
+from grpo_tui.sources.records import Batch, Record
 from grpo_tui.vocabulary import LineKind
 
 RULES = Rules()
@@ -59,7 +66,7 @@ def _snap(columns: Mapping[str, Sequence[float]], context: RunContext) -> RunSna
         for i in range(n)
     ]
     run = Run(Path("run"), status=FeedStatus(context=context))
-    run.ingest(Batch(blocks=[RowBlock.of(records)]))
+    run.ingest(Batch(blocks=[records_block(records)]))
     return snapshot(run)
 
 

@@ -1,7 +1,7 @@
 """`MetricStore.add_block` ≡ `MetricStore.add` row by row (property + example tests).
 
 The contract: adding a `RowBlock` with `add_block` leaves the store in exactly the state that
-adding `block.records()` one by one with `add` does, and so does adding the same rows as
+adding `block_records(block)` one by one with `add` does, and so does adding the same rows as
 several smaller blocks cut anywhere, or on top of rows the store already holds. "State" is
 everything the store shows: rows, steps, kinds, metric names, every column (NaN-aware),
 counts, last / latest values, the steps of logged NaN / ±Infinity, replaced rows, source
@@ -36,6 +36,7 @@ from helpers import (
     Scenario,
     assert_same_state,
     block_of,
+    block_records,
     block_rows,
     make_block,
     one_column_block,
@@ -57,7 +58,7 @@ def run_scenario(case: Scenario) -> None:
     n = len(block)
 
     reference = MetricStore()
-    for record in block.records():
+    for record in block_records(block):
         reference.add(record)
 
     whole = MetricStore()
@@ -65,7 +66,7 @@ def run_scenario(case: Scenario) -> None:
     assert_same_state(whole, reference, "one block")
 
     held = MetricStore()
-    for record in block.records()[: case.held]:
+    for record in block_records(block)[: case.held]:
         held.add(record)
     held.add_block(slice_block(block, case.held, n))
     assert_same_state(held, reference, f"{case.held} rows held, then one block")
@@ -82,7 +83,7 @@ def added_like_add(held: Sequence[Row], block: RowBlock, label: str) -> MetricSt
     store = store_of(*held)
     store.add_block(block)
     reference = store_of(*held)
-    for record in block.records():
+    for record in block_records(block):
         reference.add(record)
     assert_same_state(store, reference, label)
     return store
@@ -312,7 +313,7 @@ def test_names_keep_first_appearance_order_whatever_the_group_order() -> None:
     )
     store = MetricStore()
     store.add_block(block)
-    assert store.names() == ["b", "a"]  # what add() of block.records() gives
+    assert store.names() == ["b", "a"]  # what add() of block_records(block) gives
 
 
 def test_long_run_bucket_min_max_ignore_logged_infinity() -> None:
@@ -321,7 +322,7 @@ def test_long_run_bucket_min_max_ignore_logged_infinity() -> None:
     values[:2] = [INF, -INF]
     block = one_column_block(values)
     reference = MetricStore()
-    for record in block.records():
+    for record in block_records(block):
         reference.add(record)
     assert reference.buckets("x", 1).max.tolist() == [1.0]  # add: finite values only
     store = MetricStore()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import block_records
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
@@ -38,7 +39,7 @@ def test_every_ray_prefix_coloured_or_not_is_read(prefix: str, tmp_path: Path) -
     )
     reader = ConsoleReader("train.log", VERL_CONSOLE)
     batch = reader.read_chunk(("```\n" + text + "```\n").encode())
-    records = [record for block in batch.blocks for record in block.records()]
+    records = [record for block in batch.blocks for record in block_records(block)]
     assert [(r.step, r.values["reward"], r.values["entropy"]) for r in records] == [
         (1.0, 0.25, 0.41),
         (2.0, 0.5, 0.41),
@@ -69,7 +70,7 @@ def test_a_step_line_cut_at_4096_characters_is_counted_with_its_whole_values() -
     batch = reader.read_chunk(text.encode())
     (bad,) = batch.bad_lines
     assert bad.line_no == 1 and "cut off at 4096 characters" in bad.reason
-    records = {r.step: r.values for block in batch.blocks for r in block.records()}
+    records = {r.step: r.values for block in batch.blocks for r in block_records(block)}
     assert records[10.0]["entropy"] == 0.25 and "reward" not in records[10.0]
     assert records[11.0]["reward"] == 0.75
 
@@ -78,7 +79,7 @@ def test_a_step_line_the_file_ends_inside_is_counted_at_the_end() -> None:
     reader = ConsoleReader("train.log", VERL_CONSOLE)
     batch = reader.read_chunk(b"step:1 - actor/entropy:0.5 - critic/score/mea\n")
     assert not batch.bad_lines  # live, the next line may still be its rest
-    assert [r.values for block in batch.blocks for r in block.records()] == [{"entropy": 0.5}]
+    assert [r.values for block in batch.blocks for r in block_records(block)] == [{"entropy": 0.5}]
     assert [b.reason for b in reader.finish().bad_lines] == [
         "a step line cut off inside a field: 1 whole values kept"
     ]

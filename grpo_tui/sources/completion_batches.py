@@ -244,12 +244,10 @@ class JsonlBatches:
             return None
         if len(data) != end - start:
             return None
-        parts: list[CompletionRows] = []
-        for raw in data.split(b"\n"):
-            raw = raw.removesuffix(b"\r")
-            rows = _parse_line(raw, self.reward_weights) if raw.strip() else ""
-            if not isinstance(rows, str):  # a line that does not parse was counted when read
-                parts.append(rows)
+        lines = (raw.removesuffix(b"\r") for raw in data.split(b"\n") if raw.strip())
+        parsed = [_parse_line(raw, self.reward_weights) for raw in lines]
+        # a line that does not parse was counted when read
+        parts = [rows for rows in parsed if not isinstance(rows, str)]
         return CompletionRows.concat(parts) if parts else None
 
     def newest(self) -> CompletionBatch | None:
@@ -507,8 +505,7 @@ class FolderBatches:
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(self.path))
             entries = scandir(self.path)
         except OSError as error:
-            if self.exists:
-                self._was_missing = True
+            self._was_missing |= self.exists
             self.exists = False
             missing = isinstance(error, FileNotFoundError)
             self.problem = None if missing else describe_os_error(error, self.path)
@@ -539,14 +536,10 @@ class FolderBatches:
         self._identity = identity
         self._was_missing = False
         names = {item.name for item in listed}
-        read_before = any(known.digest is not None for known in self._files.values())
-        for name in [name for name in self._files if name not in names]:
-            del self._files[name]  # gone: its batches stay, unreadable once out of the window
-        if (
-            reason is None
-            and read_before
-            and not any(known.digest is not None for known in self._files.values())
-        ):
+        read = [name for name, known in self._files.items() if known.digest is not None]
+        # a file gone is forgotten: its batches stay, unreadable once out of the window
+        self._files = {name: known for name, known in self._files.items() if name in names}
+        if reason is None and read and names.isdisjoint(read):
             reason = "emptied"
         if reason is not None:
             self._start_fresh(since_ns=None)
@@ -556,11 +549,9 @@ class FolderBatches:
 
     def _note(self, listed: list[_Listed]) -> None:
         """Track every listed file of this stream (a new one untried, never seen)."""
-        for item in listed:
-            if self._since_ns is not None and item.mtime_ns < self._since_ns:
-                continue  # the run before the restart wrote it
-            if item.name not in self._files:
-                self._files[item.name] = _File(item.step)
+        for item in listed:  # a file last changed before `_since_ns`: the old run's
+            if self._since_ns is None or item.mtime_ns >= self._since_ns:
+                self._files.setdefault(item.name, _File(item.step))
 
     def _candidates(self, listed: list[_Listed], *, settled_only: bool = True) -> list[_Listed]:
         """Files of this stream in a version not read or tried yet (in step order); with
@@ -610,14 +601,10 @@ class FolderBatches:
         except OSError as error:
             data = _Read(describe_os_error(error, path))
         else:
-            data = (
-                None
-                if converted is None
-                else _Read(
-                    self._rows(item.name, item.step, converted.columns, converted.extra_keys),
-                    converted.skipped,
-                )
-            )
+            data = None
+            if converted is not None:
+                rows = self._rows(item.name, item.step, converted.columns, converted.extra_keys)
+                data = _Read(rows, converted.skipped)
         try:
             after = _signature(stat_path(path))
         except OSError:

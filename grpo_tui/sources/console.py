@@ -58,13 +58,10 @@ class ConsoleReader(LogReader):
 
     def _read_found(self, found: list[TextDict]) -> Batch:
         batch = self.read_objects([item.values for item in found]) if found else Batch()
-        self._bad_since(batch)
-        return batch
-
-    def _bad_since(self, batch: Batch) -> None:
         for line_no, reason, excerpt in self.parser.bad[self._bad_seen :]:
             batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
         self._bad_seen = len(self.parser.bad)
+        return batch
 
     @property
     def settings(self) -> dict[str, Any] | None:

@@ -24,32 +24,21 @@ class ArgsError(ValueError):
     """An args file that cannot be used; the message says why, for the user."""
 
 
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value if abs(value) <= _LARGEST_SETTING else None
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and abs(value) <= _LARGEST_SETTING else None
-    if isinstance(value, str):
-        try:
-            return _as_int(float(value))
-        except ValueError:
-            return None
-    return None
-
-
 def _as_float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
-        if isinstance(value, (int, float, str)):
-            number = float(value)
-        else:
-            return None
+        number = float(value)
     except (ValueError, OverflowError):  # an int too big for a float, a word
         return None
     return number if math.isfinite(number) else None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if abs(value) <= _LARGEST_SETTING else None
+    number = _as_float(value)
+    return int(number) if number is not None and abs(number) <= _LARGEST_SETTING else None
 
 
 #: fields read as whole numbers and as floats (the rest are strings and lists)
@@ -81,16 +70,12 @@ def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
         )
 
     numbers: dict[str, Any] = {}
-    for name in _INT_FIELDS:
-        value = args.get(name)
-        numbers[name] = _as_int(value)
-        if value is not None and numbers[name] is None:
-            unusable(name, value)
-    for name in _FLOAT_FIELDS:
-        value = args.get(name)
-        numbers[name] = _as_float(value)
-        if value is not None and numbers[name] is None:
-            unusable(name, value)
+    for names, convert in ((_INT_FIELDS, _as_int), (_FLOAT_FIELDS, _as_float)):
+        for name in names:
+            value = args.get(name)
+            numbers[name] = convert(value)
+            if value is not None and numbers[name] is None:
+                unusable(name, value)
     reward_funcs = args.get("reward_funcs") or []
     if isinstance(reward_funcs, str):
         reward_funcs = [reward_funcs]
@@ -125,15 +110,11 @@ def _weights(value: Any, unusable: Callable[[str, Any], None]) -> list[float] | 
     return [weight for weight in weights if weight is not None]
 
 
-def read_json_file(path: Path) -> Any:
-    """Parse a whole JSON file, accepting NaN/Infinity tokens and a byte order mark.
-    Only a regular file is opened (a FIFO would block). Raises OSError/ValueError."""
-    return read_json_document(path)[0]
-
-
 def read_json_document(path: Path) -> tuple[Any, bool]:
-    """`read_json_file`, and whether bytes that are not UTF-8 had to be replaced (a key
-    or value holding them is no longer what the file says)."""
+    """Parse a whole JSON file, accepting NaN/Infinity tokens and a byte order mark, and
+    say whether bytes that are not UTF-8 had to be replaced (a key or value holding them
+    is no longer what the file says). Only a regular file is opened (a FIFO would block).
+    Raises OSError/ValueError."""
     data = read_regular(path).removeprefix(UTF8_BOM)
     try:
         return orjson.loads(data), False

@@ -149,13 +149,8 @@ def _not_there(path: Path) -> str:
 
 
 def _claims(path: Path, seen: Probe, adapters: Sequence[FormatAdapter]) -> list[Found]:
-    found: list[Found] = []
-    for adapter in adapters:
-        if adapter.claim is not None:
-            claimed = adapter.claim(path, seen)
-            if claimed is not None:
-                found.append(claimed)
-    return found
+    claims = (adapter.claim(path, seen) for adapter in adapters if adapter.claim is not None)
+    return [found for found in claims if found is not None]
 
 
 def _forced(adapter: FormatAdapter, path: Path) -> Found:
@@ -165,11 +160,7 @@ def _forced(adapter: FormatAdapter, path: Path) -> Found:
 
 
 def _found_in(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
-    founds: list[Found] = []
-    for adapter in adapters:
-        if adapter.find is not None:
-            founds.extend(adapter.find(directory))
-    return founds
+    return [found for a in adapters if a.find is not None for found in a.find(directory)]
 
 
 def _subfolders(directory: Path) -> list[Path]:
@@ -182,8 +173,7 @@ def _subfolders(directory: Path) -> list[Path]:
     # newest first; a link to a folder (W&B's latest-run) after the folder it names; equals
     # by name (a local listing's order is the disk's, a remote one's sorted)
     folders.sort(key=lambda entry: (-entry_mtime(entry), entry.is_symlink(), entry.name))
-    seen: set[Path] = set()
-    chosen: list[Path] = []
+    chosen: dict[Path, Path] = {}  # where each leads → the first folder leading there
     for entry in folders:
         try:
             # a mounted path is not resolved here: its links are the far machine's
@@ -191,12 +181,10 @@ def _subfolders(directory: Path) -> list[Path]:
             target = target if mounted(target) is not None else target.resolve()
         except (OSError, RuntimeError):
             continue  # a link loop, or gone since the listing
-        if target not in seen:
-            seen.add(target)
-            chosen.append(Path(entry.path))
+        chosen.setdefault(target, Path(entry.path))
         if len(chosen) >= SUBFOLDERS_LOOKED_AT:
             break
-    return chosen
+    return list(chosen.values())
 
 
 def _below(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
@@ -218,12 +206,11 @@ def _in_directory(
 ) -> RunLayout:
     founds = _found_in(directory, adapters)
     readable = [f for f in founds if f.exists and not f.problem]
-    if not readable:
-        below = _below(directory, adapters)
-        if below:
-            return _layout(_choose(below, current), below)
     if readable:
         return _layout(_choose(readable, current), founds)
+    below = _below(directory, adapters)
+    if below:
+        return _layout(_choose(below, current), below)
     expected = [f for f in founds if not f.exists and not f.problem]
     if expected:
         return _layout(_choose(expected, current), founds)
@@ -253,8 +240,6 @@ def _choose(founds: Sequence[Found], current: Path | None) -> Found:
 
 
 def _layout(chosen: Found, founds: Sequence[Found]) -> RunLayout:
-    adapter = ADAPTERS.get(chosen.adapter)
-    title = adapter.shown_name if adapter is not None else chosen.adapter
     skipped = [f.problem for f in founds if f.problem and f.path != chosen.path]
     passed_over = [
         f"{f.path} ({_title(f.adapter)}: {f.why})"
@@ -272,7 +257,7 @@ def _layout(chosen: Found, founds: Sequence[Found]) -> RunLayout:
         waiting_for=waiting,
         skipped=tuple(skipped),
         adapter=chosen.adapter,
-        why=f"{title}: {chosen.why}",
+        why=f"{_title(chosen.adapter)}: {chosen.why}",
         passed_over=tuple(passed_over),
     )
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.files import describe_os_error, stat_path
-from grpo_tui.sources.context import read_json_file
+from grpo_tui.sources.context import read_json_document
 from grpo_tui.sources.polled import PolledRecords
 
 #: a document's log records (trainer_state.json's `log_history`), None when it holds none
@@ -48,7 +48,7 @@ class DocumentStore:
         if signature == self._signature:
             return polled
         try:
-            document = read_json_file(self.path)
+            document, _ = read_json_document(self.path)
         except OSError as error:
             polled.problem = describe_os_error(error, self.path)
             return polled
@@ -67,12 +67,8 @@ class DocumentStore:
         if isinstance(document, dict):
             polled.settings = document
         items = [item for item in history if isinstance(item, dict)]
-        start = 0
-        if self._last is not None:
-            for index in range(len(items) - 1, -1, -1):
-                if items[index] == self._last:
-                    start = index + 1
-                    break
+        # after the newest copy of the last record taken (None: none taken, all are new)
+        start = next((i + 1 for i in range(len(items) - 1, -1, -1) if items[i] == self._last), 0)
         polled.records = items[start:]
         if polled.records:
             self._last = polled.records[-1]

@@ -142,8 +142,6 @@ class RunFeed:
         self._store: RecordStore | None = None
         self._next_discovery = 0.0
         self._announced_wait = False
-        #: notes about the layout's files (skipped files, the args file), renewed per layout
-        self._layout_notes: list[str] = []
         #: the settings a console log printed, once they were taken into the context
         self._settings_taken: dict[str, Any] | None = None
 
@@ -198,17 +196,11 @@ class RunFeed:
     @property
     def watched_dirs(self) -> list[Path]:
         """Directories whose events should wake the poller."""
-        dirs: list[Path] = []
         layout = self._layout
-        for candidate in (
-            layout.run_dir if layout else None,
-            layout.output_dir if layout else None,
-            self.path if os.path.isdir(self.path) else self.path.parent,
-        ):
-            # os.path.isdir: False (not an exception) for a directory this process may not see
-            if candidate is not None and candidate not in dirs and os.path.isdir(candidate):
-                dirs.append(candidate)
-        return dirs
+        here = self.path if os.path.isdir(self.path) else self.path.parent
+        candidates = (layout.run_dir, layout.output_dir, here) if layout else (here,)
+        # os.path.isdir: False (not an exception) for a directory this process may not see
+        return [d for d in dict.fromkeys(candidates) if d is not None and os.path.isdir(d)]
 
     # -- discovery ---------------------------------------------------------------------
     def _rediscover(self, batch: Batch) -> None:
@@ -237,17 +229,15 @@ class RunFeed:
             # a newer run directory: drain the old file so nothing it wrote is lost
             while self._read_tail(batch, DEFAULT_CHUNK):
                 pass
-        if layout.problem:
-            self.status.waiting_for = None
-        elif layout.reading is None or (
-            layout.metrics_file and probe(layout.metrics_file).mode is None
+        self.status.waiting_for = None
+        if not layout.problem and (
+            layout.reading is None
+            or (layout.metrics_file and probe(layout.metrics_file).mode is None)
         ):
             self.status.waiting_for = layout.waiting_for or str(layout.metrics_file)
             if not self._announced_wait:
                 batch.events.append(f"waiting for {self.status.waiting_for}")
                 self._announced_wait = True
-        else:
-            self.status.waiting_for = None
         if current is not None and layout.run_dir != current.run_dir and not layout.waiting:
             batch.events.append(f"following newer run directory {layout.run_dir}")
         previous_store = self._store
@@ -303,11 +293,7 @@ class RunFeed:
                 self.status.context = context
                 notes.extend(f"{layout.args_file.name}: {problem}" for problem in problems)
                 self._note_file(layout.args_file)
-        self._layout_notes = notes
-        self._renew_notes()
-
-    def _renew_notes(self, *extra: str) -> None:
-        self.status.notes = [*self._layout_notes, *extra]
+        self.status.notes = notes  # renewed per layout
 
     def _note_file(self, path: Path) -> None:
         if str(path) not in self.status.files:
@@ -323,8 +309,7 @@ class RunFeed:
         self.status.unreadable = tail.problem
         if not tail.exists:
             return False
-        if self.status.waiting_for is not None:
-            self.status.waiting_for = None
+        self.status.waiting_for = None
         self._note_file(tail.path)
         if chunk.restarted:
             batch.events.append(
@@ -374,8 +359,7 @@ class RunFeed:
         context, problems = context_and_problems(settings)
         self.status.context.merge_missing(context)
         if problems:
-            self._layout_notes.extend(f"{path.name}: {problem}" for problem in problems)
-            self._renew_notes()
+            self.status.notes = [*self.status.notes, *(f"{path.name}: {p}" for p in problems)]
 
     def _read_by(self, reader: LogReader) -> None:
         """What the reader learnt from the lines it read, for the status."""

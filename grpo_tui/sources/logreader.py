@@ -105,11 +105,6 @@ class _Plan:
     #: canonical → the key it came from, for `inspect`
     source_keys: Mapping[str, str]
 
-    @property
-    def all_columns(self) -> tuple[str, ...]:
-        """Numbers first, then the parsed strings: the order of a row's values."""
-        return self.columns + tuple(canonical for _, canonical, _ in self.parsed)
-
 
 def _plan(adapter: FormatAdapter, obj: Mapping[str, Any]) -> _Plan:
     """The (cached) reading of a line with this line's keys and value types."""
@@ -142,8 +137,7 @@ def _make_plan(adapter: FormatAdapter, obj: Mapping[str, Any]) -> _Plan:
         if held is None or adapter.priority(key) < adapter.priority(held):
             chosen[canonical] = key
     number_keys = tuple(chosen.values())
-    source_keys = dict(zip(chosen, number_keys))
-    source_keys.update({c: k for k, c, _ in parsed})
+    source_keys = {**chosen, **{c: k for k, c, _ in parsed}}
     transforms = adapter.number_transforms
     return _Plan(
         kind=adapter.classify(obj),
@@ -205,7 +199,9 @@ class _Stack:
             steps[open_] = found[open_]
             maxes[open_] = found_max[open_]
         rows = np.array(self.rows, dtype=np.intp)
-        return ColumnGroup(rows, plan.all_columns, plan.source_keys, values), steps, maxes
+        # numbers first, then the parsed strings: the order of a row's values
+        columns = plan.columns + tuple(canonical for _, canonical, _ in plan.parsed)
+        return ColumnGroup(rows, columns, plan.source_keys, values), steps, maxes
 
 
 def _numbers(keys: tuple[str, ...], objs: list[Mapping[str, Any]]) -> np.ndarray:
@@ -292,20 +288,16 @@ class LogReader:
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError:
-                # blank, NaN/Infinity tokens, invalid UTF-8, or bad
                 if not line.strip():
                     continue
+                obj = None  # NaN/Infinity tokens, invalid UTF-8, or bad
+            if type(obj) is not dict:
                 try:
-                    obj = parse_object(line)
+                    obj = parse_object(line)  # the slow path, or why the line is bad
                 except BadJson as error:
                     excerpt = line.rstrip(b"\r")[:_EXCERPT_CHARS].decode("utf-8", "replace")
                     batch.bad_lines.append(BadLine(self.origin, line_no, str(error), excerpt))
                     continue
-            if type(obj) is not dict:
-                excerpt = line.rstrip(b"\r")[:_EXCERPT_CHARS].decode("utf-8", "replace")
-                reason = f"a JSON {type(obj).__name__}, not an object"
-                batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
-                continue
             objs.append(obj)
         return objs
 
@@ -336,10 +328,9 @@ class LogReader:
             group[1].append(obj)
             n_rows += 1
         for plan, (rows, group_objs) in groups.items():
-            stack = stacks.get(plan)
-            if stack is None:
-                stack = stacks[plan] = _Stack(plan)
-            stack.add(rows, group_objs)
+            if plan not in stacks:
+                stacks[plan] = _Stack(plan)
+            stacks[plan].add(rows, group_objs)
         return n_rows
 
     def _note_keys(self, obj: Mapping[str, Any]) -> None:

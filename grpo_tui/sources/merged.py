@@ -119,15 +119,13 @@ class MergedStepsStore:
         if not line.strip():
             return
         try:
-            obj = parse_object(line)
+            obj, reason = parse_object(line), "no integer step"
         except BadJson as error:
-            excerpt = line[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
-            out.bad.append(BadLine(str(self.path), line_no, str(error), excerpt))
-            return
+            obj, reason = {}, str(error)
         step = obj.get("step")
         if isinstance(step, bool) or not isinstance(step, int):
             excerpt = line[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
-            out.bad.append(BadLine(str(self.path), line_no, "no integer step", excerpt))
+            out.bad.append(BadLine(str(self.path), line_no, reason, excerpt))
             return
         named = [key for key in obj if key not in _BOOKKEEPING]
         if named and all(key.startswith(self.eval_prefix) for key in named):
@@ -176,14 +174,10 @@ class MergedStepsStore:
     ) -> None:
         if not self._pending:
             return
-        if everything:
-            ready = math.inf
-        elif self._seen:
-            slowest = min(self._seen.values())
-            ready = slowest + 1 if idle else slowest  # complete: below the slowest writer
-        else:
-            newest = max(self._pending)
-            ready = newest + 1 if idle else newest  # one writer: complete once a later step came
+        # complete: below the slowest writer (one writer: once a later step came); idle, up
+        # to that step
+        last = min(self._seen.values()) if self._seen else max(self._pending)
+        ready = math.inf if everything else last + 1 if idle else last
         for step in sorted(s for s in self._pending if s < ready):
             held = self._pending.pop(step)
             out.records.append(dict(held.record))

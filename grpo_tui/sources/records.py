@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
 from grpo_tui.vocabulary import LineKind
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -58,24 +60,6 @@ class RowBlock:
     def __len__(self) -> int:
         return int(self.steps.shape[0])
 
-    @classmethod
-    def of(cls, records: list[Record]) -> RowBlock:
-        """Records as a block (one column group per record): tests and small writers."""
-        groups = [
-            ColumnGroup(
-                np.array([i]),
-                tuple(r.values),
-                r.source_keys,
-                np.array([list(r.values.values())], dtype=float),
-            )
-            for i, r in enumerate(records)
-            if r.values
-        ]
-        kinds = np.array([int(r.kind) for r in records], dtype=np.uint8)
-        steps = np.array([float(r.step) for r in records], dtype=np.float64)
-        max_steps = next((r.max_steps for r in reversed(records) if r.max_steps), None)
-        return cls(kinds, steps, groups, max_steps)
-
     def record(self, index: int) -> Record:
         """Row `index` as a Record (the slow path, for a row that replaces an earlier one)."""
         values: dict[str, float] = {}
@@ -88,19 +72,6 @@ class RowBlock:
         return Record(
             LineKind(int(self.kinds[index])), float(self.steps[index]), values, keys, self.max_steps
         )
-
-    def records(self) -> list[Record]:
-        """One Record per row."""
-        values: list[dict[str, float]] = [{} for _ in range(len(self))]
-        keys: list[dict[str, str]] = [{} for _ in range(len(self))]
-        for group in self.groups:
-            for pos, row in zip(group.rows.tolist(), group.values.tolist()):
-                values[pos].update(zip(group.columns, row))
-                keys[pos].update(group.source_keys)
-        return [
-            Record(LineKind(int(kind)), float(step), vals, src, self.max_steps)
-            for kind, step, vals, src in zip(self.kinds, self.steps, values, keys)
-        ]
 
 
 @dataclass(slots=True, frozen=True)
@@ -190,11 +161,12 @@ class CompletionRows:
         def optional(arrays: list[np.ndarray | None]) -> np.ndarray | None:
             return None if all(a is None for a in arrays) else joined(arrays)
 
-        solutions: list[str | None] | None = None
-        if any(part.solutions is not None for part in parts):
-            solutions = []
-            for part, size in zip(parts, sizes, strict=True):
-                solutions.extend(part.solutions if part.solutions is not None else [None] * size)
+        kept = [part.solutions for part in parts]
+        solutions = None if all(s is None for s in kept) else _end_to_end(kept, sizes, None)
+        extras = {
+            name: _end_to_end([(part.extras or {}).get(name) for part in parts], sizes, "")
+            for name in dict.fromkeys(name for part in parts for name in (part.extras or {}))
+        }
         return CompletionRows(
             shape=parts[0].shape,
             steps=[s for part in parts for s in part.steps],
@@ -206,25 +178,17 @@ class CompletionRows:
             entropy=optional([part.entropy for part in parts]),
             solutions=solutions,
             malformed=any(part.malformed for part in parts),
-            extras=_joined_extras(parts, sizes),
+            extras=extras or None,
         )
 
 
-def _joined_extras(
-    parts: Sequence[CompletionRows], sizes: list[int]
-) -> dict[str, list[str]] | None:
-    """The parts' extra columns end to end ("" for a part without one)."""
-    names = list(dict.fromkeys(name for part in parts for name in (part.extras or {})))
-    if not names:
-        return None
-    return {
-        name: [
-            value
-            for part, size in zip(parts, sizes, strict=True)
-            for value in (part.extras or {}).get(name, [""] * size)
-        ]
-        for name in names
-    }
+def _end_to_end(lists: Sequence[Sequence[_T] | None], sizes: list[int], fill: _T) -> list[_T]:
+    """Per-part lists as one (`fill` for each row of a part without one)."""
+    return [
+        value
+        for values, size in zip(lists, sizes, strict=True)
+        for value in (values if values is not None else [fill] * size)
+    ]
 
 
 #: where a source can find one batch again: two numbers only that source interprets (a

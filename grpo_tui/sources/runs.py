@@ -125,9 +125,7 @@ def find_runs(
 ) -> list[RunRef]:
     """The runs of every PATH given, in the order given, each once. `split_stores`: a
     store's runs are each a run (False when the user named the one to follow: `--run`)."""
-    runs: list[RunRef] = []
-    for path in paths:
-        for run in runs_in(Path(path), only=only, split_stores=split_stores):
-            if run not in runs:
-                runs.append(run)
-    return runs
+    found = (
+        run for path in paths for run in runs_in(Path(path), only=only, split_stores=split_stores)
+    )
+    return list(dict.fromkeys(found))

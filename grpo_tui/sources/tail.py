@@ -110,8 +110,7 @@ class TailReader:
         try:
             handle = open_regular(self.path)
         except OSError as error:
-            if self.exists:
-                self._was_missing = True
+            self._was_missing |= self.exists
             self.exists = False
             missing = isinstance(error, (FileNotFoundError, NotADirectoryError))
             self.problem = None if missing else describe_os_error(error, self.path)
@@ -175,28 +174,22 @@ class TailReader:
         self._identity = identity
         self._was_missing = False
         if reason is not None:
-            self.offset = 0
-            self.line_no = 0
+            self.offset = self.line_no = 0
             self.generation += 1
-            self._fingerprint = b""
-            self._head = b""
+            self._fingerprint = self._head = b""
         return reason
 
     def _take(self, complete: bytes, skipped: bytes = b"") -> TailChunk:
         """Hand out complete lines: advance the offset, line count and fingerprints.
         `skipped` is a byte order mark before them (part of the file, not of a line)."""
         self.offset += len(skipped)
-        if len(self._head) < _FINGERPRINT_BYTES:
-            self._head = (self._head + skipped)[:_FINGERPRINT_BYTES]
         chunk = TailChunk(complete, self.offset, self.line_no + 1)
         self.offset += len(complete)
         self.line_no += complete.count(b"\n")
-        if len(complete) >= _FINGERPRINT_BYTES:
-            self._fingerprint = complete[-_FINGERPRINT_BYTES:]
-        else:
-            self._fingerprint = (self._fingerprint + complete)[-_FINGERPRINT_BYTES:]
-        if len(self._head) < _FINGERPRINT_BYTES:
-            self._head = (self._head + complete)[:_FINGERPRINT_BYTES]
+        width = _FINGERPRINT_BYTES
+        self._fingerprint = (self._fingerprint + complete[-width:])[-width:]
+        if len(self._head) < width:
+            self._head = (self._head + skipped + complete[:width])[:width]
         return chunk
 
 

@@ -178,7 +178,7 @@ class TensorBoardStore:
                 bad_before = len(reader.bad)
                 with open_regular(path) as handle:
                     raws = reader.read(handle, info.st_size, budget)
-                read = self._parse(tb, raws, out, path.name)
+                self._parse(tb, raws, out, path.name)
             except OSError as error:
                 out.problem = describe_os_error(error, path)
                 break
@@ -188,7 +188,7 @@ class TensorBoardStore:
                 )
             grew |= info.st_size != self._size
             self._size, budget = info.st_size, budget - len(raws)
-            self._data_time = info.st_mtime if read else self._data_time
+            self._data_time = info.st_mtime if raws else self._data_time
             if budget <= 0:
                 out.more = True
                 break
@@ -207,13 +207,11 @@ class TensorBoardStore:
         out.data_time = self._data_time
         return out
 
-    def _parse(self, tb: _TensorBoard, raws: list[bytes], out: PolledRecords, origin: str) -> int:
-        """The events of these records into step dicts (`out.records`); how many were read.
-        A record whose checksum holds but which is no event is a bad line of `origin`."""
+    def _parse(self, tb: _TensorBoard, raws: list[bytes], out: PolledRecords, origin: str) -> None:
+        """The events of these records into step dicts (`out.records`). A record whose
+        checksum holds but which is no event is a bad line of `origin`."""
         records = out.records
-        count = 0
         for raw in raws:
-            count += 1
             try:
                 event = tb.parse_event(raw)
             except tb.decode_error:
@@ -230,4 +228,3 @@ class TensorBoardStore:
                 if pending is None:
                     pending = self._pending = {"step": event.step}
                 pending[key] = number
-        return count

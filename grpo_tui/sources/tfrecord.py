@@ -31,16 +31,12 @@ try:  # compiled CRC-32C (C, SSE4.2): ~1 GB/s
 except ImportError:  # pragma: no cover - exercised by monkeypatching in the tests
     COMPILED = False
 
-    def _make_table() -> list[int]:
-        table = []
-        for byte in range(256):
-            crc = byte
-            for _ in range(8):
-                crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-            table.append(crc)
-        return table
+    def _table_entry(crc: int) -> int:
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        return crc
 
-    _TABLE = _make_table()
+    _TABLE = [_table_entry(byte) for byte in range(256)]
 
     def _crc32c(data: bytes) -> int:
         crc = 0xFFFFFFFF

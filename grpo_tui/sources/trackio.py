@@ -127,9 +127,7 @@ def list_runs(db_path: Path) -> list[RunInfo]:
                 break
     for key, (name, entries) in inbox.items():
         fresh = [entry for entry in entries if entry.log_id not in imported]
-        run = runs.get(key)
-        if run is None:
-            run = runs[key] = _RunRows(name, key, key, order=(1, entries[0].mtime))
+        run = runs.setdefault(key, _RunRows(name, key, key, order=(1, entries[0].mtime)))
         run.rows += len(fresh)
         if fresh:
             run.last = (fresh[-1].step, fresh[-1].metrics, fresh[-1].mtime)
@@ -197,9 +195,7 @@ class TrackioStore:
             result.problem = describe_os_error(error, error.filename or self.path)
             return result
         self._not_now = 0
-        if fetched.problem is not None:
-            result.problem = fetched.problem
-        elif fetched.moved:
+        if fetched.moved:
             result.more = True  # read again at once, through the -wal this time
         elif fetched.rebuilt:  # ids went back below the rows read: a rebuilt database
             result.restarted = result.restarted or self._handed_out
@@ -342,13 +338,8 @@ class TrackioStore:
         records = result.records
         rows = fetched.rows or []
         for row_id, key, name, step, metrics, log_id in rows:
-            if key not in self._known:
-                if self._follows(name):
-                    if records:  # these first; the newer run starts at the next poll
-                        result.more = True
-                        return
-                    self._switch(key, name, result)
-                self._known.add(key)
+            if key not in self._known and not self._meet(key, name, result):
+                return
             self._mark = row_id
             if key != self._run:
                 continue
@@ -362,15 +353,11 @@ class TrackioStore:
         result.more = len(rows) >= self._max_rows
         for fragment in fetched.fragments:
             writer = self._writers[fragment.folder]
-            run = writer.run or ""
-            if run not in self._known:
-                if self._follows(writer.run_name):
-                    if records:
-                        result.more = True
-                        return
-                    self._switch(run, writer.run_name, result)
-                    result.more = True  # its next fragments come with the next poll
-                self._known.add(run)
+            run, followed = writer.run or "", self._run
+            if run not in self._known and not self._meet(run, writer.run_name, result):
+                return
+            if self._run != followed:
+                result.more = True  # the newer run's next fragments come with the next poll
             if run != self._run:
                 continue
             writer.taken.add(fragment.name)
@@ -386,16 +373,21 @@ class TrackioStore:
                 result.more = True
                 return
 
-    def _follows(self, run_name: str | None) -> bool:
-        """Whether a run not seen before is followed instead of the current one."""
-        return self.run_name is None or run_name == self.run_name
-
-    def _switch(self, key: str, name: str | None, result: PolledRecords) -> None:
-        result.restarted = result.restarted or self._handed_out
-        self._run, self.current_run = key, name or key
-        self._handed_out = False
-        self._pending.clear()
-        self._global_step = None
+    def _meet(self, key: str, name: str | None, result: PolledRecords) -> bool:
+        """A run not seen before is followed instead of the current one when it has the
+        name asked for (or none was); False when the records taken so far go first (the
+        newer run starts at the next poll)."""
+        if self.run_name is None or name == self.run_name:
+            if result.records:
+                result.more = True
+                return False
+            result.restarted = result.restarted or self._handed_out
+            self._run, self.current_run = key, name or key
+            self._handed_out = False
+            self._pending.clear()
+            self._global_step = None
+        self._known.add(key)
+        return True
 
     def _append(self, records: list[dict[str, Any]], row_step: Any, metrics: Any) -> str | None:
         """A metrics row as a log dict: numbers only, TRL's key names, the trainer's step.
@@ -456,11 +448,11 @@ class _Schema:
         """None while the database holds no table yet (trackio creating the file). Raises
         NotTrackio when it holds tables but no metrics table with trackio's columns."""
         columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
-        if not {"id", "run_name", "step", "metrics"} <= columns:
+        missing = sorted({"id", "run_name", "step", "metrics"} - columns)
+        if missing:
             tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
             if not tables:
                 return None
-            missing = sorted({"id", "run_name", "step", "metrics"} - columns)
             raise NotTrackio(
                 "a metrics table without trackio's " + ", ".join(missing)
                 if columns
@@ -487,9 +479,7 @@ class _RunRows:
     last: tuple[Any, Any, float | None] | None = None  # its last row: step, metrics, time
 
     def info(self) -> RunInfo:
-        if self.last is None:
-            return RunInfo(self.name, self.run_id, self.rows, None, None)
-        row_step, metrics, last_time = self.last
+        row_step, metrics, last_time = self.last or (None, None, None)
         return RunInfo(
             self.name, self.run_id, self.rows, _training_step(row_step, metrics), last_time
         )
@@ -531,12 +521,13 @@ def _read_mode(path: Path) -> str:
     `-shm` both exist; plain read-only during a rollback-mode transaction (its
     `-journal`: locks, no shared memory); plain read-only too for a `-wal` without its
     `-shm`, the one case SQLite must create a file to read (the `-shm`)."""
-    wal, journal = _exists(_sibling(path, "-wal")), _exists(_sibling(path, "-journal"))
+    wal = os.path.exists(_sibling(path, "-wal"))
+    journal = os.path.exists(_sibling(path, "-journal"))
     if not wal and not journal:
         return _AT_REST
     if not wal:
         return "mode=ro"
-    return "mode=ro&readonly_shm=1" if _exists(_sibling(path, "-shm")) else _WAL_WITHOUT_SHM
+    return "mode=ro&readonly_shm=1" if os.path.exists(_sibling(path, "-shm")) else _WAL_WITHOUT_SHM
 
 
 def _connect(path: Path, mode: str) -> sqlite3.Connection:
@@ -556,12 +547,9 @@ def _check_files(path: Path) -> os.stat_result:
     are known to be regular files: SQLite would block forever reading a FIFO. Raises
     OSError (NotRegularFile, FileNotFoundError for the database)."""
     info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        kind = file_kind(info.st_mode)
-        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
-    for suffix in ("-wal", "-shm", "-journal"):
+    for suffix in ("", "-wal", "-shm", "-journal"):
         try:
-            mode = os.stat(_sibling(path, suffix)).st_mode
+            mode = os.stat(_sibling(path, suffix)).st_mode if suffix else info.st_mode
         except FileNotFoundError:
             continue
         if not stat.S_ISREG(mode):
@@ -577,12 +565,8 @@ def _still_at_rest(path: Path, before: os.stat_result) -> bool:
         after = os.stat(path)
     except OSError:
         return False
-    same = (after.st_ino, after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (
-        before.st_ino,
-        before.st_size,
-        before.st_mtime_ns,
-        before.st_ctime_ns,
-    )
+    fields = ("st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
+    same = all(getattr(after, name) == getattr(before, name) for name in fields)
     return same and _read_mode(path) == _AT_REST
 
 
@@ -608,7 +592,6 @@ class _Fetched:
     fragments: list[Fragment] = field(default_factory=list)
     imported: set[str] = field(default_factory=set)  # the fragments' log ids in the db
     rebuilt: bool = False
-    problem: str | None = None
     #: the database was written while it was read at rest: nothing taken, read again
     moved: bool = False
 
@@ -630,21 +613,11 @@ def _record_key(stored: str) -> str | None:
 def _training_step(row_step: Any, metrics: Any) -> int | None:
     """A row's step as a record would have it (without a step carried from earlier rows)."""
     if isinstance(metrics, dict):
-        for stored, value in metrics.items():
-            number = _number(value)
-            if number is None or not isinstance(stored, str) or _record_key(stored) is not None:
-                continue
-            if isinstance(number, int) or number.is_integer():
-                return int(number)
+        for stored, value in metrics.items():  # a non-finite string is no step: not looked at
+            whole = type(value) is int or (type(value) is float and value.is_integer())
+            if whole and _record_key(stored) is None:
+                return int(value)
     return row_step if isinstance(row_step, int) and not isinstance(row_step, bool) else None
-
-
-def _number(value: Any) -> int | float | None:
-    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    if isinstance(value, str):
-        return _NON_FINITE.get(value)
-    return None
 
 
 def _json(data: Any) -> Any:
@@ -668,14 +641,6 @@ def _timestamp(text: Any) -> float | None:
 
 def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
-
-
-def _exists(path: Path) -> bool:
-    try:
-        os.stat(path)
-    except OSError:
-        return False
-    return True
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

@@ -103,16 +103,15 @@ def fragment_names(folder: Path) -> list[str]:
         return []
 
 
-def first_fragment(folder: Path, names: list[str], junk: set[str] | None = None) -> Fragment | None:
+def first_fragment(folder: Path, names: list[str], junk: set[str]) -> Fragment | None:
     """A writer folder's first readable fragment (the others not trackio's go to `junk`)."""
     for name in names:
-        if junk is not None and name in junk:
+        if name in junk:
             continue
         fragment = read_fragment(folder / name)
         if fragment is not None:
             return fragment
-        if junk is not None:
-            junk.add(name)
+        junk.add(name)
     return None
 
 

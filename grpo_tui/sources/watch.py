@@ -30,7 +30,6 @@ class DirectoryWaker:
     """Sets `wake` whenever something is written in one of the watched directories."""
 
     def __init__(self, wake: threading.Event) -> None:
-        self._wake = wake
         self._handler = _WakeHandler(wake)
         self._observer: BaseObserver | None = None
         self._watches: dict[Path, ObservedWatch] = {}

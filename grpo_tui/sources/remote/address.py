@@ -57,15 +57,12 @@ class RemoteAddress:
     target: SshTarget
     path: str
 
-    @property
-    def mount_name(self) -> str:
-        """The first part of the local Path standing for it (files.mount)."""
-        return f"{self.target.label}:" + ("" if self.path.startswith("/") else "~")
-
     def as_path(self) -> Path:
-        """The Path the readers are handed (its str is `host:/path` or `host:~/path`)."""
+        """The Path the readers are handed (its str is `host:/path` or `host:~/path`), its
+        first part the name its machine is mounted as (files.mount)."""
+        mount_name = f"{self.target.label}:" + ("" if self.path.startswith("/") else "~")
         parts = [part for part in self.path.split("/") if part and part != "."]
-        return Path(self.mount_name, *parts)
+        return Path(mount_name, *parts)
 
 
 def parse_remote(text: str) -> RemoteAddress | None:

@@ -39,7 +39,7 @@ import stat
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -161,6 +161,12 @@ def _error(name: str, path: Path) -> OSError:
     number = getattr(errno, name, errno.EIO)
     kind = _ERRORS.get(name, OSError)
     return kind(number, os.strerror(number), str(path))
+
+
+def _check_regular(info: os.stat_result, path: Path) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = file_kind(info.st_mode)
+        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int, float]:
@@ -295,9 +301,7 @@ fi"""
 
     def open(self, path: Path) -> BinaryIO:
         info, readable = self._stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            kind = file_kind(info.st_mode)
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        _check_regular(info, path)
         if not readable:
             raise _error("EACCES", path)
         return cast(BinaryIO, RemoteFile(self, path, info))
@@ -308,18 +312,15 @@ fi"""
         with self._lock:
             known = self._known.get(key)
             now = time.monotonic()
+            self._asked[key] = now
             if known is None:
-                self._asked[key] = now
                 self._known.update(self._stat_many([key]))
             elif known.served:
                 # this file's second question this round: a new round, every file at once
-                self._asked[key] = now
-                watched = [k for k, t in self._asked.items() if now - t < WATCH_S]
-                self._asked = {k: self._asked[k] for k in watched}
-                self._known = self._stat_many(watched)
+                self._asked = {k: t for k, t in self._asked.items() if now - t < WATCH_S}
+                self._known = self._stat_many(list(self._asked))
             known = self._known[key]
             known.served = True
-            self._asked[key] = now
         if known.info is None:
             raise _error(known.error or "EIO", path)
         return known.info, known.readable
@@ -431,13 +432,7 @@ fi"""
                 self._expected[key] = expected
         if len(content.data) > _KEPT_BYTES:
             cut = len(content.data) - _KEPT_BYTES
-            content = _Content(
-                content.signature,
-                content.head,
-                content.start + cut,
-                content.data[cut:],
-                content.to_end,
-            )
+            content = replace(content, start=content.start + cut, data=content.data[cut:])
         with self._lock:
             self._content[key] = content
 
@@ -454,9 +449,7 @@ fi"""
         if fields[0] != "S" or len(fields) != 7:
             raise _error(fields[1] if len(fields) > 1 else "EIO", path)
         info, _ = _stat_result(fields[1:])
-        if not stat.S_ISREG(info.st_mode):
-            kind = file_kind(info.st_mode)
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        _check_regular(info, path)
         readable, _, rest = rest.partition(b"\n")
         if readable != b"R":
             raise _error("EACCES", path)
@@ -563,13 +556,7 @@ class RemoteFile(io.RawIOBase):
             and content.signature == fetched.signature
             and content.start + len(content.data) == fetched.start
         ):
-            fetched = _Content(
-                fetched.signature,
-                fetched.head,
-                content.start,
-                content.data + fetched.data,
-                fetched.to_end,
-            )
+            fetched = replace(fetched, start=content.start, data=content.data + fetched.data)
         self._content = fetched
 
 

@@ -265,18 +265,6 @@ class Connection:
         note_transport_failure()
         return self.failure
 
-    def close(self) -> None:
-        """End the session and the shared connection now (instead of ControlPersist
-        seconds after its last use)."""
-        with self._lock:
-            self._end_session()
-        subprocess.run(
-            self.argv("-O", "exit"),
-            capture_output=True,
-            timeout=CALL_TIMEOUT_S,
-            check=False,
-        )
-
 
 class _NoAnswer(Exception):
     """The far shell ended (empty message) or went silent (the message says how long)."""
