@@ -226,6 +226,22 @@ def test_rewritten_version_is_gone_once_out_of_the_window(tmp_path: Path) -> Non
     assert index.groups(0) == []
 
 
+def test_a_batch_read_again_from_its_file_keeps_its_extra_columns(tmp_path: Path) -> None:
+    """Out of the window, a batch converted again is the batch first read: log_extra columns
+    stay extras shown with each row, never reward functions."""
+    folder = _trl_dir(tmp_path)
+    _write_trl(folder / "completions_00001.parquet", 1, ["p"], 4, tick=1)
+    _write_trl(folder / "completions_00002.parquet", 2, ["q"], 4, tick=2)
+    index, _ = _trl_index(folder, keep_bytes=0)
+    assert index.poll() == 2
+    first = [(s.rewards, s.extras) for g in index.groups(0) for s in g.completions]
+    index.groups(1)  # the one cached page is now step 2's: step 1 is read from its file
+    again = [(s.rewards, s.extras) for g in index.groups(0) for s in g.completions]
+    assert again == first and len(again) == 4
+    assert all(set(rewards) == {"format_reward", "noisy_length_reward"} for rewards, _ in again)
+    assert dict(again[1][1]) == {"pred": "1", "num_tool_calls": "1"}
+
+
 def test_a_started_over_folder_restarts_the_stream(tmp_path: Path) -> None:
     folder = _trl_dir(tmp_path)
     for step in (1, 2, 3):

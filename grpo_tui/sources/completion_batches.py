@@ -616,7 +616,7 @@ class FolderBatches:
         return data
 
     def _rows(
-        self, name: str, step: int, columns: dict[str, list[Any]], extra_keys: tuple[str, ...] = ()
+        self, name: str, step: int, columns: dict[str, list[Any]], extra_keys: tuple[str, ...]
     ) -> CompletionRows | str:
         """A file's lists per field as rows (its step from the name when it has no column);
         `extra_keys`: its columns shown with each row, never taken for rewards."""
@@ -661,7 +661,7 @@ class FolderBatches:
             return None
         if converted is None:
             return None
-        rows = self._rows(version.name, version.step, converted.columns)
+        rows = self._rows(version.name, version.step, converted.columns, converted.extra_keys)
         if isinstance(rows, str) or _digest(rows) != version.digest:
             return None
         self._keep(place, rows)
