@@ -65,9 +65,9 @@ class FormatAdapter:
     """How its metrics files are read (a file `--format` forces on it is read so)."""
     families: tuple[tuple[str, str], ...] = ()
     """(regex, template) for keyed families, e.g. legacy `rewards/<fn>` → `rewards/<fn>/mean`."""
-    fraction_step_keys: tuple[str, ...] = ("global_step/max_steps", "iteration")
+    fraction_step_keys: tuple[str, ...] = ()
     """Keys holding "step/max_steps" strings."""
-    int_step_keys: tuple[str, ...] = ("step", "global_step")
+    int_step_keys: tuple[str, ...] = ("step",)
     """Keys holding a plain step number (log_history items, summary lines)."""
     string_parsers: Mapping[str, tuple[str, ColumnParser]] = field(default_factory=dict)
     """String-valued keys that carry a number: key → (canonical, column parser)."""

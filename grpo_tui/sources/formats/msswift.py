@@ -133,7 +133,6 @@ MSSWIFT = FormatAdapter(
         ("completion_length", "ms-swift 3.1–3.2 (completion_length)"),
         ("step_time", "TRL ≥ 0.26 underneath (step_time)"),
     ),
-    reading=Reading.JSONL,
     claim=claim,
     find=find,
 )

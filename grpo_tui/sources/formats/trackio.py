@@ -64,8 +64,6 @@ TRACKIO = FormatAdapter(
     title="trackio",
     aliases=GRPO_ALIASES,
     families=GRPO_FAMILIES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     ignored_keys=frozenset({"total_flos", "global_step"}),
     version_hints=(
         ("frac_reward_zero_std", "TRL ≥ 0.18 (frac_reward_zero_std)"),

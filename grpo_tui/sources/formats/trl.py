@@ -148,8 +148,6 @@ TRL = FormatAdapter(
     title="TRL",
     aliases=GRPO_ALIASES,
     families=GRPO_FAMILIES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     ignored_keys=frozenset({"total_flos"}),
     version_hints=(
         ("completion_length", "TRL ≤ 0.16 (completion_length)"),

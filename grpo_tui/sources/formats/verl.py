@@ -82,9 +82,6 @@ VERL_FAMILIES: tuple[tuple[str, str], ...] = (
     (r"val/test_score/.+", "eval_reward"),
 )
 
-#: `val-core/…`, `val-aux/…`, `val/…`: the eval prefix is `val` and eval rows hold only these
-_EVAL_PREFIX = "val"
-
 
 def flatten(record: dict[str, Any]) -> dict[str, Any]:
     """`{"step": N, "data": {…}}` → `{"step": N, …}` (null values stay None: not logged)."""
@@ -360,10 +357,9 @@ VERL = FormatAdapter(
     name=NAME,
     title="verl",
     aliases=VERL_ALIASES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     families=VERL_FAMILIES,
-    eval_prefix=_EVAL_PREFIX,
+    # `val-core/…`, `val-aux/…`, `val/…`: eval rows hold only these
+    eval_prefix="val",
     eval_needs_all=True,
     end_keys=(),
     summary_keys=(),
@@ -374,7 +370,6 @@ VERL = FormatAdapter(
         ("actor/entropy", "verl ≥ 0.4 (actor/entropy)"),
         ("actor/loss", "verl ≥ 0.7 new engine (actor/loss)"),
     ),
-    reading=Reading.JSONL,
     completion_folders=(VERL_ROLLOUTS,),
     settings=verl_settings,
     flatten=flatten,
