@@ -43,8 +43,7 @@ from grpo_tui.sources.formats.layout import (
     Reading,
     Tier,
     console_candidate,
-    console_claim,
-    console_find,
+    console_files,
     found_file,
     strip_terminal_codes,
 )
@@ -53,7 +52,6 @@ from grpo_tui.sources.formats.trl import TRL
 NAME = "trl-console"
 #: the key the parser adds for the tqdm progress of a train dict ("N/M")
 PROGRESS_KEY = "global_step/max_steps"
-_WHAT = "HF Trainer log dicts ({'loss': …})"
 
 #: keys that make a printed dict a trainer's log line (user code prints other dicts)
 _LOG_KEYS = ("loss", "reward", "train_runtime", "eval_loss", "learning_rate", "grad_norm")
@@ -313,8 +311,11 @@ def _number(raw: object) -> float | None:
 _SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})
 
 
+_claim, find = console_files(NAME, looks_like_console, "HF Trainer log dicts ({'loss': …})")
+
+
 def claim(path: Path, seen: Probe) -> Found | None:
-    found = console_claim(path, NAME, looks_like_console, _WHAT)
+    found = _claim(path, seen)
     if found is None and console_candidate(path) and path.name.endswith(CONSOLE_SUFFIXES):
         # named like a console log, no log dict in it yet: read it as one meanwhile (a
         # record another console format shows later makes discovery choose again)
@@ -327,10 +328,6 @@ def claim(path: Path, seen: Probe) -> Found | None:
             args_name="args.json",
         )
     return found
-
-
-def find(directory: Path) -> list[Found]:
-    return console_find(directory, NAME, looks_like_console, _WHAT)
 
 
 #: TRL's vocabulary and version hints, with the progress the parser adds as the step

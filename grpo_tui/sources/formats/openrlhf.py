@@ -19,18 +19,11 @@ Semantics (frameworks.md §4):
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict
 from grpo_tui.sources.formats.console import read_dict_repr, salvage_dict_repr
-from grpo_tui.sources.formats.layout import (
-    Found,
-    Probe,
-    Reading,
-    console_claim,
-    console_find,
-)
+from grpo_tui.sources.formats.layout import Reading, console_files
 
 NAME = "openrlhf"
 
@@ -127,15 +120,7 @@ class OpenRlhfParser:
         return [TextDict(self._pending_line, values)]
 
 
-_WHAT = "OpenRLHF's step lines (Global step N: {…})"
-
-
-def claim(path: Path, seen: Probe) -> Found | None:
-    return console_claim(path, NAME, shows_console, _WHAT)
-
-
-def find(directory: Path) -> list[Found]:
-    return console_find(directory, NAME, shows_console, _WHAT)
+claim, find = console_files(NAME, shows_console, "OpenRLHF's step lines (Global step N: {…})")
 
 
 OPENRLHF = FormatAdapter(

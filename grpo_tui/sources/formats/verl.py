@@ -43,8 +43,7 @@ from grpo_tui.sources.formats.layout import (
     Probe,
     Reading,
     Tier,
-    console_claim,
-    console_find,
+    console_files,
     entry_is_dir,
     files_named,
     first_record,
@@ -339,18 +338,9 @@ def _complete(body: str) -> bool:
     return match is not None and wrapped_number(match.group(2)) is not None
 
 
-def console_claim_verl(path: Path, seen: Probe) -> Found | None:
-    found = console_claim(
-        path, CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)"
-    )
-    return found if found is None else replace(found, completions=rollouts_near(path.parent))
-
-
-def console_find_verl(directory: Path) -> list[Found]:
-    found = console_find(
-        directory, CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)"
-    )
-    return [replace(f, completions=rollouts_near(directory)) for f in found]
+console_claim_verl, console_find_verl = console_files(
+    CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)", rollouts_near
+)
 
 
 VERL = FormatAdapter(
