@@ -290,13 +290,11 @@ def found_file(
     # TensorBoard's event files are read as one store: a folder is one of its files
     folder_store = reading is Reading.TENSORBOARD
     run_dir = run_dir or path.parent
-    args_file: Path | None = None
     names = (args_name,) if isinstance(args_name, str) else args_name or ()
-    for directory in args_dirs or (run_dir,):
-        found = next((directory / n for n in names if probe(directory / n).exists), None)
-        if found is not None:
-            args_file = found
-            break
+    args_file = next(
+        (d / name for d in args_dirs or (run_dir,) for name in names if probe(d / name).exists),
+        None,
+    )
     return Found(
         path=path,
         adapter=adapter,

@@ -135,12 +135,8 @@ def claim(path: Path, seen: Probe) -> Found | None:
 
 
 def find(directory: Path) -> list[Found]:
-    found: list[Found] = []
-    for path, _ in files_named(directory, lambda name: name.endswith(".jsonl")):
-        claimed = claim(path, Probe())
-        if claimed is not None:
-            found.append(claimed)
-    return found
+    named = files_named(directory, lambda name: name.endswith(".jsonl"))
+    return [found for path, _ in named if (found := claim(path, Probe())) is not None]
 
 
 # -- the settings ----------------------------------------------------------------------
