@@ -187,23 +187,19 @@ def find(directory: Path) -> list[Found]:
         return [claimed] if claimed is not None else []
     if _in_run_dir(directory):
         return [_found(metrics, "a fresh prime-rl run folder: its metrics.jsonl is waited for")]
-    newest: tuple[float, Path] | None = None
     entries, _ = scan(directory)
-    for entry in entries:
-        if not entry_is_dir(entry):
-            continue
-        candidate = Path(entry.path) / METRICS_FILE
-        seen = probe(candidate)
-        if (
-            seen.is_file
-            and _in_run_dir(Path(entry.path))
-            and (newest is None or seen.mtime > newest[0])
-        ):
-            newest = (seen.mtime, candidate)
-    if newest is None:
+    runs = [
+        (seen.mtime, path)
+        for entry in entries
+        if entry_is_dir(entry)
+        and (seen := probe(path := Path(entry.path) / METRICS_FILE)).is_file
+        and _in_run_dir(path.parent)
+    ]
+    if not runs:
         return []
-    run = newest[1].parent.name
-    return [_found(newest[1], f"{METRICS_FILE} of the newest prime-rl run folder {run}")]
+    newest = max(runs, key=lambda run: run[0])[1]
+    run = newest.parent.name
+    return [_found(newest, f"{METRICS_FILE} of the newest prime-rl run folder {run}")]
 
 
 PRIMERL = FormatAdapter(

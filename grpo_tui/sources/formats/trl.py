@@ -77,23 +77,20 @@ def newest_trainer_state(directory: Path) -> Path | None:
     only it holds the history's last item (the `train_runtime` line that says the run
     ended, logged after the last checkpoint was saved). An older top one is a previous
     run's, left behind."""
-    best_step = -1
-    best: tuple[Path, Probe] | None = None
     entries, _ = scan(directory)
-    for entry in entries:
-        match = CHECKPOINT_PATTERN.match(entry.name)
-        if match and int(match.group(1)) > best_step:
-            candidate = Path(entry.path) / TRAINER_STATE_FILE
-            seen = probe(candidate)
-            if seen.is_file:
-                best_step, best = int(match.group(1)), (candidate, seen)
+    checkpoints = [
+        (int(match.group(1)), Path(entry.path) / TRAINER_STATE_FILE)
+        for entry in entries
+        if (match := CHECKPOINT_PATTERN.match(entry.name))
+    ]
+    # highest first; a stable sort keeps the listing's order among equal numbers
+    checkpoints.sort(key=lambda checkpoint: checkpoint[0], reverse=True)
+    best = next(((path, seen) for _, path in checkpoints if (seen := probe(path)).is_file), None)
     top = directory / TRAINER_STATE_FILE
     top_seen = probe(top)
-    if not top_seen.is_file:
-        return None if best is None else best[0]
-    if best is None or top_seen.mtime >= best[1].mtime:
+    if top_seen.is_file and (best is None or top_seen.mtime >= best[1].mtime):
         return top
-    return best[0]
+    return None if best is None else best[0]
 
 
 def _state(path: Path, why: str) -> Found:
