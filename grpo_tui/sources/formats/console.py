@@ -87,10 +87,6 @@ def looks_like_console(text: str) -> bool:
     return _LOG_DICT_START.search(strip_terminal_codes(text)) is not None
 
 
-#: one log dict found in the console, with the line it started on
-ConsoleDict = TextDict
-
-
 @dataclass
 class ConsoleParser:
     """Finds trainer log dicts in console text fed line by line (state carries over)."""
@@ -112,18 +108,18 @@ class ConsoleParser:
     _glued: int | None = None
     _last_bar: tuple[int, int] | None = None
 
-    def feed(self, line: str, line_no: int) -> Iterator[ConsoleDict]:
+    def feed(self, line: str, line_no: int) -> Iterator[TextDict]:
         """The log dicts completed by one console line (without its newline or terminal
         codes: the reader strips them)."""
         for segment in redraw_states(line):
             yield from self._segment(segment, line_no)
 
-    def flush(self) -> Iterator[ConsoleDict]:
+    def flush(self) -> Iterator[TextDict]:
         """The text ended (a one-shot read reached the end): a dict still open was cut off;
         its whole `'key': value` pairs are read and the dict counted as bad."""
         yield from self._cut_off()
 
-    def _cut_off(self) -> Iterator[ConsoleDict]:
+    def _cut_off(self) -> Iterator[TextDict]:
         if not self._pending:
             return
         text = " ".join(self._pending)
@@ -133,9 +129,9 @@ class ConsoleParser:
             (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
         )
         if values:
-            yield ConsoleDict(self._pending_line, self._stamp(values))
+            yield TextDict(self._pending_line, self._stamp(values))
 
-    def _segment(self, segment: str, line_no: int) -> Iterator[ConsoleDict]:
+    def _segment(self, segment: str, line_no: int) -> Iterator[TextDict]:
         if self._pending and _LOG_DICT_START.match(segment.strip()):
             # a new dict starts while one is open: that one was cut off (a paste)
             yield from self._cut_off()
@@ -172,7 +168,7 @@ class ConsoleParser:
         self._pending_chars = len(self._pending[0])
         yield from self._maybe_finish()
 
-    def _maybe_finish(self) -> Iterator[ConsoleDict]:
+    def _maybe_finish(self) -> Iterator[TextDict]:
         text = "".join(self._pending)
         depth = text.count("{") - text.count("}")
         if depth > 0:
@@ -185,7 +181,7 @@ class ConsoleParser:
         self._pending = []
         parsed = self._parse(body)
         if parsed is not None:
-            yield ConsoleDict(self._pending_line, parsed)
+            yield TextDict(self._pending_line, parsed)
         rest = text[end + 1 :]
         if rest.strip():
             yield from self._segment(rest, self._pending_line)

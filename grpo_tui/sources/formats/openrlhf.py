@@ -93,12 +93,7 @@ class OpenRlhfParser:
         self.bad.append(
             (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
         )
-        if not values:
-            return []
-        if self._pending_step is not None:
-            self.last_step = self._pending_step
-        values["step"] = self.last_step
-        return [TextDict(self._pending_line, values)]
+        return self._stamped(values) if values else []
 
     def _maybe_finish(self) -> list[TextDict]:
         text = " ".join(self._pending)
@@ -114,6 +109,10 @@ class OpenRlhfParser:
         except ValueError as error:
             self.bad.append((self._pending_line, str(error), body[:80]))
             return []
+        return self._stamped(values)
+
+    def _stamped(self, values: dict[str, Any]) -> list[TextDict]:
+        """The dict with its step: its own `Global step N`, an evaluation the step before."""
         if self._pending_step is not None:
             self.last_step = self._pending_step
         values["step"] = self.last_step
