@@ -151,12 +151,7 @@ class FormatAdapter:
             return LineKind.SUMMARY
         if any(k in keys for k in self.end_keys):
             return LineKind.END
-        prefix = self.eval_prefix
-        if self.eval_needs_all:
-            named = [k for k in keys if k not in self.int_step_keys]
-            if named and all(k.startswith(prefix) for k in named):
-                return LineKind.EVAL
-            return LineKind.TRAIN
-        if any(k.startswith(prefix) for k in keys):
-            return LineKind.EVAL
-        return LineKind.TRAIN
+        evals = [k.startswith(self.eval_prefix) for k in keys if k not in self.int_step_keys]
+        # verl merges validation keys into train steps: there, only a line of eval keys is one
+        is_eval = bool(evals) and all(evals) if self.eval_needs_all else any(evals)
+        return LineKind.EVAL if is_eval else LineKind.TRAIN

@@ -156,16 +156,13 @@ def _section(config: dict[str, Any], *names: str) -> dict[str, Any]:
 def primerl_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The orchestrator's settings under args.json's names (`rl.json` nests them)."""
     orchestrator = _section(config, "orchestrator") or config
-    settings: dict[str, Any] = {}
-    for name, value in (
-        ("max_steps", orchestrator.get("max_steps")),
-        ("num_generations", orchestrator.get("group_size")),
-        ("model", _section(orchestrator, "model").get("name")),
-        ("temperature", _section(orchestrator, "train", "sampling").get("temperature")),
-    ):
-        if value is not None:
-            settings[name] = value
-    return settings
+    settings = {
+        "max_steps": orchestrator.get("max_steps"),
+        "num_generations": orchestrator.get("group_size"),
+        "model": _section(orchestrator, "model").get("name"),
+        "temperature": _section(orchestrator, "train", "sampling").get("temperature"),
+    }
+    return {name: value for name, value in settings.items() if value is not None}
 
 
 def claim(path: Path, seen: Probe) -> Found | None:

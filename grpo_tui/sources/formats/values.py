@@ -69,11 +69,7 @@ def parse_fraction(value: Any) -> tuple[int, int | None] | None:
         parsed = int(value), None
     else:
         return None
-    if abs(parsed[0]) > _LARGEST_FLOAT or (
-        parsed[1] is not None and abs(parsed[1]) > _LARGEST_FLOAT
-    ):
-        return None
-    return parsed
+    return None if any(abs(n) > _LARGEST_FLOAT for n in parsed if n is not None) else parsed
 
 
 def _all_strings(values: Sequence[Any]) -> bool:

@@ -171,13 +171,11 @@ def verl_settings(config: dict[str, Any]) -> dict[str, Any]:
     names. The KL coefficient is the KL loss's when `use_kl_loss`, the in-reward penalty's
     when `use_kl_in_reward`, else 0 (no KL at all); the updates per rollout batch are
     `ppo_epochs` × the mini-batches a batch splits into (1: on-policy)."""
-    settings: dict[str, Any] = {}
-    for name, places in VERL_SETTINGS.items():
-        for place in places:
-            value = _setting(config, place)
-            if value is not None:
-                settings[name] = value
-                break
+    firsts = {
+        name: next((v for place in places if (v := _setting(config, place)) is not None), None)
+        for name, places in VERL_SETTINGS.items()
+    }
+    settings = {name: value for name, value in firsts.items() if value is not None}
     actor = "actor_rollout_ref.actor."
     if _setting(config, actor + "use_kl_loss"):
         settings["beta"] = _setting(config, actor + "kl_loss_coef")
@@ -311,14 +309,8 @@ class VerlConsoleParser:
         fields = body.split(" - ")
         if not _complete(body):
             fields = fields[:-1]  # cut inside its key or value: the next line may finish it
-        values: dict[str, Any] = {}
-        for field in fields:
-            match = _FIELD.match(field.strip())
-            if match is None:
-                continue
-            number = wrapped_number(match.group(2))
-            if number is not None:
-                values[match.group(1)] = number
+        matches = [match for field in fields if (match := _FIELD.match(field.strip()))]
+        values = {m.group(1): n for m in matches if (n := wrapped_number(m.group(2))) is not None}
         if not values or values.keys() == self._given:
             if not quiet and not values:
                 self.bad.append((self._line, "a step line with no readable value", body[:80]))
