@@ -115,11 +115,8 @@ class ConsoleParser:
             yield from self._segment(segment, line_no)
 
     def flush(self) -> Iterator[TextDict]:
-        """The text ended (a one-shot read reached the end): a dict still open was cut off;
-        its whole `'key': value` pairs are read and the dict counted as bad."""
-        yield from self._cut_off()
-
-    def _cut_off(self) -> Iterator[TextDict]:
+        """The text ended (a one-shot read reached the end), or a new dict started: a dict
+        still open was cut off; its whole `'key': value` pairs are read, the dict counted bad."""
         if not self._pending:
             return
         text = " ".join(self._pending)
@@ -134,7 +131,7 @@ class ConsoleParser:
     def _segment(self, segment: str, line_no: int) -> Iterator[TextDict]:
         if self._pending and _LOG_DICT_START.match(segment.strip()):
             # a new dict starts while one is open: that one was cut off (a paste)
-            yield from self._cut_off()
+            yield from self.flush()
         if self._pending:
             # a dict the terminal wrapped (or that arrives in pieces): lines join as they
             # are, without the padding a terminal capture adds at both ends

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict
-from grpo_tui.sources.formats.console import read_dict_repr, salvage_dict_repr
+from grpo_tui.sources.formats.console import MAX_DICT_CHARS, read_dict_repr, salvage_dict_repr
 from grpo_tui.sources.formats.layout import Reading, console_files
 
 NAME = "openrlhf"
@@ -40,10 +40,8 @@ OPENRLHF_ALIASES: dict[str, tuple[str, ...]] = {
     "learning_rate": ("actor_lr",),
 }
 
-_STEP_DICT = re.compile(r"Global step (\d+):\s*(\{.*)$")
-_EVAL_DICT = re.compile(r"eval_metrics:\s*(\{.*)$")
-#: a dict still open after this many characters is not a log dict: give it up
-_MAX_DICT_CHARS = 200_000
+_STEP_DICT = re.compile(r"Global step (?P<step>\d+):\s*(?P<body>\{.*)$")
+_EVAL_DICT = re.compile(r"eval_metrics:\s*(?P<body>\{.*)$")
 
 
 def shows_console(text: str) -> bool:
@@ -68,16 +66,12 @@ class OpenRlhfParser:
             self._pending.append(text.strip())
             self._pending_chars += len(text)
             return self._maybe_finish()
-        step_match = _STEP_DICT.search(text)
-        eval_match = None if step_match else _EVAL_DICT.search(text)
-        if step_match is not None:
-            self._pending_step = int(step_match.group(1))
-            body = step_match.group(2)
-        elif eval_match is not None:
-            self._pending_step = None  # an evaluation: the step before it
-            body = eval_match.group(1)
-        else:
+        match = _STEP_DICT.search(text) or _EVAL_DICT.search(text)
+        if match is None:
             return []
+        step = match.groupdict().get("step")
+        self._pending_step = None if step is None else int(step)  # None: an eval, the step before
+        body = match["body"]
         self._pending = [body.strip()]
         self._pending_line = line_no
         self._pending_chars = len(body)
@@ -98,7 +92,7 @@ class OpenRlhfParser:
     def _maybe_finish(self) -> list[TextDict]:
         text = " ".join(self._pending)
         if text.count("{") > text.count("}"):
-            if self._pending_chars > _MAX_DICT_CHARS:
+            if self._pending_chars > MAX_DICT_CHARS:
                 self.bad.append((self._pending_line, "a dict that never closes", text[:80]))
                 self._pending = []
             return []
