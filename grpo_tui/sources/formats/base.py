@@ -138,10 +138,7 @@ class FormatAdapter:
     def priority(self, key: str) -> int:
         """Where a key stands among the aliases of its metric (0: the first choice)."""
         bare = key.removeprefix(self.eval_prefix)
-        for keys in self.aliases.values():
-            if bare in keys:
-                return keys.index(bare)
-        return 0
+        return next((keys.index(bare) for keys in self.aliases.values() if bare in keys), 0)
 
     # -- lines ------------------------------------------------------------------------
     def classify(self, obj: Mapping[str, Any]) -> LineKind:

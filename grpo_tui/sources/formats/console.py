@@ -189,9 +189,7 @@ class ConsoleParser:
         except ValueError as error:
             self.bad.append((self._pending_line, str(error), body[:80]))
             return None
-        if not values:
-            return None
-        return self._stamp(values)
+        return self._stamp(values) if values else None
 
     def _stamp(self, values: dict[str, Any]) -> dict[str, Any]:
         """Give a train dict its step from the progress bars (module docstring)."""

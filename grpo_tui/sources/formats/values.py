@@ -13,6 +13,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -232,15 +233,8 @@ def fraction_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         ):
             numbers = found[2]
             return numbers[0::2].copy(), numbers[1::2].copy()
-    steps = np.full(n, np.nan)
-    maxes = np.full(n, np.nan)
-    for i, value in enumerate(values):
-        parsed = parse_fraction(value)
-        if parsed is not None:
-            steps[i] = parsed[0]
-            if parsed[1] is not None:
-                maxes[i] = parsed[1]
-    return steps, maxes
+    parsed = [parse_fraction(value) or (None, None) for value in values]
+    return _each(itemgetter(0), parsed), _each(itemgetter(1), parsed)
 
 
 #: `np.float64(0.5)`, `np.int64(3)`, `float32(…)`, `tensor(0.5, device=…)`: numbers numpy,

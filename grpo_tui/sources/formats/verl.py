@@ -115,10 +115,8 @@ def rollouts_near(run_dir: Path) -> CompletionsRef | None:
         return CompletionsRef(run_dir, VERL_ROLLOUTS)
     entries, _ = scan(run_dir)
     folders = [Path(e.path) for e in entries if entry_is_dir(e)][:_ROLLOUT_FOLDERS_LOOKED_AT]
-    for folder in sorted(folders):
-        if VERL_ROLLOUTS.holds(folder):
-            return CompletionsRef(folder, VERL_ROLLOUTS)
-    return None
+    folder = next((folder for folder in sorted(folders) if VERL_ROLLOUTS.holds(folder)), None)
+    return None if folder is None else CompletionsRef(folder, VERL_ROLLOUTS)
 
 
 def claim(path: Path, seen: Probe) -> Found | None:

@@ -115,9 +115,7 @@ def _is_number(value: object) -> bool:
 
 def _number(value: object) -> float | None:
     """A score as a float (booleans 1/0); None for a missing or non-numeric value."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # bool is an int: float(True) is 1.0
         try:
             number = float(value)
         except OverflowError:
