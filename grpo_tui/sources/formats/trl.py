@@ -59,10 +59,8 @@ def flavour(keys: Collection[str]) -> str | None:
     (its patched compute_loss adds it); open-r1 shows by its reward functions' names."""
     if "completion_length" in keys and "completions/mean_length" in keys:
         return "Unsloth"
-    for key in keys:
-        if key.startswith("rewards/") and key.split("/")[1] in OPEN_R1_REWARDS:
-            return "open-r1"
-    return None
+    open_r1 = any(k.startswith("rewards/") and k.split("/")[1] in OPEN_R1_REWARDS for k in keys)
+    return "open-r1" if open_r1 else None
 
 
 def log_history(document: object) -> list[object] | None:
