@@ -65,9 +65,9 @@ class FormatAdapter:
     """How its metrics files are read (a file `--format` forces on it is read so)."""
     families: tuple[tuple[str, str], ...] = ()
     """(regex, template) for keyed families, e.g. legacy `rewards/<fn>` → `rewards/<fn>/mean`."""
-    fraction_step_keys: tuple[str, ...] = ("global_step/max_steps", "iteration")
+    fraction_step_keys: tuple[str, ...] = ()
     """Keys holding "step/max_steps" strings."""
-    int_step_keys: tuple[str, ...] = ("step", "global_step")
+    int_step_keys: tuple[str, ...] = ("step",)
     """Keys holding a plain step number (log_history items, summary lines)."""
     string_parsers: Mapping[str, tuple[str, ColumnParser]] = field(default_factory=dict)
     """String-valued keys that carry a number: key → (canonical, column parser)."""
@@ -138,10 +138,7 @@ class FormatAdapter:
     def priority(self, key: str) -> int:
         """Where a key stands among the aliases of its metric (0: the first choice)."""
         bare = key.removeprefix(self.eval_prefix)
-        for keys in self.aliases.values():
-            if bare in keys:
-                return keys.index(bare)
-        return 0
+        return next((keys.index(bare) for keys in self.aliases.values() if bare in keys), 0)
 
     # -- lines ------------------------------------------------------------------------
     def classify(self, obj: Mapping[str, Any]) -> LineKind:
@@ -151,12 +148,7 @@ class FormatAdapter:
             return LineKind.SUMMARY
         if any(k in keys for k in self.end_keys):
             return LineKind.END
-        prefix = self.eval_prefix
-        if self.eval_needs_all:
-            named = [k for k in keys if k not in self.int_step_keys]
-            if named and all(k.startswith(prefix) for k in named):
-                return LineKind.EVAL
-            return LineKind.TRAIN
-        if any(k.startswith(prefix) for k in keys):
-            return LineKind.EVAL
-        return LineKind.TRAIN
+        evals = [k.startswith(self.eval_prefix) for k in keys if k not in self.int_step_keys]
+        # verl merges validation keys into train steps: there, only a line of eval keys is one
+        is_eval = bool(evals) and all(evals) if self.eval_needs_all else any(evals)
+        return LineKind.EVAL if is_eval else LineKind.TRAIN

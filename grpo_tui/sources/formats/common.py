@@ -49,9 +49,8 @@ GRPO_FAMILIES: tuple[tuple[str, str], ...] = ((r"rewards/([^/]+)", r"rewards/\1/
 def merged_aliases(*tables: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     """Several frameworks' alias tables as one (priority: earlier tables first), for a
     store any of them may have written."""
-    merged: dict[str, tuple[str, ...]] = {}
-    for table in tables:
-        for canonical, keys in table.items():
-            held = merged.get(canonical, ())
-            merged[canonical] = held + tuple(key for key in keys if key not in held)
-    return merged
+    canonicals = dict.fromkeys(canonical for table in tables for canonical in table)
+    return {
+        canonical: tuple(dict.fromkeys(key for table in tables for key in table.get(canonical, ())))
+        for canonical in canonicals
+    }

@@ -20,7 +20,4 @@ def completions_in(path: Path) -> CompletionsRef:
     kinds: list[BatchFolder] = [
         kind for adapter in ADAPTERS.values() for kind in adapter.completion_folders
     ]
-    for kind in kinds:
-        if kind.holds(path):
-            return CompletionsRef(path, kind)
-    return CompletionsRef(path, kinds[0])
+    return CompletionsRef(path, next((kind for kind in kinds if kind.holds(path)), kinds[0]))

@@ -43,8 +43,7 @@ from grpo_tui.sources.formats.layout import (
     Reading,
     Tier,
     console_candidate,
-    console_claim,
-    console_find,
+    console_files,
     found_file,
     strip_terminal_codes,
 )
@@ -53,7 +52,6 @@ from grpo_tui.sources.formats.trl import TRL
 NAME = "trl-console"
 #: the key the parser adds for the tqdm progress of a train dict ("N/M")
 PROGRESS_KEY = "global_step/max_steps"
-_WHAT = "HF Trainer log dicts ({'loss': …})"
 
 #: keys that make a printed dict a trainer's log line (user code prints other dicts)
 _LOG_KEYS = ("loss", "reward", "train_runtime", "eval_loss", "learning_rate", "grad_norm")
@@ -89,10 +87,6 @@ def looks_like_console(text: str) -> bool:
     return _LOG_DICT_START.search(strip_terminal_codes(text)) is not None
 
 
-#: one log dict found in the console, with the line it started on
-ConsoleDict = TextDict
-
-
 @dataclass
 class ConsoleParser:
     """Finds trainer log dicts in console text fed line by line (state carries over)."""
@@ -114,18 +108,15 @@ class ConsoleParser:
     _glued: int | None = None
     _last_bar: tuple[int, int] | None = None
 
-    def feed(self, line: str, line_no: int) -> Iterator[ConsoleDict]:
+    def feed(self, line: str, line_no: int) -> Iterator[TextDict]:
         """The log dicts completed by one console line (without its newline or terminal
         codes: the reader strips them)."""
         for segment in redraw_states(line):
             yield from self._segment(segment, line_no)
 
-    def flush(self) -> Iterator[ConsoleDict]:
-        """The text ended (a one-shot read reached the end): a dict still open was cut off;
-        its whole `'key': value` pairs are read and the dict counted as bad."""
-        yield from self._cut_off()
-
-    def _cut_off(self) -> Iterator[ConsoleDict]:
+    def flush(self) -> Iterator[TextDict]:
+        """The text ended (a one-shot read reached the end), or a new dict started: a dict
+        still open was cut off; its whole `'key': value` pairs are read, the dict counted bad."""
         if not self._pending:
             return
         text = " ".join(self._pending)
@@ -135,12 +126,12 @@ class ConsoleParser:
             (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
         )
         if values:
-            yield ConsoleDict(self._pending_line, self._stamp(values))
+            yield TextDict(self._pending_line, self._stamp(values))
 
-    def _segment(self, segment: str, line_no: int) -> Iterator[ConsoleDict]:
+    def _segment(self, segment: str, line_no: int) -> Iterator[TextDict]:
         if self._pending and _LOG_DICT_START.match(segment.strip()):
             # a new dict starts while one is open: that one was cut off (a paste)
-            yield from self._cut_off()
+            yield from self.flush()
         if self._pending:
             # a dict the terminal wrapped (or that arrives in pieces): lines join as they
             # are, without the padding a terminal capture adds at both ends
@@ -174,7 +165,7 @@ class ConsoleParser:
         self._pending_chars = len(self._pending[0])
         yield from self._maybe_finish()
 
-    def _maybe_finish(self) -> Iterator[ConsoleDict]:
+    def _maybe_finish(self) -> Iterator[TextDict]:
         text = "".join(self._pending)
         depth = text.count("{") - text.count("}")
         if depth > 0:
@@ -187,7 +178,7 @@ class ConsoleParser:
         self._pending = []
         parsed = self._parse(body)
         if parsed is not None:
-            yield ConsoleDict(self._pending_line, parsed)
+            yield TextDict(self._pending_line, parsed)
         rest = text[end + 1 :]
         if rest.strip():
             yield from self._segment(rest, self._pending_line)
@@ -198,9 +189,7 @@ class ConsoleParser:
         except ValueError as error:
             self.bad.append((self._pending_line, str(error), body[:80]))
             return None
-        if not values:
-            return None
-        return self._stamp(values)
+        return self._stamp(values) if values else None
 
     def _stamp(self, values: dict[str, Any]) -> dict[str, Any]:
         """Give a train dict its step from the progress bars (module docstring)."""
@@ -313,8 +302,11 @@ def _number(raw: object) -> float | None:
 _SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})
 
 
+_claim, find = console_files(NAME, looks_like_console, "HF Trainer log dicts ({'loss': …})")
+
+
 def claim(path: Path, seen: Probe) -> Found | None:
-    found = console_claim(path, NAME, looks_like_console, _WHAT)
+    found = _claim(path, seen)
     if found is None and console_candidate(path) and path.name.endswith(CONSOLE_SUFFIXES):
         # named like a console log, no log dict in it yet: read it as one meanwhile (a
         # record another console format shows later makes discovery choose again)
@@ -327,10 +319,6 @@ def claim(path: Path, seen: Probe) -> Found | None:
             args_name="args.json",
         )
     return found
-
-
-def find(directory: Path) -> list[Found]:
-    return console_find(directory, NAME, looks_like_console, _WHAT)
 
 
 #: TRL's vocabulary and version hints, with the progress the parser adds as the step

@@ -48,6 +48,5 @@ GENERIC = FormatAdapter(
     families=GRPO_FAMILIES,
     fraction_step_keys=("global_step/max_steps",),
     int_step_keys=("step", "global_step"),
-    reading=Reading.JSONL,
     claim=claim,
 )

@@ -290,13 +290,11 @@ def found_file(
     # TensorBoard's event files are read as one store: a folder is one of its files
     folder_store = reading is Reading.TENSORBOARD
     run_dir = run_dir or path.parent
-    args_file: Path | None = None
     names = (args_name,) if isinstance(args_name, str) else args_name or ()
-    for directory in args_dirs or (run_dir,):
-        found = next((directory / n for n in names if probe(directory / n).exists), None)
-        if found is not None:
-            args_file = found
-            break
+    args_file = next(
+        (d / name for d in args_dirs or (run_dir,) for name in names if probe(d / name).exists),
+        None,
+    )
     return Found(
         path=path,
         adapter=adapter,
@@ -407,35 +405,34 @@ def console_candidate(path: Path) -> bool:
     return path.suffix not in (".jsonl", ".json", ".parquet", ".db")
 
 
-def console_claim(
-    path: Path,
+def console_files(
     adapter: str,
     test: Callable[[str], bool],
     what: str,
-) -> Found | None:
-    """A console log of this adapter: its content shows `test` (any name)."""
-    if not console_candidate(path) or not text_shows(path, adapter, test):
-        return None
-    return found_file(
-        path,
-        adapter,
-        Reading.CONSOLE,
-        Tier.CONSOLE,
-        f"its content shows {what}",
-        # W&B keeps the run's config beside its copy of the console (files/output.log)
-        args_name=("args.json", WANDB_CONFIG),
-    )
+    near: Callable[[Path], CompletionsRef | None] | None = None,
+) -> tuple[Callable[[Path, Probe], Found | None], Callable[[Path], list[Found]]]:
+    """An adapter's `claim` and `find` of its console logs: a file whose content shows
+    `test` (any name); in a folder, the files named like console logs that do. `near`
+    finds the completions in a log's folder."""
 
+    def claim(path: Path, seen: Probe) -> Found | None:
+        if not console_candidate(path) or not text_shows(path, adapter, test):
+            return None
+        return found_file(
+            path,
+            adapter,
+            Reading.CONSOLE,
+            Tier.CONSOLE,
+            f"its content shows {what}",
+            completions=None if near is None else near(path.parent),
+            # W&B keeps the run's config beside its copy of the console (files/output.log)
+            args_name=("args.json", WANDB_CONFIG),
+        )
 
-def console_find(
-    directory: Path, adapter: str, test: Callable[[str], bool], what: str
-) -> list[Found]:
-    """The console logs of this adapter in a folder (by name, then content)."""
-    found: list[Found] = []
-    for path, _ in files_named(
-        directory, lambda name: name.endswith(CONSOLE_SUFFIXES) or name == "nohup.out"
-    ):
-        claimed = console_claim(path, adapter, test, what)
-        if claimed is not None:
-            found.append(claimed)
-    return found
+    def find(directory: Path) -> list[Found]:
+        named = files_named(
+            directory, lambda name: name.endswith(CONSOLE_SUFFIXES) or name == "nohup.out"
+        )
+        return [found for path, _ in named if (found := claim(path, Probe())) is not None]
+
+    return claim, find

@@ -41,16 +41,14 @@ EVIDENCE_KEYS = ("global_step/max_steps", "iteration")
 
 def newest_run_dir(output_dir: Path) -> Path | None:
     """The `vN-YYYYMMDD-HHMMSS` directory with the highest N (then the newest stamp)."""
-    best: tuple[int, str] | None = None
-    best_path: Path | None = None
     entries, _ = scan(output_dir)
-    for entry in entries:
-        match = RUN_DIR_PATTERN.match(entry.name)
-        if match and entry_is_dir(entry):
-            key = (int(match.group(1)), match.group(2) + match.group(3))
-            if best is None or key > best:
-                best, best_path = key, Path(entry.path)
-    return best_path
+    runs = [
+        ((int(match.group(1)), match.group(2) + match.group(3)), Path(entry.path))
+        for entry in entries
+        if (match := RUN_DIR_PATTERN.match(entry.name)) and entry_is_dir(entry)
+    ]
+    best = max(runs, key=lambda run: run[0], default=None)
+    return None if best is None else best[1]
 
 
 def _log(path: Path, why: str, tier: Tier = Tier.LOG, output_dir: Path | None = None) -> Found:
@@ -133,7 +131,6 @@ MSSWIFT = FormatAdapter(
         ("completion_length", "ms-swift 3.1–3.2 (completion_length)"),
         ("step_time", "TRL ≥ 0.26 underneath (step_time)"),
     ),
-    reading=Reading.JSONL,
     claim=claim,
     find=find,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 import orjson
@@ -151,25 +151,20 @@ def parse_record(
     row_oriented = not isinstance(record["completion"], list) or (
         "gen_step" in record and not isinstance(record["gen_step"], list)
     )
-    columns: dict[str, object] = (
-        {key: [value] for key, value in record.items()} if row_oriented else dict(record)
+    aligned: dict[str, list[object]] = (
+        {key: [value] for key, value in record.items()}
+        if row_oriented
+        else {key: value for key, value in record.items() if isinstance(value, list)}
     )
-    malformed = False
-    aligned: dict[str, list[object]] = {}
-    for key, value in columns.items():
-        if isinstance(value, list):
-            aligned[key] = value
-        elif key in _ROW_COLUMNS:
-            malformed = True  # a per-row column that is not a list: ignored
-    prompt_key = "prompt" if "prompt" in aligned else "messages" if "messages" in aligned else None
-    used = [aligned["completion"]]
-    if prompt_key is None:
-        malformed = True
-    else:
-        used.append(aligned[prompt_key])
-    steps_list = aligned.get("step", aligned.get("gen_step"))
-    if steps_list is not None:
-        used.append(steps_list)
+    prompt_key = next((key for key in ("prompt", "messages") if key in aligned), None)
+    step_key = "step" if "step" in aligned else "gen_step"
+    # no prompts, or a per-row column that is not a list (ignored)
+    malformed = prompt_key is None or not _ROW_COLUMNS.isdisjoint(record.keys() - aligned.keys())
+    used = [
+        values
+        for key, values in aligned.items()
+        if key in ("completion", prompt_key, step_key, "solution")
+    ]
     reward_columns: dict[str, np.ndarray] = {}
     numeric_extras: dict[str, np.ndarray] = {}
     extra_columns: dict[str, list[object]] = {}
@@ -188,66 +183,52 @@ def parse_record(
         else:
             reward_columns[_clean(key) if clean else key] = column
         used.append(values)
-    if "solution" in aligned:
-        used.append(aligned["solution"])
     lengths = {len(values) for values in used}
     count = min(lengths)
     malformed = malformed or len(lengths) > 1
 
-    if steps_list is not None:
-        steps = [_render(v) for v in steps_list[:count]]
+    text: Callable[[object], str] = (lambda value: _clean(_render(value))) if clean else _render
+    if step_key in aligned:
+        steps = [text(v) for v in aligned[step_key][:count]]
     else:
         label = (
-            "?"
-            if step_value is None or isinstance(step_value, (list, dict))
-            else _render(step_value)
+            "?" if step_value is None or isinstance(step_value, (list, dict)) else text(step_value)
         )
         steps = [label] * count
-    prompts = [_render(v) for v in aligned[prompt_key][:count]] if prompt_key else [""] * count
-    completions = [_render(v) for v in aligned["completion"][:count]]
+    prompts = [text(v) for v in aligned[prompt_key][:count]] if prompt_key else [""] * count
+    completions = [text(v) for v in aligned["completion"][:count]]
     solutions = (
-        [None if v is None else _render(v) for v in aligned["solution"][:count]]
+        [None if v is None else text(v) for v in aligned["solution"][:count]]
         if "solution" in aligned
         else None
     )
-    if clean:
-        steps = [_clean(s) for s in steps]
-        prompts = [_clean(p) for p in prompts]
-        completions = [_clean(c) for c in completions]
-        if solutions is not None:
-            solutions = [None if s is None else _clean(s) for s in solutions]
     rewards = {name: column[:count] for name, column in reward_columns.items()}
     extras = {
-        (_clean(key) if clean else key): [_extra_text(v, clean) for v in values[:count]]
+        (_clean(key) if clean else key): [_extra_text(v, text) for v in values[:count]]
         for key, values in extra_columns.items()
         if len(values) >= count
     }
-    logged_total = numeric_extras.get("reward")
-    advantages = numeric_extras.get("advantages", numeric_extras.get("advantage"))
-    entropy = numeric_extras.get("entropy")
+    numeric = {key: column[:count] for key, column in numeric_extras.items()}
     return CompletionRows(
         shape=_shape_of(record, row_oriented),
         steps=steps,
         prompts=prompts,
         completions=completions,
         rewards=rewards,
-        totals=_totals(
-            rewards, None if logged_total is None else logged_total[:count], count, weights
-        ),
-        advantages=None if advantages is None else advantages[:count],
-        entropy=None if entropy is None else entropy[:count],
+        totals=_totals(rewards, numeric.get("reward"), count, weights),
+        advantages=numeric.get("advantages", numeric.get("advantage")),
+        entropy=numeric.get("entropy"),
         solutions=solutions,
         malformed=malformed,
         extras=extras or None,
     )
 
 
-def _extra_text(value: object, clean: bool) -> str:
+def _extra_text(value: object, text: Callable[[object], str]) -> str:
     """One extra value as text, cut to EXTRA_VALUE_CHARS ("" for none)."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
-    text = _render(value)[:EXTRA_VALUE_CHARS]
-    return _clean(text) if clean else text
+    return text(value)[:EXTRA_VALUE_CHARS]
 
 
 def _totals(

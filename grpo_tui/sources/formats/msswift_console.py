@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.formats.base import TextDict
 from grpo_tui.sources.formats.console import ConsoleParser
-from grpo_tui.sources.formats.layout import Found, Probe, Reading, console_claim, console_find
+from grpo_tui.sources.formats.layout import Reading, console_files
 from grpo_tui.sources.formats.msswift import MSSWIFT
 from grpo_tui.sources.formats.values import wrapped_number
 
@@ -65,15 +64,11 @@ class MsSwiftConsoleParser:
         return list(self._dicts.flush())
 
 
-_WHAT = "ms-swift's printed log (global_step/max_steps, or Megatron's iteration lines)"
-
-
-def claim(path: Path, seen: Probe) -> Found | None:
-    return console_claim(path, NAME, shows_console, _WHAT)
-
-
-def find(directory: Path) -> list[Found]:
-    return console_find(directory, NAME, shows_console, _WHAT)
+claim, find = console_files(
+    NAME,
+    shows_console,
+    "ms-swift's printed log (global_step/max_steps, or Megatron's iteration lines)",
+)
 
 
 MSSWIFT_CONSOLE = replace(

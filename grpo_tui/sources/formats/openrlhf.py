@@ -19,18 +19,11 @@ Semantics (frameworks.md §4):
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict
-from grpo_tui.sources.formats.console import read_dict_repr, salvage_dict_repr
-from grpo_tui.sources.formats.layout import (
-    Found,
-    Probe,
-    Reading,
-    console_claim,
-    console_find,
-)
+from grpo_tui.sources.formats.console import MAX_DICT_CHARS, read_dict_repr, salvage_dict_repr
+from grpo_tui.sources.formats.layout import Reading, console_files
 
 NAME = "openrlhf"
 
@@ -47,10 +40,8 @@ OPENRLHF_ALIASES: dict[str, tuple[str, ...]] = {
     "learning_rate": ("actor_lr",),
 }
 
-_STEP_DICT = re.compile(r"Global step (\d+):\s*(\{.*)$")
-_EVAL_DICT = re.compile(r"eval_metrics:\s*(\{.*)$")
-#: a dict still open after this many characters is not a log dict: give it up
-_MAX_DICT_CHARS = 200_000
+_STEP_DICT = re.compile(r"Global step (?P<step>\d+):\s*(?P<body>\{.*)$")
+_EVAL_DICT = re.compile(r"eval_metrics:\s*(?P<body>\{.*)$")
 
 
 def shows_console(text: str) -> bool:
@@ -75,16 +66,12 @@ class OpenRlhfParser:
             self._pending.append(text.strip())
             self._pending_chars += len(text)
             return self._maybe_finish()
-        step_match = _STEP_DICT.search(text)
-        eval_match = None if step_match else _EVAL_DICT.search(text)
-        if step_match is not None:
-            self._pending_step = int(step_match.group(1))
-            body = step_match.group(2)
-        elif eval_match is not None:
-            self._pending_step = None  # an evaluation: the step before it
-            body = eval_match.group(1)
-        else:
+        match = _STEP_DICT.search(text) or _EVAL_DICT.search(text)
+        if match is None:
             return []
+        step = match.groupdict().get("step")
+        self._pending_step = None if step is None else int(step)  # None: an eval, the step before
+        body = match["body"]
         self._pending = [body.strip()]
         self._pending_line = line_no
         self._pending_chars = len(body)
@@ -100,17 +87,12 @@ class OpenRlhfParser:
         self.bad.append(
             (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
         )
-        if not values:
-            return []
-        if self._pending_step is not None:
-            self.last_step = self._pending_step
-        values["step"] = self.last_step
-        return [TextDict(self._pending_line, values)]
+        return self._stamped(values) if values else []
 
     def _maybe_finish(self) -> list[TextDict]:
         text = " ".join(self._pending)
         if text.count("{") > text.count("}"):
-            if self._pending_chars > _MAX_DICT_CHARS:
+            if self._pending_chars > MAX_DICT_CHARS:
                 self.bad.append((self._pending_line, "a dict that never closes", text[:80]))
                 self._pending = []
             return []
@@ -121,29 +103,23 @@ class OpenRlhfParser:
         except ValueError as error:
             self.bad.append((self._pending_line, str(error), body[:80]))
             return []
+        return self._stamped(values)
+
+    def _stamped(self, values: dict[str, Any]) -> list[TextDict]:
+        """The dict with its step: its own `Global step N`, an evaluation the step before."""
         if self._pending_step is not None:
             self.last_step = self._pending_step
         values["step"] = self.last_step
         return [TextDict(self._pending_line, values)]
 
 
-_WHAT = "OpenRLHF's step lines (Global step N: {…})"
-
-
-def claim(path: Path, seen: Probe) -> Found | None:
-    return console_claim(path, NAME, shows_console, _WHAT)
-
-
-def find(directory: Path) -> list[Found]:
-    return console_find(directory, NAME, shows_console, _WHAT)
+claim, find = console_files(NAME, shows_console, "OpenRLHF's step lines (Global step N: {…})")
 
 
 OPENRLHF = FormatAdapter(
     name=NAME,
     title="OpenRLHF console log",
     aliases=OPENRLHF_ALIASES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     end_keys=(),
     summary_keys=(),
     version_hints=(

@@ -156,16 +156,13 @@ def _section(config: dict[str, Any], *names: str) -> dict[str, Any]:
 def primerl_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The orchestrator's settings under args.json's names (`rl.json` nests them)."""
     orchestrator = _section(config, "orchestrator") or config
-    settings: dict[str, Any] = {}
-    for name, value in (
-        ("max_steps", orchestrator.get("max_steps")),
-        ("num_generations", orchestrator.get("group_size")),
-        ("model", _section(orchestrator, "model").get("name")),
-        ("temperature", _section(orchestrator, "train", "sampling").get("temperature")),
-    ):
-        if value is not None:
-            settings[name] = value
-    return settings
+    settings = {
+        "max_steps": orchestrator.get("max_steps"),
+        "num_generations": orchestrator.get("group_size"),
+        "model": _section(orchestrator, "model").get("name"),
+        "temperature": _section(orchestrator, "train", "sampling").get("temperature"),
+    }
+    return {name: value for name, value in settings.items() if value is not None}
 
 
 def claim(path: Path, seen: Probe) -> Found | None:
@@ -187,23 +184,19 @@ def find(directory: Path) -> list[Found]:
         return [claimed] if claimed is not None else []
     if _in_run_dir(directory):
         return [_found(metrics, "a fresh prime-rl run folder: its metrics.jsonl is waited for")]
-    newest: tuple[float, Path] | None = None
     entries, _ = scan(directory)
-    for entry in entries:
-        if not entry_is_dir(entry):
-            continue
-        candidate = Path(entry.path) / METRICS_FILE
-        seen = probe(candidate)
-        if (
-            seen.is_file
-            and _in_run_dir(Path(entry.path))
-            and (newest is None or seen.mtime > newest[0])
-        ):
-            newest = (seen.mtime, candidate)
-    if newest is None:
+    runs = [
+        (seen.mtime, path)
+        for entry in entries
+        if entry_is_dir(entry)
+        and (seen := probe(path := Path(entry.path) / METRICS_FILE)).is_file
+        and _in_run_dir(path.parent)
+    ]
+    if not runs:
         return []
-    run = newest[1].parent.name
-    return [_found(newest[1], f"{METRICS_FILE} of the newest prime-rl run folder {run}")]
+    newest = max(runs, key=lambda run: run[0])[1]
+    run = newest.parent.name
+    return [_found(newest, f"{METRICS_FILE} of the newest prime-rl run folder {run}")]
 
 
 PRIMERL = FormatAdapter(
@@ -212,8 +205,6 @@ PRIMERL = FormatAdapter(
     aliases=PRIMERL_ALIASES,
     families=PRIMERL_FAMILIES,
     reading=Reading.MERGED_JSONL,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     eval_prefix="eval/",
     eval_needs_all=True,
     end_keys=(),

@@ -18,10 +18,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from grpo_tui.files import scandir
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES, merged_aliases
-from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, found_file, probe
+from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, found_file, probe, scan
 from grpo_tui.sources.formats.openrlhf import OPENRLHF_ALIASES
 from grpo_tui.sources.formats.trl import trl_completions
 from grpo_tui.sources.formats.verl import VERL_ALIASES, VERL_FAMILIES
@@ -41,10 +40,7 @@ def scan_events(directory: Path) -> tuple[list[Path], float, list[Path]]:
     newest one's mtime, and its subdirectories."""
     files: list[tuple[Path, float]] = []
     subdirs: list[Path] = []
-    try:
-        entries = scandir(directory)
-    except OSError:
-        entries = []
+    entries, _ = scan(directory)
     for entry in entries:
         try:
             if entry.name.startswith(EVENT_FILE_PREFIX) and entry.is_file():
@@ -106,8 +102,6 @@ TENSORBOARD = FormatAdapter(
     title="TensorBoard",
     aliases=merged_aliases(GRPO_ALIASES, VERL_ALIASES, OPENRLHF_ALIASES),
     families=GRPO_FAMILIES + VERL_FAMILIES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     ignored_keys=frozenset({"total_flos", "training/global_step"}),
     reading=Reading.TENSORBOARD,
     claim=claim,

@@ -47,16 +47,14 @@ def claim(path: Path, seen: Probe) -> Found | None:
 
 def find(directory: Path) -> list[Found]:
     """The project databases of a trackio folder (the newest wins, as any store's)."""
-    found: list[Found] = []
-    for path, _ in files_named(
-        directory,
-        lambda name: name.endswith(DB_SUFFIX) and not name.startswith(REGISTRY_PREFIX),
-    ):
-        if _is_database(path):
-            found.append(
-                found_file(path, NAME, Reading.TRACKIO, Tier.STORE, f"trackio project {path.stem}")
-            )
-    return found
+    named = files_named(
+        directory, lambda name: name.endswith(DB_SUFFIX) and not name.startswith(REGISTRY_PREFIX)
+    )
+    return [
+        found_file(path, NAME, Reading.TRACKIO, Tier.STORE, f"trackio project {path.stem}")
+        for path, _ in named
+        if _is_database(path)
+    ]
 
 
 TRACKIO = FormatAdapter(
@@ -64,8 +62,6 @@ TRACKIO = FormatAdapter(
     title="trackio",
     aliases=GRPO_ALIASES,
     families=GRPO_FAMILIES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     ignored_keys=frozenset({"total_flos", "global_step"}),
     version_hints=(
         ("frac_reward_zero_std", "TRL ≥ 0.18 (frac_reward_zero_std)"),

@@ -59,10 +59,8 @@ def flavour(keys: Collection[str]) -> str | None:
     (its patched compute_loss adds it); open-r1 shows by its reward functions' names."""
     if "completion_length" in keys and "completions/mean_length" in keys:
         return "Unsloth"
-    for key in keys:
-        if key.startswith("rewards/") and key.split("/")[1] in OPEN_R1_REWARDS:
-            return "open-r1"
-    return None
+    open_r1 = any(k.startswith("rewards/") and k.split("/")[1] in OPEN_R1_REWARDS for k in keys)
+    return "open-r1" if open_r1 else None
 
 
 def log_history(document: object) -> list[object] | None:
@@ -77,23 +75,20 @@ def newest_trainer_state(directory: Path) -> Path | None:
     only it holds the history's last item (the `train_runtime` line that says the run
     ended, logged after the last checkpoint was saved). An older top one is a previous
     run's, left behind."""
-    best_step = -1
-    best: tuple[Path, Probe] | None = None
     entries, _ = scan(directory)
-    for entry in entries:
-        match = CHECKPOINT_PATTERN.match(entry.name)
-        if match and int(match.group(1)) > best_step:
-            candidate = Path(entry.path) / TRAINER_STATE_FILE
-            seen = probe(candidate)
-            if seen.is_file:
-                best_step, best = int(match.group(1)), (candidate, seen)
+    checkpoints = [
+        (int(match.group(1)), Path(entry.path) / TRAINER_STATE_FILE)
+        for entry in entries
+        if (match := CHECKPOINT_PATTERN.match(entry.name))
+    ]
+    # highest first; a stable sort keeps the listing's order among equal numbers
+    checkpoints.sort(key=lambda checkpoint: checkpoint[0], reverse=True)
+    best = next(((path, seen) for _, path in checkpoints if (seen := probe(path)).is_file), None)
     top = directory / TRAINER_STATE_FILE
     top_seen = probe(top)
-    if not top_seen.is_file:
-        return None if best is None else best[0]
-    if best is None or top_seen.mtime >= best[1].mtime:
+    if top_seen.is_file and (best is None or top_seen.mtime >= best[1].mtime):
         return top
-    return best[0]
+    return None if best is None else best[0]
 
 
 def _state(path: Path, why: str) -> Found:
@@ -148,8 +143,6 @@ TRL = FormatAdapter(
     title="TRL",
     aliases=GRPO_ALIASES,
     families=GRPO_FAMILIES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     ignored_keys=frozenset({"total_flos"}),
     version_hints=(
         ("completion_length", "TRL ≤ 0.16 (completion_length)"),

@@ -13,6 +13,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -69,11 +70,7 @@ def parse_fraction(value: Any) -> tuple[int, int | None] | None:
         parsed = int(value), None
     else:
         return None
-    if abs(parsed[0]) > _LARGEST_FLOAT or (
-        parsed[1] is not None and abs(parsed[1]) > _LARGEST_FLOAT
-    ):
-        return None
-    return parsed
+    return None if any(abs(n) > _LARGEST_FLOAT for n in parsed if n is not None) else parsed
 
 
 def _all_strings(values: Sequence[Any]) -> bool:
@@ -236,15 +233,8 @@ def fraction_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
         ):
             numbers = found[2]
             return numbers[0::2].copy(), numbers[1::2].copy()
-    steps = np.full(n, np.nan)
-    maxes = np.full(n, np.nan)
-    for i, value in enumerate(values):
-        parsed = parse_fraction(value)
-        if parsed is not None:
-            steps[i] = parsed[0]
-            if parsed[1] is not None:
-                maxes[i] = parsed[1]
-    return steps, maxes
+    parsed = [parse_fraction(value) or (None, None) for value in values]
+    return _each(itemgetter(0), parsed), _each(itemgetter(1), parsed)
 
 
 #: `np.float64(0.5)`, `np.int64(3)`, `float32(…)`, `tensor(0.5, device=…)`: numbers numpy,

@@ -43,8 +43,7 @@ from grpo_tui.sources.formats.layout import (
     Probe,
     Reading,
     Tier,
-    console_claim,
-    console_find,
+    console_files,
     entry_is_dir,
     files_named,
     first_record,
@@ -82,9 +81,6 @@ VERL_FAMILIES: tuple[tuple[str, str], ...] = (
     (r"val/test_score/.+", "eval_reward"),
 )
 
-#: `val-core/…`, `val-aux/…`, `val/…`: the eval prefix is `val` and eval rows hold only these
-_EVAL_PREFIX = "val"
-
 
 def flatten(record: dict[str, Any]) -> dict[str, Any]:
     """`{"step": N, "data": {…}}` → `{"step": N, …}` (null values stay None: not logged)."""
@@ -119,10 +115,8 @@ def rollouts_near(run_dir: Path) -> CompletionsRef | None:
         return CompletionsRef(run_dir, VERL_ROLLOUTS)
     entries, _ = scan(run_dir)
     folders = [Path(e.path) for e in entries if entry_is_dir(e)][:_ROLLOUT_FOLDERS_LOOKED_AT]
-    for folder in sorted(folders):
-        if VERL_ROLLOUTS.holds(folder):
-            return CompletionsRef(folder, VERL_ROLLOUTS)
-    return None
+    folder = next((folder for folder in sorted(folders) if VERL_ROLLOUTS.holds(folder)), None)
+    return None if folder is None else CompletionsRef(folder, VERL_ROLLOUTS)
 
 
 def claim(path: Path, seen: Probe) -> Found | None:
@@ -139,12 +133,8 @@ def claim(path: Path, seen: Probe) -> Found | None:
 
 
 def find(directory: Path) -> list[Found]:
-    found: list[Found] = []
-    for path, _ in files_named(directory, lambda name: name.endswith(".jsonl")):
-        claimed = claim(path, Probe())
-        if claimed is not None:
-            found.append(claimed)
-    return found
+    named = files_named(directory, lambda name: name.endswith(".jsonl"))
+    return [found for path, _ in named if (found := claim(path, Probe())) is not None]
 
 
 # -- the settings ----------------------------------------------------------------------
@@ -179,13 +169,11 @@ def verl_settings(config: dict[str, Any]) -> dict[str, Any]:
     names. The KL coefficient is the KL loss's when `use_kl_loss`, the in-reward penalty's
     when `use_kl_in_reward`, else 0 (no KL at all); the updates per rollout batch are
     `ppo_epochs` × the mini-batches a batch splits into (1: on-policy)."""
-    settings: dict[str, Any] = {}
-    for name, places in VERL_SETTINGS.items():
-        for place in places:
-            value = _setting(config, place)
-            if value is not None:
-                settings[name] = value
-                break
+    firsts = {
+        name: next((v for place in places if (v := _setting(config, place)) is not None), None)
+        for name, places in VERL_SETTINGS.items()
+    }
+    settings = {name: value for name, value in firsts.items() if value is not None}
     actor = "actor_rollout_ref.actor."
     if _setting(config, actor + "use_kl_loss"):
         settings["beta"] = _setting(config, actor + "kl_loss_coef")
@@ -319,14 +307,8 @@ class VerlConsoleParser:
         fields = body.split(" - ")
         if not _complete(body):
             fields = fields[:-1]  # cut inside its key or value: the next line may finish it
-        values: dict[str, Any] = {}
-        for field in fields:
-            match = _FIELD.match(field.strip())
-            if match is None:
-                continue
-            number = wrapped_number(match.group(2))
-            if number is not None:
-                values[match.group(1)] = number
+        matches = [match for field in fields if (match := _FIELD.match(field.strip()))]
+        values = {m.group(1): n for m in matches if (n := wrapped_number(m.group(2))) is not None}
         if not values or values.keys() == self._given:
             if not quiet and not values:
                 self.bad.append((self._line, "a step line with no readable value", body[:80]))
@@ -342,28 +324,18 @@ def _complete(body: str) -> bool:
     return match is not None and wrapped_number(match.group(2)) is not None
 
 
-def console_claim_verl(path: Path, seen: Probe) -> Found | None:
-    found = console_claim(
-        path, CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)"
-    )
-    return found if found is None else replace(found, completions=rollouts_near(path.parent))
-
-
-def console_find_verl(directory: Path) -> list[Found]:
-    found = console_find(
-        directory, CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)"
-    )
-    return [replace(f, completions=rollouts_near(directory)) for f in found]
+console_claim_verl, console_find_verl = console_files(
+    CONSOLE_NAME, shows_console, "verl's console logger (step:N - key:value)", rollouts_near
+)
 
 
 VERL = FormatAdapter(
     name=NAME,
     title="verl",
     aliases=VERL_ALIASES,
-    fraction_step_keys=(),
-    int_step_keys=("step",),
     families=VERL_FAMILIES,
-    eval_prefix=_EVAL_PREFIX,
+    # `val-core/…`, `val-aux/…`, `val/…`: eval rows hold only these
+    eval_prefix="val",
     eval_needs_all=True,
     end_keys=(),
     summary_keys=(),
@@ -374,7 +346,6 @@ VERL = FormatAdapter(
         ("actor/entropy", "verl ≥ 0.4 (actor/entropy)"),
         ("actor/loss", "verl ≥ 0.7 new engine (actor/loss)"),
     ),
-    reading=Reading.JSONL,
     completion_folders=(VERL_ROLLOUTS,),
     settings=verl_settings,
     flatten=flatten,

@@ -21,15 +21,15 @@ end on a newline half way through, so read it with `settle_s=SETTLE_S`
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 import orjson
 
-from grpo_tui.files import open_regular, read_regular
-from grpo_tui.sources.formats.layout import BatchFileError, Converted
+from grpo_tui.files import read_regular
+from grpo_tui.sources.formats.layout import BatchFileError, Converted, read_head
+from grpo_tui.sources.formats.msswift_completions import NON_REWARD_KEYS, decode_line
 
 #: a file of the folder; the number is the global step
 FILE_PATTERN = re.compile(r"(?P<step>\d+)\.jsonl")
@@ -39,26 +39,17 @@ SETTLE_S = 2.0
 REQUIRED_KEYS = ("input", "output")
 #: bytes read to look at a file's first line
 _FIRST_LINE_BYTES = 1 << 20
-#: verl's keys and the columns they become
+#: verl's keys and the columns they become (an extra key named as a column the index reads,
+#: NON_REWARD_KEYS, is not taken for a reward)
 _RENAMED = {"input": "prompt", "output": "completion", "score": "reward", "gts": "solution"}
-#: columns the index reads by name: an extra key called so is not taken for a reward
-_RESERVED = frozenset(
-    {"step", "prompt", "completion", "messages", "reward", "solution", "advantage"}
-    | {"advantages", "entropy", "gen_step", "num_turns", "trajectory_infos"}
-)
 
 
 def looks_like_rollouts(path: Path) -> bool:
     """The file's first line is a JSON object with `input` and `output` (a verl rollout
     dump, not some other `<number>.jsonl`)."""
+    first = read_head(path, _FIRST_LINE_BYTES).split(b"\n", 1)[0]
     try:
-        with open_regular(path) as handle:
-            head = handle.read(_FIRST_LINE_BYTES)
-    except OSError:
-        return False
-    first = head.split(b"\n", 1)[0]
-    try:
-        value = _decode(first)
+        value, _ = decode_line(first)
     except ValueError:
         return False
     return isinstance(value, dict) and all(key in value for key in REQUIRED_KEYS)
@@ -77,7 +68,7 @@ def convert(path: Path) -> Converted | None:
         if not raw.strip():
             continue
         try:
-            value = _decode(raw.removesuffix(b"\r"))
+            value, _ = decode_line(raw.removesuffix(b"\r"))
         except ValueError as error:
             skipped.append(f"line {line_no}: invalid JSON ({error})")
             continue
@@ -94,29 +85,14 @@ def convert(path: Path) -> Converted | None:
     columns: dict[str, list[object]] = {}
     for key in keys:
         values = [row.get(key) for row in rows]
-        if key == "score":
-            columns["reward"] = [_number(value) for value in values]
-        elif key == "gts":
-            columns["solution"] = [_solution(value) for value in values]
-        elif key in _RENAMED:
-            columns[_RENAMED[key]] = values
-        elif key == "step":
-            columns["step"] = values
-        elif key not in _RESERVED and all(_is_number(value) for value in values):
-            columns[key] = [_number(value) for value in values]
+        name = _RENAMED.get(key, key)
+        if key == "gts":
+            columns[name] = [_solution(value) for value in values]
+        elif key in ("input", "output", "step"):
+            columns[name] = values
+        elif key == "score" or (key not in NON_REWARD_KEYS and all(map(_is_number, values))):
+            columns[name] = [_number(value) for value in values]
     return Converted(columns, tuple(skipped))
-
-
-def _decode(raw: bytes) -> object:
-    """orjson, else the stdlib parser (verl's `json.dumps` writes NaN as a bare token)."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(raw.decode("utf-8", errors="replace"))
-    except RecursionError as error:
-        raise ValueError("nested too deeply") from error
 
 
 def _text(value: object) -> str:
@@ -139,9 +115,7 @@ def _is_number(value: object) -> bool:
 
 def _number(value: object) -> float | None:
     """A score as a float (booleans 1/0); None for a missing or non-numeric value."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # bool is an int: float(True) is 1.0
         try:
             number = float(value)
         except OverflowError:
