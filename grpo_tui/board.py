@@ -18,6 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -186,12 +187,7 @@ def board_row(
         age="" if age is None else f"{format_age(age)} ago",
         data_time=run.last_data_time,
         troubled=state in (RunState.UNREADABLE, RunState.STALLED),
-        framework=parts.framework,
-        status=parts.status,
-        verdict=parts.verdict,
-        reward_first=parts.reward_first,
-        reward_now=parts.reward_now,
-        reward_levels=parts.reward_levels,
+        **vars(parts),
     )
 
 
@@ -222,9 +218,7 @@ def run_names(refs: Sequence[RunRef]) -> dict[RunRef, str]:
     """A short name per run: its folder's name (a store's run: the run's), with its
     parent's (the store's) where two share it."""
     names = {ref: ref.run or ref.path.name or str(ref.path) for ref in refs}
-    counts: dict[str, int] = {}
-    for name in names.values():
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(names.values())
 
     def qualified(ref: RunRef, name: str) -> str:
         return f"{ref.path.stem if ref.run else ref.path.parent.name}/{name}"
@@ -400,10 +394,7 @@ class Board:
             self._command.close()
 
     def _poster(self, ref: RunRef) -> Callable[[Update | Notice], object]:
-        def post(item: Update | Notice) -> None:
-            self.post(BoardUpdate(ref, item))
-
-        return post
+        return lambda item: self.post(BoardUpdate(ref, item))
 
     @property
     def refs(self) -> list[RunRef]:
@@ -417,16 +408,13 @@ class Board:
     def find_new_runs(self) -> list[RunRef]:
         """Runs in the folders given that are not followed yet."""
         known = set(self.refs)
+        only = self.options.only if self.options is not None else None
         found: list[RunRef] = []
         for root in self.roots:
-            for run in runs_in(root, only=self._only, known=known):
+            for run in runs_in(root, only=only, known=known):
                 if run not in known and run not in found:
                     found.append(run)
         return found
-
-    @property
-    def _only(self) -> str | None:
-        return self.options.only if self.options is not None else None
 
     # -- reading (the reader's thread) --------------------------------------------------
     def start(self) -> None:
