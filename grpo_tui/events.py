@@ -30,7 +30,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -164,14 +164,7 @@ class VerdictFacts:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "severity": self.severity,
-            "since": self.since,
-            "evidence": list(self.evidence),
-            "advice": list(self.advice),
-        }
+        return {**asdict(self), "evidence": list(self.evidence), "advice": list(self.advice)}
 
     def named(self) -> dict[str, str]:
         """Its id and title alone (what `entered` and `left` list)."""
@@ -405,9 +398,5 @@ class EventDetector:
 
 def _early_end(moment: RunMoment) -> bool:
     """The run finished before its last step (its max_steps known)."""
-    return (
-        moment.max_steps is not None
-        and moment.max_steps > 0
-        and moment.step is not None
-        and moment.step < moment.max_steps
-    )
+    end, step = moment.max_steps, moment.step
+    return end is not None and end > 0 and step is not None and step < end
