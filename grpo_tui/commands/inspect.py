@@ -238,17 +238,14 @@ def _batch_line(run: Run, update: Update, *, as_json: bool) -> str:
     }
     if as_json:
         return json_dumps(info)
-    text = (
-        f"+{info['rows']} rows (total {info['total_rows']}, last step {last:g})"
-        if last
-        else (f"+{info['rows']} rows")
-    )
+    text = f"+{info['rows']} rows"
+    if last:
+        text += f" (total {info['total_rows']}, last step {last:g})"
     if info["bad_lines"]:
         text += f", {info['bad_lines']} bad"
     if info["new_samples"]:
         text += f", +{info['new_samples']} completions lines"
-    for event in batch.events:
-        text += f"; {event}"
+    text += "".join(f"; {event}" for event in batch.events)
     if batch.finished:
         text += "; run finished"
     return text

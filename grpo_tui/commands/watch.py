@@ -102,11 +102,7 @@ class Watch:
 
     def _poster(self, index: int) -> Callable[[Update | Notice], None]:
         """What run `index`'s session posts to this loop with (from its reader thread)."""
-
-        def post(item: Update | Notice) -> None:
-            self._items.put((index, item))
-
-        return post
+        return lambda item: self._items.put((index, item))
 
     def start(self) -> None:
         for watched in self.runs:
