@@ -111,9 +111,9 @@ def scenario_block(diagnosis: Diagnosis, *, verbose: bool = False) -> list[Rende
     lines: list[RenderableType] = []
     for scenario in diagnosis.scenarios:
         style = "bold " + ZONE_STYLES[scenario.severity.zone]
-        head = Text()
-        head.append(f"{scenario.severity.word.upper()}  ", style=style)
-        head.append(scenario.title, style="bold")
+        head = Text.assemble(
+            (f"{scenario.severity.word.upper()}  ", style), (scenario.title, "bold")
+        )
         if scenario.onset_step is not None:
             head.append(f"  since step {format_step(scenario.onset_step)}", style="dim")
         lines.append(Hanging(Text(scenario.severity.glyph, style=style), head, indent=2))
@@ -205,11 +205,8 @@ def render_check(
     verbose: bool = False,
 ) -> RenderableType:
     """The whole human report of `check` (`verbose`: with how each number was read)."""
-    parts: list[RenderableType] = []
-    title = Text("grpo-tui check ", style="bold")
-    title.append(str(run.path))
-    parts.append(Hanging("", title, indent=0))
-    parts.append(run_line(run, now=now))
+    title = Text(f"grpo-tui check {run.path}", style="bold")
+    parts: list[RenderableType] = [Hanging("", title, indent=0), run_line(run, now=now)]
     for note in run.notes:
         parts.append(Hanging(Text("!", style="bold yellow"), note, indent=2))
     if len(run.store) == 0:

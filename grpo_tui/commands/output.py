@@ -85,12 +85,13 @@ def write_json(out: TextIO, data: Any, *, indent: bool = True) -> None:
 
 
 def _inert_segments(console: Console, renderable: RenderableType) -> list[Segment]:
-    segments = []
-    for segment in console.render(renderable, console.options):
-        if segment.control:
-            continue  # cursor movement: our reports have none, and untrusted text gets none
-        segments.append(Segment(printable_lines(segment.text), segment.style))
-    return segments
+    # control segments (cursor movement) are dropped: our reports have none, and
+    # untrusted text gets none
+    return [
+        Segment(printable_lines(segment.text), segment.style)
+        for segment in console.render(renderable, console.options)
+        if not segment.control
+    ]
 
 
 @contextmanager
