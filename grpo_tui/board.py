@@ -35,6 +35,7 @@ from grpo_tui.numbers import format_age, format_duration
 from grpo_tui.presentation import (
     VERDICT_SEPARATOR,
     VerdictLine,
+    matches_filter,
     state_headline,
     step_fact,
     verdict_line,
@@ -116,11 +117,8 @@ class BoardRow:
 
     def matches(self, query: str) -> bool:
         """The filter (`/`): every word of `query` is in the name, framework, state or verdict."""
-        words = query.lower().split()
-        haystack = " ".join(
-            (self.name, self.framework, self.state_label, self.verdict.text())
-        ).lower()
-        return all(word in haystack for word in words)
+        haystack = (self.name, self.framework, self.state_label, self.verdict.text())
+        return matches_filter(" ".join(haystack), query)
 
 
 def _median_ends(values: np.ndarray) -> tuple[float | None, float | None]:
