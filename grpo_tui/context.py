@@ -82,6 +82,5 @@ class RunContext:
     def merge_missing(self, other: RunContext) -> None:
         """Fill fields this context does not know from another one."""
         for f in fields(self):
-            mine = getattr(self, f.name)
-            if mine is None or mine == []:
+            if getattr(self, f.name) in (None, []):
                 setattr(self, f.name, getattr(other, f.name))

@@ -517,17 +517,15 @@ def evidence_figure(evidence: Evidence) -> str:
 
 def _figures(scenario: Scenario, limit: int = VERDICT_NUMBERS) -> list[str]:
     """The numbers a verdict rests on, what it found first, one figure per metric."""
-    figures: list[str] = []
-    seen: set[str] = set()
+    figures: dict[str, str] = {}  # by metric
     found = scenario.found
     for evidence in [*found, *(e for e in scenario.evidence if e not in found)]:
         figure = evidence_figure(evidence)
-        if figure and evidence.metric not in seen:
-            seen.add(evidence.metric)
-            figures.append(figure)
+        if figure and evidence.metric not in figures:
+            figures[evidence.metric] = figure
         if len(figures) >= limit:
             break
-    return figures
+    return list(figures.values())
 
 
 def _first_clause(text: str) -> str:

@@ -105,10 +105,8 @@ def export_command(
     frame = run.to_pandas()
     if kind == "csv":
         frame.columns = [escaped(str(name)) for name in frame.columns]
-    if output == "-":
-        frame.to_csv(sys.stdout)
-    elif kind == "csv":
-        frame.to_csv(output)
+    if output == "-" or kind == "csv":  # `-o -` is CSV whatever --format says
+        frame.to_csv(sys.stdout if output == "-" else output)
     else:
         frame.to_parquet(output)
     if output != "-":
