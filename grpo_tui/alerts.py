@@ -296,14 +296,11 @@ class RunAlerts:
         name: str | None = None,
     ) -> None:
         """`command`: a sink shared with other runs; `rules` overrides the settings';
-        `name`: the run's name in its events (default: its folder's; a store's run: its own)."""
+        `name`: the run's name in its events (default: its folder's, `.` by the folder's
+        name; a store's run: its own)."""
         self.settings = settings
-        rules = rules or settings.events
-        self.detector = (
-            EventDetector(name, str(path), rules, clock=clock)
-            if name
-            else EventDetector.for_path(Path(path), rules, clock=clock)
-        )
+        name = name or Path(path).resolve().name or str(path)
+        self.detector = EventDetector(name, str(path), rules or settings.events, clock=clock)
         self.command = command
         #: every event told, oldest first (the screen's marker; tests read it)
         self.told: list[Event] = []

@@ -32,7 +32,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from grpo_tui.health.verdict import Diagnosis, Scenario, status_of
@@ -292,18 +291,6 @@ class EventDetector:
         self._sent: deque[float] = deque()
         #: a change is waiting for the rate limit (the next `observe` may tell it)
         self.held = False
-
-    @classmethod
-    def for_path(
-        cls,
-        path: Path,
-        rules: EventRules | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> EventDetector:
-        """The detector of the run at PATH, named by its folder (`.` by the folder's name)."""
-        path = Path(path)
-        return cls(path.resolve().name or str(path), str(path), rules, clock=clock)
 
     def _allowed(self) -> bool:
         now = self.clock()
