@@ -338,9 +338,6 @@ class Session:
         """The completions file followed, relative to the watched PATH when inside it (as
         the header names the log)."""
         path = self.run.status.completions_file
-        if path is None:
-            return None
-        try:
-            return path.relative_to(self.run.path)
-        except ValueError:
+        if path is None or not path.is_relative_to(self.run.path):
             return path
+        return path.relative_to(self.run.path)

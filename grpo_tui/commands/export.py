@@ -37,10 +37,9 @@ def export_format(output: str, chosen: str | None) -> str | None:
 
 def _inside(target: Path, folder: Path) -> bool:
     try:
-        target.resolve().relative_to(folder.resolve())
-    except (ValueError, OSError):
+        return target.resolve().is_relative_to(folder.resolve())
+    except OSError:
         return False
-    return True
 
 
 def run_folder(path: Path, layout: RunLayout) -> Path | None:

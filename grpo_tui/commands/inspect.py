@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import queue
 import sys
@@ -107,10 +108,7 @@ def _completions_data(run: Run) -> dict[str, Any] | None:
 def render_text(data: dict[str, Any], out: TextIO) -> None:
     """The human form of `inspect_data`, plain text that fits 80 columns (written through
     the sanitiser: names and paths come from files)."""
-
-    def write(text: str) -> None:
-        write_text(out, text)
-
+    write = functools.partial(write_text, out)
     write(f"path       {data['path']}\n")
     if data["unreadable"]:
         write(f"unreadable {data['unreadable']}\n")
