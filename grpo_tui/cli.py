@@ -102,7 +102,7 @@ def _source_options(command: argparse.ArgumentParser, *, format_flag: str = "--f
     )
     command.add_argument(
         "--ssh-command",
-        action=_SshCommand,
+        type=_ssh_command,
         metavar="COMMAND",
         help="the ssh command and options for host:path (default: $GRPO_TUI_SSH, else ssh)",
     )
@@ -122,20 +122,12 @@ def run_path(text: str) -> Path:
     return parse(text)
 
 
-class _SshCommand(argparse.Action):
+def _ssh_command(text: str) -> str:
     """`--ssh-command`: taken at once, before any remote PATH is looked at."""
+    from grpo_tui.sources.remote import set_ssh_command
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        from grpo_tui.sources.remote import set_ssh_command
-
-        set_ssh_command(str(values))
-        setattr(namespace, self.dest, values)
+    set_ssh_command(text)
+    return text
 
 
 def _source(args: argparse.Namespace) -> SourceOptions:
