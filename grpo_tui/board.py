@@ -472,16 +472,10 @@ class Board:
                 changed = bool(self.add(item.refs)) or changed
             elif isinstance(item.item, Notice):
                 notices.append(item.item)
-            else:
-                changed = self.receive(item) or changed
+            elif (entry := self._entries.get(item.ref)) is not None:
+                # a run's read: changed when its Run took it (not held back)
+                changed = entry.session.receive(item.item) is not None or changed
         return changed, notices
-
-    def receive(self, update: BoardUpdate) -> bool:
-        """A run's read on the owner's thread; True when its Run took it (a notice is not)."""
-        entry = self._entries.get(update.ref)
-        if entry is None or isinstance(update.item, Notice):
-            return False
-        return entry.session.receive(update.item) is not None
 
     def next_diagnosis(self) -> tuple[RunRef, DiagnosisJob] | None:
         """The diagnosis to run now: none while one is in flight, else the run owed one the

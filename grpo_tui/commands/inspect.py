@@ -148,8 +148,7 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             f"completions {completions['path']}: {completions['batches']} batches, "
             f"{completions['bad']} bad\n"
         )
-        if completions["cut"]:
-            cut = completions["cut"]
+        if cut := completions["cut"]:
             write(
                 f"  {cut} batch{'' if cut == 1 else 'es'} with lists of unequal length, cut to the shortest\n"
             )
