@@ -54,11 +54,8 @@ ZONE_STYLES = {
 def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) -> Text:
     """The metric over the whole run (bucket means), each bar styled by its zone."""
     means = run.store.buckets(name, width).mean
-    text = Text()
     codes = zone_of_values(name, means, rules, run.context)
-    for char, code in zip(bars(means), codes):
-        text.append(char, style=ZONE_STYLES[Zone(int(code))])
-    return text
+    return Text.assemble(*((c, ZONE_STYLES[Zone(int(z))]) for c, z in zip(bars(means), codes)))
 
 
 # -- human report --------------------------------------------------------------------
