@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import signal
 import subprocess
 import threading
@@ -73,14 +72,11 @@ class AlertSettings:
 
 # -- plain text for a shell's environment and the terminal ---------------------------------
 
-#: after `printable`, anything still not a plain character (none should be left) goes
-_NOT_PLAIN = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
 
 def plain(text: str, limit: int = TEXT_LIMIT) -> str:
     """`text` as one printable line of at most `limit` characters: controls made visible
     (ESC shows as ␛), newlines become spaces."""
-    text = _NOT_PLAIN.sub("", printable(text))
+    text = printable(text)  # every control (C0, DEL, C1) made visible, newlines spaces
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -300,14 +296,11 @@ class RunAlerts:
         name: str | None = None,
     ) -> None:
         """`command`: a sink shared with other runs; `rules` overrides the settings';
-        `name`: the run's name in its events (default: its folder's; a store's run: its own)."""
+        `name`: the run's name in its events (default: its folder's, `.` by the folder's
+        name; a store's run: its own)."""
         self.settings = settings
-        rules = rules or settings.events
-        self.detector = (
-            EventDetector(name, str(path), rules, clock=clock)
-            if name
-            else EventDetector.for_path(Path(path), rules, clock=clock)
-        )
+        name = name or Path(path).resolve().name or str(path)
+        self.detector = EventDetector(name, str(path), rules or settings.events, clock=clock)
         self.command = command
         #: every event told, oldest first (the screen's marker; tests read it)
         self.told: list[Event] = []

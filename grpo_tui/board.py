@@ -18,6 +18,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from grpo_tui.numbers import format_age, format_duration
 from grpo_tui.presentation import (
     VERDICT_SEPARATOR,
     VerdictLine,
+    matches_filter,
     state_headline,
     step_fact,
     verdict_line,
@@ -115,11 +117,8 @@ class BoardRow:
 
     def matches(self, query: str) -> bool:
         """The filter (`/`): every word of `query` is in the name, framework, state or verdict."""
-        words = query.lower().split()
-        haystack = " ".join(
-            (self.name, self.framework, self.state_label, self.verdict.text())
-        ).lower()
-        return all(word in haystack for word in words)
+        haystack = (self.name, self.framework, self.state_label, self.verdict.text())
+        return matches_filter(" ".join(haystack), query)
 
 
 def _median_ends(values: np.ndarray) -> tuple[float | None, float | None]:
@@ -186,12 +185,7 @@ def board_row(
         age="" if age is None else f"{format_age(age)} ago",
         data_time=run.last_data_time,
         troubled=state in (RunState.UNREADABLE, RunState.STALLED),
-        framework=parts.framework,
-        status=parts.status,
-        verdict=parts.verdict,
-        reward_first=parts.reward_first,
-        reward_now=parts.reward_now,
-        reward_levels=parts.reward_levels,
+        **vars(parts),
     )
 
 
@@ -222,9 +216,7 @@ def run_names(refs: Sequence[RunRef]) -> dict[RunRef, str]:
     """A short name per run: its folder's name (a store's run: the run's), with its
     parent's (the store's) where two share it."""
     names = {ref: ref.run or ref.path.name or str(ref.path) for ref in refs}
-    counts: dict[str, int] = {}
-    for name in names.values():
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(names.values())
 
     def qualified(ref: RunRef, name: str) -> str:
         return f"{ref.path.stem if ref.run else ref.path.parent.name}/{name}"
@@ -400,10 +392,7 @@ class Board:
             self._command.close()
 
     def _poster(self, ref: RunRef) -> Callable[[Update | Notice], object]:
-        def post(item: Update | Notice) -> None:
-            self.post(BoardUpdate(ref, item))
-
-        return post
+        return lambda item: self.post(BoardUpdate(ref, item))
 
     @property
     def refs(self) -> list[RunRef]:
@@ -417,16 +406,13 @@ class Board:
     def find_new_runs(self) -> list[RunRef]:
         """Runs in the folders given that are not followed yet."""
         known = set(self.refs)
+        only = self.options.only if self.options is not None else None
         found: list[RunRef] = []
         for root in self.roots:
-            for run in runs_in(root, only=self._only, known=known):
+            for run in runs_in(root, only=only, known=known):
                 if run not in known and run not in found:
                     found.append(run)
         return found
-
-    @property
-    def _only(self) -> str | None:
-        return self.options.only if self.options is not None else None
 
     # -- reading (the reader's thread) --------------------------------------------------
     def start(self) -> None:
@@ -486,16 +472,10 @@ class Board:
                 changed = bool(self.add(item.refs)) or changed
             elif isinstance(item.item, Notice):
                 notices.append(item.item)
-            else:
-                changed = self.receive(item) or changed
+            elif (entry := self._entries.get(item.ref)) is not None:
+                # a run's read: changed when its Run took it (not held back)
+                changed = entry.session.receive(item.item) is not None or changed
         return changed, notices
-
-    def receive(self, update: BoardUpdate) -> bool:
-        """A run's read on the owner's thread; True when its Run took it (a notice is not)."""
-        entry = self._entries.get(update.ref)
-        if entry is None or isinstance(update.item, Notice):
-            return False
-        return entry.session.receive(update.item) is not None
 
     def next_diagnosis(self) -> tuple[RunRef, DiagnosisJob] | None:
         """The diagnosis to run now: none while one is in flight, else the run owed one the

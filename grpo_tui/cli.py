@@ -6,6 +6,7 @@ import argparse
 import difflib
 import os
 import sys
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from grpo_tui.sources.runs import RunRef
 
 _COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export", "watch")
+#: what a PATH may name (`tail` and `check` also take a folder of runs)
+_PATH_HELP = "logging.jsonl, run or output dir, trainer_state.json"
 #: set to get the traceback of an internal error instead of the one-line message
 DEBUG_ENV = "GRPO_TUI_DEBUG"
 
@@ -99,7 +102,7 @@ def _source_options(command: argparse.ArgumentParser, *, format_flag: str = "--f
     )
     command.add_argument(
         "--ssh-command",
-        action=_SshCommand,
+        type=_ssh_command,
         metavar="COMMAND",
         help="the ssh command and options for host:path (default: $GRPO_TUI_SSH, else ssh)",
     )
@@ -119,20 +122,12 @@ def run_path(text: str) -> Path:
     return parse(text)
 
 
-class _SshCommand(argparse.Action):
+def _ssh_command(text: str) -> str:
     """`--ssh-command`: taken at once, before any remote PATH is looked at."""
+    from grpo_tui.sources.remote import set_ssh_command
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        from grpo_tui.sources.remote import set_ssh_command
-
-        set_ssh_command(str(values))
-        setattr(namespace, self.dest, values)
+    set_ssh_command(text)
+    return text
 
 
 def _source(args: argparse.Namespace) -> SourceOptions:
@@ -214,12 +209,7 @@ def _parser() -> argparse.ArgumentParser:
         help="open the live monitor on PATH (the default command); a board of runs for a "
         "folder of runs or several PATHs",
     )
-    tail.add_argument(
-        "path",
-        type=run_path,
-        nargs="+",
-        help="logging.jsonl, run or output dir, trainer_state.json; a folder of runs",
-    )
+    tail.add_argument("path", type=run_path, nargs="+", help=f"{_PATH_HELP}; a folder of runs")
     tail.add_argument("--theme", help="default, light, colorblind, mono (NO_COLOR picks mono)")
     tail.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
     _cap_option(tail)
@@ -251,8 +241,7 @@ def _parser() -> argparse.ArgumentParser:
         "path",
         type=run_path,
         nargs="+",
-        help="logging.jsonl, run or output dir, trainer_state.json; a folder of runs "
-        "(several runs: the board, exit code of the worst)",
+        help=f"{_PATH_HELP}; a folder of runs (several runs: the board, exit code of the worst)",
     )
     check.add_argument(
         "--json", action="store_true", help="one JSON object (a list for several runs)"
@@ -286,9 +275,7 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser(
         "export", help="write the canonical metrics (one row per step) to CSV or Parquet"
     )
-    export.add_argument(
-        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
-    )
+    export.add_argument("path", type=run_path, help=_PATH_HELP)
     export.add_argument("-o", "--output", required=True, help="the file to write (- = stdout)")
     export.add_argument(
         "--format", choices=("csv", "parquet"), help="default: from the output's suffix"
@@ -297,9 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     _source_options(export, format_flag="--from")
 
     inspect = sub.add_parser("inspect", help="show what was found in PATH and how it was read")
-    inspect.add_argument(
-        "path", type=run_path, help="logging.jsonl, run or output dir, trainer_state.json"
-    )
+    inspect.add_argument("path", type=run_path, help=_PATH_HELP)
     inspect.add_argument("--json", action="store_true", help="one JSON object instead of text")
     inspect.add_argument(
         "--follow", action="store_true", help="keep reading; print a line per batch"
@@ -331,11 +316,8 @@ def main(argv: list[str] | None = None) -> int:
 def _silence_stdout() -> None:
     """The reader of stdout went away: point stdout at /dev/null so the interpreter's last
     flush at exit cannot raise (and print) BrokenPipeError again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    with suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _meant_command(word: str) -> str | None:

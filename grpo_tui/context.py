@@ -54,9 +54,7 @@ class RunContext:
         """True when some updates reuse a rollout batch (clip ratios can be non-zero);
         None when the args do not say. Only `num_iterations` decides: steps_per_generation
         is in micro-steps, and without gradient_accumulation_steps it proves nothing."""
-        if self.num_iterations is None:
-            return None
-        return self.num_iterations > 1
+        return None if self.num_iterations is None else self.num_iterations > 1
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -84,6 +82,5 @@ class RunContext:
     def merge_missing(self, other: RunContext) -> None:
         """Fill fields this context does not know from another one."""
         for f in fields(self):
-            mine = getattr(self, f.name)
-            if mine is None or mine == []:
+            if getattr(self, f.name) in (None, []):
                 setattr(self, f.name, getattr(other, f.name))

@@ -30,9 +30,8 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from grpo_tui.health.verdict import Diagnosis, Scenario, status_of
@@ -164,14 +163,7 @@ class VerdictFacts:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "severity": self.severity,
-            "since": self.since,
-            "evidence": list(self.evidence),
-            "advice": list(self.advice),
-        }
+        return {**asdict(self), "evidence": list(self.evidence), "advice": list(self.advice)}
 
     def named(self) -> dict[str, str]:
         """Its id and title alone (what `entered` and `left` list)."""
@@ -300,18 +292,6 @@ class EventDetector:
         #: a change is waiting for the rate limit (the next `observe` may tell it)
         self.held = False
 
-    @classmethod
-    def for_path(
-        cls,
-        path: Path,
-        rules: EventRules | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> EventDetector:
-        """The detector of the run at PATH, named by its folder (`.` by the folder's name)."""
-        path = Path(path)
-        return cls(path.resolve().name or str(path), str(path), rules, clock=clock)
-
     def _allowed(self) -> bool:
         now = self.clock()
         while self._sent and now - self._sent[0] >= 3600.0:
@@ -405,9 +385,5 @@ class EventDetector:
 
 def _early_end(moment: RunMoment) -> bool:
     """The run finished before its last step (its max_steps known)."""
-    return (
-        moment.max_steps is not None
-        and moment.max_steps > 0
-        and moment.step is not None
-        and moment.step < moment.max_steps
-    )
+    end, step = moment.max_steps, moment.step
+    return end is not None and end > 0 and step is not None and step < end

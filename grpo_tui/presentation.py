@@ -194,17 +194,15 @@ def fit_names(names: Sequence[str], width: int) -> dict[str, str]:
     they differ.
     """
     shown = {name: printable(name) for name in names}
+    # names of one shape (namespace, number of parts) are siblings
+    shape = {text: (text.split("/")[0], text.count("/")) for text in shown.values()}
     shapes: dict[tuple[str, int], list[str]] = {}
     for text in shown.values():
-        parts = text.split("/")
-        shapes.setdefault((parts[0], len(parts)), []).append(text)
-    cuts: dict[str, str] = {}
-    for name, text in shown.items():
-        if len(text) <= width:
-            cuts[name] = text
-        else:
-            parts = text.split("/")
-            cuts[name] = _segment_cut(text, shapes[(parts[0], len(parts))], width)
+        shapes.setdefault(shape[text], []).append(text)
+    cuts = {
+        name: text if len(text) <= width else _segment_cut(text, shapes[shape[text]], width)
+        for name, text in shown.items()
+    }
     # look-alikes are told apart; when their new cuts meet others', the two groups are
     # told apart together. In a column too narrow for any window to show where names
     # differ (under 18 cells, a terminal under 54 columns) some may stay alike: the
@@ -372,9 +370,8 @@ def notes_fact(notes: Sequence[str]) -> str | None:
 
 
 def _fact_rank(fact: str) -> int:
-    if fact.endswith(("bad line", "bad lines")) and not fact.startswith("0 "):
-        return 0
-    if fact.startswith("! "):
+    bad_lines = fact.endswith(("bad line", "bad lines")) and not fact.startswith("0 ")
+    if bad_lines or fact.startswith("! "):
         return 0
     for rank, mark in enumerate(_FACT_RANKS):
         if fact.startswith(mark) or fact.endswith(mark):
@@ -520,17 +517,15 @@ def evidence_figure(evidence: Evidence) -> str:
 
 def _figures(scenario: Scenario, limit: int = VERDICT_NUMBERS) -> list[str]:
     """The numbers a verdict rests on, what it found first, one figure per metric."""
-    figures: list[str] = []
-    seen: set[str] = set()
+    figures: dict[str, str] = {}  # by metric
     found = scenario.found
     for evidence in [*found, *(e for e in scenario.evidence if e not in found)]:
         figure = evidence_figure(evidence)
-        if figure and evidence.metric not in seen:
-            seen.add(evidence.metric)
-            figures.append(figure)
+        if figure and evidence.metric not in figures:
+            figures[evidence.metric] = figure
         if len(figures) >= limit:
             break
-    return figures
+    return list(figures.values())
 
 
 def _first_clause(text: str) -> str:
@@ -571,13 +566,11 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
     word = status_word(diagnosis)
     # (part, rank): the verdict, then its first number, the second number, a note
     parts: list[tuple[str, int]] = []
-    if warning:
-        titles = [_verdict_title(warning[0]), *(s.title for s in warning[1:])]
+    lead = warning[0] if warning else healthy
+    if lead is not None:
+        titles = [_verdict_title(lead), *(s.title for s in warning[1:])]
         parts.append((" + ".join(titles), 0))
-        parts.extend((figure, rank) for rank, figure in enumerate(_figures(warning[0]), 1))
-    elif healthy is not None:
-        parts.append((_verdict_title(healthy), 0))
-        parts.extend((figure, rank) for rank, figure in enumerate(_figures(healthy), 1))
+        parts.extend((figure, rank) for rank, figure in enumerate(_figures(lead), 1))
     elif early is not None:
         parts.append((TOO_EARLY, 0))
         if rest := early.text.removeprefix(TOO_EARLY).lstrip(": ").split(", but", 1)[0]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from grpo_tui.presentation import (
     bars,
     history_lines,
     is_function_reward,
+    metric_words,
     no_metrics_words,
     no_verdict_words,
     pack_facts,
@@ -32,7 +34,7 @@ from grpo_tui.presentation import (
 )
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import run_state
-from grpo_tui.vocabulary import LineKind, Zone
+from grpo_tui.vocabulary import LineKind, Severity, Zone
 
 SPARK_WIDTH = 24
 
@@ -52,11 +54,8 @@ ZONE_STYLES = {
 def zone_sparkline(run: Run, name: str, rules: Rules, width: int = SPARK_WIDTH) -> Text:
     """The metric over the whole run (bucket means), each bar styled by its zone."""
     means = run.store.buckets(name, width).mean
-    text = Text()
     codes = zone_of_values(name, means, rules, run.context)
-    for char, code in zip(bars(means), codes):
-        text.append(char, style=ZONE_STYLES[Zone(int(code))])
-    return text
+    return Text.assemble(*((c, ZONE_STYLES[Zone(int(z))]) for c, z in zip(bars(means), codes)))
 
 
 # -- human report --------------------------------------------------------------------
@@ -109,9 +108,9 @@ def scenario_block(diagnosis: Diagnosis, *, verbose: bool = False) -> list[Rende
     lines: list[RenderableType] = []
     for scenario in diagnosis.scenarios:
         style = "bold " + ZONE_STYLES[scenario.severity.zone]
-        head = Text()
-        head.append(f"{scenario.severity.word.upper()}  ", style=style)
-        head.append(scenario.title, style="bold")
+        head = Text.assemble(
+            (f"{scenario.severity.word.upper()}  ", style), (scenario.title, "bold")
+        )
         if scenario.onset_step is not None:
             head.append(f"  since step {format_step(scenario.onset_step)}", style="dim")
         lines.append(Hanging(Text(scenario.severity.glyph, style=style), head, indent=2))
@@ -125,34 +124,25 @@ def scenario_block(diagnosis: Diagnosis, *, verbose: bool = False) -> list[Rende
     return lines
 
 
+def _severity_block(title: str, lines: Sequence[tuple[Severity, str]]) -> list[RenderableType]:
+    """A titled list, each line after its severity's glyph; nothing when it has no line."""
+    if not lines:
+        return []
+    return [
+        Text(title, style="bold underline"),
+        *(Hanging(Text(s.glyph, style=ZONE_STYLES[s.zone]), line, indent=2) for s, line in lines),
+    ]
+
+
 def notes_block(diagnosis: Diagnosis) -> list[RenderableType]:
     """Facts that are not verdicts: dead reward functions, spikes, an inferred cap."""
-    if not diagnosis.notes:
-        return []
-    lines: list[RenderableType] = [Text("Notes", style="bold underline")]
-    for note in diagnosis.notes:
-        lines.append(
-            Hanging(
-                Text(note.severity.glyph, style=ZONE_STYLES[note.severity.zone]),
-                note.text,
-                indent=2,
-            )
-        )
-    return lines
+    return _severity_block("Notes", [(note.severity, note.text) for note in diagnosis.notes])
 
 
 def history_block(diagnosis: Diagnosis) -> list[RenderableType]:
     """The verdicts' history: which held from which step to which."""
-    if not diagnosis.history:
-        return []
-    lines: list[RenderableType] = [Text("History", style="bold underline")]
-    for span, line in zip(diagnosis.history, history_lines(diagnosis.history)):
-        lines.append(
-            Hanging(
-                Text(span.severity.glyph, style=ZONE_STYLES[span.severity.zone]), line, indent=2
-            )
-        )
-    return lines
+    lines = zip((span.severity for span in diagnosis.history), history_lines(diagnosis.history))
+    return _severity_block("History", list(lines))
 
 
 def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
@@ -167,9 +157,7 @@ def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
 
 def _metric_label(name: str) -> str:
     """Per-function rewards are shown by their function name, indented under the signals."""
-    if is_function_reward(name):
-        return "  " + name[len("rewards/") :].removesuffix("/mean")
-    return name
+    return ("  " if is_function_reward(name) else "") + metric_words(name)
 
 
 def _cell(text: str, width: int, *, right: bool = False) -> str:
@@ -214,11 +202,8 @@ def render_check(
     verbose: bool = False,
 ) -> RenderableType:
     """The whole human report of `check` (`verbose`: with how each number was read)."""
-    parts: list[RenderableType] = []
-    title = Text("grpo-tui check ", style="bold")
-    title.append(str(run.path))
-    parts.append(Hanging("", title, indent=0))
-    parts.append(run_line(run, now=now))
+    title = Text(f"grpo-tui check {run.path}", style="bold")
+    parts: list[RenderableType] = [Hanging("", title, indent=0), run_line(run, now=now)]
     for note in run.notes:
         parts.append(Hanging(Text("!", style="bold yellow"), note, indent=2))
     if len(run.store) == 0:

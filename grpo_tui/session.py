@@ -166,7 +166,6 @@ class Session:
         self.clock = clock
         self.diagnosis: Diagnosis | None = None
         self.diagnosis_error: str | None = None
-        self.diagnosis_seconds: float | None = None
         self.paused = False
         self._post = post
         #: updates read before the screen is mounted, for its first frame (None once it is:
@@ -239,8 +238,7 @@ class Session:
         return 0 if self._held is None else self._held.batch.rows()
 
     def _apply(self, update: Update) -> Applied:
-        run = self.run
-        run.apply(update)
+        self.run.apply(update)
         # the batch's own events (the Run keeps only its newest 50: a count of them would
         # find nothing new once it holds 50)
         return Applied(told(update.batch.events))
@@ -297,7 +295,6 @@ class Session:
         self._in_flight = None
         self._diagnosed_version = result.version
         self._diagnoses.done(result.seconds)
-        self.diagnosis_seconds = result.seconds
         self.diagnosis_error = result.error
         if result.diagnosis is not None or result.error is not None:
             self.diagnosis = result.diagnosis
@@ -341,9 +338,6 @@ class Session:
         """The completions file followed, relative to the watched PATH when inside it (as
         the header names the log)."""
         path = self.run.status.completions_file
-        if path is None:
-            return None
-        try:
-            return path.relative_to(self.run.path)
-        except ValueError:
+        if path is None or not path.is_relative_to(self.run.path):
             return path
+        return path.relative_to(self.run.path)

@@ -44,9 +44,7 @@ _REPLACEMENT = "\ufffd"
 def _visible(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
-    if char == "\t":
-        return " "
-    if char == "\n":
+    if char in "\t\n":
         return " "
     if code < 0x20:
         return chr(0x2400 + code)  # ␀ … ␟: ESC is ␛, CR is ␍, BS is ␈
@@ -61,12 +59,8 @@ def printable(text: str, *, single_line: bool = True) -> str:
     A Windows line ending (CR LF) is a plain newline, a lone CR shows as ␍; `single_line`
     turns newlines into spaces (names, paths, one-line notes). Tabs become one space either way (a tab stop would misalign columns).
     """
-    if "\r\n" in text:
-        text = text.replace("\r\n", "\n")
     pattern = _UNSAFE_OR_BREAK if single_line else _UNSAFE_OR_TAB
-    if pattern.search(text) is None:
-        return text
-    return pattern.sub(_visible, text)
+    return pattern.sub(_visible, text.replace("\r\n", "\n"))
 
 
 def printable_lines(text: str) -> str:
@@ -98,7 +92,7 @@ def escaped(text: str) -> str:
     """`text` with every control or format character (tab and newline too) written as a
     `\\uXXXX` escape, as `--json` writes it: a name a CSV carries, inert on a terminal and
     still telling what it was."""
-    return _UNSAFE_OR_BREAK.sub(_escape, text) if _UNSAFE_OR_BREAK.search(text) else text
+    return _UNSAFE_OR_BREAK.sub(_escape, text)
 
 
 def json_dumps(data: Any, *, indent: bool = False) -> str:
@@ -115,6 +109,4 @@ def json_dumps(data: Any, *, indent: bool = False) -> str:
         # a lone surrogate (a key the lenient parser read from a "\\ud800" escape): the
         # standard library writes it back as the escape it came from
         return json.dumps(data, ensure_ascii=True, indent=2 if indent else None)
-    if _UNSAFE.search(text) is None:
-        return text
     return _UNSAFE.sub(_escape, text)

@@ -31,12 +31,13 @@ from grpo_tui.alerts import (
     NOTIFY_STYLES,
     AlertSettings,
     CommandSink,
+    RunAlerts,
     command_environment,
     plain,
     terminal_text,
 )
 from grpo_tui.commands.watch import Watch
-from grpo_tui.events import Event, EventDetector, EventKind, EventRules, moment_of
+from grpo_tui.events import Event, EventKind, EventRules, moment_of
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
@@ -130,7 +131,7 @@ class GrowingLog:
 def real_event() -> Event:
     """The event the minesweeper run's whole history brings (PROBLEM)."""
     run = load_run(MINESWEEPER)
-    event = EventDetector.for_path(MINESWEEPER).observe(
+    event = RunAlerts(MINESWEEPER, AlertSettings()).detector.observe(
         moment_of(run, diagnose(run, Rules()), 1.7e9)
     )
     assert event is not None

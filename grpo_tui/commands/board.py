@@ -167,8 +167,7 @@ _WORST_FIRST = (EXIT_UNREADABLE, EXIT_PROBLEM, EXIT_CAUTION, EXIT_NOTHING, EXIT_
 
 def worst_code(codes: Sequence[int]) -> int:
     """The exit code of the worst run (`_WORST_FIRST`); 0 for none."""
-    ranked = [code for code in _WORST_FIRST if code in codes]
-    return ranked[0] if ranked else max(codes, default=EXIT_HEALTHY)
+    return next((code for code in _WORST_FIRST if code in codes), max(codes, default=EXIT_HEALTHY))
 
 
 def render_board(rows: Sequence[BoardRow]) -> Group:

@@ -37,10 +37,9 @@ def export_format(output: str, chosen: str | None) -> str | None:
 
 def _inside(target: Path, folder: Path) -> bool:
     try:
-        target.resolve().relative_to(folder.resolve())
-    except (ValueError, OSError):
+        return target.resolve().is_relative_to(folder.resolve())
+    except OSError:
         return False
-    return True
 
 
 def run_folder(path: Path, layout: RunLayout) -> Path | None:
@@ -105,10 +104,8 @@ def export_command(
     frame = run.to_pandas()
     if kind == "csv":
         frame.columns = [escaped(str(name)) for name in frame.columns]
-    if output == "-":
-        frame.to_csv(sys.stdout)
-    elif kind == "csv":
-        frame.to_csv(output)
+    if output == "-" or kind == "csv":  # `-o -` is CSV whatever --format says
+        frame.to_csv(sys.stdout if output == "-" else output)
     else:
         frame.to_parquet(output)
     if output != "-":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import queue
 import sys
@@ -107,10 +108,7 @@ def _completions_data(run: Run) -> dict[str, Any] | None:
 def render_text(data: dict[str, Any], out: TextIO) -> None:
     """The human form of `inspect_data`, plain text that fits 80 columns (written through
     the sanitiser: names and paths come from files)."""
-
-    def write(text: str) -> None:
-        write_text(out, text)
-
+    write = functools.partial(write_text, out)
     write(f"path       {data['path']}\n")
     if data["unreadable"]:
         write(f"unreadable {data['unreadable']}\n")
@@ -150,8 +148,7 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
             f"completions {completions['path']}: {completions['batches']} batches, "
             f"{completions['bad']} bad\n"
         )
-        if completions["cut"]:
-            cut = completions["cut"]
+        if cut := completions["cut"]:
             write(
                 f"  {cut} batch{'' if cut == 1 else 'es'} with lists of unequal length, cut to the shortest\n"
             )
@@ -238,17 +235,14 @@ def _batch_line(run: Run, update: Update, *, as_json: bool) -> str:
     }
     if as_json:
         return json_dumps(info)
-    text = (
-        f"+{info['rows']} rows (total {info['total_rows']}, last step {last:g})"
-        if last
-        else (f"+{info['rows']} rows")
-    )
+    text = f"+{info['rows']} rows"
+    if last:
+        text += f" (total {info['total_rows']}, last step {last:g})"
     if info["bad_lines"]:
         text += f", {info['bad_lines']} bad"
     if info["new_samples"]:
         text += f", +{info['new_samples']} completions lines"
-    for event in batch.events:
-        text += f"; {event}"
+    text += "".join(f"; {event}" for event in batch.events)
     if batch.finished:
         text += "; run finished"
     return text

@@ -11,7 +11,10 @@ The exit codes are documented in the README; a crash never returns a verdict cod
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from rich.console import Console, RenderableType
@@ -82,12 +85,24 @@ def write_json(out: TextIO, data: Any, *, indent: bool = True) -> None:
 
 
 def _inert_segments(console: Console, renderable: RenderableType) -> list[Segment]:
-    segments = []
-    for segment in console.render(renderable, console.options):
-        if segment.control:
-            continue  # cursor movement: our reports have none, and untrusted text gets none
-        segments.append(Segment(printable_lines(segment.text), segment.style))
-    return segments
+    # control segments (cursor movement) are dropped: our reports have none, and
+    # untrusted text gets none
+    return [
+        Segment(printable_lines(segment.text), segment.style)
+        for segment in console.render(renderable, console.options)
+        if not segment.control
+    ]
+
+
+@contextmanager
+def signals_handled(signals: Iterable[int], handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """While inside, `signals` call `handler`; the handlers they had are put back after."""
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def print_renderable(

@@ -12,7 +12,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say
+from grpo_tui.commands.output import EXIT_BAD_RULES, EXIT_USAGE, say, signals_handled
 from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.presentation import DEFAULT_CYCLE_S
 from grpo_tui.run.follow import RunFollower
@@ -50,12 +50,8 @@ def exit_on_signals(app: App[Any], cleanup: Callable[[], object] | None = None) 
         timer.start()
         app.exit()
 
-    previous = {sig: signal.signal(sig, leave) for sig in _EXIT_SIGNALS}
-    try:
+    with signals_handled(_EXIT_SIGNALS, leave):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def tail_command(

@@ -15,14 +15,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from grpo_tui.alerts import AlertSettings, CommandSink, RunAlerts, command_sink, event_json
-from grpo_tui.commands.output import EXIT_BAD_RULES, say
+from grpo_tui.commands.output import EXIT_BAD_RULES, say, signals_handled
 from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.context import RunContext
 from grpo_tui.events import Event
@@ -102,11 +101,7 @@ class Watch:
 
     def _poster(self, index: int) -> Callable[[Update | Notice], None]:
         """What run `index`'s session posts to this loop with (from its reader thread)."""
-
-        def post(item: Update | Notice) -> None:
-            self._items.put((index, item))
-
-        return post
+        return lambda item: self._items.put((index, item))
 
     def start(self) -> None:
         for watched in self.runs:
@@ -171,21 +166,6 @@ class Watch:
                 self._warn(f"{thing.title}: {thing.text}")
 
 
-@contextmanager
-def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT and SIGTERM set `stop` (the loop ends cleanly) instead of killing."""
-
-    def leave(signum: int, frame: object) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def watch_command(
     paths: Sequence[Path | RunRef],
     settings: AlertSettings,
@@ -207,7 +187,8 @@ def watch_command(
 
     watch = Watch(paths, settings, rules, emit=emit, warn=say, given=given, source=source)
     stop = threading.Event()
-    with _stopped_by_signals(stop):
+    # SIGINT and SIGTERM set `stop` (the loop ends cleanly) instead of killing
+    with signals_handled((signal.SIGINT, signal.SIGTERM), lambda signum, frame: stop.set()):
         watch.start()
         try:
             while not stop.is_set():
