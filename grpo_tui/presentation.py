@@ -455,7 +455,7 @@ class VerdictLine:
         ranks = self.ranks or tuple(range(len(self.parts)))
         room = width - len(self.lead)
         costs = [len(VERDICT_SEPARATOR) + len(part) for part in self.parts]
-        if sum(costs) <= room:
+        if not self.parts or sum(costs) <= room:
             return self.parts
         room -= len(" …")  # what says that some were left out
         kept: set[int] = set()

@@ -123,6 +123,10 @@ class TestFitting:
     def test_the_verdict_is_cut_rather_than_dropped(self) -> None:
         assert self.LINE.text(20) == "✗ PROBLEM · Hacking…"
 
+    def test_a_line_of_no_parts_narrower_than_its_lead_is_the_lead_cut(self) -> None:
+        line = VerdictLine(Status.UNKNOWN, "DIAGNOSING")
+        assert line.text(5) == line.lead[:5] and line.text(80) == line.lead
+
     def test_facts_keep_one_line_with_the_step_and_the_age(self) -> None:
         facts = ["step 170/300 57%", "ETA 19m", "8.97 s/it", "elapsed 1h02m", "last data 3s ago"]
         facts.append("0 bad lines")
