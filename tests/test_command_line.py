@@ -52,11 +52,13 @@ class TestWhereItWrites:
         assert main(["export", str(state), "-o", str(tmp_path / "m.csv")]) == 0
 
 
+@pytest.mark.parametrize("chosen", [[], ["--format", "parquet"]])
 def test_a_hostile_key_is_escaped_in_the_csv(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], chosen: list[str]
 ) -> None:
     """A metric named with an OSC title sequence and an OSC 52 clipboard write: escaped as
-    --json writes it, nothing of it reaches the terminal."""
+    --json writes it, nothing of it reaches the terminal (`-o -` is CSV whatever the
+    format asked)."""
     run_dir = tmp_path / "output" / "v0-20260101-000000"
     run_dir.mkdir(parents=True)
     title, clipboard = "\x1b]0;PWNED\x07", "\x1b]52;c;ZWNobyBwd25lZA==\x07"
@@ -66,7 +68,7 @@ def test_a_hostile_key_is_escaped_in_the_csv(
         if '"loss"' in line
     ]
     (run_dir / "logging.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["export", str(tmp_path / "output"), "-o", "-"]) == 0
+    assert main(["export", str(tmp_path / "output"), "-o", "-", *chosen]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "\\u001b]0;PWNED\\u0007" in out.splitlines()[0]

@@ -102,9 +102,8 @@ def export_command(
         say(f"no metric lines in {printable(str(path))} yet: nothing to export")
         return EXIT_NOTHING
     frame = run.to_pandas()
-    if kind == "csv":
-        frame.columns = [escaped(str(name)) for name in frame.columns]
     if output == "-" or kind == "csv":  # `-o -` is CSV whatever --format says
+        frame.columns = [escaped(str(name)) for name in frame.columns]
         frame.to_csv(sys.stdout if output == "-" else output)
     else:
         frame.to_parquet(output)
