@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -91,19 +91,17 @@ class GrpoTuiApp(GrpoApp[None]):
         Binding("3", "show_pane('completions')", "Completions", show=False),
     ]
 
+    @dataclass
     class FromReader(Message):
         """What the run's reader handed on through the session: data or a notice."""
 
-        def __init__(self, item: Update | Notice) -> None:
-            super().__init__()
-            self.item = item
+        item: Update | Notice
 
+    @dataclass
     class Diagnosed(Message):
         """A diagnosis of the run, from the diagnosis worker."""
 
-        def __init__(self, result: DiagnosisResult) -> None:
-            super().__init__()
-            self.result = result
+        result: DiagnosisResult
 
     def __init__(
         self,

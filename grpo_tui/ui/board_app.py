@@ -98,13 +98,12 @@ class BoardApp(GrpoApp[BoardChoice]):
     class Read(Message):
         """The board's reader put something in its inbox."""
 
+    @dataclass
     class Diagnosed(Message):
         """A diagnosis of one run, from the diagnosis worker."""
 
-        def __init__(self, ref: RunRef, result: DiagnosisResult) -> None:
-            super().__init__()
-            self.ref = ref
-            self.result = result
+        ref: RunRef
+        result: DiagnosisResult
 
     def __init__(
         self,

@@ -14,6 +14,7 @@ place moves (following the newest batch, or held where the user put it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -74,35 +75,25 @@ class CompletionsPanel(Vertical):
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
+    @dataclass
     class PageLoaded(Message):
         """A page read by the loading worker (None: the file changed under the index)."""
 
-        def __init__(
-            self,
-            request: int,
-            page: Page | None,
-            group: int | None,
-            at_end: bool,
-            note: str | None = None,
-            resume: tuple[str, int] | None = None,
-        ) -> None:
-            super().__init__()
-            self.request = request
-            self.page = page
-            self.group = group
-            self.at_end = at_end
-            self.note = note
-            #: (text, entry) a search that ran out of time goes on from
-            self.resume = resume
+        request: int
+        page: Page | None
+        group: int | None
+        at_end: bool
+        note: str | None = None
+        #: (text, entry) a search that ran out of time goes on from
+        resume: tuple[str, int] | None = None
 
+    @dataclass
     class OpenCompletion(Message):
         """The user asked for one whole completion (the app opens the full view)."""
 
-        def __init__(self, page: Page, group: int, row: int) -> None:
-            super().__init__()
-            self.page = page
-            self.group = group
-            self.row = row
+        page: Page
+        group: int
+        row: int
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ characters and words, the histograms by their labels and counts.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.console import Group as RichGroup
@@ -270,14 +271,13 @@ class DistributionScreen(Screen[None]):
         Binding("right_square_bracket,right", "move(True)", "Next step"),
     ]
 
+    @dataclass
     class Loaded(Message):
         """A step read by the worker (None: nothing there, or it changed under the index)."""
 
-        def __init__(self, request: int, shown: StepDistribution | None, note: str) -> None:
-            super().__init__()
-            self.request = request
-            self.shown = shown
-            self.note = note
+        request: int
+        shown: StepDistribution | None
+        note: str
 
     def __init__(
         self,

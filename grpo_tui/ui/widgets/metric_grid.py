@@ -8,6 +8,7 @@ just what moved.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -56,12 +57,11 @@ class MetricGrid(ScrollView, can_focus=True):
     class LayoutChanged(Message):
         """The column widths changed (e.g. a scrollbar appeared): captions should follow."""
 
+    @dataclass
     class MetricChosen(Message):
         """The user asked to look at one metric in detail."""
 
-        def __init__(self, name: str) -> None:
-            super().__init__()
-            self.name = name
+        name: str
 
     def __init__(
         self, *, name: str | None = None, id: str | None = None, classes: str | None = None

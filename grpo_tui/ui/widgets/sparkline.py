@@ -42,4 +42,3 @@ def _segment(text: str, zone: int, palette: ZonePalette, base: Style | None) -> 
         return Segment(text, base)
     style = palette.style(zone)
     return Segment(text, base + style if base is not None else style)
-
