@@ -80,21 +80,14 @@ class ThemeSpec:
     variables: Mapping[str, str] = field(default_factory=dict)
 
     def textual_theme(self) -> Theme:
+        # parse_theme keeps exactly the _UI_KEYS, each one of Theme's colour arguments
+        colours: dict[str, Any] = dict(self.ui)
         return Theme(
             name=self.name,
             dark=self.dark,
             ansi=self.ansi,
             variables=dict(self.variables),
-            primary=self.ui["primary"],
-            secondary=self.ui["secondary"],
-            accent=self.ui["accent"],
-            foreground=self.ui["foreground"],
-            background=self.ui["background"],
-            surface=self.ui["surface"],
-            panel=self.ui["panel"],
-            success=self.ui["success"],
-            warning=self.ui["warning"],
-            error=self.ui["error"],
+            **colours,
         )
 
 
@@ -155,10 +148,6 @@ def _theme_dir() -> Traversable:
         return files("grpo_tui").joinpath("..", "themes")
 
 
-def theme_names() -> list[str]:
-    return list(load_themes())
-
-
 def resolve_theme_name(requested: str | None, environ: Mapping[str, str]) -> str:
     """The theme to start with: the one asked for, else mono under NO_COLOR, else default.
     Raises ThemeError for an unknown name (the message lists the known ones)."""
@@ -174,7 +163,7 @@ def resolve_theme_name(requested: str | None, environ: Mapping[str, str]) -> str
 
 
 def next_theme_name(current: str) -> str:
-    names = theme_names()
+    names = list(load_themes())
     if current not in names:
         return names[0]
     return names[(names.index(current) + 1) % len(names)]
