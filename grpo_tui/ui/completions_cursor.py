@@ -121,32 +121,24 @@ class CompletionsCursor:
         caller then moves to a newer entry if there is one)."""
         if not visible:
             return True
-        try:
-            at = visible.index(self.place.group)
-        except ValueError:
+        if self.place.group not in visible:
             self.place = Place(self.place.entry, visible[0])
             return False
-        if at + 1 < len(visible):
-            self.place = Place(self.place.entry, visible[at + 1])
-            return False
-        self.place = Place(self.place.entry, visible[0])
-        return True
+        at = visible.index(self.place.group) + 1
+        wrapped = at == len(visible)
+        self.place = Place(self.place.entry, visible[0 if wrapped else at])
+        return wrapped
 
     def step_group(self, visible: Sequence[int], forward: bool) -> bool:
         """`n` / `N`: the next or previous visible group. False at either end (the caller
         then moves to the neighbouring entry)."""
         self.hold()
-        if not visible:
+        group = self.place.group
+        beyond = [i for i in visible if i > group] if forward else [i for i in visible if i < group]
+        if not beyond:
             return False
-        later = [i for i in visible if i > self.place.group]
-        earlier = [i for i in visible if i < self.place.group]
-        if forward and later:
-            self.place = Place(self.place.entry, later[0])
-            return True
-        if not forward and earlier:
-            self.place = Place(self.place.entry, earlier[-1])
-            return True
-        return False
+        self.place = Place(self.place.entry, beyond[0] if forward else beyond[-1])
+        return True
 
     def jump(self, group: int | None) -> None:
         """`w` / `b` / a search hit: that group of the shown entry."""
