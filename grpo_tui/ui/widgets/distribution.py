@@ -44,6 +44,7 @@ from grpo_tui.run.step_distribution import (
     read_step,
     stacked_cells,
 )
+from grpo_tui.ui.completion_rows import KIND_WORDS
 from grpo_tui.ui.inert import inert
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.header import verdict_text
@@ -75,7 +76,6 @@ SPLIT_ZONE: dict[GroupKind, Zone] = {
 }
 #: the kinds the legend always names (the others only when some group is of that kind)
 _ALWAYS_NAMED: tuple[GroupKind, ...] = ("all_fail", "mixed", "all_pass")
-_KIND_WORDS = {"new": "train", "eval": "eval", "eval_or_end": "eval / end", "repeat": "repeat"}
 NOTHING_LOGGED = "No completions logged yet: there is no step to show the distribution of."
 
 
@@ -212,7 +212,7 @@ def title_text(shown: StepDistribution) -> Text:
     """`step 6 train · 8 completions in 2 groups · distribution`."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"step {printable(shown.step)}", style="bold")
-    text.append(f" {_KIND_WORDS.get(shown.kind, printable(shown.kind))}", style="dim")
+    text.append(f" {KIND_WORDS.get(shown.kind, printable(shown.kind))}", style="dim")
     text.append(f" · {shown.completions} completions in {shown.groups} groups")
     if len(shown.entries) > 1:
         text.append(f" ({len(shown.entries)} batches)", style="dim")
