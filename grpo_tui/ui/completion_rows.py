@@ -81,14 +81,8 @@ def advantage_cell(value: float | None, palette: ZonePalette) -> Text:
 
 def sample_flags(sample: Sample) -> list[str]:
     """Short words for what is wrong with one completion."""
-    flags: list[str] = []
-    if sample.follows_format is False:
-        flags.append("✗fmt")
-    if sample.truncated:
-        flags.append("✂cut")
-    if sample.repetitive:
-        flags.append("↻rep")
-    return flags
+    found = (sample.follows_format is False, sample.truncated, sample.repetitive)
+    return [flag for flag, on in zip(("✗fmt", "✂cut", "↻rep"), found, strict=True) if on]
 
 
 def group_kind(group: Group) -> str | None:
