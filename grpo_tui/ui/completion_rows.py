@@ -167,11 +167,6 @@ class TableLayout:
     text_width: int
 
     @property
-    def reward_names(self) -> tuple[str, ...]:
-        """The reward functions shown, in order."""
-        return tuple(name for name, _ in self.rewards)
-
-    @property
     def width(self) -> int:
         """The cells the columns take, padding and the scrollbar included."""
         fixed = [NUMBER_WIDTH, VALUE_CELLS, ADVANTAGE_CELLS, self.text_width]

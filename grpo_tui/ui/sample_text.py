@@ -95,10 +95,6 @@ class Capped:
     #: wrapped lines in `text`
     lines: int
 
-    @property
-    def whole(self) -> bool:
-        return self.hidden == 0 and not self.longer
-
 
 def _marker(hidden: int, longer: bool) -> str:
     if longer:
