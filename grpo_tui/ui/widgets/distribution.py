@@ -59,20 +59,13 @@ MIN_BINS = 3
 _CHROME_LINES = 7
 #: eighth blocks, thinnest first
 _EIGHTHS = "▏▎▍▌▋▊▉█"
-#: the fill of each part of the split: told apart without colour
-SPLIT_FILL: dict[GroupKind, str] = {
-    "all_fail": "▓",
-    "tied": "▒",
-    "mixed": "█",
-    "all_pass": "░",
-    "unknown": "·",
-}
-SPLIT_ZONE: dict[GroupKind, Zone] = {
-    "all_fail": Zone.BAD,
-    "tied": Zone.CAUTION,
-    "mixed": Zone.HEALTHY,
-    "all_pass": Zone.CAUTION,
-    "unknown": Zone.UNKNOWN,
+#: the fill of each part of the split (told apart without colour) and its zone's colour
+SPLIT_FILL: dict[GroupKind, tuple[str, Zone]] = {
+    "all_fail": ("▓", Zone.BAD),
+    "tied": ("▒", Zone.CAUTION),
+    "mixed": ("█", Zone.HEALTHY),
+    "all_pass": ("░", Zone.CAUTION),
+    "unknown": ("·", Zone.UNKNOWN),
 }
 #: the kinds the legend always names (the others only when some group is of that kind)
 _ALWAYS_NAMED: tuple[GroupKind, ...] = ("all_fail", "mixed", "all_pass")
@@ -165,8 +158,9 @@ def split_text(shown: StepDistribution, width: int, palette: ZonePalette) -> Tex
     text = Text(label, style="bold", no_wrap=True)
     cells = stacked_cells(counts, max(8, width - len(label)))
     for kind, size in zip(GROUP_KINDS, cells, strict=True):
+        fill, zone = SPLIT_FILL[kind]
         if size:
-            text.append(SPLIT_FILL[kind] * size, style=palette.style(SPLIT_ZONE[kind]))
+            text.append(fill * size, style=palette.style(zone))
     if not shown.groups:
         text.append("no groups in this batch", style="dim")
     text.append("\n")
@@ -175,8 +169,9 @@ def split_text(shown: StepDistribution, width: int, palette: ZonePalette) -> Tex
         count = shown.split[kind]
         if not count and kind not in _ALWAYS_NAMED:
             continue
+        fill, zone = SPLIT_FILL[kind]
         part = Text()
-        part.append(SPLIT_FILL[kind], style=palette.style(SPLIT_ZONE[kind]))
+        part.append(fill, style=palette.style(zone))
         part.append(f" {GROUP_KIND_WORDS[kind]} ", style="bold" if count else "dim")
         part.append(f"{count} ({_percent(count, shown.groups)})", style="" if count else "dim")
         parts.append(part)

@@ -93,7 +93,7 @@ def distribution_note() -> str:
     from grpo_tui.run.step_distribution import GROUP_KIND_WORDS, GROUP_KINDS
     from grpo_tui.ui.widgets.distribution import SPLIT_FILL
 
-    fills = ", ".join(f"{SPLIT_FILL[kind]} {GROUP_KIND_WORDS[kind]}" for kind in GROUP_KINDS)
+    fills = ", ".join(f"{SPLIT_FILL[kind][0]} {GROUP_KIND_WORDS[kind]}" for kind in GROUP_KINDS)
     return (
         "Distribution (d in the completions): the shown step's groups split by their rewards "
         f"({fills}: tied = the same total, neither the lowest nor the highest seen) and a "
