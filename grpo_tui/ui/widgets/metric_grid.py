@@ -107,7 +107,7 @@ class MetricGrid(ScrollView, can_focus=True):
         if structural:
             self._relayout()
             return
-        self._refresh_changed_rows()
+        self._refresh_changed_rows(source)
 
     def set_filter(self, query: str) -> None:
         self._filter = query.strip()
@@ -170,14 +170,8 @@ class MetricGrid(ScrollView, can_focus=True):
                 self._labels = fit_names(self._names, layout.name)
                 self.post_message(self.LayoutChanged())
 
-    def _row_key(self) -> tuple[int, int, int]:
-        return (self._generation, self._row_layout.spark, self._row_layout.name)
-
-    def _compute(self, name: str) -> MetricRow | None:
-        source = self._source
-        if source is None:
-            return None
-        key = self._row_key()
+    def _compute(self, source: MetricsFrame, name: str) -> MetricRow:
+        key = (self._generation, self._row_layout.spark, self._row_layout.name)
         if self._row_version.get(name) != key:
             self._rows[name] = build_row(
                 source.store,
@@ -190,26 +184,24 @@ class MetricGrid(ScrollView, can_focus=True):
             self._row_version[name] = key
         return self._rows[name]
 
-    def _refresh_changed_rows(self) -> None:
+    def _refresh_changed_rows(self, source: MetricsFrame) -> None:
         top = self.scroll_offset.y
         for index in range(top, min(top + self.size.height, len(self._names))):
             name = self._names[index]
             before = self._rows.get(name)
-            after = self._compute(name)
-            if after != before:
+            if self._compute(source, name) != before:
                 self.refresh_line(index)
 
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         self._fit_layout()
         width = self._layout_width
-        if not 0 <= index < len(self._names) or self._source is None:
+        source = self._source
+        if not 0 <= index < len(self._names) or source is None:
             return Strip.blank(width, self.rich_style)
-        row = self._compute(self._names[index])
-        if row is None:
-            return Strip.blank(width, self.rich_style)
+        row = self._compute(source, self._names[index])
         label = self._labels.get(row.name, row.name)
-        segments = row_segments(row, self._row_layout, self._source.palette, label)
+        segments = row_segments(row, self._row_layout, source.palette, label)
         strip = Strip(segments).adjust_cell_length(width)
         if index == self.cursor:
             component = "metric-grid--cursor" if self.has_focus else "metric-grid--cursor-blurred"
