@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import ClassVar
 
 from rich.console import RenderableType
@@ -75,7 +75,7 @@ class GrpoTuiApp(GrpoApp[None]):
     """Follows one PATH (a logging.jsonl, a run dir or an output dir) live."""
 
     TITLE = "grpo-tui"
-    CSS_PATH = "app.tcss"
+    CSS_PATH: ClassVar[list[str | PurePath]] = ["toast.tcss", "app.tcss"]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),

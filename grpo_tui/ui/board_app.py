@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import ClassVar
 
 import numpy as np
@@ -82,7 +82,7 @@ class BoardApp(GrpoApp[BoardChoice]):
     """Every run of the board, worst first; `enter` opens one, `/` filters."""
 
     TITLE = "grpo-tui board"
-    CSS_PATH = "board.tcss"
+    CSS_PATH: ClassVar[list[str | PurePath]] = ["toast.tcss", "board.tcss"]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_board", "Quit"),

@@ -95,15 +95,6 @@ class RunHeader(Vertical):
     """Run name and state on top, the verdict line, then the progress facts that fit one
     line (the files' notes among them): three lines in every state."""
 
-    DEFAULT_CSS = """
-    RunHeader {
-        height: auto;
-    }
-    RunHeader > Horizontal {
-        height: 1;
-    }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._view: HeaderView | None = None

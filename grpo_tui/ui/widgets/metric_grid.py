@@ -46,12 +46,6 @@ class MetricGrid(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"metric-grid--cursor", "metric-grid--cursor-blurred"}
 
-    DEFAULT_CSS = """
-    MetricGrid {
-        height: 1fr;
-    }
-    """
-
     cursor = reactive(0, always_update=True)
 
     class LayoutChanged(Message):
