@@ -171,9 +171,7 @@ class CompletionsPanel(Vertical):
             return
         newest = state.newest_entry
         preview_done = self.page is not None and self.page.preview
-        count = None
-        if self._shown_seen is not None:
-            count = state.shown_entries - self._shown_seen
+        count = None if self._shown_seen is None else state.shown_entries - self._shown_seen
         self._shown_seen = state.shown_entries
         if self._groups_seen is not None:
             self.cursor.groups_arrived(state.shown_groups - self._groups_seen)
