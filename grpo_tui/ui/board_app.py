@@ -177,10 +177,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         self._maybe_diagnose()
 
     def _maybe_diagnose(self) -> None:
-        if self._diagnosing:
-            return
-        chosen = self.board.next_diagnosis()
-        if chosen is None:
+        if self._diagnosing or (chosen := self.board.next_diagnosis()) is None:
             return
         self._diagnosing = True
         ref, job = chosen
@@ -215,8 +212,7 @@ class BoardApp(GrpoApp[BoardChoice]):
     def _alert(self) -> None:
         """Tell the events the runs bring (core decides: a worsening marks its row); the
         newest in a toast, the bell or notification as the settings say."""
-        events = self.board.observe(self.now())
-        if not events:
+        if not (events := self.board.observe(self.now())):
             return
         newest = events[-1]
         self.tell(
@@ -265,11 +261,9 @@ class BoardApp(GrpoApp[BoardChoice]):
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
             facts += f" · filter: {self._filter} ({len(self._rows)})"
-        alerted = sum(1 for row in every if row.alert)
-        if alerted:
+        if alerted := sum(1 for row in every if row.alert):
             facts += f" · ⚑ {alerted} worse since opened"
-        judging = self.board.judging()
-        if judging:
+        if judging := self.board.judging():
             facts += f" · judging {judging}"
         if self.marked:
             facts += f" · {len(self.marked)} marked (c compares)"
@@ -360,12 +354,9 @@ class BoardApp(GrpoApp[BoardChoice]):
     def on_key(self, event: Key) -> None:
         if event.key in _CURSOR_KEYS:
             self._cursor_moved = True
-        if event.key in ("j", "k") and self._table.has_focus:
-            # the vi keys, as in the metric grid
-            if event.key == "j":
-                self._table.action_cursor_down()
-            else:
-                self._table.action_cursor_up()
+        vi_keys = {"j": self._table.action_cursor_down, "k": self._table.action_cursor_up}
+        if event.key in vi_keys and self._table.has_focus:
+            vi_keys[event.key]()  # the vi keys, as in the metric grid
             event.stop()
 
     def on_click(self) -> None:
