@@ -56,8 +56,7 @@ def _run_label(run: Run) -> str:
     its machine when it is remote. The metrics file is the first one followed (a
     completions file comes after it)."""
     shown = Path(run.followed[0]) if run.followed else run.path
-    parts = shown.parts[-2:] if len(shown.parts) >= 2 else shown.parts
-    label = "/".join(parts) if parts else str(shown)
+    label = "/".join(shown.parts[-2:]) or str(shown)
     machine = machine_of(shown)
     if machine is not None:  # a run on another machine says which
         label = f"{machine}:…/{label}"
