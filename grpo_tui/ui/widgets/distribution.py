@@ -176,8 +176,6 @@ def split_text(shown: StepDistribution, width: int, palette: ZonePalette) -> Tex
         part.append(f"{count} ({_percent(count, shown.groups)})", style="" if count else "dim")
         parts.append(part)
     legend = Text("  ").join(parts)
-    legend.no_wrap = True
-    legend.overflow = "ellipsis"
     legend.truncate(width, overflow="ellipsis")
     text.append_text(legend)
     text.append("\n")
@@ -243,11 +241,13 @@ def histograms_view(
     for start in range(0, len(series), columns):
         if start:
             grid.add_row()  # a blank line between rows of histograms
-        cells: list[RenderableType] = [
-            histogram_text(item, column_width, palette) for item in series[start : start + columns]
-        ]
-        cells += [Text("")] * (columns - len(cells))
-        grid.add_row(*cells)
+        # a short last row: Table.add_row leaves the columns it is not given blank
+        grid.add_row(
+            *(
+                histogram_text(item, column_width, palette)
+                for item in series[start : start + columns]
+            )
+        )
     if not shown.completions:
         return RichGroup(Text("No completions in this batch.", style="bold"), grid)
     return grid
@@ -366,8 +366,7 @@ class DistributionScreen(Screen[None]):
         return verdict_line(app.session.diagnosis, pending=app.session.diagnosis_note)
 
     def _draw(self) -> None:
-        width = self._body.content_region.width or self.size.width - 2
-        width = max(20, width)
+        width = max(20, self._body.content_region.width or self.size.width - 2)
         line = self._verdict_line()
         self._verdict.display = line is not None
         if line is not None:
