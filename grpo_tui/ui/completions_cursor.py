@@ -80,7 +80,8 @@ class CompletionsCursor:
         #: batches that arrived since the place was held, and the groups in them
         self.new_entries = 0
         self.new_groups = 0
-        self._newest_seen: int | None = None
+        #: the newest entry the cursor was told of (the limit while the screen is paused)
+        self.newest_seen: int | None = None
 
     # -- arrivals ---------------------------------------------------------------------
     def arrived(self, newest: int | None, count: int | None = None) -> bool:
@@ -88,9 +89,9 @@ class CompletionsCursor:
         visitable entries came since the last one seen (default: the index difference).
         True when a following cursor should load it (the caller loads, then `show`
         places the cursor)."""
-        if newest is None or newest == self._newest_seen:
+        if newest is None or newest == self.newest_seen:
             return False
-        previous, self._newest_seen = self._newest_seen, newest
+        previous, self.newest_seen = self.newest_seen, newest
         if self.following:
             return True
         if previous is not None and newest > previous:
@@ -161,8 +162,3 @@ class CompletionsCursor:
             if entry != self.place.entry or group not in visible:
                 group = (visible[-1] if at_end else visible[0]) if visible else 0
         self.place = Place(entry, group)
-
-    @property
-    def newest_seen(self) -> int | None:
-        """The newest entry the cursor was told of (the limit while the screen is paused)."""
-        return self._newest_seen

@@ -96,7 +96,8 @@ class RunHeader(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._view: HeaderView | None = None
+        #: the view shown (None before the first)
+        self.view: HeaderView | None = None
         self._state_badge = Static("", id="run-state")
         self._paused_badge = Static("", id="run-paused")
         self._run_name = Static("", id="run-name")
@@ -135,14 +136,10 @@ class RunHeader(Vertical):
         """The cells inside the header's padding."""
         return max(20, self.content_size.width or 78)
 
-    @property
-    def view(self) -> HeaderView | None:
-        return self._view
-
     def show(self, view: HeaderView) -> None:
         """Draw `view`, updating only the widgets whose content changed."""
-        before = self._view
-        self._view = view
+        before = self.view
+        self.view = view
         if before is None or (before.state, before.state_label) != (view.state, view.state_label):
             self._state_badge.update(inert(f" {view.state_label} "))
             self._state_badge.set_classes(f"-{view.state.value}")
@@ -162,8 +159,8 @@ class RunHeader(Vertical):
     def on_resize(self) -> None:
         if self.is_mounted:
             self._draw_verdict()
-            if self._view is not None:
-                self._draw_facts(self._view)
+            if self.view is not None:
+                self._draw_facts(self.view)
 
     def _draw_facts(self, view: HeaderView) -> None:
         """The facts that fit one line of the header (the step, the data's age, bad lines

@@ -67,7 +67,8 @@ class MetricGrid(ScrollView, can_focus=True):
         self._rows: dict[str, MetricRow] = {}
         #: the source version each cached row was computed from
         self._row_version: dict[str, tuple[int, int, int]] = {}
-        self._row_layout = RowLayout.fit(80, 20)
+        #: column widths at the current size (the caption above the grid aligns to them)
+        self.row_layout = RowLayout.fit(80, 20)
         #: each listed name as drawn: cut to the name column, never two alike
         self._labels: dict[str, str] = {}
         self._layout_width = 0
@@ -113,11 +114,6 @@ class MetricGrid(ScrollView, can_focus=True):
     def filter(self) -> str:
         return self._filter
 
-    @property
-    def row_layout(self) -> RowLayout:
-        """Column widths at the current size (the caption above the grid aligns to them)."""
-        return self._row_layout
-
     def label(self, name: str) -> str | None:
         """A listed metric's name as its row shows it (None when not listed)."""
         return self._labels.get(name)
@@ -135,7 +131,7 @@ class MetricGrid(ScrollView, can_focus=True):
     def _set_names(self, names: list[str]) -> None:
         selected = self.selected
         self._names = names
-        self._labels = fit_names(names, self._row_layout.name)
+        self._labels = fit_names(names, self.row_layout.name)
         # width 0: rows always fit, so there is never a horizontal scrollbar
         self.virtual_size = Size(0, len(names))
         if selected in names:
@@ -159,18 +155,18 @@ class MetricGrid(ScrollView, can_focus=True):
             self._layout_width = width
             longest = max((len(n) for n in self._names), default=10)
             layout = RowLayout.fit(width, longest)
-            if layout != self._row_layout:
-                self._row_layout = layout
+            if layout != self.row_layout:
+                self.row_layout = layout
                 self._labels = fit_names(self._names, layout.name)
                 self.post_message(self.LayoutChanged())
 
     def _compute(self, source: MetricsFrame, name: str) -> MetricRow:
-        key = (self._generation, self._row_layout.spark, self._row_layout.name)
+        key = (self._generation, self.row_layout.spark, self.row_layout.name)
         if self._row_version.get(name) != key:
             self._rows[name] = build_row(
                 source.store,
                 name,
-                self._row_layout.spark,
+                self.row_layout.spark,
                 source.rules,
                 source.context,
                 source.diagnosis,
@@ -195,7 +191,7 @@ class MetricGrid(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         row = self._compute(source, self._names[index])
         label = self._labels.get(row.name, row.name)
-        segments = row_segments(row, self._row_layout, source.palette, label)
+        segments = row_segments(row, self.row_layout, source.palette, label)
         strip = Strip(segments).adjust_cell_length(width)
         if index == self.cursor:
             component = "metric-grid--cursor" if self.has_focus else "metric-grid--cursor-blurred"
