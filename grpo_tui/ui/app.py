@@ -254,8 +254,7 @@ class GrpoTuiApp(GrpoApp[None]):
     def _maybe_diagnose(self) -> None:
         if self._shutting_down:
             return
-        job = self.session.start_diagnosis()
-        if job is not None:
+        if (job := self.session.start_diagnosis()) is not None:
             self._diagnose(job)
         elif (due := self.session.diagnosis_due()) is not None and self._diagnosis_timer is None:
             self._diagnosis_timer = self.set_timer(max(0.01, due), self._diagnose_later)

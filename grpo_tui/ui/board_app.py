@@ -364,14 +364,12 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     # -- actions ------------------------------------------------------------------------
     def action_open_run(self) -> None:
-        ref = self._selected_run()
-        if ref is not None:
+        if (ref := self._selected_run()) is not None:
             self._open(ref)
 
     @on(DataTable.RowSelected, "#board-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        ref = self._keyed.get(event.row_key.value or "")
-        if ref is not None:
+        if (ref := self._keyed.get(event.row_key.value or "")) is not None:
             self._open(ref)
 
     def _open(self, ref: RunRef) -> None:

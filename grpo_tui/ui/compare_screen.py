@@ -54,8 +54,7 @@ def verdicts_text(comparison: Comparison, palette: ZonePalette, width: int) -> T
         text.append(run.status.glyph + " ", style=palette.style(run.status.zone))
         text.append(run.name, style="bold")
         room = width - len(run.name) - 4
-        parts = run.verdict.fitted(room + len(run.verdict.lead))
-        if parts:
+        if parts := run.verdict.fitted(room + len(run.verdict.lead)):
             text.append("  " + VERDICT_SEPARATOR.join(parts))
     return text
 

@@ -132,8 +132,7 @@ def group_title(
         text.append(f" · distinct {format_value(group.distinct_2)}")
     if not math.isnan(group.pairwise_overlap):
         text.append(f" · overlap {format_value(group.pairwise_overlap)}")
-    kind_word = group_kind(group)
-    if kind_word is not None:
+    if (kind_word := group_kind(group)) is not None:
         zone = Zone.CAUTION if group.all_pass else Zone.BAD
         text.append(" · ")
         text.append(kind_word, style=palette.style(zone) + Style(bold=True))
@@ -309,14 +308,12 @@ def completion_view(group: Group, row: int, palette: ZonePalette) -> RichGroup:
     facts.append(f"total {format_value(sample.total)}  ", style="bold")
     facts.append("advantage ")
     facts.append_text(advantage_cell(sample.advantage, palette))
-    flags = sample_flags(sample)
-    if flags:
+    if flags := sample_flags(sample):
         facts.append("  " + " ".join(flags), style=palette.style(Zone.CAUTION))
     if sample.solution is not None:
         facts.append(f"  solution {printable(sample.solution)[:EXTRA_CHARS]}")
     lines = [title, facts]
-    extras = extras_line(sample)
-    if extras is not None:
+    if (extras := extras_line(sample)) is not None:
         lines.append(extras)
     prompt = Text("prompt: ", style="dim")
     prompt.append(fold_prompt(group.prompt))

@@ -108,8 +108,7 @@ def parse_theme(data: Mapping[str, Any], source: str) -> ThemeSpec:
         except (StyleSyntaxError, ColorParseError) as error:
             raise ThemeError(f"{source}: zones.{key}: {error}") from None
         styles[code] = style
-    missing_ui = [key for key in _UI_KEYS if key not in ui]
-    if missing_ui:
+    if missing_ui := [key for key in _UI_KEYS if key not in ui]:
         raise ThemeError(f"{source}: [ui] needs {', '.join(missing_ui)}")
     return ThemeSpec(
         name=name,

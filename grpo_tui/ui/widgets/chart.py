@@ -164,8 +164,7 @@ def build_chart(
         else:
             hidden.append(cut)
     for onset in markers:
-        x = view.x_at(onset.step)
-        if x is not None:
+        if (x := view.x_at(onset.step)) is not None:
             marker = plt.marker("│", _pixel(palette, onset.zone))
             _draw(fig, np.array([x, x]), np.array([view.axes.y_lo, view.axes.y_hi]), marker)
     mean = view.mean

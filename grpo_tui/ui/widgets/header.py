@@ -57,8 +57,7 @@ def _run_label(run: Run) -> str:
     completions file comes after it)."""
     shown = Path(run.followed[0]) if run.followed else run.path
     label = "/".join(shown.parts[-2:]) or str(shown)
-    machine = machine_of(shown)
-    if machine is not None:  # a run on another machine says which
+    if (machine := machine_of(shown)) is not None:  # a run on another machine says which
         label = f"{machine}:…/{label}"
     framework = f" ({run.framework})" if run.framework else ""
     # one database holds every run of a trackio project: which one this is

@@ -255,6 +255,5 @@ class MetricGrid(ScrollView, can_focus=True):
         self._move(max(1, self.size.height - 1))
 
     def action_open_detail(self) -> None:
-        name = self.selected
-        if name is not None:
+        if (name := self.selected) is not None:
             self.post_message(self.MetricChosen(name))
