@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 from rich.segment import Segment
-from rich.style import Style
 
 from grpo_tui.presentation import BARS, GAP, bar_levels
 from grpo_tui.ui.themes import ZonePalette
@@ -20,10 +19,10 @@ _CELLS = np.array([*BARS, GAP])
 
 
 def sparkline_segments(
-    values: np.ndarray, zones: np.ndarray, palette: ZonePalette, base: Style | None = None
+    values: np.ndarray, zones: np.ndarray, palette: ZonePalette
 ) -> list[Segment]:
     """One Segment per run of buckets that share a style (few segments, cheap to diff),
-    `zones` one per value. Vectorised: Python only loops over those runs, not the cells."""
+    `zones` one per value; gaps unstyled. Vectorised: Python loops over the runs only."""
     levels = bar_levels(values)
     if levels.size == 0:
         return []
@@ -32,13 +31,6 @@ def sparkline_segments(
     starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
     stops = np.concatenate((starts[1:], [levels.size]))
     return [
-        _segment(text[start:stop], int(keys[start]), palette, base)
+        Segment(text[start:stop], None if keys[start] < 0 else palette.style(keys[start]))
         for start, stop in zip(starts.tolist(), stops.tolist())
     ]
-
-
-def _segment(text: str, zone: int, palette: ZonePalette, base: Style | None) -> Segment:
-    if zone < 0:
-        return Segment(text, base)
-    style = palette.style(zone)
-    return Segment(text, base + style if base is not None else style)
