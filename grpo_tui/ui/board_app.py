@@ -256,8 +256,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         self._shown = key
         width = self.size.width or 80
         self._state.update(Text.assemble((" BOARD ", "reverse bold"), " " + self._title))
-        counts = Text(board_counts(every), no_wrap=True, overflow="ellipsis")
-        self._counts.update(counts)
+        self._counts.update(Text(board_counts(every), no_wrap=True, overflow="ellipsis"))
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
             facts += f" · filter: {self._filter} ({len(self._rows)})"

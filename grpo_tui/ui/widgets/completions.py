@@ -345,14 +345,13 @@ class CompletionsPanel(Vertical):
             self._draw_status()
             return
         self._title.update(group_title(page, self.cursor.place.group, visible, self.palette))
-        self.table_columns = table_layout(width, list(group.rewards), flags_width(group))
+        layout = self.table_columns = table_layout(width, list(group.rewards), flags_width(group))
         prompt = prompt_text(group, width, expanded=self.expanded)
-        caption = hidden_caption(self.table_columns)
-        if caption is not None:
+        if (caption := hidden_caption(layout)) is not None:
             caption.truncate(max(1, width - 2), overflow="ellipsis")
             prompt = Text("\n").join([prompt, caption])
         self._prompt.update(prompt)
-        self._fill_table(group)
+        self._fill_table(group, layout)
         self._draw_status()
 
     def _title_without_group(self, page: Page) -> Text:
@@ -363,11 +362,8 @@ class CompletionsPanel(Vertical):
             text.append(" · no groups in this batch")
         return text
 
-    def _fill_table(self, group: Group) -> None:
+    def _fill_table(self, group: Group, layout: TableLayout) -> None:
         table = self._table
-        layout = self.table_columns
-        if layout is None:
-            return
         lines = TEXT_LINES_EXPANDED if self.expanded else TEXT_LINES
         table.clear(columns=True)
         table.add_column("#", key="n", width=NUMBER_WIDTH)
