@@ -437,8 +437,7 @@ class GrpoTuiApp(GrpoApp[None]):
             self._metrics.type_into_filter(event)
 
     def action_clear_filter(self) -> None:
-        metrics = self._metrics
-        idle = not self._grid.filter and not metrics.filter_has_focus
+        idle = not self._grid.filter and not self._metrics.filter_has_focus
         if self.from_board and idle and len(self.screen_stack) == 1:
             self.back_to_board = True
             self.exit()

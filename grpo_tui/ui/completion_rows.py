@@ -121,17 +121,14 @@ def group_title(
     if len(visible) != len(page.groups):
         text.append(f" of {len(page.groups)}", style="dim")
     text.append(f" · {group.size} completions")
-    mean = group.mean_total
-    if not math.isnan(mean):
-        # what w / b rank the groups by
-        text.append(f" · mean {format_value(mean)}")
+    if not math.isnan(group.mean_total):
+        text.append(f" · mean {format_value(group.mean_total)}")
     if not math.isnan(group.spread):
         text.append(" · spread ")
         text.append(format_value(group.spread), style="bold")
-    if not math.isnan(group.distinct_2):
-        text.append(f" · distinct {format_value(group.distinct_2)}")
-    if not math.isnan(group.pairwise_overlap):
-        text.append(f" · overlap {format_value(group.pairwise_overlap)}")
+    for word, value in (("distinct", group.distinct_2), ("overlap", group.pairwise_overlap)):
+        if not math.isnan(value):
+            text.append(f" · {word} {format_value(value)}")
     if (kind_word := group_kind(group)) is not None:
         zone = Zone.CAUTION if group.all_pass else Zone.BAD
         text.append(" · ")
