@@ -113,7 +113,8 @@ class CompletionsPanel(Vertical):
         self.search_text = ""
         #: (text, entry) a search that ran out of time goes on from
         self._search_resume: tuple[str, int] | None = None
-        self._source: CompletionsSource | None = None
+        #: what the app handed over last (nothing followed yet: an empty source)
+        self._source = CompletionsSource(None, None, None, None)
         self._request = 0
         #: entries worth showing at the newest state seen ("N new" counts from it)
         self._shown_seen: int | None = None
@@ -181,11 +182,9 @@ class CompletionsPanel(Vertical):
         elif self.page is not None:
             self._draw_status()
 
-    def _started_over(self, previous: CompletionsSource | None, source: CompletionsSource) -> bool:
+    def _started_over(self, previous: CompletionsSource, source: CompletionsSource) -> bool:
         """Another completions file (a newer run directory), or the file was truncated or
         replaced and is being read again: the pages held belong to what is gone."""
-        if previous is None:
-            return False
         if previous.index is not source.index:
             return True
         seen = self.cursor.newest_seen
@@ -211,7 +210,7 @@ class CompletionsPanel(Vertical):
         on it): a following panel shows the newest entry, or the preview of it."""
         if self._loading:
             return False
-        state = self._source.state if self._source is not None else None
+        state = self._source.state
         if state is None or (state.lines == 0 and not state.previewing):
             return True
         page = self.page
@@ -248,8 +247,7 @@ class CompletionsPanel(Vertical):
 
     # -- loading (a thread worker: a page can be a 10 MB line) -----------------------------
     def _load(self, entry: int | None, *, group: int | None = None, at_end: bool = False) -> None:
-        index = self._source.index if self._source is not None else None
-        if index is None:
+        if (index := self._source.index) is None:
             return
         self._request += 1
         self._loading = True
@@ -400,7 +398,7 @@ class CompletionsPanel(Vertical):
             parts.append(Text("zero-spread groups only (z)", style="bold"))
         if self.search_text:
             parts.append(Text(f"/ {printable(self.search_text)}"))
-        state = self._source.state if self._source is not None else None
+        state = self._source.state
         if state is not None and state.previewing:
             done, size = state.progress
             parts.append(Text(f"indexing older steps {done * 100 // max(1, size)}%", style="dim"))
@@ -420,7 +418,7 @@ class CompletionsPanel(Vertical):
             return
         if not self.is_on_screen:
             return
-        state = self._source.state if self._source is not None else None
+        state = self._source.state
         wrapped = self.cursor.cycle(self.visible_groups)
         if wrapped and state is not None and not state.previewing:
             newest = state.newest_entry
@@ -436,8 +434,7 @@ class CompletionsPanel(Vertical):
     def _move_entry(self, forward: bool, *, at_end: bool = False) -> None:
         """Load the neighbouring step (in a worker: finding it may parse entries); it
         says so when there is none. While paused, nothing newer than the pause shows."""
-        index = self._source.index if self._source is not None else None
-        if index is None:
+        if (index := self._source.index) is None:
             return
         self._request += 1
         self._loading = True
@@ -503,7 +500,7 @@ class CompletionsPanel(Vertical):
             self.cursor.hold()
         else:
             self.cursor.follow()
-            state = self._source.state if self._source is not None else None
+            state = self._source.state
             if state is not None and not self.frozen:
                 self.cursor.arrived(state.newest_entry)
                 self._load(None if state.previewing else state.newest_entry, group=0)
@@ -513,8 +510,7 @@ class CompletionsPanel(Vertical):
         """`d`: the shown step's reward, advantage and group-split distribution."""
         from grpo_tui.ui.widgets.distribution import NOTHING_LOGGED, DistributionScreen
 
-        index = self._source.index if self._source is not None else None
-        if index is None or self.page is None:
+        if (index := self._source.index) is None or self.page is None:
             self.app.notify(NOTHING_LOGGED, severity="warning", markup=False)
             return
         limit = self.cursor.newest_seen if self.frozen else None
@@ -540,7 +536,7 @@ class CompletionsPanel(Vertical):
         self.search_text = event.value.strip()
         self._search.display = False
         self._table.focus()
-        if not self.search_text or self._source is None or self._source.index is None:
+        if not self.search_text or self._source.index is None:
             self._draw(force=True)
             return
         self.cursor.hold()
