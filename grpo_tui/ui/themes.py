@@ -104,10 +104,9 @@ def parse_theme(data: Mapping[str, Any], source: str) -> ThemeSpec:
         if key not in zones:
             raise ThemeError(f"{source}: [zones] needs {key!r}")
         try:
-            style = Style.parse(str(zones[key]))
+            styles[code] = Style.parse(str(zones[key]))
         except (StyleSyntaxError, ColorParseError) as error:
             raise ThemeError(f"{source}: zones.{key}: {error}") from None
-        styles[code] = style
     if missing_ui := [key for key in _UI_KEYS if key not in ui]:
         raise ThemeError(f"{source}: [ui] needs {', '.join(missing_ui)}")
     return ThemeSpec(
