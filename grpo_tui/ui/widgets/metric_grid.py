@@ -57,10 +57,8 @@ class MetricGrid(ScrollView, can_focus=True):
 
         name: str
 
-    def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self._source: MetricsFrame | None = None
         self._names: list[str] = []
         self._filter = ""
