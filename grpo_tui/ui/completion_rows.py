@@ -268,13 +268,13 @@ def row_cells(
     return cells, capped.lines
 
 
-def empty_state(source: CompletionsSource | None) -> Text:
+def empty_state(source: CompletionsSource) -> Text:
     """What the panel says before any completion was read: why, and how to log them."""
     text = Text()
-    state = source.state if source is not None else None
+    state = source.state
     if state is None or state.lines == 0:
         text.append("No completions logged yet.\n", style="bold")
-        if source is not None and source.looked_for is not None:
+        if source.looked_for is not None:
             text.append("Looked for: ")
             text.append(printable(str(source.looked_for)))
             exists = state is not None and state.file_exists
@@ -284,7 +284,7 @@ def empty_state(source: CompletionsSource | None) -> Text:
                 text.append(
                     " (present, no completions in it yet)\n" if exists else " (not there)\n"
                 )
-        elif source is not None and source.framework is not None:
+        elif source.framework is not None:
             text.append(
                 f"This {printable(source.framework)} run shows no completions grpo-tui reads.\n"
             )
