@@ -108,8 +108,7 @@ def capped_lines(text: str, width: int, max_lines: int) -> Capped:
     max_lines = max(1, max_lines)
     # a line of width cells holds at most width characters: this head is all that can show
     head_chars = width * max_lines + 1
-    head = text[:head_chars]
-    shown = Text(printable(head, single_line=False).rstrip("\n"), no_wrap=False)
+    shown = Text(printable(text[:head_chars], single_line=False).rstrip("\n"), no_wrap=False)
     lines = list(shown.wrap(_CONSOLE, width))
     hidden = max(0, len(lines) - max_lines)
     longer = len(text) > head_chars
@@ -122,8 +121,7 @@ def capped_lines(text: str, width: int, max_lines: int) -> Capped:
         last.rstrip()
         last.truncate(max(0, width - len(marker) - 1))
         last.append(" " + marker, style="dim")
-    result = Text("\n").join(lines)
-    return Capped(result, hidden, longer, len(lines))
+    return Capped(Text("\n").join(lines), hidden, longer, len(lines))
 
 
 #: a console only for measuring text (never prints): the wrap uses its cell widths
