@@ -151,7 +151,8 @@ class BoardApp(GrpoApp[BoardChoice]):
     def on_mount(self) -> None:
         self._filter_box.display = False
         self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
-        self.board.on_post = self._reader_put
+        # called from the reader's thread: one message per wake-up, however much it put
+        self.board.on_post = lambda: self.post_message(self.Read())
         self.set_timer(BOARD_CLOCK_S, self._clock)
         self._take()
         self._table.focus()
@@ -160,10 +161,6 @@ class BoardApp(GrpoApp[BoardChoice]):
         self.board.on_post = None
 
     # -- reading and diagnosing ---------------------------------------------------------
-    def _reader_put(self) -> None:
-        """The reader's thread: one message per wake-up, however much it put."""
-        self.post_message(self.Read())
-
     @on(Read)
     def _on_read(self) -> None:
         self._take()
