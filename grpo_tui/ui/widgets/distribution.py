@@ -260,7 +260,7 @@ class DistributionScreen(Screen[None]):
     """One step's reward and advantage distribution and its groups' split."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit", show=False),
         Binding("left_square_bracket,left", "move(False)", "Prev step"),
         Binding("right_square_bracket,right", "move(True)", "Next step"),
@@ -398,9 +398,6 @@ class DistributionScreen(Screen[None]):
         self._status.update(Text(" · ").join(parts))
 
     # -- keys ---------------------------------------------------------------------------
-    def action_close(self) -> None:
-        self.dismiss()
-
     def action_move(self, forward: bool) -> None:
         if self.shown is None and self.reading:
             return  # the first step is still being read: nothing to move from yet
