@@ -60,10 +60,10 @@ class CompletionsPanel(Vertical):
     """One prompt group at a time from the run's completions, following the newest."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "next_group", "Next group"),
-        Binding("N", "previous_group", "Prev group"),
-        Binding("right_square_bracket", "next_step", "Next step"),
-        Binding("left_square_bracket", "previous_step", "Prev step"),
+        Binding("n", "step_group(True)", "Next group"),
+        Binding("N", "step_group(False)", "Prev group"),
+        Binding("right_square_bracket", "step(True)", "Next step"),
+        Binding("left_square_bracket", "step(False)", "Prev step"),
         Binding("w", "worst", "Worst group"),
         Binding("b", "best", "Best group"),
         Binding("z", "zero_spread", "Zero-spread only"),
@@ -449,26 +449,17 @@ class CompletionsPanel(Vertical):
             limit,
         )
 
-    def action_next_group(self) -> None:
-        if not self.cursor.step_group(self.visible_groups, forward=True):
-            self._move_entry(True)
+    def action_step_group(self, forward: bool) -> None:
+        """`n` / `N`: the next / previous group, in the neighbouring step past either end."""
+        if not self.cursor.step_group(self.visible_groups, forward=forward):
+            self._move_entry(forward, at_end=not forward)
         self._say("")
         self._draw()
 
-    def action_previous_group(self) -> None:
-        if not self.cursor.step_group(self.visible_groups, forward=False):
-            self._move_entry(False, at_end=True)
-        self._say("")
-        self._draw()
-
-    def action_next_step(self) -> None:
+    def action_step(self, forward: bool) -> None:
+        """`]` / `[`: the next / previous step."""
         self.cursor.hold()
-        self._move_entry(True)
-        self._draw_status()
-
-    def action_previous_step(self) -> None:
-        self.cursor.hold()
-        self._move_entry(False)
+        self._move_entry(forward)
         self._draw_status()
 
     def action_worst(self) -> None:
