@@ -64,8 +64,8 @@ class CompletionsPanel(Vertical):
         Binding("N", "step_group(False)", "Prev group"),
         Binding("right_square_bracket", "step(True)", "Next step"),
         Binding("left_square_bracket", "step(False)", "Prev step"),
-        Binding("w", "worst", "Worst group"),
-        Binding("b", "best", "Best group"),
+        Binding("w", "ranked(False)", "Worst group"),
+        Binding("b", "ranked(True)", "Best group"),
         Binding("z", "zero_spread", "Zero-spread only"),
         Binding("slash", "search", "Search"),
         Binding("e", "expand", "Expand"),
@@ -462,14 +462,11 @@ class CompletionsPanel(Vertical):
         self._move_entry(forward)
         self._draw_status()
 
-    def action_worst(self) -> None:
+    def action_ranked(self, best: bool) -> None:
+        """`w` / `b`: the worst / best group of the step."""
         if self.page is not None:
-            self.cursor.jump(worst_group(self.page.groups, self.visible_groups))
-            self._draw()
-
-    def action_best(self) -> None:
-        if self.page is not None:
-            self.cursor.jump(best_group(self.page.groups, self.visible_groups))
+            ranked = best_group if best else worst_group
+            self.cursor.jump(ranked(self.page.groups, self.visible_groups))
             self._draw()
 
     def action_zero_spread(self) -> None:
