@@ -35,10 +35,10 @@ class MetricGrid(ScrollView, can_focus=True):
     """Scrollable list of metric rows with a cursor; `enter` asks for the detail view."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("home,g", "cursor_first", "First metric", show=False),
-        Binding("end,G", "cursor_last", "Last metric", show=False),
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("home,g", "to_end(False)", "First metric", show=False),
+        Binding("end,G", "to_end(True)", "Last metric", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("enter", "open_detail", "Detail"),
@@ -230,27 +230,20 @@ class MetricGrid(ScrollView, can_focus=True):
             if event.chain == 2:
                 self.action_open_detail()
 
-    def _move(self, delta: int) -> None:
+    def action_move(self, delta: int) -> None:
+        """The cursor `delta` rows down (up when negative), kept on the list."""
         if self._names:
             self.cursor = max(0, min(len(self._names) - 1, self.cursor + delta))
 
-    def action_cursor_up(self) -> None:
-        self._move(-1)
-
-    def action_cursor_down(self) -> None:
-        self._move(1)
-
-    def action_cursor_first(self) -> None:
-        self._move(-len(self._names))
-
-    def action_cursor_last(self) -> None:
-        self._move(len(self._names))
+    def action_to_end(self, last: bool) -> None:
+        """`home` / `end`: the first / last metric."""
+        self.action_move(len(self._names) if last else -len(self._names))
 
     def action_page_up(self) -> None:
-        self._move(-max(1, self.size.height - 1))
+        self.action_move(-max(1, self.size.height - 1))
 
     def action_page_down(self) -> None:
-        self._move(max(1, self.size.height - 1))
+        self.action_move(max(1, self.size.height - 1))
 
     def action_open_detail(self) -> None:
         if (name := self.selected) is not None:
