@@ -75,10 +75,8 @@ def differences_text(comparison: Comparison) -> Text:
 
 
 def spark_text(levels: np.ndarray, zones: np.ndarray, palette: ZonePalette) -> Text:
-    text = Text(no_wrap=True)
-    for segment in sparkline_segments(levels, zones, palette):
-        text.append(segment.text, segment.style)
-    return text
+    segments = sparkline_segments(levels, zones, palette)
+    return Text.assemble(*((s.text, s.style or "") for s in segments), no_wrap=True)
 
 
 class CompareScreen(Screen[None]):
