@@ -398,8 +398,7 @@ class CompletionsPanel(Vertical):
             parts.append(Text("zero-spread groups only (z)", style="bold"))
         if self.search_text:
             parts.append(Text(f"/ {printable(self.search_text)}"))
-        state = self._source.state
-        if state is not None and state.previewing:
+        if (state := self._source.state) is not None and state.previewing:
             done, size = state.progress
             parts.append(Text(f"indexing older steps {done * 100 // max(1, size)}%", style="dim"))
         if self._note:
@@ -488,8 +487,7 @@ class CompletionsPanel(Vertical):
             self.cursor.hold()
         else:
             self.cursor.follow()
-            state = self._source.state
-            if state is not None and not self.frozen:
+            if (state := self._source.state) is not None and not self.frozen:
                 self.cursor.arrived(state.newest_entry)
                 self._load(None if state.previewing else state.newest_entry, group=0)
         self._draw_status()
