@@ -233,14 +233,14 @@ def test_fold_prompt_reports_the_whole_system_prompt_size() -> None:
 def test_capped_short_text_is_whole() -> None:
     """Text that fits shows whole, without a marker."""
     capped = capped_lines("short answer", 40, 3)
-    assert capped.whole and capped.hidden == 0 and not capped.longer
+    assert capped.hidden == 0 and not capped.longer
     assert capped.text.plain == "short answer" and capped.lines == 1
 
 
 def test_capped_lines_marker_counts_hidden_lines() -> None:
     """Lines beyond max_lines are counted in the marker ending the last shown line."""
     capped = capped_lines("l1\nl2\nl3\nl4\nl5", 20, 2)
-    assert capped.hidden == 3 and not capped.longer and not capped.whole
+    assert capped.hidden == 3 and not capped.longer
     assert capped.text.plain == "l1\nl2 … +3 lines"
     assert capped_lines("l1\nl2\nl3", 20, 2).text.plain == "l1\nl2 … +1 line"
     marker = capped.text.spans[-1]
@@ -296,7 +296,7 @@ def test_capped_lines_bounds(text: str, width: int, max_lines: int) -> None:
 def test_capped_lines_marker_fits_a_narrow_width() -> None:
     """Even at the narrowest width (8) a cut line stays within width cells."""
     capped = capped_lines("0" * 9, 8, 1)
-    assert not capped.whole
+    assert capped.hidden or capped.longer
     assert cell_len(capped.text.plain) <= 8
 
 
@@ -565,7 +565,7 @@ def test_table_layout_reward_columns_give_way_first() -> None:
     for width in range(200, 0, -1):
         layout = table_layout(width, names)
         kept = len(layout.rewards)
-        assert layout.reward_names + layout.hidden == tuple(names)
+        assert tuple(name for name, _ in layout.rewards) + layout.hidden == tuple(names)
         assert layout.text_width >= MIN_TEXT_WIDTH
         assert kept <= previous  # narrowing never brings a column back
         previous = kept
@@ -587,7 +587,7 @@ def test_table_layout_at_80_keeps_every_reward_of_the_fixture_and_drops_none_sil
     below its minimum; no flags, no column."""
     names = ["Format", "LengthBonus", "CoinFlip"]
     at_80 = table_layout(80, names)
-    assert at_80.reward_names == tuple(names) and at_80.hidden == ()
+    assert [name for name, _ in at_80.rewards] == names and at_80.hidden == ()
     assert at_80.rewards[1] == ("LengthBonus", REWARD_NAME_CHARS)
     flagged = table_layout(80, names, flags_width=9)
     assert flagged.hidden == ("CoinFlip",)
@@ -623,7 +623,7 @@ def test_row_cells(tmp_path: Path, palette: ZonePalette) -> None:
     )
     group = page.groups[0]
     layout = table_layout(120, list(group.rewards), flags_width(group))
-    assert layout.reward_names == ("A", "B")
+    assert [name for name, _ in layout.rewards] == ["A", "B"]
     cells, height = row_cells(1, group.completions[0], layout, palette, lines=3)
     assert [c.plain for c in cells[:5]] == ["1", "1", "0.5", "1.5", "▲1"]
     assert cells[-1].plain == "first line\nsecond\nthird … +1 line"
@@ -657,8 +657,8 @@ def test_empty_state_names_the_file_and_how_to_log(tmp_path: Path) -> None:
     trl = empty_state(CompletionsSource(None, None, None, "TRL")).plain
     assert "This TRL run shows no completions grpo-tui reads" in trl and HOW_TO_LOG in trl
     assert "rollout_data_dir" in trl  # verl's way is said too
-    assert empty_state(None).plain.startswith("No completions logged yet.")
-    assert HOW_TO_LOG in empty_state(None).plain
+    nothing = empty_state(CompletionsSource(None, None, None, None)).plain
+    assert nothing.startswith("No completions logged yet.") and HOW_TO_LOG in nothing
 
 
 def test_empty_state_is_empty_once_completions_were_read(tmp_path: Path) -> None:

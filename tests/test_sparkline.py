@@ -8,14 +8,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from rich.console import Console
 
 from grpo_tui.presentation import BARS, GAP, bar_levels
-from grpo_tui.run.metrics import MetricStore
-from grpo_tui.sources.records import Record
 from grpo_tui.ui.themes import load_themes
-from grpo_tui.ui.widgets.sparkline import ZoneSparkline, sparkline_segments
-from grpo_tui.vocabulary import LineKind, Zone
+from grpo_tui.ui.widgets.sparkline import sparkline_segments
+from grpo_tui.vocabulary import Zone
 
 PALETTE = load_themes()["colorblind"].palette
 
@@ -78,24 +75,6 @@ def test_gaps_are_unstyled() -> None:
         np.array([0.0, math.nan, 1.0]), np.array([3, 3, 3], np.int8), PALETTE
     )
     assert segments[1].text == GAP and segments[1].style is None
-
-
-def test_renderable_draws_one_line_of_its_width() -> None:
-    console = Console(width=40, record=True, color_system="truecolor")
-    console.print(ZoneSparkline(np.array([0.0, 0.5, 1.0]), np.array([1, 2, 3], np.int8), PALETTE))
-    assert console.export_text() == BARS[0] + BARS[4] + BARS[-1] + "\n"
-
-
-def test_from_store_buckets_never_wider_than_asked() -> None:
-    store = MetricStore()
-    for step in range(1, 5001):
-        store.add(Record(LineKind.TRAIN, float(step), {"reward": math.sin(step / 100)}))
-    buckets = store.buckets("reward", 60)
-    spark = ZoneSparkline.from_buckets(buckets, np.ones(len(buckets), np.int8), PALETTE)
-    assert len(spark.values) <= 60
-    console = Console(width=80, record=True)
-    console.print(spark)
-    assert len(console.export_text().rstrip("\n")) == len(buckets)
 
 
 @settings(max_examples=300, deadline=None)

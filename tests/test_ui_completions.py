@@ -552,7 +552,7 @@ class TestPaneFitsItsWidth:
             text = screen_text(app)
             width = panel.size.width
         assert layout is not None
-        assert layout.reward_names == ("Format", "LengthBonus", "CoinFlip")
+        assert [name for name, _ in layout.rewards] == ["Format", "LengthBonus", "CoinFlip"]
         assert layout.hidden == () and "hidden" not in text
         assert layout.flags_width == 0 and "flags" not in text  # no row has a flag
         assert layout.width == width  # the text column takes what is left

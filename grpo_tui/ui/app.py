@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePath
 from typing import ClassVar
 
 from rich.console import RenderableType
@@ -75,7 +75,7 @@ class GrpoTuiApp(GrpoApp[None]):
     """Follows one PATH (a logging.jsonl, a run dir or an output dir) live."""
 
     TITLE = "grpo-tui"
-    CSS_PATH = "app.tcss"
+    CSS_PATH: ClassVar[list[str | PurePath]] = ["toast.tcss", "app.tcss"]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -91,19 +91,17 @@ class GrpoTuiApp(GrpoApp[None]):
         Binding("3", "show_pane('completions')", "Completions", show=False),
     ]
 
+    @dataclass
     class FromReader(Message):
         """What the run's reader handed on through the session: data or a notice."""
 
-        def __init__(self, item: Update | Notice) -> None:
-            super().__init__()
-            self.item = item
+        item: Update | Notice
 
+    @dataclass
     class Diagnosed(Message):
         """A diagnosis of the run, from the diagnosis worker."""
 
-        def __init__(self, result: DiagnosisResult) -> None:
-            super().__init__()
-            self.result = result
+        result: DiagnosisResult
 
     def __init__(
         self,
@@ -256,8 +254,7 @@ class GrpoTuiApp(GrpoApp[None]):
     def _maybe_diagnose(self) -> None:
         if self._shutting_down:
             return
-        job = self.session.start_diagnosis()
-        if job is not None:
+        if (job := self.session.start_diagnosis()) is not None:
             self._diagnose(job)
         elif (due := self.session.diagnosis_due()) is not None and self._diagnosis_timer is None:
             self._diagnosis_timer = self.set_timer(max(0.01, due), self._diagnose_later)
@@ -440,8 +437,7 @@ class GrpoTuiApp(GrpoApp[None]):
             self._metrics.type_into_filter(event)
 
     def action_clear_filter(self) -> None:
-        metrics = self._metrics
-        idle = not self._grid.filter and not metrics.filter_has_focus
+        idle = not self._grid.filter and not self._metrics.filter_has_focus
         if self.from_board and idle and len(self.screen_stack) == 1:
             self.back_to_board = True
             self.exit()

@@ -27,7 +27,7 @@ from grpo_tui.untrusted import printable
 ResultT = TypeVar("ResultT")
 
 #: a toast's widest share of the screen, and the cells its padding and border take (Toast in
-#: the .tcss files, Textual's own border, and the rack's edge: measured, a longer one wraps)
+#: toast.tcss, Textual's own border, and the rack's edge: measured, a longer one wraps)
 TOAST_SHARE = 0.7
 TOAST_PADDING = 6
 

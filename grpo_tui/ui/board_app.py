@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import ClassVar
 
 import numpy as np
@@ -82,7 +82,7 @@ class BoardApp(GrpoApp[BoardChoice]):
     """Every run of the board, worst first; `enter` opens one, `/` filters."""
 
     TITLE = "grpo-tui board"
-    CSS_PATH = "board.tcss"
+    CSS_PATH: ClassVar[list[str | PurePath]] = ["toast.tcss", "board.tcss"]
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit_board", "Quit"),
@@ -98,13 +98,12 @@ class BoardApp(GrpoApp[BoardChoice]):
     class Read(Message):
         """The board's reader put something in its inbox."""
 
+    @dataclass
     class Diagnosed(Message):
         """A diagnosis of one run, from the diagnosis worker."""
 
-        def __init__(self, ref: RunRef, result: DiagnosisResult) -> None:
-            super().__init__()
-            self.ref = ref
-            self.result = result
+        ref: RunRef
+        result: DiagnosisResult
 
     def __init__(
         self,
@@ -152,7 +151,8 @@ class BoardApp(GrpoApp[BoardChoice]):
     def on_mount(self) -> None:
         self._filter_box.display = False
         self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
-        self.board.on_post = self._reader_put
+        # called from the reader's thread: one message per wake-up, however much it put
+        self.board.on_post = lambda: self.post_message(self.Read())
         self.set_timer(BOARD_CLOCK_S, self._clock)
         self._take()
         self._table.focus()
@@ -161,10 +161,6 @@ class BoardApp(GrpoApp[BoardChoice]):
         self.board.on_post = None
 
     # -- reading and diagnosing ---------------------------------------------------------
-    def _reader_put(self) -> None:
-        """The reader's thread: one message per wake-up, however much it put."""
-        self.post_message(self.Read())
-
     @on(Read)
     def _on_read(self) -> None:
         self._take()
@@ -178,10 +174,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         self._maybe_diagnose()
 
     def _maybe_diagnose(self) -> None:
-        if self._diagnosing:
-            return
-        chosen = self.board.next_diagnosis()
-        if chosen is None:
+        if self._diagnosing or (chosen := self.board.next_diagnosis()) is None:
             return
         self._diagnosing = True
         ref, job = chosen
@@ -216,8 +209,7 @@ class BoardApp(GrpoApp[BoardChoice]):
     def _alert(self) -> None:
         """Tell the events the runs bring (core decides: a worsening marks its row); the
         newest in a toast, the bell or notification as the settings say."""
-        events = self.board.observe(self.now())
-        if not events:
+        if not (events := self.board.observe(self.now())):
             return
         newest = events[-1]
         self.tell(
@@ -261,16 +253,13 @@ class BoardApp(GrpoApp[BoardChoice]):
         self._shown = key
         width = self.size.width or 80
         self._state.update(Text.assemble((" BOARD ", "reverse bold"), " " + self._title))
-        counts = Text(board_counts(every), no_wrap=True, overflow="ellipsis")
-        self._counts.update(counts)
+        self._counts.update(Text(board_counts(every), no_wrap=True, overflow="ellipsis"))
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
             facts += f" · filter: {self._filter} ({len(self._rows)})"
-        alerted = sum(1 for row in every if row.alert)
-        if alerted:
+        if alerted := sum(1 for row in every if row.alert):
             facts += f" · ⚑ {alerted} worse since opened"
-        judging = self.board.judging()
-        if judging:
+        if judging := self.board.judging():
             facts += f" · judging {judging}"
         if self.marked:
             facts += f" · {len(self.marked)} marked (c compares)"
@@ -361,12 +350,9 @@ class BoardApp(GrpoApp[BoardChoice]):
     def on_key(self, event: Key) -> None:
         if event.key in _CURSOR_KEYS:
             self._cursor_moved = True
-        if event.key in ("j", "k") and self._table.has_focus:
-            # the vi keys, as in the metric grid
-            if event.key == "j":
-                self._table.action_cursor_down()
-            else:
-                self._table.action_cursor_up()
+        vi_keys = {"j": self._table.action_cursor_down, "k": self._table.action_cursor_up}
+        if event.key in vi_keys and self._table.has_focus:
+            vi_keys[event.key]()  # the vi keys, as in the metric grid
             event.stop()
 
     def on_click(self) -> None:
@@ -374,14 +360,12 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     # -- actions ------------------------------------------------------------------------
     def action_open_run(self) -> None:
-        ref = self._selected_run()
-        if ref is not None:
+        if (ref := self._selected_run()) is not None:
             self._open(ref)
 
     @on(DataTable.RowSelected, "#board-table")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        ref = self._keyed.get(event.row_key.value or "")
-        if ref is not None:
+        if (ref := self._keyed.get(event.row_key.value or "")) is not None:
             self._open(ref)
 
     def _open(self, ref: RunRef) -> None:

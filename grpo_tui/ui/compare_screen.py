@@ -54,8 +54,7 @@ def verdicts_text(comparison: Comparison, palette: ZonePalette, width: int) -> T
         text.append(run.status.glyph + " ", style=palette.style(run.status.zone))
         text.append(run.name, style="bold")
         room = width - len(run.name) - 4
-        parts = run.verdict.fitted(room + len(run.verdict.lead))
-        if parts:
+        if parts := run.verdict.fitted(room + len(run.verdict.lead)):
             text.append("  " + VERDICT_SEPARATOR.join(parts))
     return text
 
@@ -76,10 +75,8 @@ def differences_text(comparison: Comparison) -> Text:
 
 
 def spark_text(levels: np.ndarray, zones: np.ndarray, palette: ZonePalette) -> Text:
-    text = Text(no_wrap=True)
-    for segment in sparkline_segments(levels, zones, palette):
-        text.append(segment.text, segment.style)
-    return text
+    segments = sparkline_segments(levels, zones, palette)
+    return Text.assemble(*((s.text, s.style or "") for s in segments), no_wrap=True)
 
 
 class CompareScreen(Screen[None]):

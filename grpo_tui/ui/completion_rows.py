@@ -81,14 +81,8 @@ def advantage_cell(value: float | None, palette: ZonePalette) -> Text:
 
 def sample_flags(sample: Sample) -> list[str]:
     """Short words for what is wrong with one completion."""
-    flags: list[str] = []
-    if sample.follows_format is False:
-        flags.append("✗fmt")
-    if sample.truncated:
-        flags.append("✂cut")
-    if sample.repetitive:
-        flags.append("↻rep")
-    return flags
+    found = (sample.follows_format is False, sample.truncated, sample.repetitive)
+    return [flag for flag, on in zip(("✗fmt", "✂cut", "↻rep"), found, strict=True) if on]
 
 
 def group_kind(group: Group) -> str | None:
@@ -127,19 +121,15 @@ def group_title(
     if len(visible) != len(page.groups):
         text.append(f" of {len(page.groups)}", style="dim")
     text.append(f" · {group.size} completions")
-    mean = group.mean_total
-    if not math.isnan(mean):
-        # what w / b rank the groups by
-        text.append(f" · mean {format_value(mean)}")
+    if not math.isnan(group.mean_total):
+        text.append(f" · mean {format_value(group.mean_total)}")
     if not math.isnan(group.spread):
         text.append(" · spread ")
         text.append(format_value(group.spread), style="bold")
-    if not math.isnan(group.distinct_2):
-        text.append(f" · distinct {format_value(group.distinct_2)}")
-    if not math.isnan(group.pairwise_overlap):
-        text.append(f" · overlap {format_value(group.pairwise_overlap)}")
-    kind_word = group_kind(group)
-    if kind_word is not None:
+    for word, value in (("distinct", group.distinct_2), ("overlap", group.pairwise_overlap)):
+        if not math.isnan(value):
+            text.append(f" · {word} {format_value(value)}")
+    if (kind_word := group_kind(group)) is not None:
         zone = Zone.CAUTION if group.all_pass else Zone.BAD
         text.append(" · ")
         text.append(kind_word, style=palette.style(zone) + Style(bold=True))
@@ -171,11 +161,6 @@ class TableLayout:
     #: the flags column's width (0: no row of the group has a flag, no column)
     flags_width: int
     text_width: int
-
-    @property
-    def reward_names(self) -> tuple[str, ...]:
-        """The reward functions shown, in order."""
-        return tuple(name for name, _ in self.rewards)
 
     @property
     def width(self) -> int:
@@ -283,13 +268,13 @@ def row_cells(
     return cells, capped.lines
 
 
-def empty_state(source: CompletionsSource | None) -> Text:
+def empty_state(source: CompletionsSource) -> Text:
     """What the panel says before any completion was read: why, and how to log them."""
     text = Text()
-    state = source.state if source is not None else None
+    state = source.state
     if state is None or state.lines == 0:
         text.append("No completions logged yet.\n", style="bold")
-        if source is not None and source.looked_for is not None:
+        if source.looked_for is not None:
             text.append("Looked for: ")
             text.append(printable(str(source.looked_for)))
             exists = state is not None and state.file_exists
@@ -299,7 +284,7 @@ def empty_state(source: CompletionsSource | None) -> Text:
                 text.append(
                     " (present, no completions in it yet)\n" if exists else " (not there)\n"
                 )
-        elif source is not None and source.framework is not None:
+        elif source.framework is not None:
             text.append(
                 f"This {printable(source.framework)} run shows no completions grpo-tui reads.\n"
             )
@@ -320,14 +305,12 @@ def completion_view(group: Group, row: int, palette: ZonePalette) -> RichGroup:
     facts.append(f"total {format_value(sample.total)}  ", style="bold")
     facts.append("advantage ")
     facts.append_text(advantage_cell(sample.advantage, palette))
-    flags = sample_flags(sample)
-    if flags:
+    if flags := sample_flags(sample):
         facts.append("  " + " ".join(flags), style=palette.style(Zone.CAUTION))
     if sample.solution is not None:
         facts.append(f"  solution {printable(sample.solution)[:EXTRA_CHARS]}")
     lines = [title, facts]
-    extras = extras_line(sample)
-    if extras is not None:
+    if (extras := extras_line(sample)) is not None:
         lines.append(extras)
     prompt = Text("prompt: ", style="dim")
     prompt.append(fold_prompt(group.prompt))

@@ -80,7 +80,8 @@ class CompletionsCursor:
         #: batches that arrived since the place was held, and the groups in them
         self.new_entries = 0
         self.new_groups = 0
-        self._newest_seen: int | None = None
+        #: the newest entry the cursor was told of (the limit while the screen is paused)
+        self.newest_seen: int | None = None
 
     # -- arrivals ---------------------------------------------------------------------
     def arrived(self, newest: int | None, count: int | None = None) -> bool:
@@ -88,9 +89,9 @@ class CompletionsCursor:
         visitable entries came since the last one seen (default: the index difference).
         True when a following cursor should load it (the caller loads, then `show`
         places the cursor)."""
-        if newest is None or newest == self._newest_seen:
+        if newest is None or newest == self.newest_seen:
             return False
-        previous, self._newest_seen = self._newest_seen, newest
+        previous, self.newest_seen = self.newest_seen, newest
         if self.following:
             return True
         if previous is not None and newest > previous:
@@ -121,32 +122,24 @@ class CompletionsCursor:
         caller then moves to a newer entry if there is one)."""
         if not visible:
             return True
-        try:
-            at = visible.index(self.place.group)
-        except ValueError:
+        if self.place.group not in visible:
             self.place = Place(self.place.entry, visible[0])
             return False
-        if at + 1 < len(visible):
-            self.place = Place(self.place.entry, visible[at + 1])
-            return False
-        self.place = Place(self.place.entry, visible[0])
-        return True
+        at = visible.index(self.place.group) + 1
+        wrapped = at == len(visible)
+        self.place = Place(self.place.entry, visible[0 if wrapped else at])
+        return wrapped
 
     def step_group(self, visible: Sequence[int], forward: bool) -> bool:
         """`n` / `N`: the next or previous visible group. False at either end (the caller
         then moves to the neighbouring entry)."""
         self.hold()
-        if not visible:
+        group = self.place.group
+        beyond = [i for i in visible if i > group] if forward else [i for i in visible if i < group]
+        if not beyond:
             return False
-        later = [i for i in visible if i > self.place.group]
-        earlier = [i for i in visible if i < self.place.group]
-        if forward and later:
-            self.place = Place(self.place.entry, later[0])
-            return True
-        if not forward and earlier:
-            self.place = Place(self.place.entry, earlier[-1])
-            return True
-        return False
+        self.place = Place(self.place.entry, beyond[0] if forward else beyond[-1])
+        return True
 
     def jump(self, group: int | None) -> None:
         """`w` / `b` / a search hit: that group of the shown entry."""
@@ -169,8 +162,3 @@ class CompletionsCursor:
             if entry != self.place.entry or group not in visible:
                 group = (visible[-1] if at_end else visible[0]) if visible else 0
         self.place = Place(entry, group)
-
-    @property
-    def newest_seen(self) -> int | None:
-        """The newest entry the cursor was told of (the limit while the screen is paused)."""
-        return self._newest_seen

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from rich.console import Console
-from rich.style import Style
 from rich.text import Text
 
 from grpo_tui.untrusted import printable
@@ -95,10 +94,6 @@ class Capped:
     #: wrapped lines in `text`
     lines: int
 
-    @property
-    def whole(self) -> bool:
-        return self.hidden == 0 and not self.longer
-
 
 def _marker(hidden: int, longer: bool) -> str:
     if longer:
@@ -106,23 +101,15 @@ def _marker(hidden: int, longer: bool) -> str:
     return f"… +{hidden} line{'s' if hidden != 1 else ''}"
 
 
-def capped_lines(
-    text: str,
-    width: int,
-    max_lines: int,
-    *,
-    marker_style: Style | str = "dim",
-    console: Console | None = None,
-) -> Capped:
+def capped_lines(text: str, width: int, max_lines: int) -> Capped:
     """The first `max_lines` lines of `text` wrapped at `width` cells, inert; when cut, the
     last line makes room for a marker of how much more there is."""
     width = max(8, width)
     max_lines = max(1, max_lines)
     # a line of width cells holds at most width characters: this head is all that can show
     head_chars = width * max_lines + 1
-    head = text[:head_chars]
-    shown = Text(printable(head, single_line=False).rstrip("\n"), no_wrap=False)
-    lines = list(shown.wrap(console or _CONSOLE, width))
+    shown = Text(printable(text[:head_chars], single_line=False).rstrip("\n"), no_wrap=False)
+    lines = list(shown.wrap(_CONSOLE, width))
     hidden = max(0, len(lines) - max_lines)
     longer = len(text) > head_chars
     lines = lines[:max_lines] or [Text()]
@@ -133,9 +120,8 @@ def capped_lines(
         last = lines[-1]
         last.rstrip()
         last.truncate(max(0, width - len(marker) - 1))
-        last.append(" " + marker, style=marker_style)
-    result = Text("\n").join(lines)
-    return Capped(result, hidden, longer, len(lines))
+        last.append(" " + marker, style="dim")
+    return Capped(Text("\n").join(lines), hidden, longer, len(lines))
 
 
 #: a console only for measuring text (never prints): the wrap uses its cell widths

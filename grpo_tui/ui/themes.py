@@ -80,21 +80,14 @@ class ThemeSpec:
     variables: Mapping[str, str] = field(default_factory=dict)
 
     def textual_theme(self) -> Theme:
+        # parse_theme keeps exactly the _UI_KEYS, each one of Theme's colour arguments
+        colours: dict[str, Any] = dict(self.ui)
         return Theme(
             name=self.name,
             dark=self.dark,
             ansi=self.ansi,
             variables=dict(self.variables),
-            primary=self.ui["primary"],
-            secondary=self.ui["secondary"],
-            accent=self.ui["accent"],
-            foreground=self.ui["foreground"],
-            background=self.ui["background"],
-            surface=self.ui["surface"],
-            panel=self.ui["panel"],
-            success=self.ui["success"],
-            warning=self.ui["warning"],
-            error=self.ui["error"],
+            **colours,
         )
 
 
@@ -111,12 +104,10 @@ def parse_theme(data: Mapping[str, Any], source: str) -> ThemeSpec:
         if key not in zones:
             raise ThemeError(f"{source}: [zones] needs {key!r}")
         try:
-            style = Style.parse(str(zones[key]))
+            styles[code] = Style.parse(str(zones[key]))
         except (StyleSyntaxError, ColorParseError) as error:
             raise ThemeError(f"{source}: zones.{key}: {error}") from None
-        styles[code] = style
-    missing_ui = [key for key in _UI_KEYS if key not in ui]
-    if missing_ui:
+    if missing_ui := [key for key in _UI_KEYS if key not in ui]:
         raise ThemeError(f"{source}: [ui] needs {', '.join(missing_ui)}")
     return ThemeSpec(
         name=name,
@@ -155,10 +146,6 @@ def _theme_dir() -> Traversable:
         return files("grpo_tui").joinpath("..", "themes")
 
 
-def theme_names() -> list[str]:
-    return list(load_themes())
-
-
 def resolve_theme_name(requested: str | None, environ: Mapping[str, str]) -> str:
     """The theme to start with: the one asked for, else mono under NO_COLOR, else default.
     Raises ThemeError for an unknown name (the message lists the known ones)."""
@@ -174,7 +161,7 @@ def resolve_theme_name(requested: str | None, environ: Mapping[str, str]) -> str
 
 
 def next_theme_name(current: str) -> str:
-    names = theme_names()
+    names = list(load_themes())
     if current not in names:
         return names[0]
     return names[(names.index(current) + 1) % len(names)]

@@ -14,7 +14,6 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.color import Color
 from rich.text import Text
 
 from grpo_tui.numbers import format_step, format_value
@@ -25,8 +24,6 @@ from grpo_tui.vocabulary import Zone
 
 if TYPE_CHECKING:
     import plotext
-
-RGB = tuple[int, int, int]
 
 
 def warm_up() -> None:
@@ -63,20 +60,15 @@ def band_cuts(bands: list[tuple[float, float, Zone]]) -> list[BandCut]:
     return cuts
 
 
-def _rgb(palette: ZonePalette, zone: Zone) -> RGB | None:
-    color: Color | None = palette.style(zone).color
-    if color is None or color.is_default:
-        return None
-    triplet = color.get_truecolor()
-    return (triplet.red, triplet.green, triplet.blue)
-
-
 def _pixel(palette: ZonePalette, zone: Zone) -> plotext.pixel:
     import plotext as plt
 
-    rgb = _rgb(palette, zone)
+    color = palette.style(zone).color
     # "default" background: leave the cell unpainted so the screen's background shows
-    return plt.pixel(rgb, "default") if rgb is not None else plt.pixel("default", "default")
+    if color is None or color.is_default:
+        return plt.pixel("default", "default")
+    rgb = color.get_truecolor()
+    return plt.pixel((rgb.red, rgb.green, rgb.blue), "default")
 
 
 def _draw(fig: Any, x: np.ndarray, y: np.ndarray, marker: plotext.marker) -> None:
@@ -172,8 +164,7 @@ def build_chart(
         else:
             hidden.append(cut)
     for onset in markers:
-        x = view.x_at(onset.step)
-        if x is not None:
+        if (x := view.x_at(onset.step)) is not None:
             marker = plt.marker("│", _pixel(palette, onset.zone))
             _draw(fig, np.array([x, x]), np.array([view.axes.y_lo, view.axes.y_hi]), marker)
     mean = view.mean

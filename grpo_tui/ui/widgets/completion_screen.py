@@ -48,7 +48,7 @@ class CompletionScreen(Screen[None]):
     """The whole of one completion; `p` shows the whole prompt above it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit", show=False),
         Binding("p", "toggle_prompt", "Prompt"),
     ]
@@ -74,9 +74,6 @@ class CompletionScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._body.focus()
-
-    def action_close(self) -> None:
-        self.dismiss()
 
     def action_toggle_prompt(self) -> None:
         self.with_prompt = not self.with_prompt

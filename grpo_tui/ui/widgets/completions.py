@@ -14,6 +14,7 @@ place moves (following the newest batch, or held where the user put it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -59,12 +60,12 @@ class CompletionsPanel(Vertical):
     """One prompt group at a time from the run's completions, following the newest."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "next_group", "Next group"),
-        Binding("N", "previous_group", "Prev group"),
-        Binding("right_square_bracket", "next_step", "Next step"),
-        Binding("left_square_bracket", "previous_step", "Prev step"),
-        Binding("w", "worst", "Worst group"),
-        Binding("b", "best", "Best group"),
+        Binding("n", "step_group(True)", "Next group"),
+        Binding("N", "step_group(False)", "Prev group"),
+        Binding("right_square_bracket", "step(True)", "Next step"),
+        Binding("left_square_bracket", "step(False)", "Prev step"),
+        Binding("w", "ranked(False)", "Worst group"),
+        Binding("b", "ranked(True)", "Best group"),
         Binding("z", "zero_spread", "Zero-spread only"),
         Binding("slash", "search", "Search"),
         Binding("e", "expand", "Expand"),
@@ -74,35 +75,25 @@ class CompletionsPanel(Vertical):
         Binding("escape", "close_search", "Close search", show=False),
     ]
 
+    @dataclass
     class PageLoaded(Message):
         """A page read by the loading worker (None: the file changed under the index)."""
 
-        def __init__(
-            self,
-            request: int,
-            page: Page | None,
-            group: int | None,
-            at_end: bool,
-            note: str | None = None,
-            resume: tuple[str, int] | None = None,
-        ) -> None:
-            super().__init__()
-            self.request = request
-            self.page = page
-            self.group = group
-            self.at_end = at_end
-            self.note = note
-            #: (text, entry) a search that ran out of time goes on from
-            self.resume = resume
+        request: int
+        page: Page | None
+        group: int | None
+        at_end: bool
+        note: str | None = None
+        #: (text, entry) a search that ran out of time goes on from
+        resume: tuple[str, int] | None = None
 
+    @dataclass
     class OpenCompletion(Message):
         """The user asked for one whole completion (the app opens the full view)."""
 
-        def __init__(self, page: Page, group: int, row: int) -> None:
-            super().__init__()
-            self.page = page
-            self.group = group
-            self.row = row
+        page: Page
+        group: int
+        row: int
 
     def __init__(
         self,
@@ -122,7 +113,8 @@ class CompletionsPanel(Vertical):
         self.search_text = ""
         #: (text, entry) a search that ran out of time goes on from
         self._search_resume: tuple[str, int] | None = None
-        self._source: CompletionsSource | None = None
+        #: what the app handed over last (nothing followed yet: an empty source)
+        self._source = CompletionsSource(None, None, None, None)
         self._request = 0
         #: entries worth showing at the newest state seen ("N new" counts from it)
         self._shown_seen: int | None = None
@@ -180,9 +172,7 @@ class CompletionsPanel(Vertical):
             return
         newest = state.newest_entry
         preview_done = self.page is not None and self.page.preview
-        count = None
-        if self._shown_seen is not None:
-            count = state.shown_entries - self._shown_seen
+        count = None if self._shown_seen is None else state.shown_entries - self._shown_seen
         self._shown_seen = state.shown_entries
         if self._groups_seen is not None:
             self.cursor.groups_arrived(state.shown_groups - self._groups_seen)
@@ -192,11 +182,9 @@ class CompletionsPanel(Vertical):
         elif self.page is not None:
             self._draw_status()
 
-    def _started_over(self, previous: CompletionsSource | None, source: CompletionsSource) -> bool:
+    def _started_over(self, previous: CompletionsSource, source: CompletionsSource) -> bool:
         """Another completions file (a newer run directory), or the file was truncated or
         replaced and is being read again: the pages held belong to what is gone."""
-        if previous is None:
-            return False
         if previous.index is not source.index:
             return True
         seen = self.cursor.newest_seen
@@ -222,7 +210,7 @@ class CompletionsPanel(Vertical):
         on it): a following panel shows the newest entry, or the preview of it."""
         if self._loading:
             return False
-        state = self._source.state if self._source is not None else None
+        state = self._source.state
         if state is None or (state.lines == 0 and not state.previewing):
             return True
         page = self.page
@@ -259,8 +247,7 @@ class CompletionsPanel(Vertical):
 
     # -- loading (a thread worker: a page can be a 10 MB line) -----------------------------
     def _load(self, entry: int | None, *, group: int | None = None, at_end: bool = False) -> None:
-        index = self._source.index if self._source is not None else None
-        if index is None:
+        if (index := self._source.index) is None:
             return
         self._request += 1
         self._loading = True
@@ -356,14 +343,13 @@ class CompletionsPanel(Vertical):
             self._draw_status()
             return
         self._title.update(group_title(page, self.cursor.place.group, visible, self.palette))
-        self.table_columns = table_layout(width, list(group.rewards), flags_width(group))
+        layout = self.table_columns = table_layout(width, list(group.rewards), flags_width(group))
         prompt = prompt_text(group, width, expanded=self.expanded)
-        caption = hidden_caption(self.table_columns)
-        if caption is not None:
+        if (caption := hidden_caption(layout)) is not None:
             caption.truncate(max(1, width - 2), overflow="ellipsis")
             prompt = Text("\n").join([prompt, caption])
         self._prompt.update(prompt)
-        self._fill_table(group)
+        self._fill_table(group, layout)
         self._draw_status()
 
     def _title_without_group(self, page: Page) -> Text:
@@ -374,11 +360,8 @@ class CompletionsPanel(Vertical):
             text.append(" · no groups in this batch")
         return text
 
-    def _fill_table(self, group: Group) -> None:
+    def _fill_table(self, group: Group, layout: TableLayout) -> None:
         table = self._table
-        layout = self.table_columns
-        if layout is None:
-            return
         lines = TEXT_LINES_EXPANDED if self.expanded else TEXT_LINES
         table.clear(columns=True)
         table.add_column("#", key="n", width=NUMBER_WIDTH)
@@ -415,8 +398,7 @@ class CompletionsPanel(Vertical):
             parts.append(Text("zero-spread groups only (z)", style="bold"))
         if self.search_text:
             parts.append(Text(f"/ {printable(self.search_text)}"))
-        state = self._source.state if self._source is not None else None
-        if state is not None and state.previewing:
+        if (state := self._source.state) is not None and state.previewing:
             done, size = state.progress
             parts.append(Text(f"indexing older steps {done * 100 // max(1, size)}%", style="dim"))
         if self._note:
@@ -435,7 +417,7 @@ class CompletionsPanel(Vertical):
             return
         if not self.is_on_screen:
             return
-        state = self._source.state if self._source is not None else None
+        state = self._source.state
         wrapped = self.cursor.cycle(self.visible_groups)
         if wrapped and state is not None and not state.previewing:
             newest = state.newest_entry
@@ -451,8 +433,7 @@ class CompletionsPanel(Vertical):
     def _move_entry(self, forward: bool, *, at_end: bool = False) -> None:
         """Load the neighbouring step (in a worker: finding it may parse entries); it
         says so when there is none. While paused, nothing newer than the pause shows."""
-        index = self._source.index if self._source is not None else None
-        if index is None:
+        if (index := self._source.index) is None:
             return
         self._request += 1
         self._loading = True
@@ -467,36 +448,24 @@ class CompletionsPanel(Vertical):
             limit,
         )
 
-    def action_next_group(self) -> None:
-        if not self.cursor.step_group(self.visible_groups, forward=True):
-            self._move_entry(True)
+    def action_step_group(self, forward: bool) -> None:
+        """`n` / `N`: the next / previous group, in the neighbouring step past either end."""
+        if not self.cursor.step_group(self.visible_groups, forward=forward):
+            self._move_entry(forward, at_end=not forward)
         self._say("")
         self._draw()
 
-    def action_previous_group(self) -> None:
-        if not self.cursor.step_group(self.visible_groups, forward=False):
-            self._move_entry(False, at_end=True)
-        self._say("")
-        self._draw()
-
-    def action_next_step(self) -> None:
+    def action_step(self, forward: bool) -> None:
+        """`]` / `[`: the next / previous step."""
         self.cursor.hold()
-        self._move_entry(True)
+        self._move_entry(forward)
         self._draw_status()
 
-    def action_previous_step(self) -> None:
-        self.cursor.hold()
-        self._move_entry(False)
-        self._draw_status()
-
-    def action_worst(self) -> None:
+    def action_ranked(self, best: bool) -> None:
+        """`w` / `b`: the worst / best group of the step."""
         if self.page is not None:
-            self.cursor.jump(worst_group(self.page.groups, self.visible_groups))
-            self._draw()
-
-    def action_best(self) -> None:
-        if self.page is not None:
-            self.cursor.jump(best_group(self.page.groups, self.visible_groups))
+            ranked = best_group if best else worst_group
+            self.cursor.jump(ranked(self.page.groups, self.visible_groups))
             self._draw()
 
     def action_zero_spread(self) -> None:
@@ -518,8 +487,7 @@ class CompletionsPanel(Vertical):
             self.cursor.hold()
         else:
             self.cursor.follow()
-            state = self._source.state if self._source is not None else None
-            if state is not None and not self.frozen:
+            if (state := self._source.state) is not None and not self.frozen:
                 self.cursor.arrived(state.newest_entry)
                 self._load(None if state.previewing else state.newest_entry, group=0)
         self._draw_status()
@@ -528,8 +496,7 @@ class CompletionsPanel(Vertical):
         """`d`: the shown step's reward, advantage and group-split distribution."""
         from grpo_tui.ui.widgets.distribution import NOTHING_LOGGED, DistributionScreen
 
-        index = self._source.index if self._source is not None else None
-        if index is None or self.page is None:
+        if (index := self._source.index) is None or self.page is None:
             self.app.notify(NOTHING_LOGGED, severity="warning", markup=False)
             return
         limit = self.cursor.newest_seen if self.frozen else None
@@ -555,7 +522,7 @@ class CompletionsPanel(Vertical):
         self.search_text = event.value.strip()
         self._search.display = False
         self._table.focus()
-        if not self.search_text or self._source is None or self._source.index is None:
+        if not self.search_text or self._source.index is None:
             self._draw(force=True)
             return
         self.cursor.hold()

@@ -69,8 +69,7 @@ def detail_title(
         text.append(f"  {health.trend.word}", style="dim")
     count = store.count(name)
     text.append(f"  {count} point{'' if count == 1 else 's'}", style="dim")
-    last = store.last(name)
-    if last is not None:
+    if (last := store.last(name)) is not None:
         text.append(f", latest at step {format_step(last[0])}", style="dim")
     shown = mode_words(modes, view) if modes is not None else ""
     if shown:

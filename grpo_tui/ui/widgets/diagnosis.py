@@ -23,10 +23,6 @@ from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
 
 
-def _zone_style(palette: ZonePalette, zone: Zone) -> Style:
-    return palette.style(zone)
-
-
 def _hanging(marker: Text, body: Text) -> Table:
     """`marker` then `body`, wrapped lines of the body indented under its first line."""
     grid = Table.grid(padding=0, expand=True)
@@ -34,6 +30,16 @@ def _hanging(marker: Text, body: Text) -> Table:
     grid.add_column(ratio=1)
     grid.add_row(marker, body)
     return grid
+
+
+def _glyph_line(glyph: str, style: Style, body: Text) -> Table:
+    """A glyph (in `style`) and a space, then `body` hanging under its first line."""
+    return _hanging(Text(glyph + " ", style=style), body)
+
+
+def _section(title: str) -> list[RenderableType]:
+    """A blank line, then a section's title."""
+    return [Text(""), Text(title, style="bold underline")]
 
 
 def diagnosis_renderable(
@@ -49,36 +55,31 @@ def diagnosis_renderable(
     adds under each fact how its numbers were read (windows, medians, noise)."""
     parts: list[RenderableType] = []
     if file_notes:
-        caution = _zone_style(palette, Zone.CAUTION)
+        caution = palette.style(Zone.CAUTION)
         parts.append(Text("Files", style="bold underline"))
         for file_note in file_notes:
-            parts.append(_hanging(Text("! ", style=caution), Text(printable(file_note))))
+            parts.append(_glyph_line("!", caution, Text(printable(file_note))))
         parts.append(Text(""))
     if diagnosis is None:
-        unknown = _zone_style(palette, Zone.UNKNOWN)
-        parts.append(
-            _hanging(
-                Text(Zone.UNKNOWN.glyph + " ", style=unknown),
-                Text(pending or "diagnosing…", style="dim"),
-            )
-        )
+        waiting = Text(pending or "diagnosing…", style="dim")
+        parts.append(_glyph_line(Zone.UNKNOWN.glyph, palette.style(Zone.UNKNOWN), waiting))
         return Group(*parts)
     status = diagnosis.status
-    status_style = _zone_style(palette, status.zone) + Style(bold=True)
+    status_style = palette.style(status.zone) + Style(bold=True)
     parts.append(Text(f"{status.glyph} {status_word(diagnosis)}", style=status_style))
     if not diagnosis.scenarios:
         parts.append(Text(no_verdict_words(diagnosis), style="dim"))
     for scenario in diagnosis.scenarios:
         severity = scenario.severity
-        style = _zone_style(palette, severity.zone)
-        title = Text(printable(scenario.title), style=style + Style(bold=True))
+        style = palette.style(severity.zone) + Style(bold=True)
+        title = Text(printable(scenario.title), style=style)
         if scenario.onset_step is not None:
             title.append(
                 f"  since step {format_step(scenario.onset_step)}",
                 style=Style(dim=True, bold=False),
             )
         parts.append(Text(""))
-        parts.append(_hanging(Text(severity.glyph + " ", style=style + Style(bold=True)), title))
+        parts.append(_glyph_line(severity.glyph, style, title))
         for evidence in scenario.evidence:
             parts.append(_hanging(Text("  • "), Text(printable(evidence.text))))
             if verbose and evidence.detail:
@@ -88,31 +89,22 @@ def diagnosis_renderable(
                 _hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic"))
             )
     if diagnosis.notes:
-        parts.append(Text(""))
-        parts.append(Text("Notes", style="bold underline"))
+        parts += _section("Notes")
         for note in diagnosis.notes:
-            style = _zone_style(palette, note.severity.zone)
-            parts.append(
-                _hanging(Text(note.severity.glyph + " ", style=style), Text(printable(note.text)))
-            )
+            style = palette.style(note.severity.zone)
+            parts.append(_glyph_line(note.severity.glyph, style, Text(printable(note.text))))
     if diagnosis.history:
-        parts.append(Text(""))
-        parts.append(Text("History", style="bold underline"))
+        parts += _section("History")
         for span, line in zip(diagnosis.history, history_lines(diagnosis.history), strict=True):
-            style = _zone_style(palette, span.severity.zone)
-            parts.append(
-                _hanging(Text(span.severity.glyph + " ", style=style), Text(printable(line)))
-            )
-    parts.append(Text(""))
-    parts.append(Text("Checklist", style="bold underline"))
+            style = palette.style(span.severity.zone)
+            parts.append(_glyph_line(span.severity.glyph, style, Text(printable(line))))
+    parts += _section("Checklist")
     for item in diagnosis.checklist:
-        style = _zone_style(palette, item.answer.zone)
+        style = palette.style(item.answer.zone) + Style(bold=True)
         body = Text(printable(item.question))
         body.append("\n")
         body.append(printable(item.evidence), style="dim")
-        parts.append(
-            _hanging(Text(f"{item.answer.glyph} {item.id}. ", style=style + Style(bold=True)), body)
-        )
+        parts.append(_glyph_line(f"{item.answer.glyph} {item.id}.", style, body))
     return Group(*parts)
 
 
@@ -151,16 +143,11 @@ class DiagnosisPanel(VerticalScroll):
         pending: str = "",
         file_notes: tuple[str, ...] = (),
     ) -> None:
-        shown = self._shown
-        # equal diagnoses (dataclass equality) draw the same: skip the redraw
-        if (
-            shown is not None
-            and shown[0] == diagnosis
-            and shown[1] is palette
-            and shown[2:] == (pending, file_notes, self.verbose)
-        ):
+        shown = (diagnosis, palette, pending, file_notes, self.verbose)
+        # equal diagnoses (dataclass equality) and palettes draw the same: skip the redraw
+        if shown == self._shown:
             return
-        self._shown = (diagnosis, palette, pending, file_notes, self.verbose)
+        self._shown = shown
         self._body.update(
             diagnosis_renderable(
                 diagnosis, palette, pending=pending, file_notes=file_notes, verbose=self.verbose

@@ -13,6 +13,7 @@ characters and words, the histograms by their labels and counts.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.console import Group as RichGroup
@@ -43,6 +44,7 @@ from grpo_tui.run.step_distribution import (
     read_step,
     stacked_cells,
 )
+from grpo_tui.ui.completion_rows import KIND_WORDS
 from grpo_tui.ui.inert import inert
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.header import verdict_text
@@ -57,24 +59,16 @@ MIN_BINS = 3
 _CHROME_LINES = 7
 #: eighth blocks, thinnest first
 _EIGHTHS = "▏▎▍▌▋▊▉█"
-#: the fill of each part of the split: told apart without colour
-SPLIT_FILL: dict[GroupKind, str] = {
-    "all_fail": "▓",
-    "tied": "▒",
-    "mixed": "█",
-    "all_pass": "░",
-    "unknown": "·",
-}
-SPLIT_ZONE: dict[GroupKind, Zone] = {
-    "all_fail": Zone.BAD,
-    "tied": Zone.CAUTION,
-    "mixed": Zone.HEALTHY,
-    "all_pass": Zone.CAUTION,
-    "unknown": Zone.UNKNOWN,
+#: the fill of each part of the split (told apart without colour) and its zone's colour
+SPLIT_FILL: dict[GroupKind, tuple[str, Zone]] = {
+    "all_fail": ("▓", Zone.BAD),
+    "tied": ("▒", Zone.CAUTION),
+    "mixed": ("█", Zone.HEALTHY),
+    "all_pass": ("░", Zone.CAUTION),
+    "unknown": ("·", Zone.UNKNOWN),
 }
 #: the kinds the legend always names (the others only when some group is of that kind)
 _ALWAYS_NAMED: tuple[GroupKind, ...] = ("all_fail", "mixed", "all_pass")
-_KIND_WORDS = {"new": "train", "eval": "eval", "eval_or_end": "eval / end", "repeat": "repeat"}
 NOTHING_LOGGED = "No completions logged yet: there is no step to show the distribution of."
 
 
@@ -164,8 +158,9 @@ def split_text(shown: StepDistribution, width: int, palette: ZonePalette) -> Tex
     text = Text(label, style="bold", no_wrap=True)
     cells = stacked_cells(counts, max(8, width - len(label)))
     for kind, size in zip(GROUP_KINDS, cells, strict=True):
+        fill, zone = SPLIT_FILL[kind]
         if size:
-            text.append(SPLIT_FILL[kind] * size, style=palette.style(SPLIT_ZONE[kind]))
+            text.append(fill * size, style=palette.style(zone))
     if not shown.groups:
         text.append("no groups in this batch", style="dim")
     text.append("\n")
@@ -174,14 +169,13 @@ def split_text(shown: StepDistribution, width: int, palette: ZonePalette) -> Tex
         count = shown.split[kind]
         if not count and kind not in _ALWAYS_NAMED:
             continue
+        fill, zone = SPLIT_FILL[kind]
         part = Text()
-        part.append(SPLIT_FILL[kind], style=palette.style(SPLIT_ZONE[kind]))
+        part.append(fill, style=palette.style(zone))
         part.append(f" {GROUP_KIND_WORDS[kind]} ", style="bold" if count else "dim")
         part.append(f"{count} ({_percent(count, shown.groups)})", style="" if count else "dim")
         parts.append(part)
     legend = Text("  ").join(parts)
-    legend.no_wrap = True
-    legend.overflow = "ellipsis"
     legend.truncate(width, overflow="ellipsis")
     text.append_text(legend)
     text.append("\n")
@@ -211,7 +205,7 @@ def title_text(shown: StepDistribution) -> Text:
     """`step 6 train · 8 completions in 2 groups · distribution`."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"step {printable(shown.step)}", style="bold")
-    text.append(f" {_KIND_WORDS.get(shown.kind, printable(shown.kind))}", style="dim")
+    text.append(f" {KIND_WORDS.get(shown.kind, printable(shown.kind))}", style="dim")
     text.append(f" · {shown.completions} completions in {shown.groups} groups")
     if len(shown.entries) > 1:
         text.append(f" ({len(shown.entries)} batches)", style="dim")
@@ -247,11 +241,13 @@ def histograms_view(
     for start in range(0, len(series), columns):
         if start:
             grid.add_row()  # a blank line between rows of histograms
-        cells: list[RenderableType] = [
-            histogram_text(item, column_width, palette) for item in series[start : start + columns]
-        ]
-        cells += [Text("")] * (columns - len(cells))
-        grid.add_row(*cells)
+        # a short last row: Table.add_row leaves the columns it is not given blank
+        grid.add_row(
+            *(
+                histogram_text(item, column_width, palette)
+                for item in series[start : start + columns]
+            )
+        )
     if not shown.completions:
         return RichGroup(Text("No completions in this batch.", style="bold"), grid)
     return grid
@@ -264,20 +260,19 @@ class DistributionScreen(Screen[None]):
     """One step's reward and advantage distribution and its groups' split."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "close", "Back"),
+        Binding("escape", "app.pop_screen", "Back"),
         Binding("q", "app.quit", "Quit", show=False),
         Binding("left_square_bracket,left", "move(False)", "Prev step"),
         Binding("right_square_bracket,right", "move(True)", "Next step"),
     ]
 
+    @dataclass
     class Loaded(Message):
         """A step read by the worker (None: nothing there, or it changed under the index)."""
 
-        def __init__(self, request: int, shown: StepDistribution | None, note: str) -> None:
-            super().__init__()
-            self.request = request
-            self.shown = shown
-            self.note = note
+        request: int
+        shown: StepDistribution | None
+        note: str
 
     def __init__(
         self,
@@ -371,8 +366,7 @@ class DistributionScreen(Screen[None]):
         return verdict_line(app.session.diagnosis, pending=app.session.diagnosis_note)
 
     def _draw(self) -> None:
-        width = self._body.content_region.width or self.size.width - 2
-        width = max(20, width)
+        width = max(20, self._body.content_region.width or self.size.width - 2)
         line = self._verdict_line()
         self._verdict.display = line is not None
         if line is not None:
@@ -404,9 +398,6 @@ class DistributionScreen(Screen[None]):
         self._status.update(Text(" · ").join(parts))
 
     # -- keys ---------------------------------------------------------------------------
-    def action_close(self) -> None:
-        self.dismiss()
-
     def action_move(self, forward: bool) -> None:
         if self.shown is None and self.reading:
             return  # the first step is still being read: nothing to move from yet

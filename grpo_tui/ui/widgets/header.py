@@ -56,10 +56,8 @@ def _run_label(run: Run) -> str:
     its machine when it is remote. The metrics file is the first one followed (a
     completions file comes after it)."""
     shown = Path(run.followed[0]) if run.followed else run.path
-    parts = shown.parts[-2:] if len(shown.parts) >= 2 else shown.parts
-    label = "/".join(parts) if parts else str(shown)
-    machine = machine_of(shown)
-    if machine is not None:  # a run on another machine says which
+    label = "/".join(shown.parts[-2:]) or str(shown)
+    if (machine := machine_of(shown)) is not None:  # a run on another machine says which
         label = f"{machine}:…/{label}"
     framework = f" ({run.framework})" if run.framework else ""
     # one database holds every run of a trackio project: which one this is
@@ -95,18 +93,10 @@ class RunHeader(Vertical):
     """Run name and state on top, the verdict line, then the progress facts that fit one
     line (the files' notes among them): three lines in every state."""
 
-    DEFAULT_CSS = """
-    RunHeader {
-        height: auto;
-    }
-    RunHeader > Horizontal {
-        height: 1;
-    }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._view: HeaderView | None = None
+        #: the view shown (None before the first)
+        self.view: HeaderView | None = None
         self._state_badge = Static("", id="run-state")
         self._paused_badge = Static("", id="run-paused")
         self._run_name = Static("", id="run-name")
@@ -145,14 +135,10 @@ class RunHeader(Vertical):
         """The cells inside the header's padding."""
         return max(20, self.content_size.width or 78)
 
-    @property
-    def view(self) -> HeaderView | None:
-        return self._view
-
     def show(self, view: HeaderView) -> None:
         """Draw `view`, updating only the widgets whose content changed."""
-        before = self._view
-        self._view = view
+        before = self.view
+        self.view = view
         if before is None or (before.state, before.state_label) != (view.state, view.state_label):
             self._state_badge.update(inert(f" {view.state_label} "))
             self._state_badge.set_classes(f"-{view.state.value}")
@@ -172,8 +158,8 @@ class RunHeader(Vertical):
     def on_resize(self) -> None:
         if self.is_mounted:
             self._draw_verdict()
-            if self._view is not None:
-                self._draw_facts(self._view)
+            if self.view is not None:
+                self._draw_facts(self.view)
 
     def _draw_facts(self, view: HeaderView) -> None:
         """The facts that fit one line of the header (the step, the data's age, bad lines

@@ -45,19 +45,14 @@ def key_rows(
 ) -> list[tuple[str, str]]:
     """(keys, description) for every described binding, in the order given; `display`
     writes a key the way the footer does (App.get_key_display)."""
-    rows: list[tuple[str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for group in binding_groups:
-        for binding in group:
-            if not isinstance(binding, Binding) or not binding.description:
-                continue
-            label = _key_label(binding, display)
-            if (label, binding.description) in seen:
-                continue
-            seen.add((label, binding.description))
-            rows.append((label, binding.description))
-    rows.extend(BUILTIN_KEYS)
-    return rows
+    # a dict keeps the first of each (keys, description), in order
+    rows = dict.fromkeys(
+        (_key_label(binding, display), binding.description)
+        for group in binding_groups
+        for binding in group
+        if isinstance(binding, Binding) and binding.description
+    )
+    return [*rows, *BUILTIN_KEYS]
 
 
 def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[str]:
@@ -98,7 +93,7 @@ def distribution_note() -> str:
     from grpo_tui.run.step_distribution import GROUP_KIND_WORDS, GROUP_KINDS
     from grpo_tui.ui.widgets.distribution import SPLIT_FILL
 
-    fills = ", ".join(f"{SPLIT_FILL[kind]} {GROUP_KIND_WORDS[kind]}" for kind in GROUP_KINDS)
+    fills = ", ".join(f"{SPLIT_FILL[kind][0]} {GROUP_KIND_WORDS[kind]}" for kind in GROUP_KINDS)
     return (
         "Distribution (d in the completions): the shown step's groups split by their rewards "
         f"({fills}: tied = the same total, neither the lowest nor the highest seen) and a "

@@ -8,6 +8,7 @@ just what moved.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -34,10 +35,10 @@ class MetricGrid(ScrollView, can_focus=True):
     """Scrollable list of metric rows with a cursor; `enter` asks for the detail view."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("home,g", "cursor_first", "First metric", show=False),
-        Binding("end,G", "cursor_last", "Last metric", show=False),
+        Binding("up,k", "move(-1)", "Up", show=False),
+        Binding("down,j", "move(1)", "Down", show=False),
+        Binding("home,g", "to_end(False)", "First metric", show=False),
+        Binding("end,G", "to_end(True)", "Last metric", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("enter", "open_detail", "Detail"),
@@ -45,35 +46,27 @@ class MetricGrid(ScrollView, can_focus=True):
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"metric-grid--cursor", "metric-grid--cursor-blurred"}
 
-    DEFAULT_CSS = """
-    MetricGrid {
-        height: 1fr;
-    }
-    """
-
     cursor = reactive(0, always_update=True)
 
     class LayoutChanged(Message):
         """The column widths changed (e.g. a scrollbar appeared): captions should follow."""
 
+    @dataclass
     class MetricChosen(Message):
         """The user asked to look at one metric in detail."""
 
-        def __init__(self, name: str) -> None:
-            super().__init__()
-            self.name = name
+        name: str
 
-    def __init__(
-        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self._source: MetricsFrame | None = None
         self._names: list[str] = []
         self._filter = ""
         self._rows: dict[str, MetricRow] = {}
         #: the source version each cached row was computed from
         self._row_version: dict[str, tuple[int, int, int]] = {}
-        self._row_layout = RowLayout.fit(80, 20)
+        #: column widths at the current size (the caption above the grid aligns to them)
+        self.row_layout = RowLayout.fit(80, 20)
         #: each listed name as drawn: cut to the name column, never two alike
         self._labels: dict[str, str] = {}
         self._layout_width = 0
@@ -107,7 +100,7 @@ class MetricGrid(ScrollView, can_focus=True):
         if structural:
             self._relayout()
             return
-        self._refresh_changed_rows()
+        self._refresh_changed_rows(source)
 
     def set_filter(self, query: str) -> None:
         self._filter = query.strip()
@@ -118,11 +111,6 @@ class MetricGrid(ScrollView, can_focus=True):
     @property
     def filter(self) -> str:
         return self._filter
-
-    @property
-    def row_layout(self) -> RowLayout:
-        """Column widths at the current size (the caption above the grid aligns to them)."""
-        return self._row_layout
 
     def label(self, name: str) -> str | None:
         """A listed metric's name as its row shows it (None when not listed)."""
@@ -141,7 +129,7 @@ class MetricGrid(ScrollView, can_focus=True):
     def _set_names(self, names: list[str]) -> None:
         selected = self.selected
         self._names = names
-        self._labels = fit_names(names, self._row_layout.name)
+        self._labels = fit_names(names, self.row_layout.name)
         # width 0: rows always fit, so there is never a horizontal scrollbar
         self.virtual_size = Size(0, len(names))
         if selected in names:
@@ -165,24 +153,18 @@ class MetricGrid(ScrollView, can_focus=True):
             self._layout_width = width
             longest = max((len(n) for n in self._names), default=10)
             layout = RowLayout.fit(width, longest)
-            if layout != self._row_layout:
-                self._row_layout = layout
+            if layout != self.row_layout:
+                self.row_layout = layout
                 self._labels = fit_names(self._names, layout.name)
                 self.post_message(self.LayoutChanged())
 
-    def _row_key(self) -> tuple[int, int, int]:
-        return (self._generation, self._row_layout.spark, self._row_layout.name)
-
-    def _compute(self, name: str) -> MetricRow | None:
-        source = self._source
-        if source is None:
-            return None
-        key = self._row_key()
+    def _compute(self, source: MetricsFrame, name: str) -> MetricRow:
+        key = (self._generation, self.row_layout.spark, self.row_layout.name)
         if self._row_version.get(name) != key:
             self._rows[name] = build_row(
                 source.store,
                 name,
-                self._row_layout.spark,
+                self.row_layout.spark,
                 source.rules,
                 source.context,
                 source.diagnosis,
@@ -190,26 +172,24 @@ class MetricGrid(ScrollView, can_focus=True):
             self._row_version[name] = key
         return self._rows[name]
 
-    def _refresh_changed_rows(self) -> None:
+    def _refresh_changed_rows(self, source: MetricsFrame) -> None:
         top = self.scroll_offset.y
         for index in range(top, min(top + self.size.height, len(self._names))):
             name = self._names[index]
             before = self._rows.get(name)
-            after = self._compute(name)
-            if after != before:
+            if self._compute(source, name) != before:
                 self.refresh_line(index)
 
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         self._fit_layout()
         width = self._layout_width
-        if not 0 <= index < len(self._names) or self._source is None:
+        source = self._source
+        if not 0 <= index < len(self._names) or source is None:
             return Strip.blank(width, self.rich_style)
-        row = self._compute(self._names[index])
-        if row is None:
-            return Strip.blank(width, self.rich_style)
+        row = self._compute(source, self._names[index])
         label = self._labels.get(row.name, row.name)
-        segments = row_segments(row, self._row_layout, self._source.palette, label)
+        segments = row_segments(row, self.row_layout, source.palette, label)
         strip = Strip(segments).adjust_cell_length(width)
         if index == self.cursor:
             component = "metric-grid--cursor" if self.has_focus else "metric-grid--cursor-blurred"
@@ -250,29 +230,21 @@ class MetricGrid(ScrollView, can_focus=True):
             if event.chain == 2:
                 self.action_open_detail()
 
-    def _move(self, delta: int) -> None:
+    def action_move(self, delta: int) -> None:
+        """The cursor `delta` rows down (up when negative), kept on the list."""
         if self._names:
             self.cursor = max(0, min(len(self._names) - 1, self.cursor + delta))
 
-    def action_cursor_up(self) -> None:
-        self._move(-1)
-
-    def action_cursor_down(self) -> None:
-        self._move(1)
-
-    def action_cursor_first(self) -> None:
-        self._move(-len(self._names))
-
-    def action_cursor_last(self) -> None:
-        self._move(len(self._names))
+    def action_to_end(self, last: bool) -> None:
+        """`home` / `end`: the first / last metric."""
+        self.action_move(len(self._names) if last else -len(self._names))
 
     def action_page_up(self) -> None:
-        self._move(-max(1, self.size.height - 1))
+        self.action_move(-max(1, self.size.height - 1))
 
     def action_page_down(self) -> None:
-        self._move(max(1, self.size.height - 1))
+        self.action_move(max(1, self.size.height - 1))
 
     def action_open_detail(self) -> None:
-        name = self.selected
-        if name is not None:
+        if (name := self.selected) is not None:
             self.post_message(self.MetricChosen(name))

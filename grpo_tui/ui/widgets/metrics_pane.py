@@ -29,6 +29,7 @@ class MetricsPane(Vertical):
         self._filter = Input(
             placeholder="filter metrics by name (enter keeps it, esc clears it)", id="filter"
         )
+        self._filter.display = False
         self._caption = Static("", id="grid-caption")
         self._caption_layout: RowLayout | None = None
         self._source: MetricsFrame | None = None
@@ -37,9 +38,6 @@ class MetricsPane(Vertical):
         yield self._filter
         yield self._caption
         yield self.grid
-
-    def on_mount(self) -> None:
-        self._filter.display = False
 
     @property
     def caption_aligned(self) -> bool:
