@@ -4,6 +4,7 @@ rules and the checklist read. Built by `find`; frozen afterwards."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -338,10 +339,7 @@ class Findings:
 def find(snap: RunSnapshot, rules: Rules) -> Findings:
     """All judgements of a snapshot."""
     context = snap.context
-
-    def view(name: str) -> SeriesView | None:
-        return snap.get(name)
-
+    view = snap.get
     reward_view = view("reward")
     reward = jd.no_bands(reward_view, rules) if reward_view is not None else None
     functions = tuple(reward_functions(snap, rules))
@@ -352,17 +350,11 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     warming_up = (logged or snap.train_rows) < rules.window.warmup_points
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
-    cap = _cap(
-        context,
-        view("completion_length"),
-        view("completion_length_max"),
-        rules,
-        view("clipped_ratio"),
-    )
+    cap = _cap(context, length_view, view("completion_length_max"), rules, view("clipped_ratio"))
     length = jd.judge_length(length_view, clipped, cap, rules) if length_view is not None else None
     collapse = jd.length_collapse(length_view, cap, rules) if length_view is not None else None
 
-    grad = _maybe(view("grad_norm"), lambda v: jd.judge_grad_norm(v, rules))
+    grad = _maybe(view("grad_norm"), lambda v: jd.judge_finite(v, rules))
     kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
     kl_view = view("kl")
     kl = _maybe(kl_view, lambda v: jd.judge_kl(v, rules, context))
@@ -376,12 +368,12 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         kl = replace(kl, zone=Zone.CAUTION, reason=f"{kl.reason}; {offset}")
     covered = {"reward", "reward_std", "frac_reward_zero_std", "clip_ratio", "kl", "entropy", "completion_length",
                "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}  # fmt: skip
-    others = {}
-    for name in snap.names():
-        other = view(name)
-        if name in covered or other is None or any(f.key == name for f in functions):
-            continue
-        others[name] = jd.banded(other, rules, context)
+    covered |= {f.key for f in functions}
+    others = {
+        name: jd.banded(other, rules, context)
+        for name, other in snap.series.items()
+        if name not in covered
+    }
     return Findings(
         snap=snap,
         rules=rules,
@@ -399,7 +391,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         length=length,
         cap=cap,
         collapse=collapse,
-        loss=_maybe(view("loss"), lambda v: _finite_or_bad(v, rules)),
+        loss=_maybe(view("loss"), lambda v: jd.judge_finite(v, rules)),
         grad_norm=grad,
         grad_zero_share=jd.zero_share(grad, rules) if grad is not None else math.nan,
         eval_reward=_maybe(
@@ -444,13 +436,8 @@ def _entropy(view: SeriesView, coef: SeriesView | None, rules: Rules) -> Judgeme
     )
 
 
-def _maybe(view: SeriesView | None, judge: object) -> Judgement | None:
-    if view is None:
-        return None
-    assert callable(judge)
-    result = judge(view)
-    assert isinstance(result, Judgement)
-    return result
+def _maybe(view: SeriesView | None, judge: Callable[[SeriesView], Judgement]) -> Judgement | None:
+    return judge(view) if view is not None else None
 
 
 def _eval_rules(rules: Rules) -> Rules:
@@ -459,13 +446,6 @@ def _eval_rules(rules: Rules) -> Rules:
         rules.trend, min_points=min(rules.trend.min_points, rules.trend.eval_min_points)
     )
     return replace(rules, trend=trend)
-
-
-def _finite_or_bad(view: SeriesView, rules: Rules) -> Judgement:
-    judgement = jd.no_bands(view, rules)
-    if judgement.zone is Zone.NA:
-        return replace(judgement, zone=Zone.HEALTHY, reason=f"finite ({judgement.window})")
-    return judgement
 
 
 def _cap(
