@@ -43,8 +43,8 @@ class Builder:
         if evidence is not None:
             self.supporting.append(evidence)
 
-    def advise(self, advice: Advice, detail: str = "") -> None:
-        self.advice.append((advice, detail))
+    def advise(self, *advice: Advice, detail: str = "") -> None:
+        self.advice.extend((each, detail) for each in advice)
 
     def build(self, f: Findings) -> Scenario | None:
         if not self.findings:

@@ -120,7 +120,7 @@ def _no_signal(f: Findings) -> Builder | None:
                     f"{t.fn}: {num(t.level)} on every completion ({t.judgement.window}): no learning signal",
                 ),
             )
-            b.advise(Advice.CHECK_REWARD_FUNCTION, t.fn)
+            b.advise(Advice.CHECK_REWARD_FUNCTION, detail=t.fn)
     grad = f.grad_norm
     # groups that differ give a gradient: none at all, while most groups differ, is a
     # training setup that does not train (with most groups tied it is the zero advantage)
@@ -181,16 +181,14 @@ def _no_signal(f: Findings) -> Builder | None:
     if f.spread_kind is not SpreadKind.UNKNOWN:
         b.support(Evidence("reward", reward_window(f), {}, f"zero spread: {f.spread_why}"))
     if f.spread_kind is SpreadKind.ALL_FAIL:
-        b.advise(Advice.EASIER_DATA)
-        b.advise(Advice.PARTIAL_CREDIT)
+        b.advise(Advice.EASIER_DATA, Advice.PARTIAL_CREDIT)
     num_generations = f.context.num_generations
     if num_generations is not None and num_generations <= 4:
         b.advise(Advice.MORE_GENERATIONS)
     temperature = f.context.temperature
     if temperature is not None and temperature < 0.7:
         b.advise(Advice.RAISE_TEMPERATURE)
-    b.advise(Advice.PARTIAL_CREDIT)
-    b.advise(Advice.MORE_GENERATIONS)
+    b.advise(Advice.PARTIAL_CREDIT, Advice.MORE_GENERATIONS)
     return b
 
 

@@ -147,9 +147,7 @@ def saturated(f: Findings) -> Scenario | None:
         b.support(course(eval_reward.name, eval_reward))
     if eval_reward is not None and not eval_stalled and eval_reward.direction.up:
         b.advise(Advice.KEEP_GOING)
-    b.advise(Advice.HARDER_DATA)
-    b.advise(Advice.FINER_REWARD)
-    b.advise(Advice.EVALUATE_CHECKPOINTS)
+    b.advise(Advice.HARDER_DATA, Advice.FINER_REWARD, Advice.EVALUATE_CHECKPOINTS)
     return b.build(f)
 
 
@@ -163,7 +161,8 @@ def too_aggressive(f: Findings) -> Scenario | None:
         text, step = blow_up.text, blow_up.step
         b.add(Severity.PROBLEM, Evidence("reward", reward_window(f), {}, text), step)
         b.advise(Advice.LOWER_LR)
-        b.advise(Advice.RESUME_EARLIER, f"step {format_step(step)}" if step is not None else "")
+        at = f"step {format_step(step)}" if step is not None else ""
+        b.advise(Advice.RESUME_EARLIER, detail=at)
     clip = f.clip
     clip_bounds = bounds_of(f, "clip_ratio")
     if clip is not None and clip.zone.warns:
@@ -318,7 +317,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
             )
             b.advise(
                 Advice.TASK_REWARD,
-                f"{aux.fn} is maxed out while {', '.join(t.fn for t in tasks)} does not improve",
+                detail=f"{aux.fn} is maxed out while {', '.join(t.fn for t in tasks)} does not improve",
             )
         elif not tasks and reward_up:
             b.add(
@@ -381,8 +380,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
         return None
     if reward is not None:
         b.support(course("reward", reward))
-    b.advise(Advice.READ_SAMPLES)
-    b.advise(Advice.EVAL_SET)
+    b.advise(Advice.READ_SAMPLES, Advice.EVAL_SET)
     return b.build(f)
 
 
@@ -437,10 +435,7 @@ def truncation(f: Findings) -> Scenario | None:
         return b.build(f)
     if clipped is not None and clipped.level >= 0.9:
         b.advise(Advice.CHECK_EOS)
-    b.advise(Advice.RAISE_CAP)
-    if length is not None and length.shape is not None and length.shape.rose:
-        b.advise(Advice.PENALISE_LENGTH)
-    b.advise(Advice.PENALISE_LENGTH)
+    b.advise(Advice.RAISE_CAP, Advice.PENALISE_LENGTH)
     return b.build(f)
 
 
@@ -499,7 +494,7 @@ def length_collapse(f: Findings) -> Scenario | None:
     if f.reward is not None and f.reward.shape is not None:
         b.support(course("reward", f.reward))
     growing = [fn.fn for fn in f.functions if fn.shape is not None and fn.shape.rose]
-    b.advise(Advice.SHORT_REWARD, ", ".join(growing[:2]))
+    b.advise(Advice.SHORT_REWARD, detail=", ".join(growing[:2]))
     b.advise(Advice.READ_SHORT)
     return b.build(f)
 
@@ -551,9 +546,7 @@ def low_diversity(f: Findings) -> Scenario | None:
         b.add(*identical)
     if not b.findings:
         return None
-    b.advise(Advice.MORE_DIVERSITY)
-    b.advise(Advice.MORE_GENERATIONS)
-    b.advise(Advice.FINER_REWARD)
+    b.advise(Advice.MORE_DIVERSITY, Advice.MORE_GENERATIONS, Advice.FINER_REWARD)
     return b.build(f)
 
 
