@@ -510,7 +510,7 @@ def _merge_zones(
 
 
 def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings: list[str]) -> Any:
-    hints = _type_hints(type(current))
+    hints = _type_hints(current.__class__)
     changes: dict[str, Any] = {}
     for key, value in table.items():
         if key not in hints:
@@ -587,15 +587,9 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-#: per dataclass: its field types, and its field docs (read once; the classes are few)
-_HINTS: dict[type, dict[str, Any]] = {}
-_DOCS: dict[type, dict[str, str]] = {}
-
-
+@cache
 def _type_hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[__name__]))
-    return _HINTS[cls]
+    return typing.get_type_hints(cls, vars(sys.modules[__name__]))
 
 
 @cache
@@ -606,15 +600,11 @@ def _field_names(cls: type) -> frozenset[str]:
 # -- printing ------------------------------------------------------------------------
 
 
+@cache
 def field_docs(cls: type) -> dict[str, str]:
     """The attribute docstrings of a dataclass (the string literal under each field), read
-    from the source so the docs live in one place; empty when the source is unavailable."""
-    if cls not in _DOCS:
-        _DOCS[cls] = _read_field_docs(cls)
-    return _DOCS[cls]
-
-
-def _read_field_docs(cls: type) -> dict[str, str]:
+    from the source so the docs live in one place (once per class); empty when the source
+    is unavailable."""
     try:
         tree = ast.parse(inspect.getsource(cls))
     except (OSError, TypeError, SyntaxError):
@@ -640,7 +630,7 @@ def rules_as_toml(rules: Rules) -> str:
     defaults = Rules()
     lines = [
         "# grpo-tui health rules: the effective values (defaults merged with your overrides).",
-        f"# Put the keys you change in {_config_hint()} (or a file named by ${RULES_ENV}).",
+        f"# Put the keys you change in ~/.config/grpo-tui/rules.toml (or a file named by ${RULES_ENV}).",
         "#",
         *_comment("Each verdict's false-alarm rate on healthy runs:"),
         *(
@@ -676,7 +666,7 @@ def _comment(text: str) -> list[str]:
 
 def _section_lines(name: str, section: Any, default: Any | None, *, documented: bool) -> list[str]:
     lines = [f"[{name}]"]
-    docs = field_docs(type(section)) if documented else {}
+    docs = field_docs(section.__class__) if documented else {}
     for f in fields(section):
         value = getattr(section, f.name)
         if value is None and not documented:
@@ -718,7 +708,3 @@ def _toml_value(value: Any) -> str:
 def _toml_key(key: str) -> str:
     bare = key.replace("_", "").replace("-", "").isalnum()
     return key if bare else _toml_value(key)
-
-
-def _config_hint() -> str:
-    return "~/.config/grpo-tui/rules.toml"
