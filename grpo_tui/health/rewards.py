@@ -147,18 +147,18 @@ def reward_range(
     bottom_pinned = bottom_tied or (bottom_count >= repeats and not unit)
     low = 0.0 if unit else lo
     high = 1.0 if unit else hi
+
+    def pinned(end: str, value: float, tied: bool, count: int) -> str:
+        return f"{end} {num(value)}: {'every completion of a batch scored it' if tied else f'logged {count} times'}"
+
     hows = []
     if top_pinned:
         high = hi
-        hows.append(
-            f"top {num(hi)}: {'every completion of a batch scored it' if top_tied else f'logged {top_count} times'}"
-        )
+        hows.append(pinned("top", hi, top_tied, top_count))
     elif unit:
         hows.append("a 0–1 reward")
     if bottom_pinned and not unit:
-        hows.append(
-            f"bottom {num(lo)}: {'every completion of a batch scored it' if bottom_tied else f'logged {bottom_count} times'}"
-        )
+        hows.append(pinned("bottom", lo, bottom_tied, bottom_count))
     return RewardRange(
         low, high, "; ".join(hows) if hows else "observed range", known=top_pinned or unit
     )
@@ -409,15 +409,11 @@ def function_note(fn: RewardFunction) -> str:
     """Words for a function's state that deserves a note."""
     window = fn.judgement.window
     if fn.dead:
-        return f"{fn.fn} is 0 on every completion for the whole run ({len_points(fn)} points): a dead reward, it gives no learning signal"
+        points = fn.shape.points if fn.shape is not None else 0
+        return f"{fn.fn} is 0 on every completion for the whole run ({points} points): a dead reward, it gives no learning signal"
     if fn.at_floor:
         return f"{fn.fn} sits at its floor {num(fn.level)} on every completion ({window}): it gives no learning signal"
     return fn.course
-
-
-def len_points(fn: RewardFunction) -> int:
-    shape = fn.shape
-    return shape.points if shape is not None else 0
 
 
 # -- zero spread: all fail or all pass ---------------------------------------------------------
