@@ -140,8 +140,9 @@ def task_rising(f: Findings) -> bool:
     return any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
 
 
-def reward_window(f: Findings) -> Window:
-    return f.reward.window if f.reward else Window(None, None, 0)
+def reward_fact(f: Findings, text: str) -> Evidence:
+    """A fact about the reward in words, over its window."""
+    return Evidence("reward", f.reward.window if f.reward else Window(None, None, 0), {}, text)
 
 
 def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence:

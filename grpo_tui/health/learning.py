@@ -22,7 +22,7 @@ from grpo_tui.health.building import (
     function_evidence,
     near_top,
     onset,
-    reward_window,
+    reward_fact,
 )
 from grpo_tui.health.findings import Findings, RiseBound
 from grpo_tui.health.rewards import SpreadKind
@@ -79,7 +79,7 @@ def too_early_to_say(f: Findings) -> Evidence | None:
         if steps is not None:
             text += f"; about {steps:g} more steps at this noise would decide it"
         return _bound_evidence(bound, text)
-    return Evidence("reward", reward_window(f), {}, text + " (too few points for a bound)")
+    return reward_fact(f, text + " (too few points for a bound)")
 
 
 def _points_as_steps(f: Findings, key: str, points: int | None) -> float | None:
@@ -179,7 +179,7 @@ def _no_signal(f: Findings) -> Builder | None:
     if reward is not None:
         b.support(course("reward", reward))
     if f.spread_kind is not SpreadKind.UNKNOWN:
-        b.support(Evidence("reward", reward_window(f), {}, f"zero spread: {f.spread_why}"))
+        b.support(reward_fact(f, f"zero spread: {f.spread_why}"))
     if f.spread_kind is SpreadKind.ALL_FAIL:
         b.advise(Advice.EASIER_DATA, Advice.PARTIAL_CREDIT)
     num_generations = f.context.num_generations

@@ -46,7 +46,7 @@ from grpo_tui.health.building import (
     function_evidence,
     near_top,
     onset,
-    reward_window,
+    reward_fact,
     severity_of,
     task_rising,
     upper,
@@ -120,11 +120,7 @@ def saturated(f: Findings) -> Scenario | None:
         )
         signal_gone = signal_gone or f.grad_zero_share >= 0.5
     if f.spread_kind is SpreadKind.ALL_PASS:
-        corroboration.append(
-            Evidence(
-                "reward", reward.window, {}, f"zero spread because groups all pass: {f.spread_why}"
-            )
-        )
+        corroboration.append(reward_fact(f, f"zero spread because groups all pass: {f.spread_why}"))
     eval_reward = f.eval_reward
     eval_stalled = (
         eval_reward is not None
@@ -159,7 +155,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
-        b.add(Severity.PROBLEM, Evidence("reward", reward_window(f), {}, text), step)
+        b.add(Severity.PROBLEM, reward_fact(f, text), step)
         b.advise(Advice.LOWER_LR)
         at = f"step {format_step(step)}" if step is not None else ""
         b.advise(Advice.RESUME_EARLIER, detail=at)
@@ -422,11 +418,7 @@ def truncation(f: Findings) -> Scenario | None:
         ):
             b.support(course("clipped_ratio", clipped, "falling as the task is learned"))
         else:
-            b.support(
-                Evidence(
-                    "reward", reward_window(f), {}, "the task reward is learned despite the cut"
-                )
-            )
+            b.support(reward_fact(f, "the task reward is learned despite the cut"))
     if not b.findings:
         return None
     if f.is_blow_up and f.lengths_ran_to_cap:
