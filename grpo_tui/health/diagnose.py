@@ -272,9 +272,7 @@ def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Sc
             continue
         cause = min(causes, key=lambda s: (s.severity.rank, s.id.rank))
         first = symptom.evidence[0]
-        consequence = Evidence(
-            first.metric, first.window, first.numbers, f"{fold.words}: {first.text}", first.detail
-        )
+        consequence = replace(first, text=f"{fold.words}: {first.text}")
         known = [e.text for e in cause.evidence]
         # the symptom's fact joins the cause unless the cause already quotes its numbers
         added = [] if says_nothing_new(first.text, known) else [consequence]
@@ -308,17 +306,11 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
             f"the run ended after {counted}; {needed}" if ended else f"{counted} so far; {needed}",
         )
     ]
-    for scenario in found:
-        if scenario.severity.warns:
-            first = scenario.evidence[0]
-            evidence.append(
-                Evidence(
-                    first.metric,
-                    first.window,
-                    first.numbers,
-                    f"early warning ({scenario.title}): {first.text}",
-                )
-            )
+    evidence.extend(
+        replace(s.evidence[0], text=f"early warning ({s.title}): {s.evidence[0].text}", detail="")
+        for s in found
+        if s.severity.warns
+    )
     first_step = float(f.snap.train_steps[0]) if f.snap.train_rows else None
     return Scenario(
         ScenarioId.WARMING_UP,
@@ -356,15 +348,9 @@ def _notes(f: Findings) -> list[Note]:
     if early is not None:
         notes.append(Note(Severity.INFO, early.metric, early.text))
     if f.cap is not None and f.cap.inferred:
-        notes.append(
-            Note(
-                Severity.INFO,
-                "completion_length",
-                f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}",
-            )
-        )
-    for event in f.events():
-        notes.append(Note(event.severity, event.metric, event.text, event.step))
+        inferred = f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}"
+        notes.append(Note(Severity.INFO, "completion_length", inferred))
+    notes.extend(Note(event.severity, event.metric, event.text, event.step) for event in f.events())
     notes.sort(key=lambda n: n.severity.rank)
     return notes
 
