@@ -106,7 +106,6 @@ class Shape:
     start: Level
     end: Level
     peak: Level
-    trough: Level
     #: a later level clearly above the first one
     rose: bool
     #: a later level clearly below the first one
@@ -196,12 +195,11 @@ def analyse(
     count = max(2 if n >= 4 else 1, min(MAX_STRETCHES, n // MIN_STRETCH_POINTS))
     stretches = levels(steps, values, usable_noise, count)
     peak = max(stretches, key=lambda s: s.value)
-    trough = min(stretches, key=lambda s: s.value)
     recent_n = min(n, max(rules.min_points, n // 3))
     recent_trend = tr.classify_trend(steps[-recent_n:], values[-recent_n:], rules)
     recent_window = Window(float(steps[-recent_n]), float(steps[-1]), recent_n)
     shape = Shape(
-        n, noise, tuple(stretches), start, end, peak, trough, False, False, False,
+        n, noise, tuple(stretches), start, end, peak, False, False, False,
         recent_trend.direction, recent_window, Phase.WARMUP, rules.noise_multiple,
     )  # fmt: skip
     if n < 2 * q or len(stretches) < 2:

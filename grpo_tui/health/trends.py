@@ -251,8 +251,6 @@ class WindowZone:
 
     zone: Zone
     """The window's zone."""
-    judged: int
-    """Points with a healthy / caution / bad code."""
     bad_share: float
     """Share of judged points in the bad band."""
     caution_or_worse_share: float
@@ -273,7 +271,7 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
             and bool(np.all((codes == Zone.NA) | (codes == Zone.UNKNOWN)))
             and bool(np.any(codes == Zone.NA))
         )
-        return WindowZone(Zone.NA if na else Zone.UNKNOWN, 0, math.nan, math.nan)
+        return WindowZone(Zone.NA if na else Zone.UNKNOWN, math.nan, math.nan)
     bad = float((codes == Zone.BAD).sum()) / judged
     worse = float(((codes == Zone.CAUTION) | (codes == Zone.BAD)).sum()) / judged
     if bad >= sustained:
@@ -282,7 +280,7 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
         zone = Zone.CAUTION
     else:
         zone = Zone.HEALTHY
-    return WindowZone(zone, judged, bad, worse)
+    return WindowZone(zone, bad, worse)
 
 
 def rolling_share(flags: np.ndarray, width: int) -> np.ndarray:
