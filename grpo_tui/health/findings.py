@@ -254,23 +254,18 @@ class Findings:
             f"policy collapse: reward {num(high.value)} at {high.window.span} (stretch median) → "
             f"{num(now)} at {reward.recent_span} (median) while " + "; ".join(companions)
         )
-        view = self.snap.get("reward")
-        step = None
-        if view is not None:
-            middle = (high.value + now) / 2
-            after = (view.steps > high.last_step) & (view.values < middle)
-            if after.any():
-                step = float(view.steps[np.flatnonzero(after)[0]])
+        view = reward.view
+        after = (view.steps > high.last_step) & (view.values < (high.value + now) / 2)
+        step = float(view.steps[np.flatnonzero(after)[0]]) if after.any() else None
         return BlowUp(text, step, len(companions))
 
     def _entropy_ran_off(self) -> str | None:
         """Entropy ×blow_up.entropy_factor over its early level (the lowest of its first
         points), in words; None when it did not run off."""
-        view = self.snap.get("entropy")
         rules = self.rules.blow_up
-        if view is None or len(view) < 4 or self.entropy is None:
+        if self.entropy is None or len(self.entropy.view) < 4:
             return None
-        early = tr.median_of(jd.early_head(view, highest=False).values)
+        early = tr.median_of(jd.early_head(self.entropy.view, highest=False).values)
         level = self.entropy.level
         if not (level >= rules.entropy_factor * max(early, 1e-12) and level >= rules.entropy_floor):
             return None
@@ -306,13 +301,11 @@ class Findings:
         found: list[Event] = []
         for judgement in self.judged().values():
             found.extend(judgement.events)
-        kl = self.snap.get("kl")
-        if kl is not None and self.kl is not None and self.kl.zone is not Zone.NA:
+        if self.kl is not None and self.kl.zone is not Zone.NA:
             caution = (self.rules.zone_bounds("kl") or ZoneBounds()).caution_above
-            found.extend(jd.spikes(kl, self.rules, "kl", above=caution or 0.0))
-        grad = self.snap.get("grad_norm")
-        if grad is not None:
-            found.extend(jd.spikes(grad, self.rules, "grad_norm"))
+            found.extend(jd.spikes(self.kl.view, self.rules, "kl", above=caution or 0.0))
+        if self.grad_norm is not None:
+            found.extend(jd.spikes(self.grad_norm.view, self.rules, "grad_norm"))
         return found
 
     def judged(self) -> dict[str, Judgement]:

@@ -178,12 +178,8 @@ def too_aggressive(f: Findings) -> Scenario | None:
     certain = blow_up is not None and blow_up.certain
     for judgement in (f.loss, f.grad_norm):
         if judgement is not None and judgement.zone is Zone.BAD:
-            view = f.snap.get(judgement.name)
-            first_bad = (
-                float(view.nonfinite_steps[0])
-                if view is not None and view.nonfinite_steps.size
-                else None
-            )
+            bad = judgement.view.nonfinite_steps
+            first_bad = float(bad[0]) if bad.size else None
             b.add(Severity.PROBLEM, evidence(judgement), first_bad)
             certain = True
     entropy = f.entropy
@@ -447,11 +443,10 @@ def _rising_cut(f: Findings) -> Evidence | None:
     bound = _cut_bound(f)
     if clipped is None or clipped.shape is None or length is None or length.shape is None:
         return None
-    view = f.snap.get("clipped_ratio")
-    if view is None or view.empty or not bound > 0:
+    # the judgement's values are the recent window
+    median = tr.median_of(clipped.values)
+    if not bound > 0:
         return None
-    recent = window_of(view, f.rules)
-    median = tr.median_of(recent.values)
     if not (clipped.shape.rose and length.shape.rose and median > bound):
         return None
     return Evidence(
