@@ -97,10 +97,10 @@ def saturated(f: Findings) -> Scenario | None:
     if not (at_top or plateau) or shape.declined:
         return None
     signal_gone = False
-    corroboration: list[Evidence] = []
+    # the supporting facts (a Builder keeps them after its findings)
     frac, std = f.frac_zero_std, f.reward_std
     if frac is not None and (frac.zone.warns or frac.direction.up):
-        corroboration.append(
+        b.support(
             evidence(
                 frac,
                 f"frac_reward_zero_std {num(frac.level)} (recent median): most groups score every completion alike",
@@ -108,11 +108,11 @@ def saturated(f: Findings) -> Scenario | None:
         )
         signal_gone = signal_gone or frac.zone is Zone.BAD
     if std is not None and (std.zone.warns or std.direction is Direction.FALLING):
-        corroboration.append(evidence(std))
+        b.support(evidence(std))
         signal_gone = signal_gone or std.zone is Zone.BAD
     grad = f.grad_norm
     if grad is not None and f.grad_zero_share >= 0.3:
-        corroboration.append(
+        b.support(
             evidence(
                 grad,
                 f"grad_norm 0 on {grad.window.share(f.grad_zero_share)}: every group tied, so no gradient (the zero advantage, not a broken optimiser)",
@@ -120,7 +120,7 @@ def saturated(f: Findings) -> Scenario | None:
         )
         signal_gone = signal_gone or f.grad_zero_share >= 0.5
     if f.spread_kind is SpreadKind.ALL_PASS:
-        corroboration.append(reward_fact(f, f"zero spread because groups all pass: {f.spread_why}"))
+        b.support(reward_fact(f, f"zero spread because groups all pass: {f.spread_why}"))
     eval_reward = f.eval_reward
     eval_stalled = (
         eval_reward is not None
@@ -137,8 +137,6 @@ def saturated(f: Findings) -> Scenario | None:
         evidence(reward, text, position=position),
         shape.recent_window.first_step if plateau else None,
     )
-    for item in corroboration:
-        b.support(item)
     if eval_reward is not None and eval_reward.shape is not None:
         b.support(course(eval_reward.name, eval_reward))
     if eval_reward is not None and not eval_stalled and eval_reward.direction.up:
