@@ -122,11 +122,10 @@ def _no_signal(f: Findings) -> Builder | None:
             )
             b.advise(Advice.CHECK_REWARD_FUNCTION, detail=t.fn)
     grad = f.grad_norm
+    few_tied = frac is None or frac.level < 0.5
     # groups that differ give a gradient: none at all, while most groups differ, is a
     # training setup that does not train (with most groups tied it is the zero advantage)
-    spread_alive = (
-        std is not None and std.zone is Zone.HEALTHY and (frac is None or frac.level < 0.5)
-    )
+    spread_alive = std is not None and std.zone is Zone.HEALTHY and few_tied
     if grad is not None and f.grad_zero_share >= f.rules.window.sustained and spread_alive:
         b.add(
             Severity.PROBLEM,
@@ -145,9 +144,7 @@ def _no_signal(f: Findings) -> Builder | None:
     # ≈0 clipping means updates too weak only when the run re-uses its batches (known
     # off-policy); a sampler's tiny mismatch (vLLM) is not that
     # ...and only while most groups differ: tied groups give no gradient, so no clipping
-    groups_differ = (
-        std is not None and std.zone is not Zone.BAD and (frac is None or frac.level < 0.5)
-    )
+    groups_differ = std is not None and std.zone is not Zone.BAD and few_tied
     if (
         clip is not None
         and groups_differ

@@ -358,7 +358,6 @@ def reward_hacking(f: Findings) -> Scenario | None:
     if (
         reward_up
         and eval_reward is not None
-        and eval_reward.shape is not None
         and reward is not None
         and _eval_stalled_while_train_rose(reward, eval_reward, f)
         # an eval reward flat at the top has nothing left to show
