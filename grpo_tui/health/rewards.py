@@ -348,14 +348,11 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
         std = snap.get(f"rewards/{fn}/std")
         judgement = no_bands(view, rules)
         rng = reward_range(view, std, rules)
-        recent_std = window_of(std, rules) if std is not None and not std.empty else None
-        if recent_std is not None:
-            zero_spread = (
-                float(np.mean(recent_std.values < rules.rewards.function_zero_std))
-                >= rules.window.sustained
-            )
+        if std is not None and not std.empty:
+            tied = window_of(std, rules).values < rules.rewards.function_zero_std
+            zero_spread = float(np.mean(tied)) >= rules.window.sustained
         else:
-            recent = window_of(view, rules).values
+            recent = judgement.values  # the recent window
             zero_spread = recent.size >= 2 and float(np.ptp(recent)) <= 1e-12
         all_same = float(np.ptp(view.values)) <= 1e-12
         dead = all_same and len(view) >= 2 and abs(float(view.values[0])) <= 1e-12
