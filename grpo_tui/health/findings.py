@@ -490,18 +490,12 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
         (other := snap.get(name)) is not None and bool(np.any(other.values != 0))
         for name in ("clip_ratio", "clip_ratio_low", "clip_ratio_high")
     )
-    if not nonzero:
-        if off_policy is False:
-            return jd.base_judgement(
-                view, rules, Zone.NA, "on-policy (num_iterations 1): 0 by construction"
-            )
-        if off_policy is None:
-            return jd.base_judgement(
-                view,
-                rules,
-                Zone.UNKNOWN,
-                "all 0: expected on-policy, but num_iterations is not known",
-            )
+    all_zero = {
+        False: (Zone.NA, "on-policy (num_iterations 1): 0 by construction"),
+        None: (Zone.UNKNOWN, "all 0: expected on-policy, but num_iterations is not known"),
+    }
+    if not nonzero and off_policy in all_zero:
+        return jd.base_judgement(view, rules, *all_zero[off_policy])
     reward = snap.get("reward")
     judged = view
     reuse = False
