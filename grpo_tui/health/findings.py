@@ -349,13 +349,8 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
 
     grad = _maybe(view("grad_norm"), lambda v: jd.judge_finite(v, rules))
     kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
-    kl_view = view("kl")
-    kl = _maybe(kl_view, lambda v: jd.judge_kl(v, rules, context))
-    offset = (
-        jd.kl_offset(kl, kl_view, view("learning_rate"), rules)
-        if kl is not None and kl_view is not None
-        else None
-    )
+    kl = _maybe(view("kl"), lambda v: jd.judge_kl(v, rules, context))
+    offset = jd.kl_offset(kl, view("learning_rate"), rules) if kl is not None else None
     if kl is not None and offset is not None:
         # one judgement of the metric: the grid, the checklist and the verdicts read it
         kl = replace(kl, zone=Zone.CAUTION, reason=f"{kl.reason}; {offset}")

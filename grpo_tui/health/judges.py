@@ -280,11 +280,12 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
 _LR_STILL_LOW = 0.5
 
 
-def kl_offset(kl: Judgement, view: SeriesView, lr: SeriesView | None, rules: Rules) -> str | None:
+def kl_offset(kl: Judgement, lr: SeriesView | None, rules: Rules) -> str | None:
     """KL already in its caution band at the first steps, before the policy could move
     (the learning rate, where logged, still below half its peak), and not clearly above
     that level since: a mismatch between policy and reference (chat template, adapter,
     precision), not drift from updates. In words; None when it is not that."""
+    view = kl.view
     caution = (rules.zone_bounds("kl") or ZoneBounds()).caution_above
     if caution is None or not kl.zone.warns or kl.shape is None or len(view) < 4:
         return None
