@@ -343,7 +343,9 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     warming_up = (logged or snap.train_rows) < rules.window.warmup_points
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
-    cap = _cap(context, length_view, view("completion_length_max"), rules, view("clipped_ratio"))
+    cap = jd.cap_of(
+        context, length_view, view("completion_length_max"), rules, view("clipped_ratio")
+    )
     length = jd.judge_length(length_view, clipped, cap, rules) if length_view is not None else None
     collapse = jd.length_collapse(length_view, cap, rules) if length_view is not None else None
 
@@ -434,19 +436,6 @@ def _eval_rules(rules: Rules) -> Rules:
         rules.trend, min_points=min(rules.trend.min_points, rules.trend.eval_min_points)
     )
     return replace(rules, trend=trend)
-
-
-def _cap(
-    context: RunContext,
-    mean: SeriesView | None,
-    longest: SeriesView | None,
-    rules: Rules,
-    clipped: SeriesView | None,
-) -> Cap | None:
-    if context.max_completion_length:
-        given = "max_completion_length" in context.given_on_command_line
-        return Cap(float(context.max_completion_length), "command line" if given else "args")
-    return jd.infer_cap(mean, longest, rules, clipped)
 
 
 def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judgement:

@@ -435,17 +435,21 @@ class Cap:
         return ", from the command line" if self.source == "command line" else ""
 
 
-def infer_cap(
+def cap_of(
+    context: RunContext,
     mean: SeriesView | None,
     longest: SeriesView | None,
     rules: Rules,
-    clipped: SeriesView | None = None,
+    clipped: SeriesView | None,
 ) -> Cap | None:
-    """A cap nobody stated, read off the lengths: the batch's longest completion (or the
-    mean, when every completion was cut) sitting at exactly one value, its highest, on many
+    """The cap the run's args or command line state; else a cap nobody stated, read off
+    the lengths: the batch's longest completion (or the mean, when every completion was cut) sitting at exactly one value, its highest, on many
     points: 128.0 with the minimum at 127.8 is truncation at 128. Corroborated when the
     run's clipped_ratio is above 0 where the lengths sit there; then a few such points are
     enough for the longest completion too (a run whose lengths grow into the cap)."""
+    if context.max_completion_length:
+        given = "max_completion_length" in context.given_on_command_line
+        return Cap(float(context.max_completion_length), "command line" if given else "args")
     for view, share_needed, count_needed, what in (
         (longest, rules.length.cap_pinned_share, 2, "the longest completion"),
         (mean, 0.0, rules.length.cap_pinned_points, "the mean length"),
