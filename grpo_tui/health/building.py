@@ -149,32 +149,20 @@ def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence
     """A metric's course over the run, in stretch medians (`what`: instead of its phase,
     what the course shows)."""
     shape = judgement.shape
-    text = (
-        f"{name} {what or shape.phase.word}: {shape.describe()}"
-        if shape is not None
-        else f"{name}: no points"
-    )
-    window = (
-        Window(shape.start.first_step, shape.end.last_step, shape.points)
-        if shape is not None
-        else judgement.window
-    )
-    numbers = (
-        {}
-        if shape is None
-        else {
-            "first": shape.start.value,
-            "peak": shape.peak.value,
-            "last": shape.end.value,
-            "noise": shape.noise,
-        }
-    )
+    if shape is None:
+        return Evidence(name, judgement.window, {}, f"{name}: no points")
+    numbers = {
+        "first": shape.start.value,
+        "peak": shape.peak.value,
+        "last": shape.end.value,
+        "noise": shape.noise,
+    }
     return Evidence(
         name,
-        window,
+        Window(shape.start.first_step, shape.end.last_step, shape.points),
         {k: finite_or_none(v) for k, v in numbers.items()},
-        text,
-        shape.detail if shape is not None else "",
+        f"{name} {what or shape.phase.word}: {shape.describe()}",
+        shape.detail,
     )
 
 
