@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from grpo_tui.context import RunContext
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
-from grpo_tui.health.findings import Findings, find
+from grpo_tui.health.findings import BANDED, Findings, find
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
@@ -162,16 +162,7 @@ def diagnose_snapshot(
 
 
 #: the Findings field that holds each banded metric's judgement
-_FIELDS = {
-    "reward_std": "reward_std",
-    "frac_reward_zero_std": "frac_zero_std",
-    "clip_ratio": "clip",
-    "kl": "kl",
-    "entropy": "entropy",
-    "completion_length": "length",
-    "clipped_ratio": "clipped",
-    "grad_norm": "grad_norm",
-}
+_FIELDS = {**BANDED, "grad_norm": "grad_norm"}
 
 
 def _as_shown(

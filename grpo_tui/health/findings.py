@@ -38,6 +38,17 @@ from grpo_tui.vocabulary import Zone
 IS_RATIO_MEAN = "sampling/importance_sampling_ratio/mean"
 IS_RATIO_MIN = "sampling/importance_sampling_ratio/min"
 
+#: the Findings field that holds each banded metric's judgement, in display order
+BANDED = {
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_zero_std",
+    "clip_ratio": "clip",
+    "kl": "kl",
+    "entropy": "entropy",
+    "completion_length": "length",
+    "clipped_ratio": "clipped",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class BlowUp:
@@ -312,20 +323,13 @@ class Findings:
         """Every judgement by metric name, in display order for the metric table."""
         named: dict[str, Judgement | None] = {
             "reward": self.reward,
-            "reward_std": self.reward_std,
-            "frac_reward_zero_std": self.frac_zero_std,
-            "clip_ratio": self.clip,
-            "kl": self.kl,
-            "entropy": self.entropy,
-            "completion_length": self.length,
-            "clipped_ratio": self.clipped,
+            **{metric: getattr(self, field) for metric, field in BANDED.items()},
+            **{fn.key: fn.judgement for fn in self.functions},
+            "eval_reward": self.eval_reward,
+            "loss": self.loss,
+            "grad_norm": self.grad_norm,
+            **self.others,
         }
-        for fn in self.functions:
-            named[fn.key] = fn.judgement
-        named["eval_reward"] = self.eval_reward
-        named["loss"] = self.loss
-        named["grad_norm"] = self.grad_norm
-        named.update(self.others)
         return {name: j for name, j in named.items() if j is not None}
 
 
@@ -356,8 +360,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     if kl is not None and offset is not None:
         # one judgement of the metric: the grid, the checklist and the verdicts read it
         kl = replace(kl, zone=Zone.CAUTION, reason=f"{kl.reason}; {offset}")
-    covered = {"reward", "reward_std", "frac_reward_zero_std", "clip_ratio", "kl", "entropy", "completion_length",
-               "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}  # fmt: skip
+    covered = {"reward", *BANDED, "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}
     covered |= {f.key for f in functions}
     others = {
         name: jd.banded(other, rules, context)
