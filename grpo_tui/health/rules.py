@@ -533,8 +533,7 @@ def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings:
 def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
     """Check (and gently coerce) one TOML value against a field's type."""
     args = typing.get_args(hint)
-    optional = type(None) in args
-    if optional:
+    if type(None) in args:
         if value == OFF:
             return None, True
         hint = next(arg for arg in args if arg is not type(None))
@@ -542,9 +541,7 @@ def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
     if origin is list:
         ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
         return (list(value), True) if ok else (None, False)
-    if hint is bool:
-        return (value, True) if isinstance(value, bool) else (None, False)
-    if isinstance(value, bool):
+    if isinstance(value, bool):  # no field is a flag, and TOML's true is no number
         return None, False
     if hint is int:
         return (value, True) if isinstance(value, int) else (None, False)
@@ -575,12 +572,7 @@ def _describe(hint: Any) -> str:
         return f'{_describe(inner)} or "{OFF}"'
     if typing.get_origin(hint) is list:
         return "a list of strings"
-    return {
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        bool: "true/false",
-    }.get(hint, str(hint))
+    return {int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
 
 
 def _type_name(value: Any) -> str:
@@ -692,8 +684,6 @@ def _section_lines(name: str, section: Any, default: Any | None, *, documented: 
 def _toml_value(value: Any) -> str:
     if value is None:
         return f'"{OFF}"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, int):
