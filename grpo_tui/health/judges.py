@@ -97,9 +97,6 @@ class Judgement:
         shape = self.shape
         return shape.recent if shape is not None else Direction.UNKNOWN
 
-    def share(self, flags: np.ndarray) -> float:
-        return float(flags.mean()) if flags.size else math.nan
-
 
 def window_of(view: SeriesView, rules: Rules) -> SeriesView:
     """The recent window a zone is judged on: the latest max(points, 10% of the run)."""
@@ -576,4 +573,5 @@ def judge_finite(view: SeriesView, rules: Rules) -> Judgement:
 
 def zero_share(judgement: Judgement, rules: Rules) -> float:
     """Share of the window's points where no gradient reached the weights."""
-    return judgement.share(judgement.values < rules.optimiser.zero_grad_norm)
+    zero = judgement.values < rules.optimiser.zero_grad_norm
+    return float(zero.mean()) if zero.size else math.nan
