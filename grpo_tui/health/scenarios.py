@@ -37,7 +37,6 @@ from grpo_tui.health import trends as tr
 from grpo_tui.health.advice import Advice
 from grpo_tui.health.building import (
     Builder,
-    Finding,
     add_above,
     at_least,
     bounds_of,
@@ -262,10 +261,9 @@ def _bonus_carries_total(f: Findings) -> Evidence | None:
         return None
     if any(t.improved for t in tasks):
         return None
-    carriers = [a for a in f.auxiliaries if a.improved]
-    if not carriers:
+    carrier = next((a for a in f.auxiliaries if a.improved), None)
+    if carrier is None:
         return None
-    carrier = carriers[0]
     task_text = ", ".join(f"{t.fn} {t.shape.describe() if t.shape else ''}" for t in tasks)
     return Evidence(
         carrier.key,
@@ -401,9 +399,8 @@ def truncation(f: Findings) -> Scenario | None:
     if b.findings and f.learned:
         # the task is learned despite the cut (and a falling cut share is the model learning
         # to finish in time): worth fixing, not a run that fails
-        b.findings = [
-            Finding(_at_most_caution(x.severity), x.evidence, x.onset) for x in b.findings
-        ]
+        for finding in b.findings:
+            finding.severity = _at_most_caution(finding.severity)
         if (
             clipped is not None
             and clipped.shape is not None
