@@ -74,11 +74,8 @@ def reward_role(name: str, rules: Rules, *, evaluated: bool = False) -> Role:
     joined = "_".join(_words(name))
 
     def matches(patterns: Iterable[str]) -> bool:
-        for pattern in patterns:
-            words = "_".join(_words(pattern))
-            if words and re.search(r"(?:^|_)" + re.escape(words), joined):
-                return True
-        return False
+        spelled = ("_".join(_words(pattern)) for pattern in patterns)
+        return any(words and re.search(r"(?:^|_)" + re.escape(words), joined) for words in spelled)
 
     if matches(rules.rewards.task_patterns):
         return Role.TASK
