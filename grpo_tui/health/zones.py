@@ -64,18 +64,8 @@ def zone_bands(name: str, rules: Rules, context: RunContext) -> list[tuple[float
     if bounds.relative_to is not None and scale is None:
         return []
     factor = scale if scale is not None else 1.0
-    cuts = sorted(
-        {
-            b * factor
-            for b in (
-                bounds.caution_below,
-                bounds.bad_below,
-                bounds.caution_above,
-                bounds.bad_above,
-            )
-            if b is not None
-        }
-    )
+    limits = (bounds.caution_below, bounds.bad_below, bounds.caution_above, bounds.bad_above)
+    cuts = sorted({b * factor for b in limits if b is not None})
     edges = [-math.inf, *cuts, math.inf]
     bands: list[tuple[float, float, Zone]] = []
     for lo, hi in itertools.pairwise(edges):
