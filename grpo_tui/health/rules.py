@@ -482,7 +482,7 @@ def rules_from_dict(data: Mapping[str, Any], source: str = "rules") -> tuple[Rul
         if key == "zones":
             updates["zones"] = _merge_zones(rules.zones, value, f"{source}: zones", warnings)
             continue
-        current = getattr(rules, key, None) if key in _field_names(Rules) else None
+        current = getattr(rules, key, None) if key in _type_hints(Rules) else None
         if current is None:
             warnings.append(f"{source}: unknown section [{key}] ignored")
         elif not isinstance(value, dict):
@@ -582,11 +582,6 @@ def _type_name(value: Any) -> str:
 @cache
 def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(sys.modules[__name__]))
-
-
-@cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
 
 
 # -- printing ------------------------------------------------------------------------
