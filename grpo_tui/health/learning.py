@@ -69,10 +69,9 @@ def too_early_to_say(f: Findings) -> Evidence | None:
         return None  # decided: not learning
     if any(bound.rising for bound in bounds):
         return None  # it rises: nothing to decide
-    open_bounds = [bound for bound in bounds if not bound.ruled_out]
+    bound = next((bound for bound in bounds if not bound.ruled_out), None)
     text = "not learning? too early to say: no learning signal in the recent window"
-    if open_bounds:
-        bound = open_bounds[0]
+    if bound is not None:
         more = bound.improvement.points_to_decide(bound.amount)
         text += f", but {bound.describe()}"
         steps = _points_as_steps(f, bound.key, more)
