@@ -584,17 +584,15 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
         return None
     std = f.reward_std
     # no reward_std logged: a reward that rose is itself proof that groups differed
-    if std is not None and std.zone is Zone.BAD:
+    held = (std, f.frac_zero_std, f.clip, f.length, f.kl)
+    if any(judgement is not None and judgement.zone is Zone.BAD for judgement in held):
         return None
-    for judgement in (f.frac_zero_std, f.clip, f.length, f.kl):
-        if judgement is not None and judgement.zone is Zone.BAD:
-            return None
     b = Builder(ScenarioId.HEALTHY)
     b.add(Severity.OK, course("reward", reward), shape.start.first_step)
     for fn in f.tasks:
         if fn.shape is not None and fn.shape.rose:
             b.support(course(fn.fn, fn.judgement))
-    for judgement in (std, f.frac_zero_std, f.clip, f.length, f.kl):
+    for judgement in held:
         if judgement is not None:
             b.support(evidence(judgement))
     b.advise(Advice.WATCH)
