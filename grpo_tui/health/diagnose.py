@@ -325,14 +325,11 @@ def _notes(f: Findings) -> list[Note]:
             short = f"{fn.fn} always 0" if fn.dead else f"{fn.fn} at its floor"
             notes.append(Note(Severity.CAUTION, fn.key, function_note(fn), short=short))
     if aux_only_rise(f, done=True) is None and (so_far := aux_only_rise(f, done=False)) is not None:
-        notes.append(
-            Note(
-                Severity.INFO,
-                "rewards",
-                f"so far the {so_far.text}: a task reward usually follows the format; "
-                "not learning the task if it stays flat once they are done",
-            )
+        text = (
+            f"so far the {so_far.text}: a task reward usually follows the format; "
+            "not learning the task if it stays flat once they are done"
         )
+        notes.append(Note(Severity.INFO, "rewards", text))
     if f.kl_offset is not None:
         notes.append(Note(Severity.CAUTION, "kl", f.kl_offset))
     early = too_early_to_say(f)
