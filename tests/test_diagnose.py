@@ -323,18 +323,14 @@ def test_a_0_1_reward_at_093_is_at_its_top_even_in_a_narrow_observed_range() -> 
 def test_the_real_range_of_a_reward_is_read_from_its_values() -> None:
     def view(values: list[float]) -> SeriesView:
         return SeriesView(
-            "reward",
-            np.arange(len(values), dtype=float),
-            np.array(values),
-            len(values),
-            np.empty(0),
+            "reward", np.arange(len(values), dtype=float), np.array(values), np.empty(0)
         )
 
     unit = reward_range(view([0.2, 0.5, 0.75, 0.75]), None, RULES)
     assert unit is not None and (unit.low, unit.high, unit.known) == (0.0, 1.0, True)
     # a top every completion of a batch scored (std 0 there) is the real top
     std = SeriesView(
-        "reward_std", np.arange(4, dtype=float), np.array([0.3, 0.0, 0.2, 0.0]), 4, np.empty(0)
+        "reward_std", np.arange(4, dtype=float), np.array([0.3, 0.0, 0.2, 0.0]), np.empty(0)
     )
     pinned = reward_range(view([-0.3, 0.5, 0.1, 0.5]), std, RULES)
     assert pinned is not None and pinned.high == 0.5 and pinned.known

@@ -109,7 +109,7 @@ def test_constant_series_is_flat_and_noiseless_line_is_rising() -> None:
 def test_too_few_points_is_unknown(n: int) -> None:
     steps, values = noisy(n, 1.0, 0.0)
     trend = tr.classify_trend(steps, values, TREND)
-    assert trend.direction == Direction.UNKNOWN and not trend.known
+    assert trend.direction == Direction.UNKNOWN
     assert trend.points == n
 
 
@@ -129,28 +129,15 @@ def test_step_change_counts_as_a_trend() -> None:
     assert tr.classify_trend(steps, values, TREND).direction == Direction.RISING
 
 
-def test_exploding_needs_a_reference_and_the_floor() -> None:
+def test_exponential_growth_is_rising() -> None:
     steps = np.arange(40, dtype=float)
     values = 0.01 * np.exp(steps / 6.0)  # 0.01 → ~6.6
-    assert (
-        tr.classify_trend(steps, values, TREND).direction == Direction.RISING
-    )  # no reference: no check
-    assert (
-        tr.classify_trend(steps, values, TREND, exploding_reference=0.02).direction
-        == Direction.EXPLODING
-    )
-    # far above its reference but still under the floor: only rising
-    small = values / 1000
-    trend = tr.classify_trend(steps, small, TREND, exploding_reference=2e-5, exploding_floor=0.1)
-    assert trend.direction == Direction.RISING
+    assert tr.classify_trend(steps, values, TREND).direction == Direction.RISING
 
 
-def test_trend_levels() -> None:
+def test_a_falling_line_is_falling() -> None:
     steps = np.arange(1, 21, dtype=float)
-    trend = tr.classify_trend(steps, 10.0 - 0.25 * steps, TREND)
-    assert trend.direction == Direction.FALLING
-    assert trend.level_start == pytest.approx(9.75)
-    assert trend.level_end == pytest.approx(5.0)
+    assert tr.classify_trend(steps, 10.0 - 0.25 * steps, TREND).direction == Direction.FALLING
 
 
 @settings(max_examples=60, deadline=None)
@@ -265,7 +252,7 @@ def test_sustained_zone_ignores_unknown_and_handles_empty() -> None:
     assert zone_of([U] * 5) == U
     assert zone_of([]) == U
     window = tr.sustained_zone(np.array([B, B, H, H], dtype=np.int8), 0.7)
-    assert window.judged == 4 and window.bad_share == 0.5
+    assert window.bad_share == 0.5
 
 
 def test_rolling_share_and_onset() -> None:

@@ -99,13 +99,7 @@ def words(advice: Advice, context: RunContext, detail: str = "") -> str:
 
 def pick(wanted: list[tuple[Advice, str]], context: RunContext) -> list[str]:
     """The first MAX_ADVICE distinct actions, in the order the evidence asked for them."""
-    seen: set[Advice] = set()
-    out: list[str] = []
+    first: dict[Advice, str] = {}
     for advice, detail in wanted:
-        if advice in seen:
-            continue
-        seen.add(advice)
-        out.append(words(advice, context, detail))
-        if len(out) == MAX_ADVICE:
-            break
-    return out
+        first.setdefault(advice, detail)
+    return [words(advice, context, detail) for advice, detail in list(first.items())[:MAX_ADVICE]]

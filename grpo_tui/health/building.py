@@ -43,8 +43,8 @@ class Builder:
         if evidence is not None:
             self.supporting.append(evidence)
 
-    def advise(self, advice: Advice, detail: str = "") -> None:
-        self.advice.append((advice, detail))
+    def advise(self, *advice: Advice, detail: str = "") -> None:
+        self.advice.extend((each, detail) for each in advice)
 
     def build(self, f: Findings) -> Scenario | None:
         if not self.findings:
@@ -140,40 +140,29 @@ def task_rising(f: Findings) -> bool:
     return any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
 
 
-def reward_window(f: Findings) -> Window:
-    return f.reward.window if f.reward else Window(None, None, 0)
+def reward_fact(f: Findings, text: str) -> Evidence:
+    """A fact about the reward in words, over its window."""
+    return Evidence("reward", f.reward.window if f.reward else Window(None, None, 0), {}, text)
 
 
 def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence:
     """A metric's course over the run, in stretch medians (`what`: instead of its phase,
     what the course shows)."""
     shape = judgement.shape
-    text = (
-        f"{name} {what or shape.phase.word}: {shape.describe()}"
-        if shape is not None
-        else f"{name}: no points"
-    )
-    window = (
-        Window(shape.start.first_step, shape.end.last_step, shape.points)
-        if shape is not None
-        else judgement.window
-    )
-    numbers = (
-        {}
-        if shape is None
-        else {
-            "first": shape.start.value,
-            "peak": shape.peak.value,
-            "last": shape.end.value,
-            "noise": shape.noise,
-        }
-    )
+    if shape is None:
+        return Evidence(name, judgement.window, {}, f"{name}: no points")
+    numbers = {
+        "first": shape.start.value,
+        "peak": shape.peak.value,
+        "last": shape.end.value,
+        "noise": shape.noise,
+    }
     return Evidence(
         name,
-        window,
+        Window(shape.start.first_step, shape.end.last_step, shape.points),
         {k: finite_or_none(v) for k, v in numbers.items()},
-        text,
-        shape.detail if shape is not None else "",
+        f"{name} {what or shape.phase.word}: {shape.describe()}",
+        shape.detail,
     )
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement
-from grpo_tui.health.samples import format_rate, overlap
+from grpo_tui.health.samples import Getter, format_rate, overlap
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import CheckItem, num, pct
-from grpo_tui.run.completion_stats import StepSampleStats
 from grpo_tui.vocabulary import Answer, Zone
+
+_repetition: Getter = attrgetter("repetition")
+_one_token: Getter = attrgetter("one_token")
+_cut_off: Getter = attrgetter("truncated_rate")
 
 QUESTIONS = (
     "Is reward rising?",
@@ -148,15 +153,3 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
             f"diversity kept ({text}); no recognisable format to score: read the samples",
         )
     return Answer.YES, text
-
-
-def _repetition(stats: StepSampleStats) -> float | None:
-    return stats.repetition
-
-
-def _one_token(stats: StepSampleStats) -> float | None:
-    return stats.one_token
-
-
-def _cut_off(stats: StepSampleStats) -> float | None:
-    return stats.truncated_rate

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from grpo_tui.context import RunContext
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
-from grpo_tui.health.findings import Findings, find
+from grpo_tui.health.findings import BANDED, Findings, find
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note, reward_role
 from grpo_tui.health.rules import Rules
@@ -162,16 +162,7 @@ def diagnose_snapshot(
 
 
 #: the Findings field that holds each banded metric's judgement
-_FIELDS = {
-    "reward_std": "reward_std",
-    "frac_reward_zero_std": "frac_zero_std",
-    "clip_ratio": "clip",
-    "kl": "kl",
-    "entropy": "entropy",
-    "completion_length": "length",
-    "clipped_ratio": "clipped",
-    "grad_norm": "grad_norm",
-}
+_FIELDS = {**BANDED, "grad_norm": "grad_norm"}
 
 
 def _as_shown(
@@ -272,9 +263,7 @@ def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Sc
             continue
         cause = min(causes, key=lambda s: (s.severity.rank, s.id.rank))
         first = symptom.evidence[0]
-        consequence = Evidence(
-            first.metric, first.window, first.numbers, f"{fold.words}: {first.text}", first.detail
-        )
+        consequence = replace(first, text=f"{fold.words}: {first.text}")
         known = [e.text for e in cause.evidence]
         # the symptom's fact joins the cause unless the cause already quotes its numbers
         added = [] if says_nothing_new(first.text, known) else [consequence]
@@ -308,17 +297,11 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
             f"the run ended after {counted}; {needed}" if ended else f"{counted} so far; {needed}",
         )
     ]
-    for scenario in found:
-        if scenario.severity.warns:
-            first = scenario.evidence[0]
-            evidence.append(
-                Evidence(
-                    first.metric,
-                    first.window,
-                    first.numbers,
-                    f"early warning ({scenario.title}): {first.text}",
-                )
-            )
+    evidence.extend(
+        replace(s.evidence[0], text=f"early warning ({s.title}): {s.evidence[0].text}", detail="")
+        for s in found
+        if s.severity.warns
+    )
     first_step = float(f.snap.train_steps[0]) if f.snap.train_rows else None
     return Scenario(
         ScenarioId.WARMING_UP,
@@ -342,29 +325,20 @@ def _notes(f: Findings) -> list[Note]:
             short = f"{fn.fn} always 0" if fn.dead else f"{fn.fn} at its floor"
             notes.append(Note(Severity.CAUTION, fn.key, function_note(fn), short=short))
     if aux_only_rise(f, done=True) is None and (so_far := aux_only_rise(f, done=False)) is not None:
-        notes.append(
-            Note(
-                Severity.INFO,
-                "rewards",
-                f"so far the {so_far.text}: a task reward usually follows the format; "
-                "not learning the task if it stays flat once they are done",
-            )
+        text = (
+            f"so far the {so_far.text}: a task reward usually follows the format; "
+            "not learning the task if it stays flat once they are done"
         )
+        notes.append(Note(Severity.INFO, "rewards", text))
     if f.kl_offset is not None:
         notes.append(Note(Severity.CAUTION, "kl", f.kl_offset))
     early = too_early_to_say(f)
     if early is not None:
         notes.append(Note(Severity.INFO, early.metric, early.text))
     if f.cap is not None and f.cap.inferred:
-        notes.append(
-            Note(
-                Severity.INFO,
-                "completion_length",
-                f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}",
-            )
-        )
-    for event in f.events():
-        notes.append(Note(event.severity, event.metric, event.text, event.step))
+        inferred = f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}"
+        notes.append(Note(Severity.INFO, "completion_length", inferred))
+    notes.extend(Note(event.severity, event.metric, event.text, event.step) for event in f.events())
     notes.sort(key=lambda n: n.severity.rank)
     return notes
 

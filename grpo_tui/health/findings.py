@@ -4,6 +4,7 @@ rules and the checklist read. Built by `find`; frozen afterwards."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -36,6 +37,17 @@ from grpo_tui.vocabulary import Zone
 #: is judged where it is logged (TRL caps the ratio from above, so `/max` cannot run off)
 IS_RATIO_MEAN = "sampling/importance_sampling_ratio/mean"
 IS_RATIO_MIN = "sampling/importance_sampling_ratio/min"
+
+#: the Findings field that holds each banded metric's judgement, in display order
+BANDED = {
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_zero_std",
+    "clip_ratio": "clip",
+    "kl": "kl",
+    "entropy": "entropy",
+    "completion_length": "length",
+    "clipped_ratio": "clipped",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,23 +265,18 @@ class Findings:
             f"policy collapse: reward {num(high.value)} at {high.window.span} (stretch median) → "
             f"{num(now)} at {reward.recent_span} (median) while " + "; ".join(companions)
         )
-        view = self.snap.get("reward")
-        step = None
-        if view is not None:
-            middle = (high.value + now) / 2
-            after = (view.steps > high.last_step) & (view.values < middle)
-            if after.any():
-                step = float(view.steps[np.flatnonzero(after)[0]])
+        view = reward.view
+        after = (view.steps > high.last_step) & (view.values < (high.value + now) / 2)
+        step = float(view.steps[np.flatnonzero(after)[0]]) if after.any() else None
         return BlowUp(text, step, len(companions))
 
     def _entropy_ran_off(self) -> str | None:
         """Entropy ×blow_up.entropy_factor over its early level (the lowest of its first
         points), in words; None when it did not run off."""
-        view = self.snap.get("entropy")
         rules = self.rules.blow_up
-        if view is None or len(view) < 4 or self.entropy is None:
+        if self.entropy is None or len(self.entropy.view) < 4:
             return None
-        early = tr.median_of(jd.early_head(view, highest=False).values)
+        early = tr.median_of(jd.early_head(self.entropy.view, highest=False).values)
         level = self.entropy.level
         if not (level >= rules.entropy_factor * max(early, 1e-12) and level >= rules.entropy_floor):
             return None
@@ -305,43 +312,31 @@ class Findings:
         found: list[Event] = []
         for judgement in self.judged().values():
             found.extend(judgement.events)
-        kl = self.snap.get("kl")
-        if kl is not None and self.kl is not None and self.kl.zone is not Zone.NA:
+        if self.kl is not None and self.kl.zone is not Zone.NA:
             caution = (self.rules.zone_bounds("kl") or ZoneBounds()).caution_above
-            found.extend(jd.spikes(kl, self.rules, "kl", above=caution or 0.0))
-        grad = self.snap.get("grad_norm")
-        if grad is not None:
-            found.extend(jd.spikes(grad, self.rules, "grad_norm"))
+            found.extend(jd.spikes(self.kl.view, self.rules, "kl", above=caution or 0.0))
+        if self.grad_norm is not None:
+            found.extend(jd.spikes(self.grad_norm.view, self.rules, "grad_norm"))
         return found
 
     def judged(self) -> dict[str, Judgement]:
         """Every judgement by metric name, in display order for the metric table."""
         named: dict[str, Judgement | None] = {
             "reward": self.reward,
-            "reward_std": self.reward_std,
-            "frac_reward_zero_std": self.frac_zero_std,
-            "clip_ratio": self.clip,
-            "kl": self.kl,
-            "entropy": self.entropy,
-            "completion_length": self.length,
-            "clipped_ratio": self.clipped,
+            **{metric: getattr(self, field) for metric, field in BANDED.items()},
+            **{fn.key: fn.judgement for fn in self.functions},
+            "eval_reward": self.eval_reward,
+            "loss": self.loss,
+            "grad_norm": self.grad_norm,
+            **self.others,
         }
-        for fn in self.functions:
-            named[fn.key] = fn.judgement
-        named["eval_reward"] = self.eval_reward
-        named["loss"] = self.loss
-        named["grad_norm"] = self.grad_norm
-        named.update(self.others)
         return {name: j for name, j in named.items() if j is not None}
 
 
 def find(snap: RunSnapshot, rules: Rules) -> Findings:
     """All judgements of a snapshot."""
     context = snap.context
-
-    def view(name: str) -> SeriesView | None:
-        return snap.get(name)
-
+    view = snap.get
     reward_view = view("reward")
     reward = jd.no_bands(reward_view, rules) if reward_view is not None else None
     functions = tuple(reward_functions(snap, rules))
@@ -352,36 +347,26 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     warming_up = (logged or snap.train_rows) < rules.window.warmup_points
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
-    cap = _cap(
-        context,
-        view("completion_length"),
-        view("completion_length_max"),
-        rules,
-        view("clipped_ratio"),
+    cap = jd.cap_of(
+        context, length_view, view("completion_length_max"), rules, view("clipped_ratio")
     )
     length = jd.judge_length(length_view, clipped, cap, rules) if length_view is not None else None
     collapse = jd.length_collapse(length_view, cap, rules) if length_view is not None else None
 
-    grad = _maybe(view("grad_norm"), lambda v: jd.judge_grad_norm(v, rules))
+    grad = _maybe(view("grad_norm"), lambda v: jd.judge_finite(v, rules))
     kind, why = zero_spread_kind(snap, reward, rng, list(functions), rules)
-    kl_view = view("kl")
-    kl = _maybe(kl_view, lambda v: jd.judge_kl(v, rules, context))
-    offset = (
-        jd.kl_offset(kl, kl_view, view("learning_rate"), rules)
-        if kl is not None and kl_view is not None
-        else None
-    )
+    kl = _maybe(view("kl"), lambda v: jd.judge_kl(v, rules, context))
+    offset = jd.kl_offset(kl, view("learning_rate"), rules) if kl is not None else None
     if kl is not None and offset is not None:
         # one judgement of the metric: the grid, the checklist and the verdicts read it
         kl = replace(kl, zone=Zone.CAUTION, reason=f"{kl.reason}; {offset}")
-    covered = {"reward", "reward_std", "frac_reward_zero_std", "clip_ratio", "kl", "entropy", "completion_length",
-               "clipped_ratio", "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}  # fmt: skip
-    others = {}
-    for name in snap.names():
-        other = view(name)
-        if name in covered or other is None or any(f.key == name for f in functions):
-            continue
-        others[name] = jd.banded(other, rules, context)
+    covered = {"reward", *BANDED, "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}
+    covered |= {f.key for f in functions}
+    others = {
+        name: jd.banded(other, rules, context)
+        for name, other in snap.series.items()
+        if name not in covered
+    }
     return Findings(
         snap=snap,
         rules=rules,
@@ -399,7 +384,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         length=length,
         cap=cap,
         collapse=collapse,
-        loss=_maybe(view("loss"), lambda v: _finite_or_bad(v, rules)),
+        loss=_maybe(view("loss"), lambda v: jd.judge_finite(v, rules)),
         grad_norm=grad,
         grad_zero_share=jd.zero_share(grad, rules) if grad is not None else math.nan,
         eval_reward=_maybe(
@@ -444,13 +429,8 @@ def _entropy(view: SeriesView, coef: SeriesView | None, rules: Rules) -> Judgeme
     )
 
 
-def _maybe(view: SeriesView | None, judge: object) -> Judgement | None:
-    if view is None:
-        return None
-    assert callable(judge)
-    result = judge(view)
-    assert isinstance(result, Judgement)
-    return result
+def _maybe(view: SeriesView | None, judge: Callable[[SeriesView], Judgement]) -> Judgement | None:
+    return judge(view) if view is not None else None
 
 
 def _eval_rules(rules: Rules) -> Rules:
@@ -459,26 +439,6 @@ def _eval_rules(rules: Rules) -> Rules:
         rules.trend, min_points=min(rules.trend.min_points, rules.trend.eval_min_points)
     )
     return replace(rules, trend=trend)
-
-
-def _finite_or_bad(view: SeriesView, rules: Rules) -> Judgement:
-    judgement = jd.no_bands(view, rules)
-    if judgement.zone is Zone.NA:
-        return replace(judgement, zone=Zone.HEALTHY, reason=f"finite ({judgement.window})")
-    return judgement
-
-
-def _cap(
-    context: RunContext,
-    mean: SeriesView | None,
-    longest: SeriesView | None,
-    rules: Rules,
-    clipped: SeriesView | None,
-) -> Cap | None:
-    if context.max_completion_length:
-        given = "max_completion_length" in context.given_on_command_line
-        return Cap(float(context.max_completion_length), "command line" if given else "args")
-    return jd.infer_cap(mean, longest, rules, clipped)
 
 
 def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judgement:
@@ -517,18 +477,12 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
         (other := snap.get(name)) is not None and bool(np.any(other.values != 0))
         for name in ("clip_ratio", "clip_ratio_low", "clip_ratio_high")
     )
-    if not nonzero:
-        if off_policy is False:
-            return jd.base_judgement(
-                view, rules, Zone.NA, "on-policy (num_iterations 1): 0 by construction"
-            )
-        if off_policy is None:
-            return jd.base_judgement(
-                view,
-                rules,
-                Zone.UNKNOWN,
-                "all 0: expected on-policy, but num_iterations is not known",
-            )
+    all_zero = {
+        False: (Zone.NA, "on-policy (num_iterations 1): 0 by construction"),
+        None: (Zone.UNKNOWN, "all 0: expected on-policy, but num_iterations is not known"),
+    }
+    if not nonzero and off_policy in all_zero:
+        return jd.base_judgement(view, rules, *all_zero[off_policy])
     reward = snap.get("reward")
     judged = view
     reuse = False

@@ -32,6 +32,7 @@ from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.series import SeriesView
 from grpo_tui.health.shape import Shape, analyse, point_noise
 from grpo_tui.health.verdict import Window, num, pct
+from grpo_tui.health.zones import relative_scale
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Direction, Severity, Zone
 
@@ -95,9 +96,6 @@ class Judgement:
             return self.trend
         shape = self.shape
         return shape.recent if shape is not None else Direction.UNKNOWN
-
-    def share(self, flags: np.ndarray) -> float:
-        return float(flags.mean()) if flags.size else math.nan
 
 
 def window_of(view: SeriesView, rules: Rules) -> SeriesView:
@@ -179,6 +177,12 @@ def nonfinite(view: SeriesView) -> tuple[Zone, str] | None:
     return None
 
 
+def unless_nonfinite(judgement: Judgement) -> Judgement:
+    """The judgement, or bad when the newest logged value of its series is NaN / ±Infinity."""
+    bad = nonfinite(judgement.view)
+    return replace(judgement, zone=bad[0], reason=bad[1]) if bad is not None else judgement
+
+
 def no_bands(view: SeriesView, rules: Rules) -> Judgement:
     """A metric without bands: n/a while finite, bad when its newest value is not."""
     verdict = nonfinite(view)
@@ -196,24 +200,14 @@ def banded(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     bounds = rules.zone_bounds(view.name)
     if bounds is None:
         return no_bands(view, rules)
-    scale = relative(bounds, context)
+    scale = relative_scale(bounds, context)
     if bounds.relative_to is not None and scale is None:
         return base_judgement(view, rules, Zone.UNKNOWN, f"{bounds.relative_to} unknown")
     zone, reason = band_zone(view, bounds, rules, scale)
     judgement = base_judgement(view, rules, zone, reason)
     if bounds.spike_above is not None and zone is Zone.HEALTHY:
         judgement = spike_above(judgement, bounds.spike_above * (scale or 1.0))
-    bad = nonfinite(view)
-    if bad is not None:
-        judgement = replace(judgement, zone=bad[0], reason=bad[1])
-    return judgement
-
-
-def relative(bounds: ZoneBounds, context: RunContext) -> float | None:
-    if bounds.relative_to is None:
-        return None
-    value = getattr(context, bounds.relative_to, None)
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+    return unless_nonfinite(judgement)
 
 
 def spike_above(judgement: Judgement, limit: float) -> Judgement:
@@ -250,7 +244,7 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     # the scale is decided from the window's median: one spike of 197 in a run at 0.4 is a
     # spike, not a per-sequence sum
     own_scale = own_key or level > rules.kl.per_token_max
-    events: list[Event] = []
+    events: tuple[Event, ...] = ()
     exploding = (
         math.isfinite(reference)
         and level > rules.trend.exploding_factor * max(abs(reference), 1e-12)
@@ -265,24 +259,17 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
         zone, reason = (
             (Zone.BAD, "") if exploding else (Zone.HEALTHY, f"{why}; judged on its own history")
         )
-        events.append(Event("kl", Severity.INFO, f"kl: {why}"))
+        events = (Event("kl", Severity.INFO, f"kl: {why}"),)
     else:
         zone, reason = band_zone(view, bounds, rules)
     if exploding:
         zone = Zone.BAD
         reason = f"exploding: recent median {num(level)} > {num(rules.trend.exploding_factor)}× the earlier {num(reference)}"
+    if view.nonfinite_steps.size:
+        reason += f"; NaN/Inf logged at {view.nonfinite_steps.size} step(s)"
     judgement = base_judgement(view, rules, zone, reason)
-    if exploding:
-        judgement = replace(judgement, trend=Direction.EXPLODING)
-    bad = nonfinite(view)
-    if bad is not None:
-        judgement = replace(judgement, zone=bad[0], reason=bad[1])
-    elif view.nonfinite_steps.size:
-        judgement = replace(
-            judgement,
-            reason=judgement.reason + f"; NaN/Inf logged at {view.nonfinite_steps.size} step(s)",
-        )
-    return replace(judgement, events=tuple(events))
+    trend = Direction.EXPLODING if exploding else None
+    return unless_nonfinite(replace(judgement, trend=trend, events=events))
 
 
 #: the learning rate at a series' first points counts as "still near 0" below this share
@@ -290,11 +277,12 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
 _LR_STILL_LOW = 0.5
 
 
-def kl_offset(kl: Judgement, view: SeriesView, lr: SeriesView | None, rules: Rules) -> str | None:
+def kl_offset(kl: Judgement, lr: SeriesView | None, rules: Rules) -> str | None:
     """KL already in its caution band at the first steps, before the policy could move
     (the learning rate, where logged, still below half its peak), and not clearly above
     that level since: a mismatch between policy and reference (chat template, adapter,
     precision), not drift from updates. In words; None when it is not that."""
+    view = kl.view
     caution = (rules.zone_bounds("kl") or ZoneBounds()).caution_above
     if caution is None or not kl.zone.warns or kl.shape is None or len(view) < 4:
         return None
@@ -444,17 +432,21 @@ class Cap:
         return ", from the command line" if self.source == "command line" else ""
 
 
-def infer_cap(
+def cap_of(
+    context: RunContext,
     mean: SeriesView | None,
     longest: SeriesView | None,
     rules: Rules,
-    clipped: SeriesView | None = None,
+    clipped: SeriesView | None,
 ) -> Cap | None:
-    """A cap nobody stated, read off the lengths: the batch's longest completion (or the
-    mean, when every completion was cut) sitting at exactly one value, its highest, on many
+    """The cap the run's args or command line state; else a cap nobody stated, read off
+    the lengths: the batch's longest completion (or the mean, when every completion was cut) sitting at exactly one value, its highest, on many
     points: 128.0 with the minimum at 127.8 is truncation at 128. Corroborated when the
     run's clipped_ratio is above 0 where the lengths sit there; then a few such points are
     enough for the longest completion too (a run whose lengths grow into the cap)."""
+    if context.max_completion_length:
+        given = "max_completion_length" in context.given_on_command_line
+        return Cap(float(context.max_completion_length), "command line" if given else "args")
     for view, share_needed, count_needed, what in (
         (longest, rules.length.cap_pinned_share, 2, "the longest completion"),
         (mean, 0.0, rules.length.cap_pinned_points, "the mean length"),
@@ -503,9 +495,7 @@ def judge_length(
         zone, reason = Zone.HEALTHY, "max_completion_length unknown; clipped_ratio healthy"
     else:
         zone, reason = Zone.UNKNOWN, "max_completion_length unknown"
-    judgement = base_judgement(view, rules, zone, reason)
-    bad = nonfinite(view)
-    return replace(judgement, zone=bad[0], reason=bad[1]) if bad is not None else judgement
+    return unless_nonfinite(base_judgement(view, rules, zone, reason))
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,7 +527,7 @@ def length_collapse(view: SeriesView, cap: Cap | None, rules: Rules) -> Collapse
     if n < 2:
         return None
     early = early_head(view, highest=True)
-    recent = window_of(view, rules).tail(max(1, min(len(window_of(view, rules)), max(3, n // 4))))
+    recent = window_of(view, rules).tail(max(3, n // 4))
     if early.steps[-1] >= recent.steps[0]:
         recent = view.tail(max(1, n - len(early)))
     early_level = tr.median_of(early.values)
@@ -572,8 +562,9 @@ def length_collapse(view: SeriesView, cap: Cap | None, rules: Rules) -> Collapse
 # -- grad_norm --------------------------------------------------------------------------------
 
 
-def judge_grad_norm(view: SeriesView, rules: Rules) -> Judgement:
-    """Finite is healthy; NaN/Inf is bad; spikes are events (a lone spike is not a zone)."""
+def judge_finite(view: SeriesView, rules: Rules) -> Judgement:
+    """grad_norm and loss: finite is healthy; NaN/Inf is bad; spikes are events (a lone
+    spike is not a zone)."""
     judgement = no_bands(view, rules)
     if judgement.zone is Zone.NA:
         judgement = replace(judgement, zone=Zone.HEALTHY, reason=f"finite ({judgement.window})")
@@ -582,4 +573,5 @@ def judge_grad_norm(view: SeriesView, rules: Rules) -> Judgement:
 
 def zero_share(judgement: Judgement, rules: Rules) -> float:
     """Share of the window's points where no gradient reached the weights."""
-    return judgement.share(judgement.values < rules.optimiser.zero_grad_norm)
+    zero = judgement.values < rules.optimiser.zero_grad_norm
+    return float(zero.mean()) if zero.size else math.nan

@@ -22,7 +22,7 @@ from grpo_tui.health.building import (
     function_evidence,
     near_top,
     onset,
-    reward_window,
+    reward_fact,
 )
 from grpo_tui.health.findings import Findings, RiseBound
 from grpo_tui.health.rewards import SpreadKind
@@ -69,17 +69,16 @@ def too_early_to_say(f: Findings) -> Evidence | None:
         return None  # decided: not learning
     if any(bound.rising for bound in bounds):
         return None  # it rises: nothing to decide
-    open_bounds = [bound for bound in bounds if not bound.ruled_out]
+    bound = next((bound for bound in bounds if not bound.ruled_out), None)
     text = "not learning? too early to say: no learning signal in the recent window"
-    if open_bounds:
-        bound = open_bounds[0]
+    if bound is not None:
         more = bound.improvement.points_to_decide(bound.amount)
         text += f", but {bound.describe()}"
         steps = _points_as_steps(f, bound.key, more)
         if steps is not None:
             text += f"; about {steps:g} more steps at this noise would decide it"
         return _bound_evidence(bound, text)
-    return Evidence("reward", reward_window(f), {}, text + " (too few points for a bound)")
+    return reward_fact(f, text + " (too few points for a bound)")
 
 
 def _points_as_steps(f: Findings, key: str, points: int | None) -> float | None:
@@ -120,13 +119,12 @@ def _no_signal(f: Findings) -> Builder | None:
                     f"{t.fn}: {num(t.level)} on every completion ({t.judgement.window}): no learning signal",
                 ),
             )
-            b.advise(Advice.CHECK_REWARD_FUNCTION, t.fn)
+            b.advise(Advice.CHECK_REWARD_FUNCTION, detail=t.fn)
     grad = f.grad_norm
+    few_tied = frac is None or frac.level < 0.5
     # groups that differ give a gradient: none at all, while most groups differ, is a
     # training setup that does not train (with most groups tied it is the zero advantage)
-    spread_alive = (
-        std is not None and std.zone is Zone.HEALTHY and (frac is None or frac.level < 0.5)
-    )
+    spread_alive = std is not None and std.zone is Zone.HEALTHY and few_tied
     if grad is not None and f.grad_zero_share >= f.rules.window.sustained and spread_alive:
         b.add(
             Severity.PROBLEM,
@@ -145,9 +143,7 @@ def _no_signal(f: Findings) -> Builder | None:
     # ≈0 clipping means updates too weak only when the run re-uses its batches (known
     # off-policy); a sampler's tiny mismatch (vLLM) is not that
     # ...and only while most groups differ: tied groups give no gradient, so no clipping
-    groups_differ = (
-        std is not None and std.zone is not Zone.BAD and (frac is None or frac.level < 0.5)
-    )
+    groups_differ = std is not None and std.zone is not Zone.BAD and few_tied
     if (
         clip is not None
         and groups_differ
@@ -179,18 +175,16 @@ def _no_signal(f: Findings) -> Builder | None:
     if reward is not None:
         b.support(course("reward", reward))
     if f.spread_kind is not SpreadKind.UNKNOWN:
-        b.support(Evidence("reward", reward_window(f), {}, f"zero spread: {f.spread_why}"))
+        b.support(reward_fact(f, f"zero spread: {f.spread_why}"))
     if f.spread_kind is SpreadKind.ALL_FAIL:
-        b.advise(Advice.EASIER_DATA)
-        b.advise(Advice.PARTIAL_CREDIT)
+        b.advise(Advice.EASIER_DATA, Advice.PARTIAL_CREDIT)
     num_generations = f.context.num_generations
     if num_generations is not None and num_generations <= 4:
         b.advise(Advice.MORE_GENERATIONS)
     temperature = f.context.temperature
     if temperature is not None and temperature < 0.7:
         b.advise(Advice.RAISE_TEMPERATURE)
-    b.advise(Advice.PARTIAL_CREDIT)
-    b.advise(Advice.MORE_GENERATIONS)
+    b.advise(Advice.PARTIAL_CREDIT, Advice.MORE_GENERATIONS)
     return b
 
 

@@ -74,11 +74,8 @@ def reward_role(name: str, rules: Rules, *, evaluated: bool = False) -> Role:
     joined = "_".join(_words(name))
 
     def matches(patterns: Iterable[str]) -> bool:
-        for pattern in patterns:
-            words = "_".join(_words(pattern))
-            if words and re.search(r"(?:^|_)" + re.escape(words), joined):
-                return True
-        return False
+        spelled = ("_".join(_words(pattern)) for pattern in patterns)
+        return any(words and re.search(r"(?:^|_)" + re.escape(words), joined) for words in spelled)
 
     if matches(rules.rewards.task_patterns):
         return Role.TASK
@@ -147,18 +144,18 @@ def reward_range(
     bottom_pinned = bottom_tied or (bottom_count >= repeats and not unit)
     low = 0.0 if unit else lo
     high = 1.0 if unit else hi
+
+    def pinned(end: str, value: float, tied: bool, count: int) -> str:
+        return f"{end} {num(value)}: {'every completion of a batch scored it' if tied else f'logged {count} times'}"
+
     hows = []
     if top_pinned:
         high = hi
-        hows.append(
-            f"top {num(hi)}: {'every completion of a batch scored it' if top_tied else f'logged {top_count} times'}"
-        )
+        hows.append(pinned("top", hi, top_tied, top_count))
     elif unit:
         hows.append("a 0–1 reward")
     if bottom_pinned and not unit:
-        hows.append(
-            f"bottom {num(lo)}: {'every completion of a batch scored it' if bottom_tied else f'logged {bottom_count} times'}"
-        )
+        hows.append(pinned("bottom", lo, bottom_tied, bottom_count))
     return RewardRange(
         low, high, "; ".join(hows) if hows else "observed range", known=top_pinned or unit
     )
@@ -348,14 +345,11 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
         std = snap.get(f"rewards/{fn}/std")
         judgement = no_bands(view, rules)
         rng = reward_range(view, std, rules)
-        recent_std = window_of(std, rules) if std is not None and not std.empty else None
-        if recent_std is not None:
-            zero_spread = (
-                float(np.mean(recent_std.values < rules.rewards.function_zero_std))
-                >= rules.window.sustained
-            )
+        if std is not None and not std.empty:
+            tied = window_of(std, rules).values < rules.rewards.function_zero_std
+            zero_spread = float(np.mean(tied)) >= rules.window.sustained
         else:
-            recent = window_of(view, rules).values
+            recent = judgement.values  # the recent window
             zero_spread = recent.size >= 2 and float(np.ptp(recent)) <= 1e-12
         all_same = float(np.ptp(view.values)) <= 1e-12
         dead = all_same and len(view) >= 2 and abs(float(view.values[0])) <= 1e-12
@@ -409,15 +403,11 @@ def function_note(fn: RewardFunction) -> str:
     """Words for a function's state that deserves a note."""
     window = fn.judgement.window
     if fn.dead:
-        return f"{fn.fn} is 0 on every completion for the whole run ({len_points(fn)} points): a dead reward, it gives no learning signal"
+        points = fn.shape.points if fn.shape is not None else 0
+        return f"{fn.fn} is 0 on every completion for the whole run ({points} points): a dead reward, it gives no learning signal"
     if fn.at_floor:
         return f"{fn.fn} sits at its floor {num(fn.level)} on every completion ({window}): it gives no learning signal"
     return fn.course
-
-
-def len_points(fn: RewardFunction) -> int:
-    shape = fn.shape
-    return shape.points if shape is not None else 0
 
 
 # -- zero spread: all fail or all pass ---------------------------------------------------------

@@ -482,7 +482,7 @@ def rules_from_dict(data: Mapping[str, Any], source: str = "rules") -> tuple[Rul
         if key == "zones":
             updates["zones"] = _merge_zones(rules.zones, value, f"{source}: zones", warnings)
             continue
-        current = getattr(rules, key, None) if key in _field_names(Rules) else None
+        current = getattr(rules, key, None) if key in _type_hints(Rules) else None
         if current is None:
             warnings.append(f"{source}: unknown section [{key}] ignored")
         elif not isinstance(value, dict):
@@ -510,7 +510,7 @@ def _merge_zones(
 
 
 def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings: list[str]) -> Any:
-    hints = _type_hints(type(current))
+    hints = _type_hints(current.__class__)
     changes: dict[str, Any] = {}
     for key, value in table.items():
         if key not in hints:
@@ -533,8 +533,7 @@ def _merge_section(current: Any, table: Mapping[str, Any], where: str, warnings:
 def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
     """Check (and gently coerce) one TOML value against a field's type."""
     args = typing.get_args(hint)
-    optional = type(None) in args
-    if optional:
+    if type(None) in args:
         if value == OFF:
             return None, True
         hint = next(arg for arg in args if arg is not type(None))
@@ -542,9 +541,7 @@ def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
     if origin is list:
         ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
         return (list(value), True) if ok else (None, False)
-    if hint is bool:
-        return (value, True) if isinstance(value, bool) else (None, False)
-    if isinstance(value, bool):
+    if isinstance(value, bool):  # no field is a flag, and TOML's true is no number
         return None, False
     if hint is int:
         return (value, True) if isinstance(value, int) else (None, False)
@@ -575,46 +572,26 @@ def _describe(hint: Any) -> str:
         return f'{_describe(inner)} or "{OFF}"'
     if typing.get_origin(hint) is list:
         return "a list of strings"
-    return {
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        bool: "true/false",
-    }.get(hint, str(hint))
+    return {int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
 
 
 def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-#: per dataclass: its field types, and its field docs (read once; the classes are few)
-_HINTS: dict[type, dict[str, Any]] = {}
-_DOCS: dict[type, dict[str, str]] = {}
-
-
-def _type_hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[__name__]))
-    return _HINTS[cls]
-
-
 @cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls))
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, vars(sys.modules[__name__]))
 
 
 # -- printing ------------------------------------------------------------------------
 
 
+@cache
 def field_docs(cls: type) -> dict[str, str]:
     """The attribute docstrings of a dataclass (the string literal under each field), read
-    from the source so the docs live in one place; empty when the source is unavailable."""
-    if cls not in _DOCS:
-        _DOCS[cls] = _read_field_docs(cls)
-    return _DOCS[cls]
-
-
-def _read_field_docs(cls: type) -> dict[str, str]:
+    from the source so the docs live in one place (once per class); empty when the source
+    is unavailable."""
     try:
         tree = ast.parse(inspect.getsource(cls))
     except (OSError, TypeError, SyntaxError):
@@ -640,7 +617,7 @@ def rules_as_toml(rules: Rules) -> str:
     defaults = Rules()
     lines = [
         "# grpo-tui health rules: the effective values (defaults merged with your overrides).",
-        f"# Put the keys you change in {_config_hint()} (or a file named by ${RULES_ENV}).",
+        f"# Put the keys you change in ~/.config/grpo-tui/rules.toml (or a file named by ${RULES_ENV}).",
         "#",
         *_comment("Each verdict's false-alarm rate on healthy runs:"),
         *(
@@ -676,7 +653,7 @@ def _comment(text: str) -> list[str]:
 
 def _section_lines(name: str, section: Any, default: Any | None, *, documented: bool) -> list[str]:
     lines = [f"[{name}]"]
-    docs = field_docs(type(section)) if documented else {}
+    docs = field_docs(section.__class__) if documented else {}
     for f in fields(section):
         value = getattr(section, f.name)
         if value is None and not documented:
@@ -702,8 +679,6 @@ def _section_lines(name: str, section: Any, default: Any | None, *, documented: 
 def _toml_value(value: Any) -> str:
     if value is None:
         return f'"{OFF}"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, int):
@@ -718,7 +693,3 @@ def _toml_value(value: Any) -> str:
 def _toml_key(key: str) -> str:
     bare = key.replace("_", "").replace("-", "").isalnum()
     return key if bare else _toml_value(key)
-
-
-def _config_hint() -> str:
-    return "~/.config/grpo-tui/rules.toml"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -24,12 +25,8 @@ Getter = Callable[[StepSampleStats], "float | None"]
 Held = Callable[[StepColumns], np.ndarray]
 
 
-def overlap(s: StepSampleStats) -> float | None:
-    return s.pairwise_overlap
-
-
-def format_rate(s: StepSampleStats) -> float | None:
-    return s.format_rate
+overlap: Getter = attrgetter("pairwise_overlap")
+format_rate: Getter = attrgetter("format_rate")
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ from grpo_tui.health import trends as tr
 from grpo_tui.health.advice import Advice
 from grpo_tui.health.building import (
     Builder,
-    Finding,
     add_above,
     at_least,
     bounds_of,
@@ -46,7 +45,7 @@ from grpo_tui.health.building import (
     function_evidence,
     near_top,
     onset,
-    reward_window,
+    reward_fact,
     severity_of,
     task_rising,
     upper,
@@ -97,10 +96,10 @@ def saturated(f: Findings) -> Scenario | None:
     if not (at_top or plateau) or shape.declined:
         return None
     signal_gone = False
-    corroboration: list[Evidence] = []
+    # the supporting facts (a Builder keeps them after its findings)
     frac, std = f.frac_zero_std, f.reward_std
     if frac is not None and (frac.zone.warns or frac.direction.up):
-        corroboration.append(
+        b.support(
             evidence(
                 frac,
                 f"frac_reward_zero_std {num(frac.level)} (recent median): most groups score every completion alike",
@@ -108,11 +107,11 @@ def saturated(f: Findings) -> Scenario | None:
         )
         signal_gone = signal_gone or frac.zone is Zone.BAD
     if std is not None and (std.zone.warns or std.direction is Direction.FALLING):
-        corroboration.append(evidence(std))
+        b.support(evidence(std))
         signal_gone = signal_gone or std.zone is Zone.BAD
     grad = f.grad_norm
     if grad is not None and f.grad_zero_share >= 0.3:
-        corroboration.append(
+        b.support(
             evidence(
                 grad,
                 f"grad_norm 0 on {grad.window.share(f.grad_zero_share)}: every group tied, so no gradient (the zero advantage, not a broken optimiser)",
@@ -120,11 +119,7 @@ def saturated(f: Findings) -> Scenario | None:
         )
         signal_gone = signal_gone or f.grad_zero_share >= 0.5
     if f.spread_kind is SpreadKind.ALL_PASS:
-        corroboration.append(
-            Evidence(
-                "reward", reward.window, {}, f"zero spread because groups all pass: {f.spread_why}"
-            )
-        )
+        b.support(reward_fact(f, f"zero spread because groups all pass: {f.spread_why}"))
     eval_reward = f.eval_reward
     eval_stalled = (
         eval_reward is not None
@@ -141,15 +136,11 @@ def saturated(f: Findings) -> Scenario | None:
         evidence(reward, text, position=position),
         shape.recent_window.first_step if plateau else None,
     )
-    for item in corroboration:
-        b.support(item)
     if eval_reward is not None and eval_reward.shape is not None:
         b.support(course(eval_reward.name, eval_reward))
     if eval_reward is not None and not eval_stalled and eval_reward.direction.up:
         b.advise(Advice.KEEP_GOING)
-    b.advise(Advice.HARDER_DATA)
-    b.advise(Advice.FINER_REWARD)
-    b.advise(Advice.EVALUATE_CHECKPOINTS)
+    b.advise(Advice.HARDER_DATA, Advice.FINER_REWARD, Advice.EVALUATE_CHECKPOINTS)
     return b.build(f)
 
 
@@ -161,9 +152,10 @@ def too_aggressive(f: Findings) -> Scenario | None:
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
-        b.add(Severity.PROBLEM, Evidence("reward", reward_window(f), {}, text), step)
+        b.add(Severity.PROBLEM, reward_fact(f, text), step)
         b.advise(Advice.LOWER_LR)
-        b.advise(Advice.RESUME_EARLIER, f"step {format_step(step)}" if step is not None else "")
+        at = f"step {format_step(step)}" if step is not None else ""
+        b.advise(Advice.RESUME_EARLIER, detail=at)
     clip = f.clip
     clip_bounds = bounds_of(f, "clip_ratio")
     if clip is not None and clip.zone.warns:
@@ -183,12 +175,8 @@ def too_aggressive(f: Findings) -> Scenario | None:
     certain = blow_up is not None and blow_up.certain
     for judgement in (f.loss, f.grad_norm):
         if judgement is not None and judgement.zone is Zone.BAD:
-            view = f.snap.get(judgement.name)
-            first_bad = (
-                float(view.nonfinite_steps[0])
-                if view is not None and view.nonfinite_steps.size
-                else None
-            )
+            bad = judgement.view.nonfinite_steps
+            first_bad = float(bad[0]) if bad.size else None
             b.add(Severity.PROBLEM, evidence(judgement), first_bad)
             certain = True
     entropy = f.entropy
@@ -273,10 +261,9 @@ def _bonus_carries_total(f: Findings) -> Evidence | None:
         return None
     if any(t.improved for t in tasks):
         return None
-    carriers = [a for a in f.auxiliaries if a.improved]
-    if not carriers:
+    carrier = next((a for a in f.auxiliaries if a.improved), None)
+    if carrier is None:
         return None
-    carrier = carriers[0]
     task_text = ", ".join(f"{t.fn} {t.shape.describe() if t.shape else ''}" for t in tasks)
     return Evidence(
         carrier.key,
@@ -318,7 +305,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
             )
             b.advise(
                 Advice.TASK_REWARD,
-                f"{aux.fn} is maxed out while {', '.join(t.fn for t in tasks)} does not improve",
+                detail=f"{aux.fn} is maxed out while {', '.join(t.fn for t in tasks)} does not improve",
             )
         elif not tasks and reward_up:
             b.add(
@@ -369,7 +356,6 @@ def reward_hacking(f: Findings) -> Scenario | None:
     if (
         reward_up
         and eval_reward is not None
-        and eval_reward.shape is not None
         and reward is not None
         and _eval_stalled_while_train_rose(reward, eval_reward, f)
         # an eval reward flat at the top has nothing left to show
@@ -381,8 +367,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
         return None
     if reward is not None:
         b.support(course("reward", reward))
-    b.advise(Advice.READ_SAMPLES)
-    b.advise(Advice.EVAL_SET)
+    b.advise(Advice.READ_SAMPLES, Advice.EVAL_SET)
     return b.build(f)
 
 
@@ -414,9 +399,8 @@ def truncation(f: Findings) -> Scenario | None:
     if b.findings and f.learned:
         # the task is learned despite the cut (and a falling cut share is the model learning
         # to finish in time): worth fixing, not a run that fails
-        b.findings = [
-            Finding(_at_most_caution(x.severity), x.evidence, x.onset) for x in b.findings
-        ]
+        for finding in b.findings:
+            finding.severity = _at_most_caution(finding.severity)
         if (
             clipped is not None
             and clipped.shape is not None
@@ -424,11 +408,7 @@ def truncation(f: Findings) -> Scenario | None:
         ):
             b.support(course("clipped_ratio", clipped, "falling as the task is learned"))
         else:
-            b.support(
-                Evidence(
-                    "reward", reward_window(f), {}, "the task reward is learned despite the cut"
-                )
-            )
+            b.support(reward_fact(f, "the task reward is learned despite the cut"))
     if not b.findings:
         return None
     if f.is_blow_up and f.lengths_ran_to_cap:
@@ -437,10 +417,7 @@ def truncation(f: Findings) -> Scenario | None:
         return b.build(f)
     if clipped is not None and clipped.level >= 0.9:
         b.advise(Advice.CHECK_EOS)
-    b.advise(Advice.RAISE_CAP)
-    if length is not None and length.shape is not None and length.shape.rose:
-        b.advise(Advice.PENALISE_LENGTH)
-    b.advise(Advice.PENALISE_LENGTH)
+    b.advise(Advice.RAISE_CAP, Advice.PENALISE_LENGTH)
     return b.build(f)
 
 
@@ -460,11 +437,10 @@ def _rising_cut(f: Findings) -> Evidence | None:
     bound = _cut_bound(f)
     if clipped is None or clipped.shape is None or length is None or length.shape is None:
         return None
-    view = f.snap.get("clipped_ratio")
-    if view is None or view.empty or not bound > 0:
+    # the judgement's values are the recent window
+    median = tr.median_of(clipped.values)
+    if not bound > 0:
         return None
-    recent = window_of(view, f.rules)
-    median = tr.median_of(recent.values)
     if not (clipped.shape.rose and length.shape.rose and median > bound):
         return None
     return Evidence(
@@ -499,7 +475,7 @@ def length_collapse(f: Findings) -> Scenario | None:
     if f.reward is not None and f.reward.shape is not None:
         b.support(course("reward", f.reward))
     growing = [fn.fn for fn in f.functions if fn.shape is not None and fn.shape.rose]
-    b.advise(Advice.SHORT_REWARD, ", ".join(growing[:2]))
+    b.advise(Advice.SHORT_REWARD, detail=", ".join(growing[:2]))
     b.advise(Advice.READ_SHORT)
     return b.build(f)
 
@@ -551,9 +527,7 @@ def low_diversity(f: Findings) -> Scenario | None:
         b.add(*identical)
     if not b.findings:
         return None
-    b.advise(Advice.MORE_DIVERSITY)
-    b.advise(Advice.MORE_GENERATIONS)
-    b.advise(Advice.FINER_REWARD)
+    b.advise(Advice.MORE_DIVERSITY, Advice.MORE_GENERATIONS, Advice.FINER_REWARD)
     return b.build(f)
 
 
@@ -610,17 +584,15 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
         return None
     std = f.reward_std
     # no reward_std logged: a reward that rose is itself proof that groups differed
-    if std is not None and std.zone is Zone.BAD:
+    held = (std, f.frac_zero_std, f.clip, f.length, f.kl)
+    if any(judgement is not None and judgement.zone is Zone.BAD for judgement in held):
         return None
-    for judgement in (f.frac_zero_std, f.clip, f.length, f.kl):
-        if judgement is not None and judgement.zone is Zone.BAD:
-            return None
     b = Builder(ScenarioId.HEALTHY)
     b.add(Severity.OK, course("reward", reward), shape.start.first_step)
     for fn in f.tasks:
         if fn.shape is not None and fn.shape.rose:
             b.support(course(fn.fn, fn.judgement))
-    for judgement in (std, f.frac_zero_std, f.clip, f.length, f.kl):
+    for judgement in held:
         if judgement is not None:
             b.support(evidence(judgement))
     b.advise(Advice.WATCH)

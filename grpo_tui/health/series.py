@@ -38,13 +38,9 @@ class SeriesView:
     name: str
     steps: np.ndarray
     values: np.ndarray
-    #: finite points logged in the run (`values` holds fewer when thinned)
-    logged: int
     nonfinite_steps: np.ndarray
     #: the key the metric came from in the log (for evidence that names it)
     source_key: str = ""
-    #: `values` before the latest RECENT_EXACT points are bucket means, not points
-    thinned: bool = False
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
@@ -85,18 +81,7 @@ class SeriesView:
         """The series as it was once `step` was logged."""
         keep = self.steps <= step
         bad = self.nonfinite_steps[self.nonfinite_steps <= step]
-        logged = (
-            int(np.count_nonzero(keep))
-            if not self.thinned
-            else min(self.logged, int(np.count_nonzero(keep)))
-        )
-        return replace(
-            self,
-            steps=self.steps[keep],
-            values=self.values[keep],
-            nonfinite_steps=bad,
-            logged=logged,
-        )
+        return replace(self, steps=self.steps[keep], values=self.values[keep], nonfinite_steps=bad)
 
 
 def series_from_store(store: MetricStore, name: str) -> SeriesView | None:
@@ -110,7 +95,7 @@ def series_from_store(store: MetricStore, name: str) -> SeriesView | None:
     source = store.source_key(name)
     if logged <= MAX_POINTS:
         points = store.points(name)
-        return SeriesView(name, points.steps, points.values, logged, bad, source)
+        return SeriesView(name, points.steps, points.values, bad, source)
     # a long run: bucket means of the history (from the block summaries), the latest
     # points exact
     recent = store.window(name, RECENT_EXACT)
@@ -118,7 +103,7 @@ def series_from_store(store: MetricStore, name: str) -> SeriesView | None:
     keep = (buckets.count > 0) & (buckets.step_hi < recent.steps[0])
     steps = np.concatenate([(buckets.step_lo[keep] + buckets.step_hi[keep]) / 2, recent.steps])
     values = np.concatenate([buckets.mean[keep], recent.values])
-    return SeriesView(name, steps, values, logged, bad, source, thinned=True)
+    return SeriesView(name, steps, values, bad, source)
 
 
 @dataclass(frozen=True)
@@ -147,11 +132,11 @@ class RunSnapshot:
 
     def upto(self, step: float) -> RunSnapshot:
         """The snapshot as it was when `step` had been logged."""
-        series = {}
-        for name, view in self.series.items():
-            earlier = view.upto(step)
-            if earlier.logged or earlier.nonfinite_steps.size:
-                series[name] = earlier
+        series = {
+            name: earlier
+            for name, view in self.series.items()
+            if not (earlier := view.upto(step)).empty or earlier.nonfinite_steps.size
+        }
         samples = self.samples
         if samples is not None:
             kept = samples.columns.upto(step)
@@ -169,11 +154,9 @@ class RunSnapshot:
 def snapshot(run: Run, context: RunContext | None = None) -> RunSnapshot:
     """The views of every metric of the run, taken now."""
     store = run.store
-    series: dict[str, SeriesView] = {}
-    for name in store.names():
-        view = series_from_store(store, name)
-        if view is not None:
-            series[name] = view
+    series = {
+        name: view for name in store.names() if (view := series_from_store(store, name)) is not None
+    }
     train = store.steps[store.kinds == LineKind.TRAIN]
     last = store.last_step()
     return RunSnapshot(

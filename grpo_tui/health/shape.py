@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -92,23 +92,8 @@ def point_noise(values: np.ndarray) -> float:
 
 def levels(steps: np.ndarray, values: np.ndarray, noise: float, stretches: int) -> list[Level]:
     """Medians of `stretches` consecutive stretches of about equal size."""
-    out = []
-    for idx in np.array_split(np.arange(values.size), stretches):
-        if idx.size == 0:
-            continue
-        error = (
-            _MEDIAN_EFFICIENCY * noise / math.sqrt(idx.size) if math.isfinite(noise) else math.nan
-        )
-        out.append(
-            Level(
-                tr.median_of(values[idx]),
-                float(steps[idx[0]]),
-                float(steps[idx[-1]]),
-                int(idx.size),
-                error,
-            )
-        )
-    return out
+    parts = np.array_split(np.arange(values.size), stretches)
+    return [_level(steps[idx], values[idx], noise) for idx in parts if idx.size]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +106,6 @@ class Shape:
     start: Level
     end: Level
     peak: Level
-    trough: Level
     #: a later level clearly above the first one
     rose: bool
     #: a later level clearly below the first one
@@ -211,12 +195,11 @@ def analyse(
     count = max(2 if n >= 4 else 1, min(MAX_STRETCHES, n // MIN_STRETCH_POINTS))
     stretches = levels(steps, values, usable_noise, count)
     peak = max(stretches, key=lambda s: s.value)
-    trough = min(stretches, key=lambda s: s.value)
     recent_n = min(n, max(rules.min_points, n // 3))
     recent_trend = tr.classify_trend(steps[-recent_n:], values[-recent_n:], rules)
     recent_window = Window(float(steps[-recent_n]), float(steps[-1]), recent_n)
     shape = Shape(
-        n, noise, tuple(stretches), start, end, peak, trough, False, False, False,
+        n, noise, tuple(stretches), start, end, peak, False, False, False,
         recent_trend.direction, recent_window, Phase.WARMUP, rules.noise_multiple,
     )  # fmt: skip
     if n < 2 * q or len(stretches) < 2:
@@ -236,22 +219,8 @@ def analyse(
     # to eight noisy stretch medians sits about 1.4 of its errors above its true level)
     near_peak = peak.value - end.value <= 2.0 * math.hypot(peak.error, end.error)
     slowed = _slowed(shape, recent_trend, rules.plateau_multiple)
-    phase = _phase(
-        n,
-        warmup,
-        rose,
-        fell,
-        declined,
-        near_peak,
-        slowed,
-        recent_trend.direction,
-        recent_n,
-        end.value > start.value,
-    )
-    return Shape(
-        n, noise, tuple(stretches), start, end, peak, trough, rose, fell, declined,
-        recent_trend.direction, recent_window, phase, rules.noise_multiple,
-    )  # fmt: skip
+    shape = replace(shape, rose=rose, fell=fell, declined=declined)
+    return replace(shape, phase=_phase(shape, warmup, near_peak, slowed))
 
 
 def _slowed(shape: Shape, recent: tr.Trend, multiple: float) -> bool:
@@ -293,22 +262,20 @@ def _middle(level: Level) -> float:
     return (level.first_step + level.last_step) / 2
 
 
-def _phase(
-    n: int, warmup: int, rose: bool, fell: bool, declined: bool, near_peak: bool, slowed: bool,
-    recent: Direction, recent_n: int, end_above_start: bool,
-) -> Phase:  # fmt: skip
-    if n < warmup:
+def _phase(shape: Shape, warmup: int, near_peak: bool, slowed: bool) -> Phase:
+    recent = shape.recent
+    if shape.points < warmup:
         return Phase.WARMUP
-    if rose and declined:
+    if shape.rose and shape.declined:
         return Phase.DECLINING
-    if rose:
+    if shape.rose:
         if recent.up or (near_peak and not slowed):
             return Phase.RISING
-        if near_peak and recent_n >= PLATEAU_POINTS:
+        if near_peak and shape.recent_window.points >= PLATEAU_POINTS:
             return Phase.PLATEAU
         return Phase.UNSTEADY if not near_peak else Phase.RISING
-    if fell:
+    if shape.fell:
         return Phase.FALLING
     # a recent rise with no rise of the whole course to show for it: only a start (a short
     # window's slope is rising by chance often enough that it needs the end level above too)
-    return Phase.RISING if recent.up and end_above_start else Phase.FLAT
+    return Phase.RISING if recent.up and shape.end.value > shape.start.value else Phase.FLAT

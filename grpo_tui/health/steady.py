@@ -139,11 +139,6 @@ class VerdictTracker:
                 track.span = None
 
     @property
-    def last_step(self) -> float:
-        """The newest step judged so far (-inf before any)."""
-        return self._last_step
-
-    @property
     def holding(self) -> frozenset[ScenarioId]:
         """The verdicts shown now (judged with their staying thresholds)."""
         return frozenset(scenario_id for scenario_id, t in self._tracks.items() if t.active)

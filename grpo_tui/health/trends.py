@@ -45,12 +45,6 @@ def robust_sigma(values: np.ndarray) -> float:
     return float(_MAD_TO_SIGMA * np.median(np.abs(vals - np.median(vals))))
 
 
-def median(values: np.ndarray) -> float:
-    """NaN-aware median (NaN when no finite value)."""
-    vals = finite(values)
-    return median_of(vals) if vals.size else math.nan
-
-
 def median_of(values: np.ndarray) -> float:
     """Median of finite values by one sort: judges take many medians of a few points, where
     np.median's call overhead is ten times the work."""
@@ -123,45 +117,23 @@ class Trend:
     direction: Direction
     slope: float
     """Robust (Theil-Sen) slope of the smoothed series, per step."""
-    change: float
-    """slope × the window's step span: the fitted change across the window."""
     noise: float
     """Robust sigma of the points around the fitted line."""
     points: int
     """Finite points judged."""
-    level_start: float
-    """Fitted value at the window's first step."""
-    level_end: float
-    """Fitted value at the window's last step."""
-
-    @property
-    def known(self) -> bool:
-        return self.direction is not Direction.UNKNOWN
 
 
 def unknown_trend(points: int = 0) -> Trend:
-    return Trend(Direction.UNKNOWN, math.nan, math.nan, math.nan, points, math.nan, math.nan)
+    return Trend(Direction.UNKNOWN, math.nan, math.nan, points)
 
 
-def classify_trend(
-    steps: np.ndarray,
-    values: np.ndarray,
-    rules: TrendRules,
-    *,
-    exploding_reference: float | None = None,
-    exploding_floor: float | None = None,
-) -> Trend:
-    """Rising / flat / falling / exploding / unknown for one window of a metric.
+def classify_trend(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> Trend:
+    """Rising / flat / falling / unknown for one window of a metric.
 
     A trend counts only when the fitted change across the window is clearly larger than
     the noise: above noise_multiple standard errors of the change (sigma × sqrt(12 / n))
     and above min_change × sigma, sigma being the robust noise of the points around the
-    fitted line.
-    "Exploding" is checked only when `exploding_reference` is given (e.g. the median of
-    the previous window): rising with the recent level (median of the last quarter) above
-    exploding_factor × |reference|, and above `exploding_floor` when one is given, so growth
-    from ~0 to a still-small value is not called an explosion. Too few finite points →
-    unknown.
+    fitted line. Too few finite points → unknown.
     """
     steps = np.asarray(steps, dtype=float)
     values = np.asarray(values, dtype=float)
@@ -190,16 +162,9 @@ def classify_trend(
     )
     if abs(change) <= threshold:
         direction = Direction.FLAT
-    elif change > 0:
-        direction = Direction.RISING
-        if exploding_reference is not None and math.isfinite(exploding_reference):
-            recent = median(values[-max(1, n // 4) :])
-            above_floor = exploding_floor is None or recent > exploding_floor
-            if above_floor and recent > rules.exploding_factor * abs(exploding_reference):
-                direction = Direction.EXPLODING
     else:
-        direction = Direction.FALLING
-    return Trend(direction, slope, change, noise, n, level_start, level_end)
+        direction = Direction.RISING if change > 0 else Direction.FALLING
+    return Trend(direction, slope, noise, n)
 
 
 # -- spikes --------------------------------------------------------------------------
@@ -286,8 +251,6 @@ class WindowZone:
 
     zone: Zone
     """The window's zone."""
-    judged: int
-    """Points with a healthy / caution / bad code."""
     bad_share: float
     """Share of judged points in the bad band."""
     caution_or_worse_share: float
@@ -308,7 +271,7 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
             and bool(np.all((codes == Zone.NA) | (codes == Zone.UNKNOWN)))
             and bool(np.any(codes == Zone.NA))
         )
-        return WindowZone(Zone.NA if na else Zone.UNKNOWN, 0, math.nan, math.nan)
+        return WindowZone(Zone.NA if na else Zone.UNKNOWN, math.nan, math.nan)
     bad = float((codes == Zone.BAD).sum()) / judged
     worse = float(((codes == Zone.CAUTION) | (codes == Zone.BAD)).sum()) / judged
     if bad >= sustained:
@@ -317,7 +280,7 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
         zone = Zone.CAUTION
     else:
         zone = Zone.HEALTHY
-    return WindowZone(zone, judged, bad, worse)
+    return WindowZone(zone, bad, worse)
 
 
 def rolling_share(flags: np.ndarray, width: int) -> np.ndarray:

@@ -28,15 +28,11 @@ def _context_adjusted(
     if base == "clip_ratio":
         bounds = rules.zone_bounds(name)
         floor = bounds.caution_below if bounds is not None else None
-        low = (
-            np.isfinite(values) & (values < floor)
-            if floor is not None
-            else np.zeros(values.shape, bool)
-        )
-        if context.off_policy is False:
-            codes = np.where(low, Zone.NA, codes).astype(np.int8)
-        elif context.off_policy is None:
-            codes = np.where(low, Zone.UNKNOWN, codes).astype(np.int8)
+        # below the floor: n/a on-policy, unknown when the run does not say
+        low_zone = {False: Zone.NA, None: Zone.UNKNOWN}.get(context.off_policy)
+        if floor is not None and low_zone is not None:
+            low = np.isfinite(values) & (values < floor)
+            codes = np.where(low, low_zone, codes).astype(np.int8)
     elif base == "kl" and context.beta == 0:
         codes = np.where(np.isfinite(values), Zone.NA, codes).astype(np.int8)
     return codes
@@ -68,18 +64,8 @@ def zone_bands(name: str, rules: Rules, context: RunContext) -> list[tuple[float
     if bounds.relative_to is not None and scale is None:
         return []
     factor = scale if scale is not None else 1.0
-    cuts = sorted(
-        {
-            b * factor
-            for b in (
-                bounds.caution_below,
-                bounds.bad_below,
-                bounds.caution_above,
-                bounds.bad_above,
-            )
-            if b is not None
-        }
-    )
+    limits = (bounds.caution_below, bounds.bad_below, bounds.caution_above, bounds.bad_above)
+    cuts = sorted({b * factor for b in limits if b is not None})
     edges = [-math.inf, *cuts, math.inf]
     bands: list[tuple[float, float, Zone]] = []
     for lo, hi in itertools.pairwise(edges):
