@@ -1190,3 +1190,18 @@ def test_the_checklist_gives_a_metric_the_zone_the_grid_gives_it() -> None:
             assert item.answer.zone is d.metrics[name].zone, (run.name, item)
             cautions += item.answer is Answer.CAUTION
     assert cautions  # the corpus has metrics in their caution zone
+
+
+def test_reward_std_at_zero_counts_the_points_of_the_window_it_judged() -> None:
+    """reward_std ≈0 on a long run: "k/n points" is over the judged window (its 10 % of the
+    run), the same window the grid's zone and the share are taken on, not a window of it."""
+    n = 400
+    columns = {
+        "reward": list(0.3 + noise(n, 0.01)),
+        "reward_std": [0.2] * (n - 50) + [0.0] * 50,
+        "frac_reward_zero_std": [0.1] * (n - 50) + [1.0] * 50,
+    }
+    judged = diagnose(make_run(columns), RULES).metrics["reward_std"]
+    assert judged.zone is Zone.BAD
+    assert judged.points == RULES.window_size(n) == 40
+    assert "on 40/40 points (steps 361–400)" in judged.reason

@@ -451,14 +451,16 @@ def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judg
         if bounds.caution_below is None or small > bounds.caution_below:
             bounds = replace(bounds, caution_below=small)
     zone, reason = jd.band_zone(view, bounds, rules)
-    window = jd.window_of(view, rules)
+    judgement = jd.base_judgement(view, rules, zone, reason)
     if zone is Zone.BAD:
+        # the share and its k/n are over the one window judged (not a window of it)
         zero = bounds.bad_below if bounds.bad_below is not None else 0.0
-        share = float(np.mean(window.values < zero)) if len(window) else math.nan
-        reason = f"≈0 (< {num(zero)}) on {jd.base_judgement(window, rules, zone, '').window.share(share)}"
+        values = jd.window_of(view, rules).values
+        share = float(np.mean(values < zero)) if len(values) else math.nan
+        reason = f"≈0 (< {num(zero)}) on {judgement.window.share(share)}"
     elif zone is Zone.CAUTION and small is not None:
         reason = f"small: < {num(small)} ({pct(rules.rewards.small_std_fraction)} of the reward range) — {reason}"
-    return replace(jd.base_judgement(view, rules, zone, reason))
+    return replace(judgement, reason=reason)
 
 
 def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
