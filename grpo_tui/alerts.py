@@ -283,7 +283,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 class RunAlerts:
     """One run's event detector and the command its events are handed to; the caller
-    shows the event and sends `terminal` (the screen's own way to write)."""
+    shows the event and sends `terminal_text` (the screen's own way to write)."""
 
     def __init__(
         self,
@@ -314,10 +314,6 @@ class RunAlerts:
         if self.command is not None:
             self.command.submit(event)
         return event
-
-    def terminal(self, event: Event) -> str:
-        """What the terminal is sent for the event (bell, notification; "" for nothing)."""
-        return terminal_text(event, self.settings)
 
     def close(self, wait_s: float = SCREEN_CLOSE_WAIT_S) -> None:
         """Stop the command (see CommandSink.close)."""

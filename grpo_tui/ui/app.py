@@ -310,13 +310,7 @@ class GrpoTuiApp(GrpoApp[None]):
     def _alert(self) -> None:
         """Tell the event the run brings now, if any (core decides; this only shows it)."""
         event = self.alerts.observe(self.session.run, self.session.diagnosis, self.now())
-        if event is None:
-            return
-        self.tell(
-            event.summary, title=f"alert {event.kind.word}", error=event.worsening, timeout=15
-        )
-        if (text := self.alerts.terminal(event)) and self._driver and not self.is_headless:
-            self._driver.write(text)  # as App.bell() writes BEL; our own text only
+        self.tell_events([] if event is None else [event], self.alerts.settings, named=False)
 
     def _request_frame(self) -> None:
         """Draw soon: at once when the last frame was long enough ago, else when the pacer

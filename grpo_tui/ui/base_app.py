@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -15,6 +15,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from grpo_tui.alerts import AlertSettings, terminal_text
+from grpo_tui.events import Event
 from grpo_tui.ui.screenshot import (
     NAME_FORMAT,
     screenshot_directories,
@@ -72,6 +74,23 @@ class GrpoApp(App[ResultT]):
             timeout=timeout,
             markup=False,
         )
+
+    def tell_events(self, events: Sequence[Event], settings: AlertSettings, *, named: bool) -> None:
+        """Tell the events the runs bring (core decided them): the newest in a toast (after
+        its run's name when `named`), the bell or notification as the settings say."""
+        if not events:
+            return
+        newest = events[-1]
+        self.tell(
+            f"{newest.run}: {newest.summary}" if named else newest.summary,
+            title=f"alert {newest.kind.word}",
+            error=newest.worsening,
+            timeout=15,
+        )
+        for event in events:
+            text = terminal_text(event, settings)
+            if text and self._driver is not None and not self.is_headless:
+                self._driver.write(text)  # our own fixed text, as App.bell() writes BEL
 
     def action_cycle_theme(self) -> None:
         self.theme = next_theme_name(self.theme)

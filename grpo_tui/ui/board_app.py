@@ -24,7 +24,6 @@ from textual.events import Key
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
-from grpo_tui.alerts import terminal_text
 from grpo_tui.board import Board, BoardRow, board_counts
 from grpo_tui.numbers import format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, bars, fit_names
@@ -207,21 +206,8 @@ class BoardApp(GrpoApp[BoardChoice]):
         return BOARD_CLOCK_S if fresh else BOARD_SLOW_CLOCK_S
 
     def _alert(self) -> None:
-        """Tell the events the runs bring (core decides: a worsening marks its row); the
-        newest in a toast, the bell or notification as the settings say."""
-        if not (events := self.board.observe(self.now())):
-            return
-        newest = events[-1]
-        self.tell(
-            f"{newest.run}: {newest.summary}",
-            title=f"alert {newest.kind.word}",
-            error=newest.worsening,
-            timeout=15,
-        )
-        for event in events:
-            text = terminal_text(event, self.board.alert_settings)
-            if text and self._driver is not None and not self.is_headless:
-                self._driver.write(text)  # our own fixed text, as App.bell() writes BEL
+        """Tell the events the runs bring (core decides: a worsening marks its row)."""
+        self.tell_events(self.board.observe(self.now()), self.board.alert_settings, named=True)
 
     @property
     def settled(self) -> bool:
