@@ -291,16 +291,18 @@ class RunAlerts:
         settings: AlertSettings,
         *,
         command: CommandSink | None = None,
-        rules: EventRules | None = None,
+        shown: bool = False,
         clock: Callable[[], float] = time.monotonic,
         name: str | None = None,
     ) -> None:
-        """`command`: a sink shared with other runs; `rules` overrides the settings';
+        """`command`: a sink shared with other runs; `shown`: a screen shows the run, so
+        the moment it is first judged is the baseline, only what changes after is told;
         `name`: the run's name in its events (default: its folder's, `.` by the folder's
         name; a store's run: its own)."""
         self.settings = settings
         name = name or Path(path).resolve().name or str(path)
-        self.detector = EventDetector(name, str(path), rules or settings.events, clock=clock)
+        rules = replace(settings.events, tell_first=False) if shown else settings.events
+        self.detector = EventDetector(name, str(path), rules, clock=clock)
         self.command = command
         #: every event told, oldest first (the screen's marker; tests read it)
         self.told: list[Event] = []
@@ -319,19 +321,6 @@ class RunAlerts:
         """Stop the command (see CommandSink.close)."""
         if self.command is not None:
             self.command.close(wait_s)
-
-
-def screen_alerts(
-    path: Path, settings: AlertSettings, report: Callable[[str], object]
-) -> RunAlerts:
-    """The alerts of the monitor's one run: its own command sink; the moment it opens on
-    is its baseline (the screen shows it), only what changes after is told."""
-    return RunAlerts(
-        path,
-        settings,
-        command=command_sink(settings, report),
-        rules=replace(settings.events, tell_first=False),
-    )
 
 
 def command_sink(settings: AlertSettings, report: Callable[[str], object]) -> CommandSink | None:

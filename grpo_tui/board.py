@@ -349,12 +349,11 @@ class Board:
         if not self._command_made:
             self._command_made = True
             self._command = command_sink(self.alert_settings, self._command_failed)
-        rules = replace(self.alert_settings.events, tell_first=False)
         return RunAlerts(
             ref.path,
             self.alert_settings,
             command=self._command,
-            rules=rules,
+            shown=True,
             name=self._names.get(ref) if ref.run else None,
         )
 

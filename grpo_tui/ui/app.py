@@ -33,7 +33,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Tab, Tabs
 
-from grpo_tui.alerts import AlertSettings, screen_alerts
+from grpo_tui.alerts import AlertSettings, RunAlerts, command_sink
 from grpo_tui.context import RunContext
 from grpo_tui.health.rules import Rules
 from grpo_tui.presentation import DEFAULT_CYCLE_S, verdict_line
@@ -137,10 +137,17 @@ class GrpoTuiApp(GrpoApp[None]):
             lambda item: self.post_message(self.FromReader(item)),
         )
         #: the run's events and where they go (a toast, the bell, OSC, --on-alert)
-        self.alerts = screen_alerts(
+        settings = alerts or AlertSettings()
+        self.alerts = RunAlerts(
             self.path,
-            alerts or AlertSettings(),
-            lambda text: self.post_message(self.FromReader(Notice("on-alert", text, error=True))),
+            settings,
+            command=command_sink(
+                settings,
+                lambda text: self.post_message(
+                    self.FromReader(Notice("on-alert", text, error=True))
+                ),
+            ),
+            shown=True,
         )
         follower = follower or RunFollower(self.path, newest_first=True)
         #: the run's reader (core's follow loop, in its own thread): `wake()` makes it look
