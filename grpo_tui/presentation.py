@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from grpo_tui.files import RECONNECTING, mounted
-from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Span, num
+from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, num
 from grpo_tui.numbers import format_age, format_duration, format_step
 from grpo_tui.run.live import Progress, Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import RunState, ScenarioId, Status
+from grpo_tui.vocabulary import RunState, ScenarioId, Severity, Status
 
 #: seconds between groups while the completions panel follows the newest batch (`--cycle`):
 #: long enough to read a group's rewards and the start of its texts
@@ -397,17 +397,20 @@ def fit_facts(facts: Iterable[str], width: int) -> list[str]:
 # -- verdict history ------------------------------------------------------------------------
 
 
-def history_lines(history: list[Span]) -> list[str]:
-    """Which verdict held from which step to which, one line each, oldest first:
-    "steps 40–370  Reward hacking (problem)", "from step 280  Not learning (caution)"."""
-    lines = []
-    for span in history:
+def severity_sections(diagnosis: Diagnosis) -> tuple[tuple[str, list[tuple[Severity, str]]], ...]:
+    """The Notes (facts that are not verdicts: dead reward functions, spikes, an inferred
+    cap) and the History (which verdict held from which step to which, oldest first:
+    "steps 40–370  Reward hacking (problem)", "from step 280  Not learning (caution)"),
+    each line after its severity, as the panel and `check` list them."""
+    history = []
+    for span in diagnosis.history:
         if span.end is None:
             when = f"from step {format_step(span.start)}"
         else:
             when = f"steps {format_step(span.start)}–{format_step(span.end)}"
-        lines.append(f"{when:<18} {span.id.title} ({span.severity.word})")
-    return lines
+        history.append((span.severity, f"{when:<18} {span.id.title} ({span.severity.word})"))
+    notes = [(note.severity, note.text) for note in diagnosis.notes]
+    return ("Notes", notes), ("History", history)
 
 
 def no_verdict_words(diagnosis: Diagnosis) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,20 +20,20 @@ from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import (
     FACT_SEPARATOR,
     bars,
-    history_lines,
     is_function_reward,
     metric_words,
     no_metrics_words,
     no_verdict_words,
     pack_facts,
     progress_facts,
+    severity_sections,
     state_headline,
     status_word,
     table_metrics,
 )
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import run_state
-from grpo_tui.vocabulary import LineKind, Severity, Zone
+from grpo_tui.vocabulary import LineKind, Zone
 
 SPARK_WIDTH = 24
 
@@ -124,27 +123,6 @@ def scenario_block(diagnosis: Diagnosis, *, verbose: bool = False) -> list[Rende
     return lines
 
 
-def _severity_block(title: str, lines: Sequence[tuple[Severity, str]]) -> list[RenderableType]:
-    """A titled list, each line after its severity's glyph; nothing when it has no line."""
-    if not lines:
-        return []
-    return [
-        Text(title, style="bold underline"),
-        *(Hanging(Text(s.glyph, style=ZONE_STYLES[s.zone]), line, indent=2) for s, line in lines),
-    ]
-
-
-def notes_block(diagnosis: Diagnosis) -> list[RenderableType]:
-    """Facts that are not verdicts: dead reward functions, spikes, an inferred cap."""
-    return _severity_block("Notes", [(note.severity, note.text) for note in diagnosis.notes])
-
-
-def history_block(diagnosis: Diagnosis) -> list[RenderableType]:
-    """The verdicts' history: which held from which step to which."""
-    lines = zip((span.severity for span in diagnosis.history), history_lines(diagnosis.history))
-    return _severity_block("History", list(lines))
-
-
 def checklist_block(diagnosis: Diagnosis) -> list[RenderableType]:
     """The 8 questions, each answered ✓ ✗ ? with its evidence underneath."""
     lines: list[RenderableType] = [Text("Checklist", style="bold underline")]
@@ -220,10 +198,13 @@ def render_check(
         parts.extend(scenario_block(diagnosis, verbose=verbose))
     else:
         parts.append(Text(no_verdict_words(diagnosis), style="dim"))
-    for block in (notes_block(diagnosis), history_block(diagnosis)):
-        if block:
-            parts.append(Text(""))
-            parts.extend(block)
+    for heading, lines in severity_sections(diagnosis):
+        if lines:
+            parts += [Text(""), Text(heading, style="bold underline")]
+            parts += [
+                Hanging(Text(s.glyph, style=ZONE_STYLES[s.zone]), line, indent=2)
+                for s, line in lines
+            ]
     parts.append(Text(""))
     parts.extend(checklist_block(diagnosis))
     parts.append(Text(""))

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.numbers import format_step
-from grpo_tui.presentation import history_lines, no_verdict_words, status_word
+from grpo_tui.presentation import no_verdict_words, severity_sections, status_word
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
@@ -88,16 +88,12 @@ def diagnosis_renderable(
             parts.append(
                 _hanging(Text("  → ", style="dim"), Text(printable(advice), style="italic"))
             )
-    if diagnosis.notes:
-        parts += _section("Notes")
-        for note in diagnosis.notes:
-            style = palette.style(note.severity.zone)
-            parts.append(_glyph_line(note.severity.glyph, style, Text(printable(note.text))))
-    if diagnosis.history:
-        parts += _section("History")
-        for span, line in zip(diagnosis.history, history_lines(diagnosis.history), strict=True):
-            style = palette.style(span.severity.zone)
-            parts.append(_glyph_line(span.severity.glyph, style, Text(printable(line))))
+    for heading, lines in severity_sections(diagnosis):
+        if lines:
+            parts += _section(heading)
+            for severity, line in lines:
+                style = palette.style(severity.zone)
+                parts.append(_glyph_line(severity.glyph, style, Text(printable(line))))
     parts += _section("Checklist")
     for item in diagnosis.checklist:
         style = palette.style(item.answer.zone) + Style(bold=True)
