@@ -78,18 +78,11 @@ class BoardSettings:
 
 
 @dataclass(frozen=True)
-class BoardRow:
-    """One run as the board shows it (equal rows draw the same)."""
+class _SlowParts:
+    """What a row shows that changes only with the data or the diagnosis (the reward's
+    course, the verdict): computed again only then (`Board.rows`)."""
 
-    ref: RunRef
-    name: str
     framework: str
-    state: RunState
-    state_label: str
-    #: "step 120/500 24%", "" before any step
-    step: str
-    #: "ETA 1h02m", "" when unknown or finished
-    eta: str
     status: Status
     verdict: VerdictLine
     #: the reward's first and latest level (medians of END_POINTS points), None unlogged
@@ -97,6 +90,20 @@ class BoardRow:
     reward_now: float | None
     #: the reward in SPARK_CELLS bucket means over the run's steps (NaN: nothing there)
     reward_levels: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class BoardRow(_SlowParts):
+    """One run as the board shows it (equal rows draw the same)."""
+
+    ref: RunRef
+    name: str
+    state: RunState
+    state_label: str
+    #: "step 120/500 24%", "" before any step
+    step: str
+    #: "ETA 1h02m", "" when unknown or finished
+    eta: str
     #: "3m ago", "" before any data
     age: str
     #: when the newest data was written (epoch s; sorting puts the newest first)
@@ -125,19 +132,6 @@ def _median_ends(values: np.ndarray) -> tuple[float | None, float | None]:
     if values.size == 0:
         return None, None
     return float(np.median(values[:END_POINTS])), float(np.median(values[-END_POINTS:]))
-
-
-@dataclass(frozen=True)
-class _SlowParts:
-    """What a row shows that changes only with the data or the diagnosis (the reward's
-    course, the verdict): computed again only then (`Board.rows`)."""
-
-    framework: str
-    status: Status
-    verdict: VerdictLine
-    reward_first: float | None
-    reward_now: float | None
-    reward_levels: tuple[float, ...]
 
 
 def _slow_parts(run: Run, diagnosis: Diagnosis | None, pending: str) -> _SlowParts:
