@@ -352,7 +352,7 @@ class RunFeed:
     def _take_printed_settings(self, reader: LogReader, path: Path) -> None:
         """The settings a console log printed at its start (verl's config) fill what the
         run context does not know (an args file beside it says first)."""
-        settings = reader.settings if isinstance(reader, ConsoleReader) else None
+        settings = reader.parser.settings if isinstance(reader, ConsoleReader) else None
         if settings is None or settings is self._settings_taken:
             return
         self._settings_taken = settings
