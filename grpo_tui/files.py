@@ -47,6 +47,12 @@ def file_kind(mode: int) -> str:
     return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
 
 
+def check_regular(mode: int, path: Path | str) -> None:
+    """Raise NotRegularFile unless `mode` (of `path`) is a regular file's."""
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", str(path))
+
+
 def open_regular(path: Path) -> BinaryIO:
     """Open a regular file for reading without ever blocking. Raises NotRegularFile for a
     FIFO, device, socket or directory (O_NONBLOCK makes opening a FIFO return at once;
@@ -57,9 +63,7 @@ def open_regular(path: Path) -> BinaryIO:
         return filesystem.open(path)
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", str(path))
+        check_regular(os.fstat(fd).st_mode, path)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

@@ -71,7 +71,19 @@ _ZONE_GLYPHS = {
 }
 
 
-class Severity(_Worded):
+class _Zoned(_Worded):
+    """A word drawn in a zone's colour, with that zone's glyph."""
+
+    @property
+    def zone(self) -> Zone:
+        return _ZONES[self]
+
+    @property
+    def glyph(self) -> str:
+        return self.zone.glyph
+
+
+class Severity(_Zoned):
     """How much a scenario matters, worst first."""
 
     PROBLEM = "problem"
@@ -82,32 +94,14 @@ class Severity(_Worded):
     @property
     def rank(self) -> int:
         """0 for the worst: sort by it to list the worst first."""
-        return _SEVERITY_ORDER.index(self)
-
-    @property
-    def zone(self) -> Zone:
-        """The zone whose colour it is drawn in."""
-        return _SEVERITY_ZONES[self]
-
-    @property
-    def glyph(self) -> str:
-        return self.zone.glyph
+        return list(Severity).index(self)  # the members are listed worst first
 
     @property
     def warns(self) -> bool:
         return self in (Severity.PROBLEM, Severity.CAUTION)
 
 
-_SEVERITY_ORDER = (Severity.PROBLEM, Severity.CAUTION, Severity.INFO, Severity.OK)
-_SEVERITY_ZONES = {
-    Severity.PROBLEM: Zone.BAD,
-    Severity.CAUTION: Zone.CAUTION,
-    Severity.INFO: Zone.NA,
-    Severity.OK: Zone.HEALTHY,
-}
-
-
-class Answer(_Worded):
+class Answer(_Zoned):
     """A checklist answer."""
 
     YES = "yes"
@@ -116,21 +110,8 @@ class Answer(_Worded):
     CAUTION = "caution"
     UNKNOWN = "unknown"
 
-    @property
-    def zone(self) -> Zone:
-        return {
-            Answer.YES: Zone.HEALTHY,
-            Answer.NO: Zone.BAD,
-            Answer.CAUTION: Zone.CAUTION,
-            Answer.UNKNOWN: Zone.UNKNOWN,
-        }[self]
 
-    @property
-    def glyph(self) -> str:
-        return self.zone.glyph
-
-
-class Status(_Worded):
+class Status(_Zoned):
     """The whole run's verdict."""
 
     HEALTHY = "healthy"
@@ -144,18 +125,22 @@ class Status(_Worded):
         """The status in capitals, as the panel and `check` show it."""
         return "NO VERDICT YET" if self is Status.UNKNOWN else self.value.upper()
 
-    @property
-    def zone(self) -> Zone:
-        return {
-            Status.HEALTHY: Zone.HEALTHY,
-            Status.CAUTION: Zone.CAUTION,
-            Status.PROBLEM: Zone.BAD,
-            Status.UNKNOWN: Zone.UNKNOWN,
-        }[self]
 
-    @property
-    def glyph(self) -> str:
-        return self.zone.glyph
+#: the zone whose colour each severity, answer and status is drawn in
+_ZONES: dict[_Zoned, Zone] = {
+    Severity.PROBLEM: Zone.BAD,
+    Severity.CAUTION: Zone.CAUTION,
+    Severity.INFO: Zone.NA,
+    Severity.OK: Zone.HEALTHY,
+    Answer.YES: Zone.HEALTHY,
+    Answer.NO: Zone.BAD,
+    Answer.CAUTION: Zone.CAUTION,
+    Answer.UNKNOWN: Zone.UNKNOWN,
+    Status.HEALTHY: Zone.HEALTHY,
+    Status.CAUTION: Zone.CAUTION,
+    Status.PROBLEM: Zone.BAD,
+    Status.UNKNOWN: Zone.UNKNOWN,
+}
 
 
 class Direction(_Worded):

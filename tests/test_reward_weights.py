@@ -33,7 +33,7 @@ from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.run.live import Run
 from grpo_tui.sources.completion_batches import JsonlBatches
-from grpo_tui.sources.context import context_and_problems, context_from_args
+from grpo_tui.sources.context import context_and_problems
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.formats import trl_completions
 from grpo_tui.sources.formats.msswift_completions import parse_record
@@ -75,9 +75,9 @@ class TestReadingTheWeights:
 
     def test_a_list_of_numbers(self) -> None:
         """ms-swift's args.json holds a list of floats (or null)."""
-        assert context_from_args({"reward_weights": [2.0, 1]}).reward_weights == [2.0, 1.0]
-        assert context_from_args({"reward_weights": None}).reward_weights is None
-        assert context_from_args({}).reward_weights is None
+        assert context_and_problems({"reward_weights": [2.0, 1]})[0].reward_weights == [2.0, 1.0]
+        assert context_and_problems({"reward_weights": None})[0].reward_weights is None
+        assert context_and_problems({})[0].reward_weights is None
 
     def test_an_unusable_weight_makes_them_unknown(self) -> None:
         """One weight that is no number: which weight is whose is not known, and the user hears why."""

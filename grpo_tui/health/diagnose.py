@@ -338,7 +338,7 @@ def _notes(f: Findings) -> list[Note]:
     if f.cap is not None and f.cap.inferred:
         inferred = f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}"
         notes.append(Note(Severity.INFO, "completion_length", inferred))
-    notes.extend(Note(event.severity, event.metric, event.text, event.step) for event in f.events())
+    notes.extend(f.events())
     notes.sort(key=lambda n: n.severity.rank)
     return notes
 

@@ -14,7 +14,7 @@ from grpo_tui.context import RunContext
 from grpo_tui.health import judges as jd
 from grpo_tui.health import trends as tr
 from grpo_tui.health.improvement import Improvement, improvement
-from grpo_tui.health.judges import Cap, Collapse, Event, Judgement
+from grpo_tui.health.judges import Cap, Collapse, Judgement
 from grpo_tui.health.rewards import (
     RewardFunction,
     RewardRange,
@@ -29,7 +29,7 @@ from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.samples import Samples
 from grpo_tui.health.series import RunSnapshot, SeriesView
 from grpo_tui.health.shape import Phase
-from grpo_tui.health.verdict import num, pct, value_range
+from grpo_tui.health.verdict import Note, num, pct, value_range
 from grpo_tui.vocabulary import Zone
 
 #: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler. Its
@@ -306,10 +306,10 @@ class Findings:
             and reward.shape.declined
         )
 
-    def events(self) -> list[Event]:
+    def events(self) -> list[Note]:
         """What the metrics did that is worth a note: the KL scale decided, the largest
         isolated KL and grad_norm spikes (read only when notes are wanted)."""
-        found: list[Event] = []
+        found: list[Note] = []
         for judgement in self.judged().values():
             found.extend(judgement.events)
         if self.kl is not None and self.kl.zone is not Zone.NA:

@@ -31,21 +31,10 @@ from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.series import SeriesView
 from grpo_tui.health.shape import Shape, analyse, point_noise
-from grpo_tui.health.verdict import Window, num, pct
+from grpo_tui.health.verdict import Note, Window, num, pct
 from grpo_tui.health.zones import relative_scale
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Direction, Severity, Zone
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """Something a metric did that is worth a note but is not a zone: a spike, an
-    inferred cap, a scale decided."""
-
-    metric: str
-    severity: Severity
-    text: str
-    step: float | None = None
 
 
 @dataclass(frozen=True)
@@ -65,7 +54,7 @@ class Judgement:
     #: the whole series and the trend rules its course is read with
     view: SeriesView = field(repr=False)
     rules: Rules = field(repr=False)
-    events: tuple[Event, ...] = ()
+    events: tuple[Note, ...] = ()
     #: a direction a judge decided itself (KL exploding), instead of the course's
     trend: Direction | None = None
     #: the window's values (for facts that need the points, e.g. shares)
@@ -244,7 +233,7 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     # the scale is decided from the window's median: one spike of 197 in a run at 0.4 is a
     # spike, not a per-sequence sum
     own_scale = own_key or level > rules.kl.per_token_max
-    events: tuple[Event, ...] = ()
+    events: tuple[Note, ...] = ()
     exploding = (
         math.isfinite(reference)
         and level > rules.trend.exploding_factor * max(abs(reference), 1e-12)
@@ -259,7 +248,7 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
         zone, reason = (
             (Zone.BAD, "") if exploding else (Zone.HEALTHY, f"{why}; judged on its own history")
         )
-        events = (Event("kl", Severity.INFO, f"kl: {why}"),)
+        events = (Note(Severity.INFO, "kl", f"kl: {why}"),)
     else:
         zone, reason = band_zone(view, bounds, rules)
     if exploding:
@@ -330,7 +319,7 @@ def earlier_floor(view: SeriesView, window: int, rules: Rules) -> SeriesView | N
     return min(chunks, key=lambda chunk: tr.median_of(chunk.values)) if chunks else None
 
 
-def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) -> list[Event]:
+def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) -> list[Note]:
     """The largest isolated spike of the series as an event: "kl spike: 197 at step 130
     from 0.4, back to 0.41 after" (robust z against the preceding points, and `ratio`
     times their median: trends.spike_mask). Spikes from a baseline of 0 (a grad_norm of 0
@@ -356,7 +345,7 @@ def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) ->
     back = f", back to {num(tr.median_of(after))} after" if after.size else " (the latest point)"
     more = f" ({len(candidates)} spikes in the run; the largest)" if len(candidates) > 1 else ""
     text = f"{label} spike: {num(value)} at step {format_step(float(view.steps[i]))} from {num(base)}{back}{more}"
-    return [Event(label, Severity.INFO, text, float(view.steps[i]))]
+    return [Note(Severity.INFO, label, text, float(view.steps[i]))]
 
 
 # -- entropy ------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ next read.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict, TextParser
 from grpo_tui.sources.formats.console import CONSOLE
@@ -62,11 +61,6 @@ class ConsoleReader(LogReader):
             batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
         self._bad_seen = len(self.parser.bad)
         return batch
-
-    @property
-    def settings(self) -> dict[str, Any] | None:
-        """The run's settings the log printed (args.json's names), None while none seen."""
-        return self.parser.settings
 
     def restart(self) -> None:
         """The file started over: forget what was half read."""

@@ -52,12 +52,6 @@ _INT_FIELDS = (
 _FLOAT_FIELDS = ("beta", "epsilon", "epsilon_high", "learning_rate", "temperature")
 
 
-def context_from_args(args: dict[str, Any]) -> RunContext:
-    """Build a context from an args dict (ms-swift args.json, TRL/verl-style configs)."""
-    context, _ = context_and_problems(args)
-    return context
-
-
 def context_and_problems(args: dict[str, Any]) -> tuple[RunContext, list[str]]:
     """The context from an args dict, and one note per setting that is there but unusable
     (a length of 10**400, a beta of "high"): such a setting is unknown, and the user hears why."""

@@ -127,7 +127,7 @@ def _discover(
         return _in_directory(path, adapters, current, forced=only is not None)
     if seen.mode is not None and not seen.is_file:
         return _unreadable(seen.why_not_file(path), path.parent)
-    founds = _claims(path, seen, adapters)
+    founds = claims(path, seen, adapters)
     if not founds and only is not None:
         founds = [_forced(adapters[0], path)]
     if not founds:
@@ -148,7 +148,8 @@ def _not_there(path: Path) -> str:
     return f"{path}, which does not exist yet (the nearest folder that does: {nearest})"
 
 
-def _claims(path: Path, seen: Probe, adapters: Sequence[FormatAdapter]) -> list[Found]:
+def claims(path: Path, seen: Probe, adapters: Sequence[FormatAdapter]) -> list[Found]:
+    """What the adapters find the file PATH to be."""
     claims = (adapter.claim(path, seen) for adapter in adapters if adapter.claim is not None)
     return [found for found in claims if found is not None]
 
@@ -159,7 +160,8 @@ def _forced(adapter: FormatAdapter, path: Path) -> Found:
     )
 
 
-def _found_in(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
+def found_in(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
+    """What the adapters find in `directory` itself."""
     return [found for a in adapters if a.find is not None for found in a.find(directory)]
 
 
@@ -194,7 +196,7 @@ def _below(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
     level = [directory]
     for _ in range(DEPTH_LOOKED_INTO):
         level = [sub for folder in level for sub in _subfolders(folder)][:SUBFOLDERS_LOOKED_AT]
-        founds = [f for folder in level for f in _found_in(folder, adapters)]
+        founds = [f for folder in level for f in found_in(folder, adapters)]
         readable = [f for f in founds if f.exists and not f.problem]
         if readable:
             return readable
@@ -204,7 +206,7 @@ def _below(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
 def _in_directory(
     directory: Path, adapters: Sequence[FormatAdapter], current: Path | None, *, forced: bool
 ) -> RunLayout:
-    founds = _found_in(directory, adapters)
+    founds = found_in(directory, adapters)
     readable = [f for f in founds if f.exists and not f.problem]
     if readable:
         return _layout(_choose(readable, current), founds)

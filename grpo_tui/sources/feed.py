@@ -22,7 +22,6 @@ from grpo_tui.sources.console import ConsoleReader
 from grpo_tui.sources.context import (
     ArgsError,
     context_and_problems,
-    context_from_args,
     read_args_json,
 )
 from grpo_tui.sources.discover import RunLayout, discover
@@ -343,7 +342,7 @@ class RunFeed:
             self.status.data_time = polled.data_time
         if polled.settings:
             # the store's own settings (max_steps, logging_steps) fill the run context
-            self.status.context.merge_missing(context_from_args(polled.settings))
+            self.status.context.merge_missing(context_and_problems(polled.settings)[0])
         if polled.records:
             batch.extend(reader.read_objects(polled.records))
             self._read_by(reader)
@@ -352,7 +351,7 @@ class RunFeed:
     def _take_printed_settings(self, reader: LogReader, path: Path) -> None:
         """The settings a console log printed at its start (verl's config) fill what the
         run context does not know (an args file beside it says first)."""
-        settings = reader.settings if isinstance(reader, ConsoleReader) else None
+        settings = reader.parser.settings if isinstance(reader, ConsoleReader) else None
         if settings is None or settings is self._settings_taken:
             return
         self._settings_taken = settings

@@ -29,9 +29,6 @@ class Record:
     #: canonical name -> the key it came from in the line (for `inspect`)
     source_keys: dict[str, str] = field(default_factory=dict)
     max_steps: int | None = None
-    #: which file and line it came from (1-based line number), for messages
-    origin: str = ""
-    line_no: int = 0
 
 
 @dataclass(slots=True)

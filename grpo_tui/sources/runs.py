@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_tui.files import mounted
-from grpo_tui.sources.discover import adapters_for, discover
+from grpo_tui.sources.discover import adapters_for, claims, discover, found_in
 from grpo_tui.sources.formats.layout import (
     Found,
     Probe,
@@ -50,13 +50,8 @@ class RunRef:
 
 def _stores_in(path: Path, seen: Probe, only: str | None) -> list[Found]:
     """The record stores PATH is or holds that may keep several runs (trackio projects)."""
-    found: list[Found] = []
-    for adapter in adapters_for(only):
-        if seen.is_dir and adapter.find is not None:
-            found.extend(adapter.find(path))
-        elif not seen.is_dir and adapter.claim is not None:
-            claimed = adapter.claim(path, seen)
-            found.extend([claimed] if claimed is not None else [])
+    adapters = adapters_for(only)
+    found = found_in(path, adapters) if seen.is_dir else claims(path, seen, adapters)
     return [f for f in found if f.reading is Reading.TRACKIO and f.exists and not f.problem]
 
 
@@ -79,12 +74,12 @@ def store_runs(path: Path, *, only: str | None = None) -> list[RunRef]:
 def holds_metrics(directory: Path, *, only: str | None = None) -> bool:
     """An adapter finds a readable metrics file in `directory` itself (its own files, or
     the run folders its framework keeps there)."""
-    for adapter in adapters_for(only):
-        if adapter.find is None:
-            continue
-        if any(found.exists and not found.problem for found in adapter.find(directory)):
-            return True
-    return False
+    return any(
+        found.exists and not found.problem
+        for adapter in adapters_for(only)
+        if adapter.find is not None
+        for found in adapter.find(directory)
+    )
 
 
 def is_run(directory: Path, *, only: str | None = None) -> bool:

@@ -19,7 +19,6 @@ absence is a `problem`, never an ImportError.
 
 from __future__ import annotations
 
-import errno
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,13 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from grpo_tui.files import (
-    NotRegularFile,
-    describe_os_error,
-    file_kind,
-    open_regular,
-    stat_path,
-)
+from grpo_tui.files import check_regular, describe_os_error, open_regular, stat_path
 from grpo_tui.sources.formats.tensorboard import find_event_files, name_time, scan_events
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
@@ -162,9 +155,7 @@ class TensorBoardStore:
             path = self._files[self._index]
             try:
                 info = stat_path(path)
-                if not stat.S_ISREG(info.st_mode):
-                    kind = file_kind(info.st_mode)
-                    raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
+                check_regular(info.st_mode, path)
                 ident = (info.st_dev, info.st_ino)
                 reader = self._records
                 if reader is not None and (ident != self._ident or info.st_size < reader.offset):

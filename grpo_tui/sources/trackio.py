@@ -37,10 +37,8 @@ not a restart.
 
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
-import stat
 import time
 from collections.abc import Iterable
 from contextlib import closing, suppress
@@ -51,7 +49,7 @@ from typing import Any
 
 import orjson
 
-from grpo_tui.files import NotRegularFile, describe_os_error, file_kind, mounted
+from grpo_tui.files import check_regular, describe_os_error, mounted
 from grpo_tui.sources.formats.trackio import DB_SUFFIX
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
@@ -552,9 +550,7 @@ def _check_files(path: Path) -> os.stat_result:
             mode = os.stat(_sibling(path, suffix)).st_mode if suffix else info.st_mode
         except FileNotFoundError:
             continue
-        if not stat.S_ISREG(mode):
-            kind = file_kind(mode)
-            raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path) + suffix)
+        check_regular(mode, str(path) + suffix)
     return info
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
-from grpo_tui.files import DirEntryLike, NotRegularFile, TransportError, file_kind
+from grpo_tui.files import DirEntryLike, TransportError, check_regular
 from grpo_tui.sources.remote.transport import Connection
 
 if TYPE_CHECKING:
@@ -161,12 +161,6 @@ def _error(name: str, path: Path) -> OSError:
     number = getattr(errno, name, errno.EIO)
     kind = _ERRORS.get(name, OSError)
     return kind(number, os.strerror(number), str(path))
-
-
-def _check_regular(info: os.stat_result, path: Path) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        kind = file_kind(info.st_mode)
-        raise NotRegularFile(errno.EINVAL, f"not a regular file ({kind})", str(path))
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int, float]:
@@ -301,7 +295,7 @@ fi"""
 
     def open(self, path: Path) -> BinaryIO:
         info, readable = self._stat(path)
-        _check_regular(info, path)
+        check_regular(info.st_mode, path)
         if not readable:
             raise _error("EACCES", path)
         return cast(BinaryIO, RemoteFile(self, path, info))
@@ -449,7 +443,7 @@ fi"""
         if fields[0] != "S" or len(fields) != 7:
             raise _error(fields[1] if len(fields) > 1 else "EIO", path)
         info, _ = _stat_result(fields[1:])
-        _check_regular(info, path)
+        check_regular(info.st_mode, path)
         readable, _, rest = rest.partition(b"\n")
         if readable != b"R":
             raise _error("EACCES", path)
