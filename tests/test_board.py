@@ -204,17 +204,17 @@ class TestTheBoard:
 class TestCheckOnSeveralRuns:
     """`check DIR` prints the board and exits with the worst run's code."""
 
-    def test_text_board_and_the_worst_exit_code(self, shared_sweep: Path) -> None:
+    @staticmethod
+    def text_board(sweep: Path, width: int) -> tuple[int, str]:
+        """`check` on every run of the sweep at `width` columns: its exit code and text."""
         out = io.StringIO()
         code = check_board_command(
-            find_runs([shared_sweep]),
-            as_json=False,
-            rules_file=None,
-            now=FIXED_NOW,
-            out=out,
-            width=100,
+            find_runs([sweep]), as_json=False, rules_file=None, now=FIXED_NOW, out=out, width=width
         )
-        text = out.getvalue()
+        return code, out.getvalue()
+
+    def test_text_board_and_the_worst_exit_code(self, shared_sweep: Path) -> None:
+        code, text = self.text_board(shared_sweep, 100)
         assert code == 2
         assert text.splitlines()[0] == "✗ 2 problem · ! 1 caution · ✓ 1 healthy"
         first_run = text.splitlines()[1]
@@ -224,16 +224,7 @@ class TestCheckOnSeveralRuns:
     def test_a_line_that_wraps_stays_under_its_run(self, shared_sweep: Path) -> None:
         """At 60 columns the facts wrap under the run's name and the verdict line under
         itself, so each run still reads as one block below its glyph."""
-        out = io.StringIO()
-        check_board_command(
-            find_runs([shared_sweep]),
-            as_json=False,
-            rules_file=None,
-            now=FIXED_NOW,
-            out=out,
-            width=60,
-        )
-        lines = out.getvalue().splitlines()[1:]
+        lines = self.text_board(shared_sweep, 60)[1].splitlines()[1:]
         assert all(len(line) <= 60 for line in lines)
         glyphs = ("✗ ", "! ", "✓ ", "? ")
         for line in lines:
