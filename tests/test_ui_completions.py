@@ -28,7 +28,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, TextArea
 
 from grpo_tui.ui.app import GrpoTuiApp
-from grpo_tui.ui.widgets.completion_screen import CompletionScreen
+from grpo_tui.ui.widgets.completion_screen import SHOWN_CHARS, CompletionScreen
 from grpo_tui.ui.widgets.completions import CompletionsPanel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ms-swift"
@@ -340,7 +340,7 @@ async def test_hostile_completions_stay_inert_on_screen(tmp_path: Path) -> None:
 
 async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
     """A group of 1 024 completions and a 1 MB completion without a newline: drawn, and the
-    whole completion opens."""
+    completion opens, cut where the screen says."""
     output = make_run(tmp_path, fixture_lines())
     size = 1024
     record = {
@@ -359,7 +359,11 @@ async def test_huge_group_and_huge_completion(tmp_path: Path) -> None:
         assert f"{size} completions" in title(panel)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, CompletionScreen))
-        assert len(app.screen.query_one(TextArea).text) == 1_000_000
+        shown = app.screen.query_one(TextArea).text
+        assert shown.startswith("x" * SHOWN_CHARS + "\n")
+        assert shown.endswith(
+            f"{1_000_000 - SHOWN_CHARS:,} more characters not shown (1,000,000 in all) ──"
+        )
 
 
 # -- every completions shape of ms-swift (formats/ms-swift.md §5) ------------------------------
