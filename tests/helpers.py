@@ -37,6 +37,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from hypothesis import strategies as st
 
+from grpo_tui.health.diagnose import Diagnosis, diagnose
+from grpo_tui.health.rules import Rules
+from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import Buckets, MetricStore
 from grpo_tui.sim import write_run
 from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
@@ -248,6 +251,20 @@ def simulated_run(scenario: str, seed: int = 0, max_steps: int | None = None) ->
     (copy it to tmp_path first to change it)."""
     out = _sims_dir() / f"{scenario}-seed{seed}-steps{max_steps}"
     return write_run(out, scenario, seed=seed, max_steps=max_steps)
+
+
+# -- the corpus ----------------------------------------------------------------------------
+
+
+#: the corpus runs' names, in order
+CORPUS_RUNS = tuple(sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
+
+
+@functools.cache
+def corpus_diagnosis(name: str) -> Diagnosis:
+    """The whole-run diagnosis of corpus run `name` under the default rules, made once per
+    test session and shared by every test that asks (never change it)."""
+    return diagnose(load_run(CORPUS / name), Rules())
 
 
 # -- waiting on a condition ----------------------------------------------------------------

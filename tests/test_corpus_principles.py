@@ -12,6 +12,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from helpers import CORPUS, corpus_diagnosis
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -19,7 +20,6 @@ from grpo_tui.health.series import snapshot
 from grpo_tui.run.follow import load_run
 from grpo_tui.vocabulary import ScenarioId, Status
 
-CORPUS = Path(__file__).parent / "corpus"
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "diagnosis.py"
 RULES = Rules()
 
@@ -35,7 +35,7 @@ def bench() -> ModuleType:
 
 
 def whole(name: str) -> Diagnosis:
-    return diagnose(load_run(CORPUS / name), RULES)
+    return corpus_diagnosis(name)
 
 
 def at(bench: ModuleType, name: str, share: float, tmp_path: Path) -> Diagnosis:

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import (
-    CORPUS,
+    CORPUS_RUNS,
     MS_SWIFT,
     THREE_REWARDS_ARGS,
+    corpus_diagnosis,
     msswift_run_dir,
     records_block,
     simulated_run,
@@ -1181,13 +1182,13 @@ def test_the_checklist_gives_a_metric_the_zone_the_grid_gives_it() -> None:
     corpus run (a reward_std in its caution zone was a green "yes" beside a yellow "!")."""
     zoned = {2: "reward_std", 3: "frac_reward_zero_std", 8: "kl"}
     cautions = 0
-    for run in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
-        d = diagnose(load_run(run), RULES)
+    for run in CORPUS_RUNS:
+        d = corpus_diagnosis(run)
         for item in d.checklist:
             name = zoned.get(item.id)
             if name is None or name not in d.metrics or not item.evidence.startswith(name):
                 continue
-            assert item.answer.zone is d.metrics[name].zone, (run.name, item)
+            assert item.answer.zone is d.metrics[name].zone, (run, item)
             cautions += item.answer is Answer.CAUTION
     assert cautions  # the corpus has metrics in their caution zone
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import CORPUS_RUNS, corpus_diagnosis
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -13,7 +14,6 @@ from grpo_tui.run.follow import load_run
 from grpo_tui.sim import SCENARIOS, SimConfig, write_run
 from grpo_tui.vocabulary import Answer, Zone
 
-CORPUS = Path(__file__).parent / "corpus"
 RULES = Rules()
 #: checklist question -> the metric whose zone answers it
 QUESTION_METRIC = {2: "reward_std", 3: "frac_reward_zero_std", 4: "clip_ratio", 8: "kl"}
@@ -49,9 +49,9 @@ def disagreements(d: Diagnosis) -> list[str]:
 class TestOneJudgementPerMetric:
     """No two places on the screen disagree about a metric at one moment."""
 
-    @pytest.mark.parametrize("name", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
+    @pytest.mark.parametrize("name", CORPUS_RUNS)
     def test_every_corpus_run(self, name: str) -> None:
-        assert disagreements(diagnose(load_run(CORPUS / name), RULES)) == []
+        assert disagreements(corpus_diagnosis(name)) == []
 
     @pytest.mark.parametrize("scenario", SCENARIOS)
     def test_every_simulated_scenario(self, scenario: str, tmp_path: Path) -> None:

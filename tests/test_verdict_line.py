@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    CORPUS,
+    CORPUS_RUNS,
     FIXED_MTIME,
     app_for,
+    corpus_diagnosis,
     fixture_lines,
     make_run,
     screen_text,
@@ -30,7 +33,6 @@ from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.vocabulary import RunState, Status
 
-CORPUS = Path(__file__).parent / "corpus"
 #: not learning: every group scores alike (reward_std 0)
 PROBLEM_RUN = CORPUS / "trl-redteam-finance-sparse"
 #: rising reward, every band healthy
@@ -44,6 +46,8 @@ PANES = {"1": "metrics", "2": "diagnosis", "3": "completions"}
 
 
 def diagnosis_of(path: Path) -> Diagnosis:
+    if path.parent == CORPUS:
+        return corpus_diagnosis(path.name)
     return diagnose(load_run(path), Rules())
 
 
@@ -100,11 +104,11 @@ class TestVerdictWords:
         assert line.text(158).endswith(" · soft_format_reward_func always 0")
 
     def test_every_corpus_run_fits_80_columns_with_its_verdict_first(self) -> None:
-        for run in sorted(p for p in CORPUS.iterdir() if p.is_dir()):
-            line = verdict_line(diagnosis_of(run))
+        for name in CORPUS_RUNS:
+            line = verdict_line(corpus_diagnosis(name))
             for width in (40, 78, 158):
                 text = line.text(width)
-                assert len(text) <= width, (run.name, width, text)
+                assert len(text) <= width, (name, width, text)
                 assert "\n" not in text
                 assert text.startswith(line.lead)
 
