@@ -126,6 +126,9 @@ def newest_step(path: Path) -> str:
 
 
 def child(path: Path, newest: str, index_seconds: float) -> None:
+    from grpo_tui.run.memory import keep_large_blocks_apart
+
+    keep_large_blocks_apart()  # as `grpo-tui tail` does
     print(json.dumps(asyncio.run(measure(path, newest, index_seconds))))
 
 
