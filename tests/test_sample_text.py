@@ -52,7 +52,7 @@ from grpo_tui.ui.completions_cursor import (
 )
 from grpo_tui.ui.sample_text import Turn, capped_lines, fold_prompt, prompt_turns
 from grpo_tui.ui.themes import ZonePalette, load_themes
-from grpo_tui.ui.widgets.completion_screen import whole_text
+from grpo_tui.ui.widgets.completion_screen import SHOWN_CHARS, whole_text
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import Zone
 
@@ -817,7 +817,12 @@ def test_ten_megabyte_line_and_megabyte_completion(tmp_path: Path, palette: Zone
     second = index.page(1)
     assert second is not None
     assert _render_rows(second, palette, lines=12) <= 12 * (width + 1)
-    assert whole_text(second.groups[0], 0, with_prompt=False) == one_mb
+    # the whole-completion screen shows its first SHOWN_CHARS, saying what is left out
+    whole = whole_text(second.groups[0], 0, with_prompt=False)
+    assert whole.startswith("x" * SHOWN_CHARS + "\n")
+    assert whole.endswith(
+        f"{len(one_mb) - SHOWN_CHARS:,} more characters not shown ({len(one_mb):,} in all) ──"
+    )
     assert len(prompt_text(second.groups[0], 100, expanded=False).plain) <= 98
 
 
