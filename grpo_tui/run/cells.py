@@ -13,8 +13,8 @@ and what they logged (`MetricStore`'s `fit`); all three answer the same question
 nothing above the store knows which it holds.
 
 The scaled shape earns its lines: a log of 100 000 ms-swift steps × 60 metrics read, the
-app holds 109 MB (median of 10 runs, 108-124), and 140 MB (132-149) with float64 and
-sparse cells alone, past the 130 MB it is meant to stay under (bench/footprint.py).
+app holds 113.4-113.6 MB (3 runs), and 137.9-138.2 MB with float64 and sparse cells alone,
+past the 130 MB it is meant to stay under (bench/footprint.py, side by side, 2026-12-06).
 """
 
 from __future__ import annotations
