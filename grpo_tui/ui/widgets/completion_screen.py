@@ -5,8 +5,7 @@ newlines kept) and shown in a read-only TextArea, which draws only the lines on 
 so a long completion without a newline scrolls like a short one. Its soft wrap of the whole
 text is done at once, while the app waits (a 10 MB completion froze it for 26 s, 1 MB for
 2 s, 256 KB for 0.75 s on a 2-core box), so the text is cut at SHOWN_CHARS, saying how much
-is left out: 64 k tokens of text, more than a generation cap allows. `q` quits the app
-here too.
+is left out (about 64 k tokens of text). `q` quits the app here too.
 """
 
 from __future__ import annotations
