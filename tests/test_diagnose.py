@@ -1193,6 +1193,15 @@ def test_the_checklist_gives_a_metric_the_zone_the_grid_gives_it() -> None:
     assert cautions  # the corpus has metrics in their caution zone
 
 
+def test_an_eval_clip_ratio_of_0_is_no_caution() -> None:
+    """ms-swift's eval lines log every clip ratio as 0 (an eval pass updates nothing): the
+    grid said `!` for eval_clip_ratio beside the context rule's `?` for clip_ratio."""
+    d = corpus_diagnosis("msswift-qwen3vl-summary-pein")
+    assert d.metrics["eval_clip_ratio"].zone is Zone.NA
+    assert d.metrics["clip_ratio"].zone is Zone.UNKNOWN
+    assert d.metrics["eval_frac_reward_zero_std"].zone is Zone.CAUTION  # still mirrored
+
+
 def test_reward_std_at_zero_counts_the_points_of_the_window_it_judged() -> None:
     """reward_std ≈0 on a long run: "k/n points" is over the judged window (its 10 % of the
     run), the same window the grid's zone and the share are taken on, not a window of it."""

@@ -103,6 +103,16 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def test_eval_metrics_mirror_the_bands_of_what_an_eval_pass_measures() -> None:
+    """eval_completion_length is judged as completion_length; eval_clip_ratio borrows no
+    bands, as an eval pass updates nothing (its 0 is no "clip_ratio persistently 0")."""
+    rules = Rules()
+    assert rules.zone_bounds("eval_completion_length") == rules.zones["completion_length"]
+    assert rules.zone_bounds("eval_kl") == rules.zones["kl"]
+    assert rules.zone_bounds("clip_ratio") is not None
+    assert rules.zone_bounds("eval_clip_ratio") is None
+
+
 def test_overrides_merge_with_the_defaults(tmp_path: Path) -> None:
     path = write(
         tmp_path,

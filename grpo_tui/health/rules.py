@@ -138,6 +138,11 @@ class ZoneBounds:
     does not say, value zones are unknown and other metrics must speak for this one."""
 
 
+#: statistics of the policy update itself, whose eval_ copies borrow no bands: an eval pass
+#: updates nothing (ms-swift logs eval_clip_ratio/* as 0 at every eval, formats/ms-swift.md)
+UPDATE_ONLY = frozenset({"clip_ratio"})
+
+
 def _default_zones() -> dict[str, ZoneBounds]:
     return {
         # on-policy runs make this n/a (see diagnose); the floor only matters when off-policy
@@ -410,7 +415,8 @@ class Rules:
     spike: SpikeRules = field(default_factory=SpikeRules)
     """Spike detection."""
     zones: Mapping[str, ZoneBounds] = field(default_factory=_default_zones)
-    """Value zones per canonical metric ([zones.<metric>]); eval_<metric> uses <metric>'s."""
+    """Value zones per canonical metric ([zones.<metric>]); eval_<metric> uses <metric>'s
+    (but for UPDATE_ONLY metrics: an eval pass updates nothing)."""
     rewards: RewardRules = field(default_factory=RewardRules)
     """Reward spread and reward functions."""
     length: LengthRules = field(default_factory=LengthRules)
@@ -431,10 +437,12 @@ class Rules:
     """Steady verdicts (hysteresis) and how check replays a run."""
 
     def zone_bounds(self, name: str) -> ZoneBounds | None:
-        """The bands of a metric, or of the train metric an eval_ metric mirrors."""
+        """The bands of a metric, or of the train metric an eval_ metric mirrors (not a
+        statistic of the policy update: an eval pass updates nothing)."""
         bounds = self.zones.get(name)
-        if bounds is None and name.startswith("eval_"):
-            bounds = self.zones.get(name[len("eval_") :])
+        train_name = name.removeprefix("eval_")
+        if bounds is None and train_name != name and train_name not in UPDATE_ONLY:
+            bounds = self.zones.get(train_name)
         return bounds
 
     def window_size(self, logged_points: int) -> int:
