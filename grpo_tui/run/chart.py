@@ -23,7 +23,6 @@ import numpy as np
 from grpo_tui.numbers import format_duration, format_step, format_value
 from grpo_tui.run.axes import (
     Ticks,
-    ValueDomain,
     duration_ticks,
     log_limits,
     log_ticks,
@@ -434,20 +433,3 @@ def _empty_view(name: str, wall: bool, notes: list[str]) -> ChartView:
         wall_time=wall,
         notes=tuple(notes),
     )
-
-
-__all__ = [
-    "ELAPSED",
-    "EMA_WEIGHT",
-    "Axes",
-    "ChartModes",
-    "ChartView",
-    "Line",
-    "Stall",
-    "ValueDomain",
-    "WallClock",
-    "chart_view",
-    "ema",
-    "step_axes",
-    "wall_clock",
-]
