@@ -125,8 +125,7 @@ def test_run1_end_repeat_and_eval_line_excluded_from_summary() -> None:
     assert summary.lines == 7
     assert [s.step for s in summary.steps] == [1.0, 2.0, 3.0, 4.0, 6.0]
     assert summary.steps[0].groups == 1
-    latest = summary.latest
-    assert latest is not None
+    latest = summary.steps[-1]
     assert latest.completions == 8 and latest.groups == 2
     # random-byte completions: no tags, so format and truncation are unknown
     assert latest.format_rate is None and latest.truncated_rate is None
@@ -284,8 +283,7 @@ def test_megatron_ray_rows_form_one_batch_per_gen_step(tmp_path: Path) -> None:
     assert index.poll() == 1
     assert len(index) == 1 and index.line_info(0).rows == 5
     assert [g.size for g in index.groups(0)] == [2, 3]
-    latest = index.summary().latest
-    assert latest is not None and latest.completions == 5
+    assert index.summary().steps[-1].completions == 5
     _write_lines(path, [{"gen_step": 2, "prompt": "c", "completion": "u", "reward": 0.5}], mode="a")
     index.poll()
     assert len(index) == 2
@@ -573,8 +571,7 @@ def test_all_fail_all_pass_against_observed_range(tmp_path: Path) -> None:
     )
     assert not by_prompt["mixed"].zero_spread
     assert by_prompt["mixed"].spread == pytest.approx(np.std([0.0, 1.0, 1.0]))
-    step = index.summary().latest
-    assert step is not None
+    step = index.summary().steps[-1]
     assert step.zero_spread_fraction == pytest.approx(2 / 3)
     assert step.zero_spread_all_fail == pytest.approx(1 / 3)
     assert step.zero_spread_all_pass == pytest.approx(1 / 3)

@@ -784,7 +784,6 @@ def test_step_columns_build_steps_on_access() -> None:
     assert list(steps) == stats and steps[-1] == stats[-1] and steps[2].format_rate is None
     assert steps == tuple(stats) and steps != tuple(stats[:4])
     assert list(steps[1:4]) == stats[1:4] and list(steps[::-2]) == stats[::-2]
-    assert summary.latest == stats[-1]
     assert steps.column("distinct_2").tolist() == [0.0, 0.1, 0.2, 0.3, 0.4]
     assert np.isnan(steps.column("format_rate")[2])
     assert list(steps.upto(2.0)) == stats[:3] and len(steps.upto(-1.0)) == 0
@@ -794,7 +793,7 @@ def test_step_columns_build_steps_on_access() -> None:
     assert list(chosen) == stats[::2] and chosen[1] == stats[2] and chosen[-1] == stats[4]
     assert list(chosen[1:]) == stats[2::2] and list(chosen.upto(2.0)) == stats[:3:2]
     assert chosen.column("step").tolist() == [0.0, 2.0, 4.0]
-    assert CompletionsSummary(lines=0, steps=()).latest is None
+    assert len(CompletionsSummary(lines=0, steps=()).steps) == 0
 
 
 def test_placer_leaves_an_unchanged_step_with_unknown_values_alone() -> None:

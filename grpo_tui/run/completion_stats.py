@@ -55,7 +55,7 @@ class StepSampleStats:
 
 #: the columns of a StepColumns row, in StepSampleStats' field order
 STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(StepSampleStats))
-_COLUMN = {name: position for position, name in enumerate(STEP_FIELDS)}
+STEP_COLUMN = {name: position for position, name in enumerate(STEP_FIELDS)}
 
 
 def _row_of(stats: StepSampleStats) -> list[float]:
@@ -164,7 +164,7 @@ class StepColumns(Sequence[StepSampleStats]):
 
     def column(self, name: str) -> np.ndarray:
         """One field over the steps, as float64 (None as NaN)."""
-        values: np.ndarray = self._matrix[:, _COLUMN[name]]
+        values: np.ndarray = self._matrix[:, STEP_COLUMN[name]]
         return values if self._rows is None else values[self._rows]
 
     def select(self, keep: np.ndarray) -> StepColumns:
@@ -202,7 +202,3 @@ class CompletionsSummary:
         steps = self.steps
         assert isinstance(steps, StepColumns)
         return steps
-
-    @property
-    def latest(self) -> StepSampleStats | None:
-        return self.steps[-1] if self.steps else None

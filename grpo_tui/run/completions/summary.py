@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from grpo_tui.run.completion_stats import STEP_COLUMN as _COL
 from grpo_tui.run.completion_stats import STEP_FIELDS, CompletionsSummary, StepColumns
 from grpo_tui.run.completions.groups import TIE_TOLERANCE, Analysed
 
 #: rows the growing arrays start with; they grow by half again when full
 _FIRST_CAPACITY = 256
-_COL = {name: position for position, name in enumerate(STEP_FIELDS)}
 #: the columns a summary judges (the totals' range, the format seen so far)
 _JUDGED = np.array(
     [_COL["zero_spread_all_fail"], _COL["zero_spread_all_pass"], _COL["format_rate"]]
