@@ -7,7 +7,6 @@ that the health engine reports instead of guessing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
 
 
 @dataclass(slots=True)
@@ -55,9 +54,6 @@ class RunContext:
         None when the args do not say. Only `num_iterations` decides: steps_per_generation
         is in micro-steps, and without gradient_accumulation_steps it proves nothing."""
         return None if self.num_iterations is None else self.num_iterations > 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     given_on_command_line: tuple[str, ...] = ()
     """The fields the user gave on the command line because the run's files did not say

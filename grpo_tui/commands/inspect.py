@@ -6,6 +6,7 @@ import functools
 import math
 import queue
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -64,7 +65,7 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "waiting_for": run.waiting_for,
         "unreadable": run.unreadable,
         "notes": list(run.notes),
-        "context": run.context.as_dict(),
+        "context": asdict(run.context),
         "lines": dict(run.line_counts),
         "bad_lines": run.bad_line_count,
         "bad_line_examples": [
