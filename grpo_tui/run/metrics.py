@@ -400,18 +400,14 @@ class MetricStore:
         """The step of the newest train row (None before any)."""
         return None if self._last_train_step == -np.inf else float(self._last_train_step)
 
-    def points(self, name: str, since_step: float | None = None) -> Points:
-        """Every finite point of a metric (optionally from a step on). O(rows): for
-        health and charts, not for every frame."""
+    def points(self, name: str) -> Points:
+        """Every finite point of a metric. O(rows): for health and charts, not for every
+        frame."""
         column = self._columns.get(name)
         if column is None:
             return Points(np.empty(0), np.empty(0))
-        rows, vals = column.cells.logged(self._n)
-        steps = self._steps[rows]
-        mask = np.isfinite(vals)
-        if since_step is not None:
-            mask &= steps >= since_step  # rows are not always in step order: no bisecting
-        return Points(steps[mask], vals[mask])
+        rows, vals = _finite_logged(column.cells, self._n)
+        return Points(self._steps[rows], vals)
 
     def window(self, name: str, n_points: int) -> Points:
         """The last `n_points` finite points, scanning back from the end in chunks so a
