@@ -539,7 +539,7 @@ def test_index_missing_file_then_created(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
     index = CompletionsIndex(path)
     assert index.poll() == 0 and len(index) == 0
-    assert index.groups() == [] and index.summary().steps == ()
+    assert index.groups() == [] and len(index.summary().steps) == 0
     _write_lines(path, [_columns("1", ["p"], ["a"], {"r": [1.0]})])
     assert index.poll() == 1
     with pytest.raises(IndexError):

@@ -782,7 +782,7 @@ def test_step_columns_build_steps_on_access() -> None:
     steps = summary.columns
     assert summary.steps is steps and len(steps) == 5
     assert list(steps) == stats and steps[-1] == stats[-1] and steps[2].format_rate is None
-    assert steps == tuple(stats) and steps != tuple(stats[:4])
+    assert steps == StepColumns.of(stats) and steps != StepColumns.of(stats[:4])
     assert list(steps[1:4]) == stats[1:4] and list(steps[::-2]) == stats[::-2]
     assert steps.column("distinct_2").tolist() == [0.0, 0.1, 0.2, 0.3, 0.4]
     assert np.isnan(steps.column("format_rate")[2])

@@ -137,13 +137,7 @@ class StepColumns(Sequence[StepSampleStats]):
     def __eq__(self, other: object) -> bool:
         """The same steps with the same values (NaN equals NaN, None is NaN)."""
         if not isinstance(other, StepColumns):
-            if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-                return NotImplemented
-            if len(other) != len(self):
-                return False
-            if not all(isinstance(s, StepSampleStats) for s in other):
-                return False
-            other = StepColumns.of(other)
+            return NotImplemented
         return bool(np.array_equal(self.matrix(), other.matrix(), equal_nan=True))
 
     __hash__ = None  # type: ignore[assignment]
