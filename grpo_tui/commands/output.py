@@ -68,11 +68,10 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 )
 
 
-def say(message: str, *, stream: TextIO | None = None) -> None:
+def say(message: str) -> None:
     """One line to stderr: "grpo-tui: message", sanitised."""
-    stream = stream or sys.stderr
-    stream.write(f"grpo-tui: {printable(message)}\n")
-    stream.flush()
+    sys.stderr.write(f"grpo-tui: {printable(message)}\n")
+    sys.stderr.flush()
 
 
 def write_text(out: TextIO, text: str) -> None:
@@ -80,8 +79,8 @@ def write_text(out: TextIO, text: str) -> None:
     out.write(printable_lines(text))
 
 
-def write_json(out: TextIO, data: Any, *, indent: bool = True) -> None:
-    out.write(json_dumps(data, indent=indent) + "\n")
+def write_json(out: TextIO, data: Any) -> None:
+    out.write(json_dumps(data, indent=True) + "\n")
 
 
 def _inert_segments(console: Console, renderable: RenderableType) -> list[Segment]:
