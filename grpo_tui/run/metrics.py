@@ -336,12 +336,6 @@ class MetricStore:
         """`LineKind` of every row (read-only view)."""
         return _read_only(self._kinds[: self._n])
 
-    @property
-    def capacity(self) -> int:
-        """Rows there is room for before the store grows (by a quarter; `compact` gives
-        back what a history read in full left over)."""
-        return self._capacity
-
     def holding(self) -> dict[str, tuple[str, int]]:
         """How each metric's values are held, "dense" (a float a row), "scaled" (an int32
         decimal a row) or "sparse" (its logged rows only), and their bytes: where a run's
