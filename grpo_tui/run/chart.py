@@ -31,7 +31,7 @@ from grpo_tui.run.axes import (
     value_ticks,
     y_limits,
 )
-from grpo_tui.run.metrics import MetricStore
+from grpo_tui.run.metrics import MetricStore, reduced
 from grpo_tui.run.state import stall_threshold
 
 #: the EMA's weight on the past (TensorBoard's smoothing slider): 0.9 averages about 19
@@ -311,12 +311,7 @@ def _wall_lines(
     n = max(1, columns)
     width = (t_hi - t_lo) / n if t_hi > t_lo else 1.0
     at = np.minimum(((seconds - t_lo) / width).astype(np.int64), n - 1)
-    count = np.bincount(at, minlength=n)
-    total = np.bincount(at, weights=values, minlength=n)
-    vmin = np.full(n, np.nan)
-    vmax = np.full(n, np.nan)
-    np.fmin.at(vmin, at, values)
-    np.fmax.at(vmax, at, values)
+    count, total, vmin, vmax, _ = reduced(at, np.arange(at.size), values, n)
     held = np.flatnonzero(count > 0)
     x = t_lo + (held + 0.5) * width
     x = np.clip(x, t_lo, t_hi)

@@ -457,7 +457,7 @@ class MetricStore:
         rows, vals = _finite_logged(column.cells, self._n)
         # a point before the first train step (an eval at step 0) joins the first cell
         at = np.maximum(np.searchsorted(lo, self._steps[rows], side="right") - 1, 0)
-        return _finish(lo, hi, column, *_reduced(at, rows, vals, lo.shape[0]))
+        return _finish(lo, hi, column, *reduced(at, rows, vals, lo.shape[0]))
 
     def step_axis(self, width: int) -> tuple[np.ndarray, np.ndarray]:
         """(first step, last step) of each of at most `width` cells: the train steps (every
@@ -504,8 +504,8 @@ class MetricStore:
         _, row_starts, row_stops = self._bucket_rows(width, size)
         rows, vals = _finite_logged(cells, self._n)
         at = np.searchsorted(row_starts, rows, side="right") - 1
-        reduced = _reduced(at, rows, vals, row_starts.shape[0])
-        return _finish(self._steps[row_starts], self._steps[row_stops - 1], column, *reduced)
+        sums = reduced(at, rows, vals, row_starts.shape[0])
+        return _finish(self._steps[row_starts], self._steps[row_stops - 1], column, *sums)
 
 
 def _read_only(view: np.ndarray) -> np.ndarray:
@@ -522,7 +522,7 @@ def _finite_logged(
     return rows[finite], vals[finite]
 
 
-def _reduced(
+def reduced(
     at: np.ndarray, rows: np.ndarray, vals: np.ndarray, buckets: int
 ) -> tuple[np.ndarray, ...]:
     """(count, sum, min, max, last row) per bucket of the points at rows `rows` with values
