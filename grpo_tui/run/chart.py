@@ -381,11 +381,7 @@ def chart_view(
         x_lo, x_hi = min(x_lo, float(smoothed.x[0])), max(x_hi, float(smoothed.x[-1]))
     if x_hi <= x_lo:  # one point: half a step (or a second) either side
         x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
-    x_ticks = (
-        duration_ticks(x_lo, x_hi, columns)
-        if clock is not None
-        else step_ticks(x_lo, x_hi, columns)
-    )
+    x_ticks = (duration_ticks if clock is not None else step_ticks)(x_lo, x_hi, columns)
     return ChartView(
         name=name,
         mean=mean,
