@@ -241,10 +241,25 @@ class Run:
         )
 
     def to_pandas(self) -> pd.DataFrame:
-        """The canonical metrics, one row per step (grpo_tui/run/frame.py)."""
-        from grpo_tui.run.frame import metrics_frame
+        """The canonical metrics as a pandas DataFrame, the hand-off to a notebook or a
+        script: one row per step (a train line and the eval line of the same step become
+        one row; eval metrics keep their `eval_` prefix), one column per canonical metric
+        in the order the store met them, NaN where a step did not log a metric.
+        `samples/...` columns are the statistics of the logged completions. pandas is
+        imported here only, when asked for."""
+        import pandas as pd
 
-        return metrics_frame(self.store)
+        store = self.store
+        columns = {name: store.column(name) for name in store.names()}
+        frame = pd.DataFrame(columns, index=pd.Index(store.steps, name="step"))
+        if frame.empty:
+            return frame
+        # train, eval and end lines of one step are one row; the latest value of a metric wins
+        frame = frame.groupby(level="step", sort=True).last()
+        steps = frame.index.to_numpy()
+        if len(steps) and ((steps % 1) == 0).all():
+            frame.index = frame.index.astype("int64")
+        return frame
 
     def usual_interval(self) -> float | None:
         """Typical wall seconds between two log lines, from the logged elapsed times
