@@ -63,11 +63,6 @@ def printable(text: str, *, single_line: bool = True) -> str:
     return pattern.sub(_visible, text.replace("\r\n", "\n"))
 
 
-def printable_lines(text: str) -> str:
-    """Many lines at once (a report about to be written): newlines kept."""
-    return printable(text, single_line=False)
-
-
 def _toml_escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from rich.console import Console, RenderableType
 from rich.segment import Segment, Segments
 
-from grpo_tui.untrusted import json_dumps, printable, printable_lines
+from grpo_tui.untrusted import json_dumps, printable
 
 #: `check` verdicts
 EXIT_HEALTHY = 0
@@ -76,7 +76,7 @@ def say(message: str) -> None:
 
 def write_text(out: TextIO, text: str) -> None:
     """Plain report text, newlines kept, everything else made inert."""
-    out.write(printable_lines(text))
+    out.write(printable(text, single_line=False))
 
 
 def write_json(out: TextIO, data: Any) -> None:
@@ -87,7 +87,7 @@ def _inert_segments(console: Console, renderable: RenderableType) -> list[Segmen
     # control segments (cursor movement) are dropped: our reports have none, and
     # untrusted text gets none
     return [
-        Segment(printable_lines(segment.text), segment.style)
+        Segment(printable(segment.text, single_line=False), segment.style)
         for segment in console.render(renderable, console.options)
         if not segment.control
     ]
