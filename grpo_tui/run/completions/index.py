@@ -523,7 +523,7 @@ class CompletionsIndex:
         Parses the entry if it is not cached. Returns [] for an empty index or when the
         batch changed under the index (the next read restarts it).
         """
-        page = self.page(line) if len(self) else None
+        page = self.page(line)
         return [] if page is None else list(page.groups)
 
     def page(self, line: int = -1) -> Page | None:
