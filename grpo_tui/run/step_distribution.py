@@ -251,10 +251,8 @@ class StepDistribution:
 
     def histograms(self, max_bins: int = MAX_BINS) -> list[Histogram]:
         """The total, the advantage, then each reward function, each in ≤ `max_bins` rows."""
-        series = [histogram(TOTAL, self.totals, max_bins)]
-        series.append(histogram(ADVANTAGE, self.advantages, max_bins))
-        series += [histogram(name, column, max_bins) for name, column in self.rewards.items()]
-        return series
+        series = [(TOTAL, self.totals), (ADVANTAGE, self.advantages), *self.rewards.items()]
+        return [histogram(name, values, max_bins) for name, values in series]
 
 
 def distribution(pages: Sequence[Page]) -> StepDistribution:
