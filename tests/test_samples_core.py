@@ -718,7 +718,7 @@ def _stats(step: float, **overrides: float | None) -> StepSampleStats:
 
 def test_sample_series_names_and_sources() -> None:
     """Every series is a distinct `samples/` metric reading its own statistic."""
-    assert tuple(series.name for series in SAMPLE_SERIES) == SAMPLE_METRICS
+    assert tuple(SAMPLE_SERIES) == SAMPLE_METRICS
     assert len(set(SAMPLE_METRICS)) == len(SAMPLE_METRICS)
     assert all(name.startswith(PREFIX) for name in SAMPLE_METRICS)
     stats = _stats(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from grpo_tui.run.completion_stats import CompletionsSummary, StepColumns, StepSampleStats
 from grpo_tui.run.metrics import MetricStore
@@ -18,35 +17,28 @@ from grpo_tui.run.metrics import MetricStore
 PREFIX = "samples/"
 
 
-@dataclass(frozen=True, slots=True)
-class SampleSeries:
-    """One metric derived from the logged completions."""
-
-    name: str
-    value: Callable[[StepSampleStats], float | None]
-
-
-SAMPLE_SERIES: tuple[SampleSeries, ...] = (
+#: each metric derived from the logged completions, and how a step's statistics give it
+SAMPLE_SERIES: dict[str, Callable[[StepSampleStats], float | None]] = {
     # fraction of completions that follow the tag format (think/answer, \boxed{})
-    SampleSeries("samples/format_ok", lambda s: s.format_rate),
+    "samples/format_ok": lambda s: s.format_rate,
     # fraction of groups where every completion got the lowest total reward
-    SampleSeries("samples/all_fail", lambda s: s.zero_spread_all_fail),
+    "samples/all_fail": lambda s: s.zero_spread_all_fail,
     # fraction of groups where every completion got the highest total reward
-    SampleSeries("samples/all_pass", lambda s: s.zero_spread_all_pass),
+    "samples/all_pass": lambda s: s.zero_spread_all_pass,
     # unique character shingles / all shingles inside a group, mean over groups (1 = all
     # differ; the name is kept from when it counted word bigrams)
-    SampleSeries("samples/distinct_2", lambda s: s.distinct_2),
+    "samples/distinct_2": lambda s: s.distinct_2,
     # mean pairwise character shingle overlap inside a group (1 = identical completions;
     # the name is kept from when it compared word 3-grams)
-    SampleSeries("samples/overlap_3gram", lambda s: s.pairwise_overlap),
+    "samples/overlap_3gram": lambda s: s.pairwise_overlap,
     # share of a completion's character shingles repeating an earlier one, mean (loops)
-    SampleSeries("samples/repetition", lambda s: s.repetition),
+    "samples/repetition": lambda s: s.repetition,
     # fraction of completions with a tag or \boxed{ opened and never closed
-    SampleSeries("samples/cut_off", lambda s: s.truncated_rate),
+    "samples/cut_off": lambda s: s.truncated_rate,
     # fraction of completions of at most one token once role prefixes are left out
-    SampleSeries("samples/one_token", lambda s: s.one_token),
-)
-SAMPLE_METRICS: tuple[str, ...] = tuple(series.name for series in SAMPLE_SERIES)
+    "samples/one_token": lambda s: s.one_token,
+}
+SAMPLE_METRICS: tuple[str, ...] = tuple(SAMPLE_SERIES)
 
 
 #: what a GRPO metric derived from the completions says it came from (`inspect`'s key)
@@ -76,7 +68,7 @@ def derived_values(
 
 def sample_values(stats: StepSampleStats) -> dict[str, float]:
     """The step's values of every sample metric it knows (unknown ones are left out)."""
-    values = {series.name: series.value(stats) for series in SAMPLE_SERIES}
+    values = {name: value(stats) for name, value in SAMPLE_SERIES.items()}
     return {name: float(v) for name, v in values.items() if v is not None and math.isfinite(v)}
 
 
