@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -94,15 +94,9 @@ class SearchHit:
 # --------------------------------------------------------------------------- the entries
 
 
-KINDS: tuple[EntryKind, ...] = ("new", "repeat", "eval_or_end", "eval")
-SHAPES: tuple[CompletionShape, ...] = (
-    "columns",
-    "prompt_messages",
-    "messages",
-    "advantage_singular",
-    "megatron",
-    "ray",
-)
+#: an entry's kind and shape as the uint8 codes it keeps: their place in these tuples
+KINDS: tuple[EntryKind, ...] = get_args(EntryKind)
+SHAPES: tuple[CompletionShape, ...] = get_args(CompletionShape)
 KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 SHAPE_CODE: dict[str, int] = {shape: code for code, shape in enumerate(SHAPES)}
 REPEAT = KIND_CODE["repeat"]
