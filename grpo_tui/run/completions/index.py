@@ -111,7 +111,6 @@ class CompletionsIndex:
         *,
         cache_lines: int = DEFAULT_CACHE_LINES,
         group_size: int | None = None,
-        chunk_size: int | None = None,
         source: BatchSource | None = None,
     ) -> None:
         """`group_size`: num_generations when known (args.json); see groups.partition.
@@ -120,7 +119,7 @@ class CompletionsIndex:
         self.path = Path(path)
         self.cache_cap = max(1, cache_lines)
         self.group_size = group_size
-        self._source = source if source is not None else JsonlBatches(path, chunk_size=chunk_size)
+        self._source = source if source is not None else JsonlBatches(path)
         #: unread complete data remained after the last read (its byte budget ran out)
         self.more = False
         #: reads so far
