@@ -87,12 +87,11 @@ def check_command(
     return exit_code(run, diagnosis)
 
 
-def rules_command(rules_file: Path | None, *, out: TextIO | None = None) -> int:
+def rules_command(rules_file: Path | None) -> int:
     """Print the effective rules table (defaults merged with overrides) as TOML."""
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
-    out = out or sys.stdout
-    write_text(out, rules_as_toml(rules))
-    out.flush()
+    write_text(sys.stdout, rules_as_toml(rules))
+    sys.stdout.flush()
     return 0

@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
 
 from grpo_tui.alerts import AlertSettings, CommandSink, RunAlerts, command_sink, event_json
 from grpo_tui.commands.output import EXIT_BAD_RULES, say, signals_handled
@@ -66,17 +65,15 @@ class Watch:
         warn: Callable[[str], object],
         given: RunContext | None = None,
         source: SourceOptions | None = None,
-        now: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
         watch_files: bool = True,
         diagnosis_interval: float = DIAGNOSIS_INTERVAL_S,
     ) -> None:
-        """`emit` gets each event (stdout's JSON line), `warn` what goes to stderr; `now`
-        is the wall clock of the runs' states, `clock` paces the rate limit."""
+        """`emit` gets each event (stdout's JSON line), `warn` what goes to stderr; `clock`
+        paces the rate limit (the runs' states are told by the wall clock)."""
         self._items: queue.Queue[tuple[int, Update | Notice]] = queue.Queue()
         self._emit = emit
         self._warn = warn
-        self.now = now
         self.command: CommandSink | None = command_sink(
             settings, lambda text: self._items.put((-1, Notice("on-alert", text, error=True)))
         )
@@ -132,7 +129,7 @@ class Watch:
         events = []
         for watched in self.runs:
             session = watched.session
-            event = watched.alerts.observe(session.run, session.diagnosis, self.now())
+            event = watched.alerts.observe(session.run, session.diagnosis, time.time())
             if event is not None:
                 events.append(event)
                 self._emit(event)
@@ -173,17 +170,15 @@ def watch_command(
     rules_file: Path | None = None,
     given: RunContext | None = None,
     source: SourceOptions | None = None,
-    out: TextIO | None = None,
 ) -> int:
-    """Follow PATHs until SIGINT or SIGTERM, one JSON line per event on `out` (stdout)."""
+    """Follow PATHs until SIGINT or SIGTERM, one JSON line per event on stdout."""
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
-    stream = out or sys.stdout
 
     def emit(event: Event) -> None:
-        stream.write(event_json(event) + "\n")
-        stream.flush()
+        sys.stdout.write(event_json(event) + "\n")
+        sys.stdout.flush()
 
     watch = Watch(paths, settings, rules, emit=emit, warn=say, given=given, source=source)
     stop = threading.Event()

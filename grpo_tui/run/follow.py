@@ -169,7 +169,7 @@ class FollowLoop:
     """Reads a PATH's sources in a daemon thread until stopped, handing each Update on.
 
     One loop for every live consumer (the TUI posts the updates as messages, `inspect
-    --follow` prints them). It reads for about `time_budget` seconds, hands the update to
+    --follow` prints them). It reads for about `READ_BUDGET_S`, hands the update to
     `deliver` when it holds data or the status changed, then sleeps for `poll_interval`
     unless more is ready or a file event wakes it (watchdog, when `watch_files`; polling
     stays the truth). `stop()` never waits for the thread: a read stuck in the kernel (a
@@ -184,7 +184,6 @@ class FollowLoop:
         on_error: Callable[[str], object] | None = None,
         on_notice: Callable[[str], object] | None = None,
         poll_interval: float = POLL_INTERVAL_S,
-        time_budget: float = READ_BUDGET_S,
         watch_files: bool = True,
     ) -> None:
         self.follower = follower
@@ -192,7 +191,6 @@ class FollowLoop:
         self._on_error = on_error
         self._on_notice = on_notice
         self.poll_interval = poll_interval
-        self.time_budget = time_budget
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._waker: DirectoryWaker | None = DirectoryWaker(self._wake) if watch_files else None
@@ -220,7 +218,7 @@ class FollowLoop:
         told_no_events = False
         while not self._stop.is_set():
             try:
-                update = self.follower.read(time_budget=self.time_budget)
+                update = self.follower.read(time_budget=READ_BUDGET_S)
             except Exception as error:
                 if self._on_error is not None:
                     self._on_error(f"{type(error).__name__}: {error}")
