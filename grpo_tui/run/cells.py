@@ -161,7 +161,7 @@ class SparseCells:
 class ScaledCells:
     """A value per row as an int32 multiple of 10**-decimals (`_GAP` = not logged)."""
 
-    __slots__ = ("decimals", "ints", "scale")
+    __slots__ = ("ints", "scale")
 
     #: not logged, or a logged NaN (the store keeps those rows apart)
     _GAP = np.iinfo(np.int32).min
@@ -169,7 +169,6 @@ class ScaledCells:
     _TOP = np.iinfo(np.int32).max - 1
 
     def __init__(self, capacity: int, decimals: int) -> None:
-        self.decimals = decimals
         self.scale = 10.0**decimals
         self.ints = np.full(capacity, self._GAP, dtype=np.int32)
 
