@@ -98,7 +98,7 @@ def test_msswift_46_run_line_kinds_and_values() -> None:
     assert last_value(store, "elapsed") == 16
     # no memory key on CPU: not logged, never 0
     assert "memory" not in store
-    assert run.version_hints[0].startswith("ms-swift ≥ 3.12.5")
+    assert run.status.version_hints[0].startswith("ms-swift ≥ 3.12.5")
 
 
 def test_keys_absent_are_not_logged_numiter2() -> None:

@@ -59,7 +59,7 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "framework": run.framework,
         "chosen_because": run.status.chosen_because,
         "passed_over": list(run.status.passed_over),
-        "version_hints": run.version_hints,
+        "version_hints": run.status.version_hints,
         "files": run.files,
         "followed": run.followed,
         "waiting_for": run.waiting_for,

@@ -103,10 +103,6 @@ class Run:
         return self.status.store_run
 
     @property
-    def version_hints(self) -> list[str]:
-        return self.status.version_hints
-
-    @property
     def waiting_for(self) -> str | None:
         """What is being waited for (a file or directory that does not exist yet), or None."""
         return self.status.waiting_for
