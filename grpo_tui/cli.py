@@ -7,7 +7,6 @@ import difflib
 import os
 import sys
 from contextlib import suppress
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -134,10 +133,10 @@ def _ssh_command(text: str) -> str:
     return text
 
 
-def _source(args: argparse.Namespace) -> SourceOptions:
-    return SourceOptions(
-        only=args.source_format, run_name=args.run_name, completions=args.completions
-    )
+def _source(args: argparse.Namespace, ref: RunRef | None = None) -> SourceOptions:
+    """The source options the command line gives; for one run of a store, that run's."""
+    run_name = ref.run if ref is not None and ref.run else args.run_name
+    return SourceOptions(only=args.source_format, run_name=run_name, completions=args.completions)
 
 
 def _given(args: argparse.Namespace) -> RunContext:
@@ -152,11 +151,6 @@ def _runs(args: argparse.Namespace, paths: list[Path]) -> list[RunRef]:
 
     runs = find_runs(paths, only=args.source_format, split_stores=args.run_name is None)
     return runs or [RunRef(path) for path in paths[:1]]
-
-
-def _source_of(args: argparse.Namespace, ref: RunRef) -> SourceOptions:
-    """The source options for one run: the command line's, and the store's run it is."""
-    return replace(_source(args), run_name=ref.run) if ref.run else _source(args)
 
 
 def _alert_options(command: argparse.ArgumentParser, *, terminal: bool) -> None:
@@ -368,7 +362,7 @@ def _main(argv: list[str] | None) -> int:
             rules_file=args.rules,
             given=_given(args),
             cycle_seconds=args.cycle,
-            source=_source_of(args, runs[0]),
+            source=_source(args, runs[0]),
             alerts=_alert_settings(args),
         )
     if args.command == "watch":
@@ -407,7 +401,7 @@ def _main(argv: list[str] | None) -> int:
             as_json=args.json,
             rules_file=args.rules,
             given=_given(args),
-            source=_source_of(args, runs[0]),
+            source=_source(args, runs[0]),
             verbose=args.verbose,
         )
     if args.command == "export":
