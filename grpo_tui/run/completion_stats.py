@@ -87,10 +87,9 @@ _ITER_CHUNK = 1024
 
 
 class StepColumns(Sequence[StepSampleStats]):
-    """Per-step statistics, oldest first: one float64 row per step (columns in
-    STEP_FIELDS order, None as NaN). Indexing builds a StepSampleStats; slicing and
-    `select` give StepColumns over the same matrix, which is never written once handed in.
-    """
+    """Per-step statistics, oldest first: one float64 row per step (columns in STEP_FIELDS
+    order, None as NaN). Indexing builds a StepSampleStats; slicing and `select` give
+    StepColumns over the same matrix, which is never written once handed in."""
 
     __slots__ = ("_matrix", "_rows")
 
