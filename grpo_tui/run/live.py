@@ -160,7 +160,6 @@ class Run:
             self.version += 1
 
     def ingest(self, batch: Batch) -> None:
-        """Add one batch from the sources."""
         if not batch:
             return
         target = self.store if self.history is None else self.history

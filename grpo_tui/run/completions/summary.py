@@ -73,7 +73,6 @@ class Tally:
 
 
 def tally(analysed: Analysed) -> Tally:
-    """The sums over one parsed batch."""
     result = Tally(groups=len(analysed.groups), completions=len(analysed.rows))
     for group in analysed.groups:
         if group.all_zero:
