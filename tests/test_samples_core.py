@@ -335,7 +335,7 @@ def test_page_of_an_empty_index_and_out_of_range(tmp_path: Path) -> None:
     index = _index(tmp_path / "missing.jsonl")
     assert index.page(-1) is None
     assert index.newest_page() is None
-    assert index.newest_entry() is None
+    assert index.state().newest_entry is None
     other = _index(RUN1)
     with pytest.raises(IndexError):
         other.page(7)
@@ -510,7 +510,7 @@ def test_newest_entry_skips_verbatim_repeats() -> None:
     """The newest entry worth showing is the last one that is not a repeat."""
     run1 = _index(RUN1)
     assert run1.line_info(6).kind == "repeat"
-    assert run1.newest_entry() == 5  # the eval line of step 6 is shown
+    assert run1.state().newest_entry == 5  # the eval line of step 6 is shown
     run2 = _index(RUN2)
     assert [run2.line_info(i).kind for i in range(5)] == [
         "new",
@@ -519,7 +519,7 @@ def test_newest_entry_skips_verbatim_repeats() -> None:
         "repeat",
         "repeat",
     ]
-    assert run2.newest_entry() == 2
+    assert run2.state().newest_entry == 2
 
 
 def test_neighbour_skips_repeats_both_ways() -> None:

@@ -329,7 +329,7 @@ def read_step(index: CompletionsIndex, entry: int | None) -> StepDistribution | 
             return None
         if page.preview:
             return distribution([page])
-        newest = index.newest_entry()  # the newest worth showing: not a verbatim repeat
+        newest = index.state().newest_entry  # the newest worth showing: not a verbatim repeat
         entry = page.info.index if newest is None else newest
     pages = []
     for member in step_entries(index, entry):

@@ -548,11 +548,6 @@ class CompletionsIndex:
                 return self._preview
         return self.page(-1)
 
-    def newest_entry(self) -> int | None:
-        """The newest entry worth showing (a verbatim repeat of the one before is not)."""
-        with self._locked():
-            return self._newest_shown
-
     def state(self) -> IndexState:
         """A copy of what the index holds now, for the screen (see IndexState)."""
         with self._locked():
