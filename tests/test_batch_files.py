@@ -104,7 +104,7 @@ def test_real_trl_parquet_file_read_through_the_index(
     shutil.copyfile(TRL_FIXTURES / fixture, folder / f"completions_{step:05d}.parquet")
     index, source = _trl_index(folder)
     assert index.poll() == 1
-    assert (index.lines, index.state().bad_line_count, len(index)) == (1, 0, 1)
+    assert (index.state().lines, index.state().bad_line_count, len(index)) == (1, 0, 1)
     info = index.line_info(0)
     assert (info.step, info.rows, info.kind, info.groups) == (str(step), 4, "new", 1)
     assert info.shape == ("prompt_messages" if messages else "columns")
@@ -158,7 +158,7 @@ def test_pyarrow_missing_is_a_bad_line_that_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     index, _ = _trl_index(folder)
     assert index.poll() == 1
-    assert (index.lines, len(index), index.state().bad_line_count) == (0, 0, 1)
+    assert (index.state().lines, len(index), index.state().bad_line_count) == (0, 0, 1)
     (bad,) = index.bad_lines
     assert bad.reason == f"completions_00003.parquet: {trl_completions.PYARROW_MISSING}"
     assert "pip install 'grpo-tui[parquet]'" in bad.reason
@@ -322,7 +322,7 @@ def test_folder_growing_file_by_file_no_loss_no_duplicates(tmp_path: Path) -> No
 
     steps = [index.line_info(i).step for i in range(len(index))]
     assert steps == ["1", "2", "3", "4", "5", "7", "6"]
-    assert (index.lines, index.state().bad_line_count) == (7, 0)
+    assert (index.state().lines, index.state().bad_line_count) == (7, 0)
     assert [index.line_info(i).kind for i in range(7)] == ["new"] * 7
     for i, step in enumerate(steps):
         groups = index.groups(i)
@@ -508,7 +508,7 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     index = _verl_index(folder)
     # 1.jsonl is no rollout dump; 2.jsonl's bad line is counted, its other responses kept
     assert index.poll() == 3
-    assert (index.lines, index.state().bad_line_count) == (1, 2)
+    assert (index.state().lines, index.state().bad_line_count) == (1, 2)
     reasons = [bad.reason for bad in index.bad_lines]
     assert reasons[0] == (
         "1.jsonl: not a verl rollout dump: no 'input' and 'output' in its first line"
@@ -521,5 +521,5 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     (folder / "2.jsonl").write_bytes(_verl_lines(_verl_rows(2)))
     _stamp(folder / "2.jsonl", 5)
     assert index.poll() == 0
-    assert (index.lines, index.restarts) == (1, 0)
+    assert (index.state().lines, index.restarts) == (1, 0)
     assert sum(group.size for group in index.groups(0)) == len(_verl_rows(2))

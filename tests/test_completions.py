@@ -77,7 +77,7 @@ def _columns(
 def test_run1_lines_rows_steps_and_rewards() -> None:
     index = _index(RUN1)
     assert len(index) == 7
-    assert index.lines == 7
+    assert index.state().lines == 7
     assert index.state().bad_line_count == 0
     assert [index.line_info(i).step for i in range(7)] == ["1", "2", "3", "4", "6", "6", "6"]
     assert all(index.line_info(i).rows == 8 for i in range(7))
@@ -370,7 +370,7 @@ def test_bad_line_in_the_middle_keeps_neighbours(tmp_path: Path) -> None:
     after = _columns("2", ["q", "q"], ["c", "d"], {"r": [0.0, 1.0]})
     _write_lines(path, [before, '{"step": ["1"], "prompt": ', "[1, 2, 3]", '{"loss": 0.5}', after])
     index = _index(path)
-    assert len(index) == 2 and index.lines == 2
+    assert len(index) == 2 and index.state().lines == 2
     assert index.state().bad_line_count == 3
     assert [b.line_no for b in index.bad_lines] == [2, 3, 4]
     assert "invalid JSON" in index.bad_lines[0].reason
@@ -416,7 +416,7 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
     _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [3.0, 3.0]})])
     index.poll()
     assert index.restarts == 1 and index.last_restart is not None
-    assert len(index) == 1 and index.lines == 1 and index.state().bad_line_count == 0
+    assert len(index) == 1 and index.state().lines == 1 and index.state().bad_line_count == 0
     assert index.groups()[0].prompt == "new prompt"
     # the old file's totals (0 to 3) are forgotten: the new one's only tie is at no bottom
     # or top (remembered, 3 would be the top)

@@ -389,7 +389,7 @@ def test_verl_rollout_dumps_give_the_spread_verl_does_not_log(tmp_path: Path) ->
     layout = discover(tmp_path)
     assert layout.completions is not None and layout.completions.path == dumps
     run = load_run(tmp_path)
-    assert run.completions is not None and run.completions.lines == 2
+    assert run.completions is not None and run.completions.state().lines == 2
     assert values(run, "frac_reward_zero_std") == [0.5, 0.25]
     # population std of each group's scores, averaged over the step's groups
     assert values(run, "reward_std") == pytest.approx(

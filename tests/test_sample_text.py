@@ -809,7 +809,7 @@ def test_ten_megabyte_line_and_megabyte_completion(tmp_path: Path, palette: Zone
     assert path.stat().st_size > 10 << 20
     index = CompletionsIndex(path)
     index.poll()
-    assert index.lines == 2
+    assert index.state().lines == 2
     first = index.page(0)
     assert first is not None and len(first.groups[0].completions[0].text) == len(ten_mb)
     width = table_layout(100, ["R"]).text_width
@@ -862,7 +862,7 @@ def test_invalid_utf8_and_nul_bytes(tmp_path: Path, palette: ZonePalette) -> Non
     path.write_bytes(b"\n".join([good, broken, raw_nul, good]) + b"\n")
     index = CompletionsIndex(path)
     index.poll()
-    assert index.lines == 3 and index.state().bad_line_count == 1
+    assert index.state().lines == 3 and index.state().bad_line_count == 1
     page = index.page(1)
     assert page is not None
     group = page.groups[0]

@@ -99,7 +99,7 @@ class RunFollower:
             for kinds, steps in self._unnoted + lines:
                 relabelled |= index.note_log_lines(kinds, steps)
             self._unnoted = []
-            if index.lines and str(index.path) not in self.feed.status.files:
+            if index.state().lines and str(index.path) not in self.feed.status.files:
                 self.feed.status.files.append(str(index.path))
                 self.feed.status.followed.append(str(index.path))
             if new_samples or relabelled:

@@ -646,12 +646,6 @@ class CompletionsIndex:
     # ----------------------------------------------------------------- bookkeeping
 
     @property
-    def lines(self) -> int:
-        """Batches read from the current source (bad ones excluded)."""
-        with self._locked():
-            return self._good_lines
-
-    @property
     def bad_lines(self) -> tuple[BadLine, ...]:
         """The most recent batches that could not be used (up to BAD_LINES_KEPT), with
         reasons."""
