@@ -22,7 +22,6 @@ from grpo_tui.run.completions import CompletionsIndex, Group, Page, Sample
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.sample_series import (
-    PREFIX,
     SAMPLE_METRICS,
     SAMPLE_SERIES,
     SamplePlacer,
@@ -720,7 +719,7 @@ def test_sample_series_names_and_sources() -> None:
     """Every series is a distinct `samples/` metric reading its own statistic."""
     assert tuple(SAMPLE_SERIES) == SAMPLE_METRICS
     assert len(set(SAMPLE_METRICS)) == len(SAMPLE_METRICS)
-    assert all(name.startswith(PREFIX) for name in SAMPLE_METRICS)
+    assert all(name.startswith("samples/") for name in SAMPLE_METRICS)
     stats = _stats(
         3.0,
         format_rate=0.1,

@@ -14,9 +14,6 @@ from collections.abc import Callable
 from grpo_tui.run.completion_stats import CompletionsSummary, StepColumns, StepSampleStats
 from grpo_tui.run.metrics import MetricStore
 
-PREFIX = "samples/"
-
-
 #: each metric derived from the logged completions, and how a step's statistics give it
 SAMPLE_SERIES: dict[str, Callable[[StepSampleStats], float | None]] = {
     # fraction of completions that follow the tag format (think/answer, \boxed{})
