@@ -108,7 +108,7 @@ def test_real_trl_parquet_file_read_through_the_index(
     info = index.line_info(0)
     assert (info.step, info.rows, info.kind, info.groups) == (str(step), 4, "new", 1)
     assert info.shape == ("prompt_messages" if messages else "columns")
-    assert index.reward_names == REWARD_FNS
+    assert tuple(index.groups(-1)[0].rewards) == REWARD_FNS
 
     rows = _dump_rows(fixture)
     (group,) = index.groups(0)
@@ -329,7 +329,7 @@ def test_folder_growing_file_by_file_no_loss_no_duplicates(tmp_path: Path) -> No
         assert [g.size for g in groups] == [4, 4, 4]
         assert [s.text for g in groups for s in g.completions] == written[int(step)]
     # the log_extra columns (text, int) are not reward functions
-    assert index.reward_names == ("format_reward", "noisy_length_reward")
+    assert tuple(index.groups(-1)[0].rewards) == ("format_reward", "noisy_length_reward")
     summary = index.summary()
     assert sorted(s.step for s in summary.steps) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     assert all(s.groups == 3 and s.completions == 12 for s in summary.steps)
@@ -456,7 +456,7 @@ def test_verl_rollouts_grouped_by_input_with_reward_spread(tmp_path: Path) -> No
     assert by_prompt["What is 9/3?"].spread == pytest.approx(float(np.std([1, 0, 0, 0])))
     assert not by_prompt["What is 9/3?"].zero_spread
     # the score is the logged total; the numeric extras are reward functions, `pred` is not
-    assert index.reward_names == ("acc", "format_score")
+    assert tuple(index.groups(-1)[0].rewards) == ("acc", "format_score")
     for group in groups:
         for sample in group.completions:
             assert sample.solution == "4"

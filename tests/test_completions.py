@@ -81,7 +81,7 @@ def test_run1_lines_rows_steps_and_rewards() -> None:
     assert index.state().bad_line_count == 0
     assert [index.line_info(i).step for i in range(7)] == ["1", "2", "3", "4", "6", "6", "6"]
     assert all(index.line_info(i).rows == 8 for i in range(7))
-    assert index.reward_names == ("Format", "LengthBonus", "CoinFlip")
+    assert tuple(index.groups(-1)[0].rewards) == ("Format", "LengthBonus", "CoinFlip")
     for group in index.groups(-1):
         assert set(group.rewards) == {"Format", "LengthBonus", "CoinFlip"}
         for sample in group.completions:
@@ -147,7 +147,7 @@ def test_run2_num_iterations_repeats_collapsed() -> None:
         "repeat",
         "repeat",
     ]
-    assert index.reward_names == ("Format", "CoinFlip")
+    assert tuple(index.groups(-1)[0].rewards) == ("Format", "CoinFlip")
     summary = index.summary()
     assert summary.lines == 5
     # rollouts generated at steps 1 and 3 (each reused by the next step, then the end line)
@@ -185,7 +185,7 @@ def test_v31_messages_and_reward_total(tmp_path: Path) -> None:
     }
     _write_lines(path, [first, second])
     index = _index(path)
-    assert index.reward_names == ()
+    assert tuple(index.groups(-1)[0].rewards) == ()
     groups = index.groups(0)
     assert len(groups) == 1
     assert groups[0].prompt == "system: Be brief.\nuser: 1+1?"
@@ -231,7 +231,7 @@ def test_v37_advantage_singular_and_trajectory_infos(tmp_path: Path) -> None:
     }
     _write_lines(path, [record])
     index = _index(path)
-    assert index.reward_names == ("accuracy",)
+    assert tuple(index.groups(-1)[0].rewards) == ("accuracy",)
     (group,) = index.groups()
     assert [s.advantage for s in group.completions] == [0.7, -0.7]
     assert [s.entropy for s in group.completions] == [1.5, 1.25]
@@ -302,7 +302,7 @@ def test_nan_tokens_null_rewards_and_unknown_text_columns(tmp_path: Path) -> Non
     _write_lines(path, [text])
     index = _index(path)
     assert index.state().bad_line_count == 0
-    assert index.reward_names == ("fmt", "acc")  # tool_log holds text: not a reward
+    assert tuple(index.groups(-1)[0].rewards) == ("fmt", "acc")  # tool_log holds text: not a reward
     (group,) = index.groups()
     totals = [s.total for s in group.completions]
     assert totals[0] == 1.0 and totals[1] == math.inf and totals[2] is None

@@ -164,7 +164,6 @@ class CompletionsIndex:
         self._cut_batches = 0
         self._bad_count = 0
         self._bad: deque[BadLine] = deque(maxlen=BAD_LINES_KEPT)
-        self._reward_names: dict[str, None] = {}
         self._total_min = math.inf
         self._total_max = -math.inf
         self._format_seen = False
@@ -237,7 +236,6 @@ class CompletionsIndex:
             return
         self._good_lines += 1
         self._cut_batches += rows.malformed
-        self._reward_names.update(dict.fromkeys(rows.rewards))
         known = rows.totals[np.isfinite(rows.totals)]
         if known.size:
             self._total_min = min(self._total_min, float(known.min()))
@@ -651,12 +649,6 @@ class CompletionsIndex:
         reasons."""
         with self._locked():
             return tuple(self._bad)
-
-    @property
-    def reward_names(self) -> tuple[str, ...]:
-        """Reward function columns seen so far, in order of discovery."""
-        with self._locked():
-            return tuple(self._reward_names)
 
     @property
     def cached_lines(self) -> int:
