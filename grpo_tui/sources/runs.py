@@ -64,7 +64,7 @@ def store_runs(path: Path, *, only: str | None = None) -> list[RunRef]:
     refs: list[RunRef] = []
     for store in _stores_in(path, probe(path), only):
         try:
-            names = [info.name for info in list_runs(store.path)]
+            names = list_runs(store.path)
         except (OSError, sqlite3.Error, NotTrackio):
             continue
         refs.extend(RunRef(store.path, name) for name in dict.fromkeys(names))

@@ -37,7 +37,6 @@ class InboxEntry:
     step: Any
     metrics: Any
     log_id: str | None
-    mtime: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +123,6 @@ def read_fragment(path: Path) -> Fragment | None:
         data = read_regular(path)
     except OSError:
         return None
-    mtime = info.st_mtime
     head: dict[str, Any] | None = None
     entries: list[InboxEntry] = []
     for line in data.splitlines():
@@ -138,25 +136,25 @@ def read_fragment(path: Path) -> Fragment | None:
         if item.get("kind") == "metric":
             log_id = item.get("log_id")
             log_id = log_id if isinstance(log_id, str) else None
-            entries.append(InboxEntry(item.get("step"), item.get("metrics"), log_id, mtime))
+            entries.append(InboxEntry(item.get("step"), item.get("metrics"), log_id))
     if head is None:
         return None
     name, run_id = head.get("run"), head.get("run_id")
     run_name = name if isinstance(name, str) else None
     run = run_id if isinstance(run_id, str) else run_name
     project = canonical_project(head["project"])
-    return Fragment(path.parent.name, path.name, project, run, run_name, entries, mtime)
+    return Fragment(path.parent.name, path.name, project, run, run_name, entries, info.st_mtime)
 
 
-def inbox_runs(inbox: Path, project: str) -> dict[str, tuple[str, list[InboxEntry]]]:
-    """A project's runs in the inbox, each with its name and every metrics record."""
-    runs: dict[str, tuple[str, list[InboxEntry]]] = {}
+def inbox_runs(inbox: Path, project: str) -> dict[str, tuple[str, float]]:
+    """A project's runs in the inbox that logged metrics, each with its name and the mtime
+    of its first fragment of them."""
+    runs: dict[str, tuple[str, float]] = {}
     for folder in writer_dirs(inbox):
         for name in fragment_names(folder):
             fragment = read_fragment(folder / name)
             if fragment is None or fragment.project != project or fragment.run is None:
                 continue
             if fragment.entries:
-                _, entries = runs.setdefault(fragment.run, (fragment.run_name or fragment.run, []))
-                entries.extend(fragment.entries)
+                runs.setdefault(fragment.run, (fragment.run_name or fragment.run, fragment.mtime))
     return runs
