@@ -85,21 +85,13 @@ _Signature = tuple[int, int, int, int, int]
 
 
 def open_batches(
-    ref: CompletionsRef,
-    *,
-    chunk_size: int | None = None,
-    reward_weights: Sequence[float] | None = None,
+    ref: CompletionsRef, *, reward_weights: Sequence[float] | None = None
 ) -> BatchSource:
     """The source for a run's completions (one file of JSON lines, or a folder of step
     files). `reward_weights`: the run's, which make a row's total the trainer's weighted sum."""
     if ref.folder is None:
-        return JsonlBatches(ref.path, chunk_size=chunk_size, reward_weights=reward_weights)
-    return FolderBatches(
-        ref.path,
-        ref.folder,
-        chunk_size=chunk_size or DEFAULT_CHUNK,
-        reward_weights=reward_weights,
-    )
+        return JsonlBatches(ref.path, reward_weights=reward_weights)
+    return FolderBatches(ref.path, ref.folder, reward_weights=reward_weights)
 
 
 def _excerpt(data: bytes) -> str:
@@ -328,21 +320,18 @@ class FolderBatches:
         directory: Path,
         kind: BatchFolder,
         *,
-        chunk_size: int = DEFAULT_CHUNK,
         keep_bytes: int = KEEP_BYTES,
         reward_weights: Sequence[float] | None = None,
     ) -> None:
-        """`kind`: which files are step files and how one becomes rows. `chunk_size`: file
-        bytes converted per read when `read` is given no budget. `keep_bytes`: text of
-        recent batches kept in memory. `reward_weights`: the run's (a row's total is their
-        weighted sum)."""
+        """`kind`: which files are step files and how one becomes rows. `keep_bytes`: text
+        of recent batches kept in memory. `reward_weights`: the run's (a row's total is
+        their weighted sum). A `read` given no budget converts DEFAULT_CHUNK bytes of files."""
         self.path = Path(directory)
         self.reward_weights = reward_weights
         self.kind = kind
         if not kind.pattern.groups:
             raise ValueError(f"the file name pattern has no group for the step: {kind.pattern!r}")
         self._step_group: int | str = "step" if "step" in kind.pattern.groupindex else 1
-        self.chunk_size = chunk_size
         self.settle_ns = int(kind.settle_s * 1e9)
         self.keep_bytes = keep_bytes
         self.exists = False
@@ -382,7 +371,7 @@ class FolderBatches:
     # ----------------------------------------------------------------- reading
 
     def read(self, max_bytes: int | None = None) -> BatchChunk:
-        budget = self.chunk_size if max_bytes is None else max(1, max_bytes)
+        budget = DEFAULT_CHUNK if max_bytes is None else max(1, max_bytes)
         scanned = self._scan()
         if scanned is None:
             return BatchChunk()
