@@ -88,12 +88,12 @@ def is_run(directory: Path, *, only: str | None = None) -> bool:
     return layout.reading is not None and not layout.waiting_for and not layout.problem
 
 
-def run_folders(directory: Path, *, limit: int = RUNS_LOOKED_AT) -> list[Path]:
+def run_folders(directory: Path) -> list[Path]:
     """The folders of `directory` that may hold runs (hidden ones left out), newest first."""
     entries, _ = scan(directory)
     folders = [e for e in entries if entry_is_dir(e) and not e.name.startswith((".", "__"))]
     folders.sort(key=lambda entry: (-entry_mtime(entry), entry.name))
-    return [Path(entry.path) for entry in folders[:limit]]
+    return [Path(entry.path) for entry in folders[:RUNS_LOOKED_AT]]
 
 
 def runs_in(
