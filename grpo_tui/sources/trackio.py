@@ -94,7 +94,7 @@ def list_runs(db_path: Path) -> list[str]:
     never raises)."""
     project = db_path.name.removesuffix(DB_SUFFIX)
     inbox = inbox_runs(db_path.parent / INBOX, project)
-    runs: dict[str, _RunRows] = {}
+    runs: dict[str, tuple[str, int]] = {}
     if os.path.lexists(db_path):
         for attempt in range(_AT_REST_TRIES):
             info = _check_files(db_path)
@@ -105,9 +105,11 @@ def list_runs(db_path: Path) -> list[str]:
                     runs = _database_runs(conn, schema)
             if mode != _AT_REST or _still_at_rest(db_path, info) or attempt == _AT_REST_TRIES - 1:
                 break
-    for key, (name, first_mtime) in inbox.items():
-        runs.setdefault(key, _RunRows(name, key, order=(1, first_mtime)))
-    return [run.name for run in sorted(runs.values(), key=lambda run: run.order)]
+    in_database = sorted(runs.values(), key=lambda run: run[1])
+    inbox_only = sorted(
+        (run for key, run in inbox.items() if key not in runs), key=lambda run: run[1]
+    )
+    return [name for name, _ in in_database + inbox_only]
 
 
 class TrackioStore:
@@ -242,10 +244,10 @@ class TrackioStore:
         self._db_identity = _identity(db_stat)
         return fetched
 
-    def _choose(self, database_runs: dict[str, _RunRows], top: int) -> None:
+    def _choose(self, database_runs: dict[str, tuple[str, int]], top: int) -> None:
         """Choose the run to follow, at the first read: the newest (or the newest of that
         name). Every run there now is known: a run not known later is a newer one."""
-        runs = [(run.key, run.name, run.first_id - 1) for run in database_runs.values()]
+        runs = [(key, name, first - 1) for key, (name, first) in database_runs.items()]
         runs.sort(key=lambda run: run[2])
         for writer in sorted(self._writers.values(), key=lambda writer: writer.first_mtime):
             run = writer.run
@@ -441,26 +443,12 @@ class NotTrackio(ValueError):
     """A SQLite database that is not trackio's (what it lacks is the message)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _RunRows:
-    """A run as found for `list_runs` and the first choice of a run."""
-
-    name: str
-    key: str
-    #: how old it is: (0, its first metrics id), or (1, its first fragment's mtime)
-    order: tuple[int, float]
-    first_id: int = 0
-
-
-def _database_runs(conn: sqlite3.Connection, schema: _Schema) -> dict[str, _RunRows]:
-    """Every run in the database with its first id: one scan of an index, ~0.2 s for a
-    million rows (once per reader, and per `list_runs`)."""
+def _database_runs(conn: sqlite3.Connection, schema: _Schema) -> dict[str, tuple[str, int]]:
+    """Every run in the database (its key) with its name and first id: one scan of an
+    index, ~0.2 s for a million rows (once per reader, and per `list_runs`)."""
     query = f"SELECT {schema.key}, MIN(run_name), MIN(id) FROM metrics GROUP BY {schema.key}"
-    runs = (
-        _RunRows(str(name), str(key), (0, first), int(first))
-        for key, name, first in conn.execute(query).fetchall()
-    )
-    return {run.key: run for run in runs}
+    rows = conn.execute(query).fetchall()
+    return {str(key): (str(name), int(first)) for key, name, first in rows}
 
 
 #: how a database at rest is opened: read-only, nothing created, no lock taken
