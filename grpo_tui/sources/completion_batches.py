@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.files import describe_os_error, open_regular, scandir, stat_path
-from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef
+from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef, probe
 from grpo_tui.sources.formats.msswift_completions import decode_line, parse_record
 from grpo_tui.sources.records import BatchChunk, BatchRef, CompletionBatch, CompletionRows
 from grpo_tui.sources.tail import (
@@ -209,11 +209,7 @@ class JsonlBatches:
     def newest(self) -> CompletionBatch | None:
         """The newest batch read from the end of a big file, before reading it from the
         start; None when the file is small."""
-        try:
-            size = stat_path(self.path).st_size
-        except OSError:
-            return None
-        if size < PREVIEW_FROM_BYTES:
+        if probe(self.path).size < PREVIEW_FROM_BYTES:
             return None  # read from the start in well under a second
         lines = read_tail_lines(self.path, PREVIEW_MAX_BYTES)
         parts: list[CompletionRows] = []
