@@ -476,9 +476,6 @@ class RemoteFile(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def tell(self) -> int:
-        return self._pos
-
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_CUR:
             offset += self._pos
