@@ -128,11 +128,6 @@ rn() {
   rb "$1" "$3" "$4" "$5"
 }
 """
-_ERRORS = {
-    "ENOENT": FileNotFoundError,
-    "EACCES": PermissionError,
-    "ENOTDIR": NotADirectoryError,
-}
 #: bytes of a file's start sent with every read (the tail reader's check of a rewrite)
 HEAD_BYTES = 64
 #: a small read (the tail reader's look back before its offset) fetches this much ahead:
@@ -159,8 +154,8 @@ def _stat_result(fields: Sequence[str]) -> tuple[os.stat_result, bool]:
 
 def _error(name: str, path: Path) -> OSError:
     number = getattr(errno, name, errno.EIO)
-    kind = _ERRORS.get(name, OSError)
-    return kind(number, os.strerror(number), str(path))
+    # OSError makes the subclass its number names (FileNotFoundError, PermissionError, …)
+    return OSError(number, os.strerror(number), str(path))
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int, float]:
