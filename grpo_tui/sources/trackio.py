@@ -275,12 +275,8 @@ class TrackioStore:
                 first = first_fragment(folder, names, writer.junk)
                 if first is None:
                     continue
-                writer.project, writer.run, writer.run_name = (
-                    first.project,
-                    first.run,
-                    first.run_name,
-                )
-                writer.first_mtime = first.mtime
+                writer.project, writer.run = first.project, first.run
+                writer.run_name, writer.first_mtime = first.run_name, first.mtime
             if writer.project == self._project and writer.run is not None:
                 found.append((folder, writer, names))
         found.sort(key=lambda item: item[1].first_mtime)
