@@ -117,6 +117,18 @@ def discover(path: Path, *, only: str | None = None, current: Path | None = None
     return layout
 
 
+def completions_in(path: Path) -> CompletionsRef:
+    """A completions source given by hand (`--completions PATH`): a file is read as JSON
+    lines, one batch per line (ms-swift's shape); a folder as the first adapter's kind of
+    per-step folder (TRL's parquet files, verl's rollout dumps) whose files it holds. An
+    empty folder is waited on as the first kind whose files may still come, so a run that
+    has not logged completions yet is followed."""
+    if not probe(path).is_dir:
+        return CompletionsRef(path)
+    kinds = [kind for adapter in ADAPTERS.values() for kind in adapter.completion_folders]
+    return CompletionsRef(path, next((kind for kind in kinds if kind.holds(path)), kinds[0]))
+
+
 def _discover(
     path: Path, adapters: list[FormatAdapter], only: str | None, current: Path | None
 ) -> RunLayout:

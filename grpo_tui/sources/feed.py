@@ -24,10 +24,9 @@ from grpo_tui.sources.context import (
     context_and_problems,
     read_args_json,
 )
-from grpo_tui.sources.discover import RunLayout, discover
+from grpo_tui.sources.discover import RunLayout, completions_in, discover
 from grpo_tui.sources.document import DocumentStore
 from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
-from grpo_tui.sources.formats.completions import completions_in
 from grpo_tui.sources.formats.layout import CompletionsRef, Reading, probe
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.merged import MergedStepsStore
