@@ -10,6 +10,7 @@ them itself, once each; this module lists and parses them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,25 +82,22 @@ class WriterFolder:
         return self.names
 
 
-def writer_dirs(inbox: Path) -> list[Path]:
+def _names(folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> list[str]:
+    """The names of a folder's entries that `keep` takes, sorted ([] when it cannot be listed)."""
     try:
-        with os.scandir(inbox) as entries:
-            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if keep(e))
     except OSError:
         return []
+
+
+def writer_dirs(inbox: Path) -> list[Path]:
+    return [inbox / name for name in _names(inbox, lambda e: e.is_dir(follow_symlinks=False))]
 
 
 def fragment_names(folder: Path) -> list[str]:
     """A writer folder's finished fragments in order (`.tmp` files are being written)."""
-    try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                e.name
-                for e in entries
-                if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
-            )
-    except OSError:
-        return []
+    return _names(folder, lambda e: e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
 
 
 def first_fragment(folder: Path, names: list[str], junk: set[str]) -> Fragment | None:
