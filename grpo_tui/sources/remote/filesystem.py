@@ -550,12 +550,8 @@ def posix_cksum(data: bytes) -> int:
     """POSIX `cksum`'s CRC of `data` (CRC-32, polynomial 0x04C11DB7, MSB first, the length
     appended): the one checksum every remote box has; zlib's crc32 is another."""
     crc = 0
-    length = len(data)
-    tail = bytearray()
-    while length:
-        tail.append(length & 0xFF)
-        length >>= 8
-    for byte in data + bytes(tail):
+    length = len(data).to_bytes((len(data).bit_length() + 7) // 8, "little")
+    for byte in data + length:
         crc ^= byte << 24
         for _ in range(8):
             crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
