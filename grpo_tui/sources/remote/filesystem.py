@@ -41,13 +41,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import BinaryIO, cast
 
 from grpo_tui.files import DirEntryLike, TransportError, check_regular
 from grpo_tui.sources.remote.transport import Connection
-
-if TYPE_CHECKING:
-    from _typeshed import WriteableBuffer
 
 #: what the session shell runs first (transport.py), so each call's script is short:
 #: `sf PATH` is stat's `<hex mode> <size> <inode> <device> <mtime>`, the mtime to the
@@ -478,15 +475,6 @@ class RemoteFile(io.RawIOBase):
             offset += self.opened_stat.st_size
         self._pos = max(0, offset)
         return self._pos
-
-    def readinto(self, buffer: WriteableBuffer) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read(len(view))
-        view[: len(data)] = data
-        return len(data)
-
-    def readall(self) -> bytes:
-        return self.read(-1)
 
     def read(self, size: int | None = -1) -> bytes:
         want = None if size is None or size < 0 else size
