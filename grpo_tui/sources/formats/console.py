@@ -310,14 +310,8 @@ def claim(path: Path, seen: Probe) -> Found | None:
     if found is None and console_candidate(path) and path.name.endswith(CONSOLE_SUFFIXES):
         # named like a console log, no log dict in it yet: read it as one meanwhile (a
         # record another console format shows later makes discovery choose again)
-        return found_file(
-            path,
-            NAME,
-            Reading.CONSOLE,
-            Tier.GUESS,
-            "named like a console log (no log record in it yet)",
-            args_name="args.json",
-        )
+        why = "named like a console log (no log record in it yet)"
+        return found_file(path, NAME, Reading.CONSOLE, Tier.GUESS, why, args_name="args.json")
     return found
 
 
