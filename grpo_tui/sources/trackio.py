@@ -404,14 +404,10 @@ class TrackioStore:
 class _Schema:
     """The columns that differ between trackio versions."""
 
-    #: runs are told apart by run_id (trackio >= 0.24), else by run_name
-    has_run_id: bool
+    #: the column runs are told apart by: run_id (trackio >= 0.24), else run_name
+    key: str
     #: rows carry the log_id inbox records are matched by (not written before trackio had one)
     has_log_id: bool
-
-    @property
-    def key(self) -> str:
-        return "run_id" if self.has_run_id else "run_name"
 
     @property
     def log_id(self) -> str:
@@ -432,7 +428,7 @@ class _Schema:
                 if columns
                 else "no metrics table"
             )
-        return _Schema("run_id" in columns, "log_id" in columns)
+        return _Schema("run_id" if "run_id" in columns else "run_name", "log_id" in columns)
 
 
 class NotTrackio(ValueError):
