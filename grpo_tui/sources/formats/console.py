@@ -119,12 +119,8 @@ class ConsoleParser:
         still open was cut off; its whole `'key': value` pairs are read, the dict counted bad."""
         if not self._pending:
             return
-        text = " ".join(self._pending)
+        values = salvage_cut_dict(self._pending, self._pending_line, self.bad)
         self._pending = []
-        values = salvage_dict_repr(text)
-        self.bad.append(
-            (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
-        )
         if values:
             yield TextDict(self._pending_line, self._stamp(values))
 
@@ -245,9 +241,13 @@ def read_dict_repr(body: str) -> dict[str, Any]:
 _ABRIDGED = re.compile(r",\s*\.\.\.\s*\}")
 
 
-def salvage_dict_repr(text: str) -> dict[str, Any]:
-    """The whole `'key': value` pairs of a dict repr cut off before its end, as numbers
-    (strings and values cut in the middle left out)."""
+def salvage_cut_dict(
+    pending: list[str], line_no: int, bad: list[tuple[int, str, str]]
+) -> dict[str, Any]:
+    """The whole `'key': value` pairs of a dict repr cut off before its end (its lines
+    `pending`, from `line_no`), as numbers (strings and values cut in the middle left out);
+    the dict is counted in `bad`."""
+    text = " ".join(pending)
     values: dict[str, Any] = {}
     pairs = list(_PAIR.finditer(text))
     if pairs and pairs[-1].end() >= len(text.rstrip()):
@@ -265,6 +265,7 @@ def salvage_dict_repr(text: str) -> dict[str, Any]:
             except ValueError:
                 continue
         values[match.group(1)] = number
+    bad.append((line_no, f"a dict cut off: {len(values)} whole values read", text[:80]))
     return values
 
 
