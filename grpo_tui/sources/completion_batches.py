@@ -94,10 +94,6 @@ def open_batches(
     return FolderBatches(ref.path, ref.folder, reward_weights=reward_weights)
 
 
-def _excerpt(data: bytes) -> str:
-    return data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
-
-
 def _parse_line(data: bytes, weights: Sequence[float] | None) -> CompletionRows | str:
     """One line's rows (totals weighted by `weights` when given), or why it holds none."""
     try:
@@ -172,9 +168,8 @@ class JsonlBatches:
         end = line.offset + len(line.data)
         rows = _parse_line(line.data, self.reward_weights)
         if isinstance(rows, str):
-            return CompletionBatch(
-                (line.offset, end), line.line_no, None, rows, _excerpt(line.data)
-            )
+            excerpt = line.data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
+            return CompletionBatch((line.offset, end), line.line_no, None, rows, excerpt)
         if rows.shape != "ray":
             self._open = None
             return CompletionBatch(
