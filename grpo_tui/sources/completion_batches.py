@@ -135,6 +135,8 @@ class JsonlBatches:
         self.reward_weights = reward_weights
         self._tail = TailReader(self.path, chunk_size=chunk_size or DEFAULT_CHUNK)
         self._open: _OpenBatch | None = None
+        #: lines are appended: an eval's batch is a line of its own
+        self.eval_rewrites_step = False
 
     @property
     def exists(self) -> bool:
@@ -150,10 +152,6 @@ class JsonlBatches:
     def progress(self) -> tuple[int, int]:
         """(bytes read, bytes there) as of the last read."""
         return self._tail.offset, max(self._tail.size, self._tail.offset)
-
-    @property
-    def eval_rewrites_step(self) -> bool:
-        return False  # lines are appended: an eval's batch is a line of its own
 
     def read(self, max_bytes: int | None = None) -> BatchChunk:
         """The batches added since the last read (about `max_bytes` of work, at least one
@@ -325,6 +323,9 @@ class FolderBatches:
         self._step_group: int | str = "step" if "step" in kind.pattern.groupindex else 1
         self.settle_ns = int(kind.settle_s * 1e9)
         self.keep_bytes = keep_bytes
+        #: an eval at a train step rewrites that step's file in place (TRL's step files):
+        #: the one batch read at a step that had an eval holds the eval's rollouts
+        self.eval_rewrites_step = kind.eval_rewrites_step
         self.exists = False
         #: why the folder cannot be read right now, None when it can (or is not there yet)
         self.problem: str | None = None
@@ -349,12 +350,6 @@ class FolderBatches:
     @property
     def progress(self) -> tuple[int, int]:
         return self._read_bytes, self._read_bytes + self._pending_bytes
-
-    @property
-    def eval_rewrites_step(self) -> bool:
-        """An eval at a train step rewrites that step's file in place (TRL's step files):
-        the one batch read at a step that had an eval holds the eval's rollouts."""
-        return self.kind.eval_rewrites_step
 
     def newest(self) -> CompletionBatch | None:
         return None  # a folder is read from its start, a file at a time
