@@ -172,20 +172,16 @@ class ConsoleParser:
         end = _closing(text)
         body = text[: end + 1]
         self._pending = []
-        parsed = self._parse(body)
-        if parsed is not None:
-            yield TextDict(self._pending_line, parsed)
-        rest = text[end + 1 :]
-        if rest.strip():
-            yield from self._segment(rest, self._pending_line)
-
-    def _parse(self, body: str) -> dict[str, Any] | None:
         try:
             values = read_dict_repr(body)
         except ValueError as error:
             self.bad.append((self._pending_line, str(error), body[:80]))
-            return None
-        return self._stamp(values) if values else None
+        else:
+            if values:
+                yield TextDict(self._pending_line, self._stamp(values))
+        rest = text[end + 1 :]
+        if rest.strip():
+            yield from self._segment(rest, self._pending_line)
 
     def _stamp(self, values: dict[str, Any]) -> dict[str, Any]:
         """Give a train dict its step from the progress bars (module docstring)."""
