@@ -3,7 +3,7 @@ as batches of rows, each with a reference to read it again.
 
 ms-swift appends one JSON line per batch to `completions.jsonl`; TRL ≥ 0.28 writes
 `completions/completions_NNNNN.parquet` and verl `<rollout_data_dir>/<step>.jsonl`, one
-file per step (frameworks.md §2.4, §3.3). Both are a `BatchSource`, read alike:
+file per step (frameworks.md §2.4, §3.3). Both read through one protocol, `BatchSource`:
 `read` hands over the batches added since the last read (`BatchChunk`), `reload` reads one
 batch again by its `ref` (the completions index keeps no texts, only references), `newest`
 reads the newest batch of a big file from its end, before the index has got there.
@@ -58,7 +58,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from grpo_tui.files import describe_os_error, open_regular, scandir, stat_path
 from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef, probe
@@ -82,6 +82,48 @@ _EXCERPT_CHARS = 80
 
 #: what tells one version of a file from another: (device, inode, size, mtime, ctime)
 _Signature = tuple[int, int, int, int, int]
+
+
+class BatchSource(Protocol):
+    """Where a run's completions come from, read by polling (what the index reads)."""
+
+    #: the file or folder, for messages
+    path: Path
+
+    @property
+    def exists(self) -> bool:
+        """It was there at the last read."""
+        ...
+
+    @property
+    def problem(self) -> str | None:
+        """Why it cannot be read ("permission denied: …", a FIFO skipped), None when it can."""
+        ...
+
+    def read(self, max_bytes: int | None = None) -> BatchChunk:
+        """The batches added since the last read (about `max_bytes` of work, at least one
+        batch; without a budget, the source's usual chunk)."""
+        ...
+
+    def reload(self, ref: BatchRef) -> CompletionRows | None:
+        """One batch again, None when it cannot be had as it was (rewritten, gone)."""
+        ...
+
+    def newest(self) -> CompletionBatch | None:
+        """The newest batch read from the end of a big source, before reading it from the
+        start; None when the source is small (or a folder: read from its start)."""
+        ...
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(bytes read, bytes there) as of the last read."""
+        ...
+
+    @property
+    def eval_rewrites_step(self) -> bool:
+        """An eval at a train step rewrites that step's batch in place (TRL's step files):
+        the one batch read at a step that had an eval holds the eval's rollouts."""
+        ...
 
 
 def open_batches(
@@ -140,22 +182,17 @@ class JsonlBatches:
 
     @property
     def exists(self) -> bool:
-        """It was there at the last read."""
         return self._tail.exists
 
     @property
     def problem(self) -> str | None:
-        """Why it cannot be read ("permission denied: …", a FIFO skipped), None when it can."""
         return self._tail.problem
 
     @property
     def progress(self) -> tuple[int, int]:
-        """(bytes read, bytes there) as of the last read."""
         return self._tail.offset, max(self._tail.size, self._tail.offset)
 
     def read(self, max_bytes: int | None = None) -> BatchChunk:
-        """The batches added since the last read (about `max_bytes` of work, at least one
-        batch; without a budget, the source's usual chunk)."""
         chunk = self._tail.poll(max_bytes)
         if chunk.restarted is not None:
             self._open = None
@@ -183,7 +220,6 @@ class JsonlBatches:
         return CompletionBatch((line.offset, end), line.line_no, rows, growing=True)
 
     def reload(self, ref: BatchRef) -> CompletionRows | None:
-        """One batch again, None when it cannot be had as it was (rewritten, gone)."""
         start, end = ref
         try:
             with open_regular(self.path) as handle:
@@ -200,8 +236,6 @@ class JsonlBatches:
         return CompletionRows.concat(parts) if parts else None
 
     def newest(self) -> CompletionBatch | None:
-        """The newest batch read from the end of a big file, before reading it from the
-        start; None when the file is small."""
         if probe(self.path).size < PREVIEW_FROM_BYTES:
             return None  # read from the start in well under a second
         lines = read_tail_lines(self.path, PREVIEW_MAX_BYTES)
@@ -609,7 +643,3 @@ class FolderBatches:
             return None
         self._keep(place, rows)
         return rows
-
-
-#: where a run's completions come from, read by polling (what the index reads)
-BatchSource = JsonlBatches | FolderBatches

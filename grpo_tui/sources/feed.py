@@ -30,13 +30,12 @@ from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
 from grpo_tui.sources.formats.layout import CompletionsRef, Reading, probe
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.merged import MergedStepsStore
+from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
 from grpo_tui.sources.tail import DEFAULT_CHUNK, PREVIEW_FROM_BYTES, TailReader, read_tail_lines
 from grpo_tui.sources.tensorboard import TensorBoardStore
 from grpo_tui.sources.trackio import TrackioStore
 
-#: a metrics store read by polling (sources/polled.py)
-RecordStore = DocumentStore | TensorBoardStore | TrackioStore | MergedStepsStore
 #: bytes of the newest lines previewed: about a thousand ms-swift lines (~1 KB each), more
 #: points than the widest sparkline draws, parsed in ~25 ms (4 MB took four times that
 #: while the first screen waited)

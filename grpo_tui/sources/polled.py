@@ -3,17 +3,17 @@
 A JSONL or console log is tailed byte by byte (sources/tail.py). Some stores are not text
 that grows at its end: a `trainer_state.json` is rewritten whole (document.py), TensorBoard
 event files are framed binary records (tensorboard.py), trackio keeps a SQLite database
-(trackio.py), and prime-rl's log is merged step by step (merged.py). Their readers answer
-one question, `poll()`: which log dicts are new since the last call. It never raises for a
-file problem: a problem is said in `PolledRecords.problem` and the next poll tries again.
-The feed maps those dicts through the framework's adapter exactly like lines of a log, so
-every store reaches the same canonical metrics, rules and screens.
+(trackio.py). Their readers answer one
+question, `poll()`: which log dicts are new since the last call. The feed maps those dicts
+through the framework's adapter exactly like lines of a log, so every store reaches the
+same canonical metrics, rules and screens.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from grpo_tui.sources.records import BadLine
 
@@ -46,3 +46,15 @@ class PolledRecords:
     #: records found and not usable (a row whose metrics are no JSON object, one without
     #: a step): counted and shown like bad lines, the records around them kept
     bad: list[BadLine] = field(default_factory=list)
+
+
+class RecordStore(Protocol):
+    """A metrics store read by polling."""
+
+    #: the file (or database) being read, for messages and `inspect`
+    path: Path
+
+    def poll(self) -> PolledRecords:
+        """New records since the last call. Never raises for a file problem: a problem is
+        said in `PolledRecords.problem` and the next poll tries again."""
+        ...
