@@ -154,13 +154,7 @@ def test_newest_run_by_default_a_named_run_when_asked(writer: Writer, two_runs: 
     alpha = TrackioStore(db, "alpha")
     assert [record["step"] for record in poll_until(alpha, 2)] == [1, 2]
     assert alpha.current_run == "alpha"
-    runs = list_runs(db)
-    assert [(run.name, run.rows, run.last_step) for run in runs] == [
-        ("alpha", 2, 2),
-        ("beta", 3, 7),
-    ]
-    assert all(run.run_id and len(run.run_id) == 32 for run in runs)
-    assert all(run.last_time and abs(run.last_time - time.time()) < 120 for run in runs)
+    assert list_runs(db) == ["alpha", "beta"]
 
 
 def test_a_newer_run_is_a_restart_and_a_named_run_stays(writer: Writer) -> None:
@@ -276,15 +270,13 @@ def test_inbox_fragments_of_a_network_filesystem(writer: Writer) -> None:
         writer.log(train_row(step))
     assert [record["step"] for record in poll_until(store, 3)] == [1, 2, 3]
     assert not db.exists()
-    [run] = list_runs(db)
-    assert (run.name, run.rows, run.last_step) == ("run-r", 3, 3)
+    assert list_runs(db) == ["run-r"]
     assert writer.send("import_inbox") == 3  # what `trackio show` does every 15 s
     assert db.exists() and not list((writer.directory / "inbox").glob("*/*.jsonl"))
     writer.log(train_row(4))
     writer.finish()
     assert [record["step"] for record in poll_until(store, 1)] == [4]
-    [run] = list_runs(db)
-    assert (run.rows, run.last_step) == (4, 4)  # imported rows and the fragment, once each
+    assert list_runs(db) == ["run-r"]  # imported rows and the fragment: one run
     assert writer.send("import_inbox") == 1
     assert store.poll().records == []  # step 4 now in the database too: not again
     again = TrackioStore(db)
@@ -303,7 +295,7 @@ def test_an_idle_database_in_a_read_only_folder_is_read(two_runs: Path, tmp_path
         polled = TrackioStore(db).poll()
         assert polled.problem is None
         assert [record["step"] for record in polled.records] == [5, 6, 7]
-        assert [run.name for run in list_runs(db)] == ["alpha", "beta"]
+        assert list_runs(db) == ["alpha", "beta"]
     finally:
         tmp_path.chmod(0o755)
     assert listing(tmp_path) == before
@@ -324,10 +316,7 @@ def test_databases_of_trackio_before_0_24_have_no_run_id(two_runs: Path, tmp_pat
             conn.execute(f"DROP INDEX {index}")
         for column in ("run_id", "log_id", "space_id"):
             conn.execute(f"ALTER TABLE metrics DROP COLUMN {column}")
-    assert [(run.name, run.run_id, run.rows) for run in list_runs(db)] == [
-        ("alpha", None, 2),
-        ("beta", None, 3),
-    ]
+    assert list_runs(db) == ["alpha", "beta"]
     assert [record["step"] for record in TrackioStore(db).poll().records] == [5, 6, 7]
     assert [record["step"] for record in TrackioStore(db, "alpha").poll().records] == [1, 2]
 

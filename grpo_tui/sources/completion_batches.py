@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from grpo_tui.files import describe_os_error, open_regular, scandir, stat_path
-from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef
+from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef, probe
 from grpo_tui.sources.formats.msswift_completions import decode_line, parse_record
 from grpo_tui.sources.records import BatchChunk, BatchRef, CompletionBatch, CompletionRows
 from grpo_tui.sources.tail import (
@@ -127,25 +127,13 @@ class BatchSource(Protocol):
 
 
 def open_batches(
-    ref: CompletionsRef,
-    *,
-    chunk_size: int | None = None,
-    reward_weights: Sequence[float] | None = None,
+    ref: CompletionsRef, *, reward_weights: Sequence[float] | None = None
 ) -> BatchSource:
     """The source for a run's completions (one file of JSON lines, or a folder of step
     files). `reward_weights`: the run's, which make a row's total the trainer's weighted sum."""
     if ref.folder is None:
-        return JsonlBatches(ref.path, chunk_size=chunk_size, reward_weights=reward_weights)
-    return FolderBatches(
-        ref.path,
-        ref.folder,
-        chunk_size=chunk_size or DEFAULT_CHUNK,
-        reward_weights=reward_weights,
-    )
-
-
-def _excerpt(data: bytes) -> str:
-    return data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
+        return JsonlBatches(ref.path, reward_weights=reward_weights)
+    return FolderBatches(ref.path, ref.folder, reward_weights=reward_weights)
 
 
 def _parse_line(data: bytes, weights: Sequence[float] | None) -> CompletionRows | str:
@@ -189,6 +177,8 @@ class JsonlBatches:
         self.reward_weights = reward_weights
         self._tail = TailReader(self.path, chunk_size=chunk_size or DEFAULT_CHUNK)
         self._open: _OpenBatch | None = None
+        #: lines are appended: an eval's batch is a line of its own
+        self.eval_rewrites_step = False
 
     @property
     def exists(self) -> bool:
@@ -202,10 +192,6 @@ class JsonlBatches:
     def progress(self) -> tuple[int, int]:
         return self._tail.offset, max(self._tail.size, self._tail.offset)
 
-    @property
-    def eval_rewrites_step(self) -> bool:
-        return False  # lines are appended: an eval's batch is a line of its own
-
     def read(self, max_bytes: int | None = None) -> BatchChunk:
         chunk = self._tail.poll(max_bytes)
         if chunk.restarted is not None:
@@ -217,9 +203,8 @@ class JsonlBatches:
         end = line.offset + len(line.data)
         rows = _parse_line(line.data, self.reward_weights)
         if isinstance(rows, str):
-            return CompletionBatch(
-                (line.offset, end), line.line_no, None, rows, _excerpt(line.data)
-            )
+            excerpt = line.data[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
+            return CompletionBatch((line.offset, end), line.line_no, None, rows, excerpt)
         if rows.shape != "ray":
             self._open = None
             return CompletionBatch(
@@ -251,11 +236,7 @@ class JsonlBatches:
         return CompletionRows.concat(parts) if parts else None
 
     def newest(self) -> CompletionBatch | None:
-        try:
-            size = stat_path(self.path).st_size
-        except OSError:
-            return None
-        if size < PREVIEW_FROM_BYTES:
+        if probe(self.path).size < PREVIEW_FROM_BYTES:
             return None  # read from the start in well under a second
         lines = read_tail_lines(self.path, PREVIEW_MAX_BYTES)
         parts: list[CompletionRows] = []
@@ -362,23 +343,23 @@ class FolderBatches:
         directory: Path,
         kind: BatchFolder,
         *,
-        chunk_size: int = DEFAULT_CHUNK,
         keep_bytes: int = KEEP_BYTES,
         reward_weights: Sequence[float] | None = None,
     ) -> None:
-        """`kind`: which files are step files and how one becomes rows. `chunk_size`: file
-        bytes converted per read when `read` is given no budget. `keep_bytes`: text of
-        recent batches kept in memory. `reward_weights`: the run's (a row's total is their
-        weighted sum)."""
+        """`kind`: which files are step files and how one becomes rows. `keep_bytes`: text
+        of recent batches kept in memory. `reward_weights`: the run's (a row's total is
+        their weighted sum). A `read` given no budget converts DEFAULT_CHUNK bytes of files."""
         self.path = Path(directory)
         self.reward_weights = reward_weights
         self.kind = kind
         if not kind.pattern.groups:
             raise ValueError(f"the file name pattern has no group for the step: {kind.pattern!r}")
         self._step_group: int | str = "step" if "step" in kind.pattern.groupindex else 1
-        self.chunk_size = chunk_size
         self.settle_ns = int(kind.settle_s * 1e9)
         self.keep_bytes = keep_bytes
+        #: an eval at a train step rewrites that step's file in place (TRL's step files):
+        #: the one batch read at a step that had an eval holds the eval's rollouts
+        self.eval_rewrites_step = kind.eval_rewrites_step
         self.exists = False
         #: why the folder cannot be read right now, None when it can (or is not there yet)
         self.problem: str | None = None
@@ -404,17 +385,13 @@ class FolderBatches:
     def progress(self) -> tuple[int, int]:
         return self._read_bytes, self._read_bytes + self._pending_bytes
 
-    @property
-    def eval_rewrites_step(self) -> bool:
-        return self.kind.eval_rewrites_step
-
     def newest(self) -> CompletionBatch | None:
         return None  # a folder is read from its start, a file at a time
 
     # ----------------------------------------------------------------- reading
 
     def read(self, max_bytes: int | None = None) -> BatchChunk:
-        budget = self.chunk_size if max_bytes is None else max(1, max_bytes)
+        budget = DEFAULT_CHUNK if max_bytes is None else max(1, max_bytes)
         scanned = self._scan()
         if scanned is None:
             return BatchChunk()

@@ -117,24 +117,38 @@ def discover(path: Path, *, only: str | None = None, current: Path | None = None
     return layout
 
 
+def completions_in(path: Path) -> CompletionsRef:
+    """A completions source given by hand (`--completions PATH`): a file is read as JSON
+    lines, one batch per line (ms-swift's shape); a folder as the first adapter's kind of
+    per-step folder (TRL's parquet files, verl's rollout dumps) whose files it holds. An
+    empty folder is waited on as the first kind whose files may still come, so a run that
+    has not logged completions yet is followed."""
+    if not probe(path).is_dir:
+        return CompletionsRef(path)
+    kinds = [kind for adapter in ADAPTERS.values() for kind in adapter.completion_folders]
+    return CompletionsRef(path, next((kind for kind in kinds if kind.holds(path)), kinds[0]))
+
+
 def _discover(
     path: Path, adapters: list[FormatAdapter], only: str | None, current: Path | None
 ) -> RunLayout:
     seen = probe(path)
     if seen.error is not None:
-        return _unreadable(describe_os_error(seen.error, path))
+        return RunLayout(problem=describe_os_error(seen.error, path))
     if seen.is_dir:
         return _in_directory(path, adapters, current, forced=only is not None)
     if seen.mode is not None and not seen.is_file:
-        return _unreadable(seen.why_not_file(path), path.parent)
+        return RunLayout(problem=seen.why_not_file(path), run_dir=path.parent)
     founds = claims(path, seen, adapters)
     if not founds and only is not None:
-        founds = [_forced(adapters[0], path)]
+        forced = adapters[0]
+        why = f"--format {forced.name} given"
+        founds = [found_file(path, forced.name, forced.reading, Tier.GUESS, why)]
     if not founds:
         return RunLayout(waiting_for=str(path) if seen.exists else _not_there(path))
     usable = [f for f in founds if not f.problem]
     if not usable:
-        return _unreadable(founds[0].problem, path.parent)
+        return RunLayout(problem=founds[0].problem, run_dir=path.parent)
     return _layout(_choose(usable, current), founds)
 
 
@@ -152,12 +166,6 @@ def claims(path: Path, seen: Probe, adapters: Sequence[FormatAdapter]) -> list[F
     """What the adapters find the file PATH to be."""
     claims = (adapter.claim(path, seen) for adapter in adapters if adapter.claim is not None)
     return [found for found in claims if found is not None]
-
-
-def _forced(adapter: FormatAdapter, path: Path) -> Found:
-    return found_file(
-        path, adapter.name, adapter.reading, Tier.GUESS, f"--format {adapter.name} given"
-    )
 
 
 def found_in(directory: Path, adapters: Sequence[FormatAdapter]) -> list[Found]:
@@ -218,10 +226,10 @@ def _in_directory(
         return _layout(_choose(expected, current), founds)
     problems = [f.problem for f in founds if f.problem]
     if problems:
-        return _unreadable(problems[0], directory, skipped=tuple(problems[1:]))
+        return RunLayout(problem=problems[0], run_dir=directory, skipped=tuple(problems[1:]))
     _, listing_error = scan(directory)
     if listing_error is not None:
-        return _unreadable(describe_os_error(listing_error, directory), directory)
+        return RunLayout(problem=describe_os_error(listing_error, directory), run_dir=directory)
     names = f"a {adapters[0].shown_name} file" if forced else "a metrics log"
     return RunLayout(run_dir=directory, waiting_for=f"{names} in {directory}")
 
@@ -267,9 +275,3 @@ def _layout(chosen: Found, founds: Sequence[Found]) -> RunLayout:
 def _title(name: str) -> str:
     adapter = ADAPTERS.get(name)
     return adapter.shown_name if adapter is not None else name
-
-
-def _unreadable(
-    problem: str, run_dir: Path | None = None, skipped: tuple[str, ...] = ()
-) -> RunLayout:
-    return RunLayout(run_dir=run_dir, problem=problem, skipped=skipped)

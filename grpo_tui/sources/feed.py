@@ -24,10 +24,9 @@ from grpo_tui.sources.context import (
     context_and_problems,
     read_args_json,
 )
-from grpo_tui.sources.discover import RunLayout, discover
+from grpo_tui.sources.discover import RunLayout, completions_in, discover
 from grpo_tui.sources.document import DocumentStore
 from grpo_tui.sources.formats import ADAPTERS, FormatAdapter
-from grpo_tui.sources.formats.completions import completions_in
 from grpo_tui.sources.formats.layout import CompletionsRef, Reading, probe
 from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.merged import MergedStepsStore
@@ -157,7 +156,7 @@ class RunFeed:
             return batch, self._read_store(batch)
         return batch, self._read_tail(batch, max_bytes)
 
-    def preview(self, max_bytes: int = PREVIEW_BYTES) -> Batch | None:
+    def preview(self) -> Batch | None:
         """The newest lines of a big JSON-lines log, read from its end before its history
         (the screen shows the latest state at once). None when the log is small, is read
         another way, or its lines do not name their steps (a preview would count them from
@@ -167,7 +166,7 @@ class RunFeed:
             return None
         if tail.size < PREVIEW_FROM_BYTES:
             return None
-        lines = read_tail_lines(tail.path, max_bytes, block=max_bytes)
+        lines = read_tail_lines(tail.path, PREVIEW_BYTES, block=PREVIEW_BYTES)
         if not lines:
             return None
         ahead = LogReader(reader.adapter, str(tail.path))

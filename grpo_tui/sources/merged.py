@@ -38,7 +38,7 @@ from typing import Any
 from grpo_tui.sources.logreader import BadJson, parse_object
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
-from grpo_tui.sources.tail import DEFAULT_CHUNK, TailReader
+from grpo_tui.sources.tail import TailReader
 
 #: seconds without a new line after which the slowest writer's newest step is complete
 SETTLE_S = 5.0
@@ -70,11 +70,10 @@ class MergedStepsStore:
         *,
         settle_s: float = SETTLE_S,
         clock: Callable[[], float] = time.monotonic,
-        chunk_size: int | None = None,
     ) -> None:
         """`writers`: per process, key prefixes only its lines carry."""
         self.path = Path(path)
-        self._tail = TailReader(self.path, chunk_size=chunk_size or DEFAULT_CHUNK)
+        self._tail = TailReader(self.path)
         self.writers = writers
         self.eval_prefix = eval_prefix
         self.settle_s = settle_s

@@ -22,8 +22,6 @@ from pathlib import Path
 from grpo_tui.files import mounted
 from grpo_tui.sources.discover import adapters_for, claims, discover, found_in
 from grpo_tui.sources.formats.layout import (
-    Found,
-    Probe,
     Reading,
     entry_is_dir,
     entry_mtime,
@@ -48,23 +46,20 @@ class RunRef:
         return str(self.path) if self.run is None else f"{self.path} (run {self.run})"
 
 
-def _stores_in(path: Path, seen: Probe, only: str | None) -> list[Found]:
-    """The record stores PATH is or holds that may keep several runs (trackio projects)."""
-    adapters = adapters_for(only)
-    found = found_in(path, adapters) if seen.is_dir else claims(path, seen, adapters)
-    return [f for f in found if f.reading is Reading.TRACKIO and f.exists and not f.problem]
-
-
 def store_runs(path: Path, *, only: str | None = None) -> list[RunRef]:
     """Each run of the stores PATH is or holds, when together they hold two or more (a
     project's runs, oldest first); [] otherwise. A store over ssh is not looked into (its
     reader refuses it, and says why)."""
     if mounted(path) is not None:
         return []
+    seen, adapters = probe(path), adapters_for(only)
+    found = found_in(path, adapters) if seen.is_dir else claims(path, seen, adapters)
+    # the record stores that may keep several runs (trackio projects)
+    stores = [f for f in found if f.reading is Reading.TRACKIO and f.exists and not f.problem]
     refs: list[RunRef] = []
-    for store in _stores_in(path, probe(path), only):
+    for store in stores:
         try:
-            names = [info.name for info in list_runs(store.path)]
+            names = list_runs(store.path)
         except (OSError, sqlite3.Error, NotTrackio):
             continue
         refs.extend(RunRef(store.path, name) for name in dict.fromkeys(names))
@@ -88,12 +83,12 @@ def is_run(directory: Path, *, only: str | None = None) -> bool:
     return layout.reading is not None and not layout.waiting_for and not layout.problem
 
 
-def run_folders(directory: Path, *, limit: int = RUNS_LOOKED_AT) -> list[Path]:
+def run_folders(directory: Path) -> list[Path]:
     """The folders of `directory` that may hold runs (hidden ones left out), newest first."""
     entries, _ = scan(directory)
     folders = [e for e in entries if entry_is_dir(e) and not e.name.startswith((".", "__"))]
     folders.sort(key=lambda entry: (-entry_mtime(entry), entry.name))
-    return [Path(entry.path) for entry in folders[:limit]]
+    return [Path(entry.path) for entry in folders[:RUNS_LOOKED_AT]]
 
 
 def runs_in(

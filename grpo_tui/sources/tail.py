@@ -90,8 +90,6 @@ class TailReader:
         self.offset = 0
         #: lines handed out in the current generation of the file
         self.line_no = 0
-        #: how many times the file started over
-        self.generation = 0
         self.exists = False
         #: size and mtime at the last poll (for "last data" age)
         self.size = 0
@@ -175,7 +173,6 @@ class TailReader:
         self._was_missing = False
         if reason is not None:
             self.offset = self.line_no = 0
-            self.generation += 1
             self._fingerprint = self._head = b""
         return reason
 

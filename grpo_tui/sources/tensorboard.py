@@ -19,7 +19,6 @@ absence is a `problem`, never an ImportError.
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from grpo_tui.files import check_regular, describe_os_error, open_regular, stat_path
+from grpo_tui.sources.formats.layout import probe
 from grpo_tui.sources.formats.tensorboard import find_event_files, name_time, scan_events
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
@@ -122,11 +122,7 @@ class TensorBoardStore:
     def _discover(self) -> None:
         """Queue event files not seen yet: the path itself, or the run in the directory
         (when idle, a later run directory too: transformers names one per start)."""
-        try:
-            is_dir = stat.S_ISDIR(stat_path(self.path).st_mode)
-        except OSError:
-            is_dir = False
-        if not is_dir:
+        if not probe(self.path).is_dir:
             self._files = self._files or [self.path]
             return
         current = self._files[-1] if self._files else None

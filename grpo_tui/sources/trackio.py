@@ -43,7 +43,6 @@ import time
 from collections.abc import Iterable
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,29 +87,14 @@ _AT_REST_TRIES = 3
 _IN_CHUNK = 500  # log ids per `IN (...)` lookup
 
 
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """One trackio run of a project, as `list_runs` finds it."""
-
-    name: str
-    #: trackio's id of the run (None in databases written before trackio 0.24)
-    run_id: str | None
-    #: metrics rows logged (database rows and inbox records not imported yet)
-    rows: int
-    #: the training step of its last row (`train/global_step`, else trackio's step)
-    last_step: int | None
-    #: when its last row was written (trackio's timestamp; an inbox fragment's mtime)
-    last_time: float | None
-
-
-def list_runs(db_path: Path) -> list[RunInfo]:
-    """A project's runs, oldest first: by their first database row, then the runs found
-    only in the inbox by their first fragment. Raises OSError, sqlite3.Error or NotTrackio
-    when the database cannot be read (a live view polls `TrackioStore`, which never raises)."""
+def list_runs(db_path: Path) -> list[str]:
+    """A project's run names, oldest first: by their first database row, then the runs
+    found only in the inbox by their first fragment. Raises OSError, sqlite3.Error or
+    NotTrackio when the database cannot be read (a live view polls `TrackioStore`, which
+    never raises)."""
     project = db_path.name.removesuffix(DB_SUFFIX)
     inbox = inbox_runs(db_path.parent / INBOX, project)
-    runs: dict[str, _RunRows] = {}
-    imported: set[str] = set()
+    runs: dict[str, tuple[str, int]] = {}
     if os.path.lexists(db_path):
         for attempt in range(_AT_REST_TRIES):
             info = _check_files(db_path)
@@ -118,18 +102,14 @@ def list_runs(db_path: Path) -> list[RunInfo]:
             with closing(_connect(db_path, mode)) as conn:
                 schema = _Schema.of(conn)
                 if schema is not None:
-                    runs = _database_runs(conn, schema, last_rows=True)
-                    ids = (entry.log_id for _, entries in inbox.values() for entry in entries)
-                    imported = _logged(conn, schema, ids)
+                    runs = _database_runs(conn, schema)
             if mode != _AT_REST or _still_at_rest(db_path, info) or attempt == _AT_REST_TRIES - 1:
                 break
-    for key, (name, entries) in inbox.items():
-        fresh = [entry for entry in entries if entry.log_id not in imported]
-        run = runs.setdefault(key, _RunRows(name, key, key, order=(1, entries[0].mtime)))
-        run.rows += len(fresh)
-        if fresh:
-            run.last = (fresh[-1].step, fresh[-1].metrics, fresh[-1].mtime)
-    return [run.info() for run in sorted(runs.values(), key=lambda run: run.order)]
+    in_database = sorted(runs.values(), key=lambda run: run[1])
+    inbox_only = sorted(
+        (run for key, run in inbox.items() if key not in runs), key=lambda run: run[1]
+    )
+    return [name for name, _ in in_database + inbox_only]
 
 
 class TrackioStore:
@@ -247,7 +227,7 @@ class TrackioStore:
                 fetched.rebuilt = True
                 return fetched
             if not self._chosen:
-                self._choose(_database_runs(conn, schema, last_rows=False), top)
+                self._choose(_database_runs(conn, schema), top)
             fetched.rows = conn.execute(
                 f"SELECT id, {schema.key}, run_name, step, metrics, {schema.log_id} "
                 "FROM metrics WHERE id > ? ORDER BY id LIMIT ?",
@@ -264,10 +244,10 @@ class TrackioStore:
         self._db_identity = _identity(db_stat)
         return fetched
 
-    def _choose(self, database_runs: dict[str, _RunRows], top: int) -> None:
+    def _choose(self, database_runs: dict[str, tuple[str, int]], top: int) -> None:
         """Choose the run to follow, at the first read: the newest (or the newest of that
         name). Every run there now is known: a run not known later is a newer one."""
-        runs = [(run.key, run.name, run.first_id - 1) for run in database_runs.values()]
+        runs = [(key, name, first - 1) for key, (name, first) in database_runs.items()]
         runs.sort(key=lambda run: run[2])
         for writer in sorted(self._writers.values(), key=lambda writer: writer.first_mtime):
             run = writer.run
@@ -295,12 +275,8 @@ class TrackioStore:
                 first = first_fragment(folder, names, writer.junk)
                 if first is None:
                     continue
-                writer.project, writer.run, writer.run_name = (
-                    first.project,
-                    first.run,
-                    first.run_name,
-                )
-                writer.first_mtime = first.mtime
+                writer.project, writer.run = first.project, first.run
+                writer.run_name, writer.first_mtime = first.run_name, first.mtime
             if writer.project == self._project and writer.run is not None:
                 found.append((folder, writer, names))
         found.sort(key=lambda item: item[1].first_mtime)
@@ -428,14 +404,10 @@ class TrackioStore:
 class _Schema:
     """The columns that differ between trackio versions."""
 
-    #: runs are told apart by run_id (trackio >= 0.24), else by run_name
-    has_run_id: bool
+    #: the column runs are told apart by: run_id (trackio >= 0.24), else run_name
+    key: str
     #: rows carry the log_id inbox records are matched by (not written before trackio had one)
     has_log_id: bool
-
-    @property
-    def key(self) -> str:
-        return "run_id" if self.has_run_id else "run_name"
 
     @property
     def log_id(self) -> str:
@@ -456,54 +428,19 @@ class _Schema:
                 if columns
                 else "no metrics table"
             )
-        return _Schema("run_id" in columns, "log_id" in columns)
+        return _Schema("run_id" if "run_id" in columns else "run_name", "log_id" in columns)
 
 
 class NotTrackio(ValueError):
     """A SQLite database that is not trackio's (what it lacks is the message)."""
 
 
-@dataclass(slots=True)
-class _RunRows:
-    """A run as counted for `list_runs` and the first choice of a run."""
-
-    name: str
-    key: str
-    run_id: str | None
-    #: how old it is: (0, its first metrics id), or (1, its first fragment's mtime)
-    order: tuple[int, float]
-    rows: int = 0
-    first_id: int = 0
-    last: tuple[Any, Any, float | None] | None = None  # its last row: step, metrics, time
-
-    def info(self) -> RunInfo:
-        row_step, metrics, last_time = self.last or (None, None, None)
-        return RunInfo(
-            self.name, self.run_id, self.rows, _training_step(row_step, metrics), last_time
-        )
-
-
-def _database_runs(
-    conn: sqlite3.Connection, schema: _Schema, *, last_rows: bool
-) -> dict[str, _RunRows]:
-    """Every run in the database with its first id and row count: one scan of an index,
-    ~0.2 s for a million rows (once per reader, and per `list_runs`)."""
-    runs: dict[str, _RunRows] = {}
-    query = (
-        f"SELECT {schema.key}, MIN(run_name), COUNT(*), MIN(id), MAX(id) "
-        f"FROM metrics GROUP BY {schema.key}"
-    )
-    for key, name, count, first, last_id in conn.execute(query).fetchall():
-        run_id = str(key) if schema.has_run_id else None
-        run = _RunRows(str(name), str(key), run_id, (0, first), int(count), int(first))
-        runs[run.key] = run
-        if last_rows:
-            row = conn.execute(
-                "SELECT step, metrics, timestamp FROM metrics WHERE id = ?", (last_id,)
-            ).fetchone()
-            if row is not None:
-                run.last = (row[0], _json(row[1]), _timestamp(row[2]))
-    return runs
+def _database_runs(conn: sqlite3.Connection, schema: _Schema) -> dict[str, tuple[str, int]]:
+    """Every run in the database (its key) with its name and first id: one scan of an
+    index, ~0.2 s for a million rows (once per reader, and per `list_runs`)."""
+    query = f"SELECT {schema.key}, MIN(run_name), MIN(id) FROM metrics GROUP BY {schema.key}"
+    rows = conn.execute(query).fetchall()
+    return {str(key): (str(name), int(first)) for key, name, first in rows}
 
 
 #: how a database at rest is opened: read-only, nothing created, no lock taken
@@ -606,16 +543,6 @@ def _record_key(stored: str) -> str | None:
     return "" if key == "step" else key
 
 
-def _training_step(row_step: Any, metrics: Any) -> int | None:
-    """A row's step as a record would have it (without a step carried from earlier rows)."""
-    if isinstance(metrics, dict):
-        for stored, value in metrics.items():  # a non-finite string is no step: not looked at
-            whole = type(value) is int or (type(value) is float and value.is_integer())
-            if whole and _record_key(stored) is None:
-                return int(value)
-    return row_step if isinstance(row_step, int) and not isinstance(row_step, bool) else None
-
-
 def _json(data: Any) -> Any:
     """A metrics cell (trackio stores orjson bytes, older versions text) parsed."""
     if not isinstance(data, (bytes, str)):
@@ -623,15 +550,6 @@ def _json(data: Any) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return None
-
-
-def _timestamp(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
         return None
 
 

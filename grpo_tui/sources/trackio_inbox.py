@@ -10,6 +10,7 @@ them itself, once each; this module lists and parses them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,6 @@ class InboxEntry:
     step: Any
     metrics: Any
     log_id: str | None
-    mtime: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,25 +82,22 @@ class WriterFolder:
         return self.names
 
 
-def writer_dirs(inbox: Path) -> list[Path]:
+def _names(folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> list[str]:
+    """The names of a folder's entries that `keep` takes, sorted ([] when it cannot be listed)."""
     try:
-        with os.scandir(inbox) as entries:
-            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+        with os.scandir(folder) as entries:
+            return sorted(e.name for e in entries if keep(e))
     except OSError:
         return []
+
+
+def writer_dirs(inbox: Path) -> list[Path]:
+    return [inbox / name for name in _names(inbox, lambda e: e.is_dir(follow_symlinks=False))]
 
 
 def fragment_names(folder: Path) -> list[str]:
     """A writer folder's finished fragments in order (`.tmp` files are being written)."""
-    try:
-        with os.scandir(folder) as entries:
-            return sorted(
-                e.name
-                for e in entries
-                if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
-            )
-    except OSError:
-        return []
+    return _names(folder, lambda e: e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
 
 
 def first_fragment(folder: Path, names: list[str], junk: set[str]) -> Fragment | None:
@@ -124,7 +121,6 @@ def read_fragment(path: Path) -> Fragment | None:
         data = read_regular(path)
     except OSError:
         return None
-    mtime = info.st_mtime
     head: dict[str, Any] | None = None
     entries: list[InboxEntry] = []
     for line in data.splitlines():
@@ -138,25 +134,25 @@ def read_fragment(path: Path) -> Fragment | None:
         if item.get("kind") == "metric":
             log_id = item.get("log_id")
             log_id = log_id if isinstance(log_id, str) else None
-            entries.append(InboxEntry(item.get("step"), item.get("metrics"), log_id, mtime))
+            entries.append(InboxEntry(item.get("step"), item.get("metrics"), log_id))
     if head is None:
         return None
     name, run_id = head.get("run"), head.get("run_id")
     run_name = name if isinstance(name, str) else None
     run = run_id if isinstance(run_id, str) else run_name
     project = canonical_project(head["project"])
-    return Fragment(path.parent.name, path.name, project, run, run_name, entries, mtime)
+    return Fragment(path.parent.name, path.name, project, run, run_name, entries, info.st_mtime)
 
 
-def inbox_runs(inbox: Path, project: str) -> dict[str, tuple[str, list[InboxEntry]]]:
-    """A project's runs in the inbox, each with its name and every metrics record."""
-    runs: dict[str, tuple[str, list[InboxEntry]]] = {}
+def inbox_runs(inbox: Path, project: str) -> dict[str, tuple[str, float]]:
+    """A project's runs in the inbox that logged metrics, each with its name and the mtime
+    of its first fragment of them."""
+    runs: dict[str, tuple[str, float]] = {}
     for folder in writer_dirs(inbox):
         for name in fragment_names(folder):
             fragment = read_fragment(folder / name)
             if fragment is None or fragment.project != project or fragment.run is None:
                 continue
             if fragment.entries:
-                _, entries = runs.setdefault(fragment.run, (fragment.run_name or fragment.run, []))
-                entries.extend(fragment.entries)
+                runs.setdefault(fragment.run, (fragment.run_name or fragment.run, fragment.mtime))
     return runs

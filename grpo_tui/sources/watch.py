@@ -17,20 +17,12 @@ from watchdog.observers.api import BaseObserver, ObservedWatch
 _WRITE_EVENTS = frozenset({"modified", "created", "moved", "deleted", "closed"})
 
 
-class _WakeHandler(FileSystemEventHandler):
+class DirectoryWaker(FileSystemEventHandler):
+    """Sets `wake` whenever something is written in one of the watched directories (it is
+    the handler of its observer's events)."""
+
     def __init__(self, wake: threading.Event) -> None:
         self._wake = wake
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in _WRITE_EVENTS:
-            self._wake.set()
-
-
-class DirectoryWaker:
-    """Sets `wake` whenever something is written in one of the watched directories."""
-
-    def __init__(self, wake: threading.Event) -> None:
-        self._handler = _WakeHandler(wake)
         self._observer: BaseObserver | None = None
         self._watches: dict[Path, ObservedWatch] = {}
         # watch() runs on the poller thread, stop() on the app thread
@@ -56,13 +48,15 @@ class DirectoryWaker:
             for gone in set(self._watches) - wanted:
                 self._observer.unschedule(self._watches.pop(gone))
             for new in wanted - set(self._watches):
-                self._watches[new] = self._observer.schedule(
-                    self._handler, str(new), recursive=False
-                )
+                self._watches[new] = self._observer.schedule(self, str(new), recursive=False)
         except OSError as error:
             # e.g. inotify watch limit reached: fall back to plain polling
             self.failure = f"file events unavailable ({error}); polling every second"
             self._drop_observer()
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in _WRITE_EVENTS:
+            self._wake.set()
 
     def stop(self) -> None:
         """Stop watching for good."""

@@ -119,12 +119,8 @@ class ConsoleParser:
         still open was cut off; its whole `'key': value` pairs are read, the dict counted bad."""
         if not self._pending:
             return
-        text = " ".join(self._pending)
+        values = salvage_cut_dict(self._pending, self._pending_line, self.bad)
         self._pending = []
-        values = salvage_dict_repr(text)
-        self.bad.append(
-            (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
-        )
         if values:
             yield TextDict(self._pending_line, self._stamp(values))
 
@@ -176,20 +172,16 @@ class ConsoleParser:
         end = _closing(text)
         body = text[: end + 1]
         self._pending = []
-        parsed = self._parse(body)
-        if parsed is not None:
-            yield TextDict(self._pending_line, parsed)
-        rest = text[end + 1 :]
-        if rest.strip():
-            yield from self._segment(rest, self._pending_line)
-
-    def _parse(self, body: str) -> dict[str, Any] | None:
         try:
             values = read_dict_repr(body)
         except ValueError as error:
             self.bad.append((self._pending_line, str(error), body[:80]))
-            return None
-        return self._stamp(values) if values else None
+        else:
+            if values:
+                yield TextDict(self._pending_line, self._stamp(values))
+        rest = text[end + 1 :]
+        if rest.strip():
+            yield from self._segment(rest, self._pending_line)
 
     def _stamp(self, values: dict[str, Any]) -> dict[str, Any]:
         """Give a train dict its step from the progress bars (module docstring)."""
@@ -245,9 +237,13 @@ def read_dict_repr(body: str) -> dict[str, Any]:
 _ABRIDGED = re.compile(r",\s*\.\.\.\s*\}")
 
 
-def salvage_dict_repr(text: str) -> dict[str, Any]:
-    """The whole `'key': value` pairs of a dict repr cut off before its end, as numbers
-    (strings and values cut in the middle left out)."""
+def salvage_cut_dict(
+    pending: list[str], line_no: int, bad: list[tuple[int, str, str]]
+) -> dict[str, Any]:
+    """The whole `'key': value` pairs of a dict repr cut off before its end (its lines
+    `pending`, from `line_no`), as numbers (strings and values cut in the middle left out);
+    the dict is counted in `bad`."""
+    text = " ".join(pending)
     values: dict[str, Any] = {}
     pairs = list(_PAIR.finditer(text))
     if pairs and pairs[-1].end() >= len(text.rstrip()):
@@ -265,6 +261,7 @@ def salvage_dict_repr(text: str) -> dict[str, Any]:
             except ValueError:
                 continue
         values[match.group(1)] = number
+    bad.append((line_no, f"a dict cut off: {len(values)} whole values read", text[:80]))
     return values
 
 
@@ -310,14 +307,8 @@ def claim(path: Path, seen: Probe) -> Found | None:
     if found is None and console_candidate(path) and path.name.endswith(CONSOLE_SUFFIXES):
         # named like a console log, no log dict in it yet: read it as one meanwhile (a
         # record another console format shows later makes discovery choose again)
-        return found_file(
-            path,
-            NAME,
-            Reading.CONSOLE,
-            Tier.GUESS,
-            "named like a console log (no log record in it yet)",
-            args_name="args.json",
-        )
+        why = "named like a console log (no log record in it yet)"
+        return found_file(path, NAME, Reading.CONSOLE, Tier.GUESS, why, args_name="args.json")
     return found
 
 

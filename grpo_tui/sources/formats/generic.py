@@ -22,13 +22,8 @@ NAME = "jsonl"
 
 def claim(path: Path, seen: Probe) -> Found | None:
     if path.suffix == ".jsonl":
-        return found_file(
-            path,
-            NAME,
-            Reading.JSONL,
-            Tier.GUESS,
-            "a .jsonl file no framework claims: read as JSON lines with the common GRPO keys",
-        )
+        why = "a .jsonl file no framework claims: read as JSON lines with the common GRPO keys"
+        return found_file(path, NAME, Reading.JSONL, Tier.GUESS, why)
     if not seen.is_file:
         return None
     head = read_head(path, 4096)

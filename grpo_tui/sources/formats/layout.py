@@ -263,9 +263,9 @@ def first_record(path: Path) -> dict[str, Any] | None:
     return value
 
 
-def first_line(path: Path, limit: int = 1 << 16) -> bytes:
-    """The file's first complete line (b"" when there is none yet within `limit`)."""
-    head = read_head(path, limit)
+def first_line(path: Path) -> bytes:
+    """The file's first complete line (b"" when there is none yet in its first 64 KiB)."""
+    head = read_head(path, 1 << 16)
     end = head.find(b"\n")
     return head[:end].removeprefix(b"\xef\xbb\xbf") if end >= 0 else b""
 

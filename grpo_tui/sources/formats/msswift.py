@@ -93,13 +93,8 @@ def find(directory: Path) -> list[Found]:
         return [_log(log, f"{LOGGING_FILE} in the folder (ms-swift's metrics log)")]
     newest = newest_run_dir(directory)
     if newest is not None:
-        return [
-            _log(
-                newest / LOGGING_FILE,
-                f"{LOGGING_FILE} of the newest ms-swift run folder {newest.name}",
-                output_dir=directory,
-            )
-        ]
+        why = f"{LOGGING_FILE} of the newest ms-swift run folder {newest.name}"
+        return [_log(newest / LOGGING_FILE, why, output_dir=directory)]
     if RUN_DIR_PATTERN.match(directory.name):
         # a fresh ms-swift run folder: logging.jsonl comes with the first log line
         return [_log(log, "a fresh ms-swift run folder: its logging.jsonl is waited for")]

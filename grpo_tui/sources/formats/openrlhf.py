@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter, TextDict
-from grpo_tui.sources.formats.console import MAX_DICT_CHARS, read_dict_repr, salvage_dict_repr
+from grpo_tui.sources.formats.console import MAX_DICT_CHARS, read_dict_repr, salvage_cut_dict
 from grpo_tui.sources.formats.layout import Reading, console_files
 
 NAME = "openrlhf"
@@ -81,12 +81,8 @@ class OpenRlhfParser:
         """A dict still open at the end was cut off: its whole pairs are read (counted bad)."""
         if not self._pending:
             return []
-        text = " ".join(self._pending)
+        values = salvage_cut_dict(self._pending, self._pending_line, self.bad)
         self._pending = []
-        values: dict[str, Any] = salvage_dict_repr(text)
-        self.bad.append(
-            (self._pending_line, f"a dict cut off: {len(values)} whole values read", text[:80])
-        )
         return self._stamped(values) if values else []
 
     def _maybe_finish(self) -> list[TextDict]:

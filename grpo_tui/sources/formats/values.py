@@ -86,23 +86,6 @@ def _each(parse: Callable[[Any], float | None], values: Sequence[Any]) -> np.nda
     return out
 
 
-def _cached(
-    parse: Callable[[str], float | None], cache: dict[str, float], values: Sequence[str]
-) -> np.ndarray:
-    """`parse` over strings through a cache of earlier answers (NaN for None)."""
-    n = len(values)
-    try:
-        return np.fromiter(map(cache.__getitem__, values), np.float64, n)
-    except KeyError:
-        pass
-    if len(cache) > _CACHE_LIMIT:
-        cache.clear()
-    for value in set(values).difference(cache):
-        number = parse(value)
-        cache[value] = math.nan if number is None else number
-    return np.fromiter(map(cache.__getitem__, values), np.float64, n)
-
-
 class _Bytes:
     """A column of ASCII strings as one byte array, the values separated by NUL."""
 
@@ -203,10 +186,20 @@ def duration_column(values: Sequence[Any]) -> np.ndarray:
 
 
 def percentage_column(values: Sequence[Any]) -> np.ndarray:
-    """`parse_percentage` over a column (a percentage changes slowly: cached)."""
-    if len(values) and _all_strings(values):
-        return _cached(parse_percentage, _PERCENTAGES, values)
-    return _each(parse_percentage, values)
+    """`parse_percentage` over a column (a percentage changes slowly: cached, NaN for None)."""
+    if not len(values) or not _all_strings(values):
+        return _each(parse_percentage, values)
+    cache, n = _PERCENTAGES, len(values)
+    try:
+        return np.fromiter(map(cache.__getitem__, values), np.float64, n)
+    except KeyError:
+        pass
+    if len(cache) > _CACHE_LIMIT:
+        cache.clear()
+    for value in set(values).difference(cache):
+        number = parse_percentage(value)
+        cache[value] = math.nan if number is None else number
+    return np.fromiter(map(cache.__getitem__, values), np.float64, n)
 
 
 def fraction_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:

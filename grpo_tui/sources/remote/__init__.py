@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grpo_tui.files import mount
-from grpo_tui.sources.remote.address import RemoteAddress, SshTarget, parse_remote
+from grpo_tui.sources.remote.address import SshTarget, parse_remote
 from grpo_tui.sources.remote.filesystem import SETUP, RemoteFileSystem
 from grpo_tui.sources.remote.transport import Connection, set_ssh_command
 
@@ -28,10 +28,6 @@ def run_path(text: str) -> Path:
     if address is None:
         path = Path(text)
         return path.absolute() if ":" in (path.parts[0] if path.parts else "") else path
-    return _mounted(address)
-
-
-def _mounted(address: RemoteAddress) -> Path:
     filesystem = _MACHINES.get(address.target)
     if filesystem is None:
         filesystem = _MACHINES[address.target] = RemoteFileSystem(Connection(address.target, SETUP))

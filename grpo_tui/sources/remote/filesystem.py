@@ -41,13 +41,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import BinaryIO, cast
 
 from grpo_tui.files import DirEntryLike, TransportError, check_regular
 from grpo_tui.sources.remote.transport import Connection
-
-if TYPE_CHECKING:
-    from _typeshed import WriteableBuffer
 
 #: what the session shell runs first (transport.py), so each call's script is short:
 #: `sf PATH` is stat's `<hex mode> <size> <inode> <device> <mtime>`, the mtime to the
@@ -128,11 +125,6 @@ rn() {
   rb "$1" "$3" "$4" "$5"
 }
 """
-_ERRORS = {
-    "ENOENT": FileNotFoundError,
-    "EACCES": PermissionError,
-    "ENOTDIR": NotADirectoryError,
-}
 #: bytes of a file's start sent with every read (the tail reader's check of a rewrite)
 HEAD_BYTES = 64
 #: a small read (the tail reader's look back before its offset) fetches this much ahead:
@@ -159,8 +151,8 @@ def _stat_result(fields: Sequence[str]) -> tuple[os.stat_result, bool]:
 
 def _error(name: str, path: Path) -> OSError:
     number = getattr(errno, name, errno.EIO)
-    kind = _ERRORS.get(name, OSError)
-    return kind(number, os.strerror(number), str(path))
+    # OSError makes the subclass its number names (FileNotFoundError, PermissionError, …)
+    return OSError(number, os.strerror(number), str(path))
 
 
 def _signature(info: os.stat_result) -> tuple[int, int, int, float]:
@@ -476,9 +468,6 @@ class RemoteFile(io.RawIOBase):
     def seekable(self) -> bool:
         return True
 
-    def tell(self) -> int:
-        return self._pos
-
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_CUR:
             offset += self._pos
@@ -486,15 +475,6 @@ class RemoteFile(io.RawIOBase):
             offset += self.opened_stat.st_size
         self._pos = max(0, offset)
         return self._pos
-
-    def readinto(self, buffer: WriteableBuffer) -> int:
-        view = memoryview(buffer).cast("B")
-        data = self.read(len(view))
-        view[: len(data)] = data
-        return len(data)
-
-    def readall(self) -> bytes:
-        return self.read(-1)
 
     def read(self, size: int | None = -1) -> bytes:
         want = None if size is None or size < 0 else size
@@ -558,12 +538,8 @@ def posix_cksum(data: bytes) -> int:
     """POSIX `cksum`'s CRC of `data` (CRC-32, polynomial 0x04C11DB7, MSB first, the length
     appended): the one checksum every remote box has; zlib's crc32 is another."""
     crc = 0
-    length = len(data)
-    tail = bytearray()
-    while length:
-        tail.append(length & 0xFF)
-        length >>= 8
-    for byte in data + bytes(tail):
+    length = len(data).to_bytes((len(data).bit_length() + 7) // 8, "little")
+    for byte in data + length:
         crc ^= byte << 24
         for _ in range(8):
             crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
