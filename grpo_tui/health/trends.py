@@ -27,17 +27,11 @@ _NOISE_SAMPLE = 20000
 # -- noise and levels ----------------------------------------------------------------
 
 
-def finite(values: np.ndarray) -> np.ndarray:
-    """The finite values of an array (NaN and ±Inf dropped)."""
-    values = np.asarray(values, dtype=float)
-    kept: np.ndarray = values[np.isfinite(values)]
-    return kept
-
-
 def robust_sigma(values: np.ndarray) -> float:
     """Noise level as 1.4826 × the median absolute deviation (NaN when no finite value).
     Very long series are estimated from an evenly strided sample of `_NOISE_SAMPLE` points."""
-    vals = finite(values)
+    vals = np.asarray(values, dtype=float)
+    vals = vals[np.isfinite(vals)]
     if vals.size == 0:
         return math.nan
     if vals.size > _NOISE_SAMPLE:
@@ -265,12 +259,8 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
     codes = np.asarray(codes)
     judged_mask = (codes == Zone.HEALTHY) | (codes == Zone.CAUTION) | (codes == Zone.BAD)
     judged = int(judged_mask.sum())
-    if judged == 0:
-        na = (
-            bool(codes.size)
-            and bool(np.all((codes == Zone.NA) | (codes == Zone.UNKNOWN)))
-            and bool(np.any(codes == Zone.NA))
-        )
+    if judged == 0:  # every code is n/a or unknown
+        na = bool(np.any(codes == Zone.NA))
         return WindowZone(Zone.NA if na else Zone.UNKNOWN, math.nan, math.nan)
     bad = float((codes == Zone.BAD).sum()) / judged
     worse = float(((codes == Zone.CAUTION) | (codes == Zone.BAD)).sum()) / judged
