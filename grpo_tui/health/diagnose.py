@@ -20,7 +20,7 @@ from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import BANDED, Findings, find
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
-from grpo_tui.health.rewards import function_note, reward_role
+from grpo_tui.health.rewards import function_note
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.scenarios import RULES, healthy, kl_watch
 from grpo_tui.health.series import RunSnapshot, snapshot
@@ -36,25 +36,17 @@ from grpo_tui.health.verdict import (
     says_nothing_new,
     status_of,
 )
-from grpo_tui.health.zones import zone_bands, zone_of_values
+from grpo_tui.health.zones import zone_of_values
 from grpo_tui.run.live import Run
 from grpo_tui.vocabulary import ENDED_TOO_SHORT, Answer, ScenarioId, Severity, Status
 
 __all__ = [
-    "QUESTIONS",
-    "CheckItem",
     "Diagnosis",
     "Evidence",
     "LiveJudge",
     "MetricHealth",
-    "Note",
-    "Scenario",
-    "Window",
     "diagnose",
     "diagnose_snapshot",
-    "reward_role",
-    "status_of",
-    "zone_bands",
     "zone_of_values",
 ]
 
