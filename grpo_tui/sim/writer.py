@@ -533,7 +533,6 @@ class LiveSimulator:
     def __init__(self, out_dir: Path, config: SimConfig, steps_per_second: float = 2.0) -> None:
         if steps_per_second <= 0:
             raise ValueError("steps_per_second must be > 0")
-        self.config = config
         self.steps_per_second = steps_per_second
         self.run_dir, sim = _start_run(out_dir, config)
         self._events = sim.events()
