@@ -407,7 +407,7 @@ def _eval_view(snap: RunSnapshot, functions: tuple[RewardFunction, ...]) -> Seri
     if logged is not None:
         return logged
     for fn in functions:
-        if fn.role is Role.TASK and (name := eval_counterpart(fn.fn, snap.names())) is not None:
+        if fn.role is Role.TASK and (name := eval_counterpart(fn.fn, snap.series)) is not None:
             return snap.get(name)
     return None
 

@@ -123,9 +123,6 @@ class RunSnapshot:
     def get(self, name: str) -> SeriesView | None:
         return self.series.get(name)
 
-    def names(self) -> list[str]:
-        return list(self.series)
-
     @cached_property
     def train_rows(self) -> int:
         return int(self.train_steps.shape[0])
