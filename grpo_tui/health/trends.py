@@ -117,10 +117,6 @@ class Trend:
     """Finite points judged."""
 
 
-def unknown_trend(points: int = 0) -> Trend:
-    return Trend(Direction.UNKNOWN, math.nan, math.nan, points)
-
-
 def classify_trend(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> Trend:
     """Rising / flat / falling / unknown for one window of a metric.
 
@@ -135,11 +131,11 @@ def classify_trend(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> 
     steps, values = steps[ok], values[ok]
     n = values.size
     if n < max(rules.min_points, 2):
-        return unknown_trend(n)
+        return Trend(Direction.UNKNOWN, math.nan, math.nan, n)
     x, y = smooth(steps, values, rules.smoothing, rules.max_points)
     slope = theil_sen_slope(x, y, rules.max_pairs)
     if not math.isfinite(slope):
-        return unknown_trend(n)
+        return Trend(Direction.UNKNOWN, math.nan, math.nan, n)
     intercept = median_of(y - slope * x)
     span = float(steps[-1] - steps[0])
     change = slope * span
