@@ -307,7 +307,7 @@ def earlier_floor(view: SeriesView, window: int, rules: Rules) -> SeriesView | N
         for i in range(0, len(latter), window)
         if len(chunk := latter.tail(len(latter) - i).head(window)) >= rules.trend.min_points
     ]
-    return min(chunks, key=lambda chunk: tr.median_of(chunk.values)) if chunks else None
+    return min(chunks, key=lambda chunk: tr.median_of(chunk.values), default=None)
 
 
 def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) -> list[Note]:
@@ -320,8 +320,7 @@ def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) ->
     mask = tr.spike_mask(view.values, rules.spike, ratio=rules.optimiser.grad_norm_spike_factor)
     candidates = []
     for i in np.flatnonzero(mask).tolist():
-        before = view.values[max(0, i - rules.spike.history) : i]
-        base = tr.median_of(before) if before.size else math.nan
+        base = tr.median_of(view.values[max(0, i - rules.spike.history) : i])  # NaN if none
         value = float(view.values[i])
         after = view.values[i + 1 : i + 6]
         # isolated: the points after came back at least halfway (a jump that stays is a
