@@ -498,11 +498,7 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
                 view, steps=view.steps[without_reward], values=view.values[without_reward]
             )
             reuse = True
-    bounds = rules.zone_bounds("clip_ratio") or ZoneBounds()
-    zone, reason = jd.band_zone(judged, bounds, rules)
-    judgement = jd.base_judgement(judged, rules, zone, reason)
-    if bounds.spike_above is not None and zone is Zone.HEALTHY:
-        judgement = jd.spike_above(judgement, bounds.spike_above)
+    judgement = jd.band_judgement(judged, rules.zone_bounds("clip_ratio") or ZoneBounds(), rules)
     suffix = " (re-use steps only)" if reuse else ""
     if nonzero and off_policy is not True:
         suffix += "; non-zero values prove some updates are off-policy"

@@ -185,15 +185,18 @@ def banded(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     scale = relative_scale(bounds, context)
     if bounds.relative_to is not None and scale is None:
         return base_judgement(view, rules, Zone.UNKNOWN, f"{bounds.relative_to} unknown")
-    zone, reason = band_zone(view, bounds, rules, scale)
-    judgement = base_judgement(view, rules, zone, reason)
-    if bounds.spike_above is not None and zone is Zone.HEALTHY:
-        judgement = spike_above(judgement, bounds.spike_above * (scale or 1.0))
-    return unless_nonfinite(judgement)
+    return unless_nonfinite(band_judgement(view, bounds, rules, scale))
 
 
-def spike_above(judgement: Judgement, limit: float) -> Judgement:
-    """Any single point above `limit` in the window makes a healthy zone caution."""
+def band_judgement(
+    view: SeriesView, bounds: ZoneBounds, rules: Rules, scale: float | None = None
+) -> Judgement:
+    """The recent window judged on `bounds` (band_zone); any single point above their
+    spike bound makes a healthy zone caution."""
+    judgement = base_judgement(view, rules, *band_zone(view, bounds, rules, scale))
+    if bounds.spike_above is None or judgement.zone is not Zone.HEALTHY:
+        return judgement
+    limit = bounds.spike_above * (scale or 1.0)
     above = np.flatnonzero(judgement.values > limit)
     if not above.size:
         return judgement
