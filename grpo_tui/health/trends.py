@@ -57,10 +57,9 @@ def smooth(
     steps: np.ndarray, values: np.ndarray, width: int, max_points: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """A smoothed copy of a (finite) series: a centred rolling median of `width` points
-    (edge values repeated at the ends), or,
-    for series longer than `max_points`, the medians of at most `max_points` equal buckets
-    (which smooths at least as much and keeps the cost linear; the few oldest points that
-    do not fill a bucket are left out)."""
+    (edge values repeated at the ends), or, for series longer than `max_points`, the
+    medians of at most `max_points` equal buckets (which smooths at least as much and keeps
+    the cost linear; the few oldest points that do not fill a bucket are left out)."""
     n = values.size
     if n > max_points:
         size = -(-n // max_points)
