@@ -309,9 +309,7 @@ class Findings:
     def events(self) -> list[Note]:
         """What the metrics did that is worth a note: the KL scale decided, the largest
         isolated KL and grad_norm spikes (read only when notes are wanted)."""
-        found: list[Note] = []
-        for judgement in self.judged().values():
-            found.extend(judgement.events)
+        found = [note for judgement in self.judged().values() for note in judgement.events]
         if self.kl is not None and self.kl.zone is not Zone.NA:
             caution = (self.rules.zone_bounds("kl") or ZoneBounds()).caution_above
             found.extend(jd.spikes(self.kl.view, self.rules, "kl", above=caution or 0.0))
