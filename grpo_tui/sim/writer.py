@@ -131,17 +131,15 @@ class _Batch:
         """The completions.jsonl line: the last `limit` rows, like ms-swift's bounded deque."""
         rows = slice(max(0, len(self.completions) - limit), None)
         n = len(self.completions[rows])
-        line: dict[str, list[Any]] = {
+        return {
             "step": [str(step)] * n,
             "prompt": [p.prompt for p in self.problems[rows]],
             "completion": self.completions[rows],
+            **{name: values[rows] for name, values in self.rewards.items()},
+            "advantages": [float(a) for a in self.advantages[rows]],
+            "entropy": [float(e) for e in self.entropy[rows]],
+            "solution": [p.solution for p in self.problems[rows]],
         }
-        for name, values in self.rewards.items():
-            line[name] = values[rows]
-        line["advantages"] = [float(a) for a in self.advantages[rows]]
-        line["entropy"] = [float(e) for e in self.entropy[rows]]
-        line["solution"] = [p.solution for p in self.problems[rows]]
-        return line
 
 
 def _rollout(
