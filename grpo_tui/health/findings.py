@@ -453,8 +453,7 @@ def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judg
     if zone is Zone.BAD:
         # the share and its k/n are over the one window judged (not a window of it)
         zero = bounds.bad_below if bounds.bad_below is not None else 0.0
-        values = jd.window_of(view, rules).values
-        share = float(np.mean(values < zero)) if len(values) else math.nan
+        share = float(np.mean(judgement.values < zero))
         reason = f"≈0 (< {num(zero)}) on {judgement.window.share(share)}"
     elif zone is Zone.CAUTION and small is not None:
         reason = f"small: < {num(small)} ({pct(rules.rewards.small_std_fraction)} of the reward range) — {reason}"
