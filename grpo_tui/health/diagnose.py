@@ -53,8 +53,11 @@ __all__ = [
 
 def diagnose(run: Run, rules: Rules, *, context: RunContext | None = None) -> Diagnosis:
     """The whole run judged the way the live panel judges it (replayed, steady)."""
-    snap = snapshot(run, context)
-    tracker = VerdictTracker(rules)
+    return _replay(VerdictTracker(rules), snapshot(run, context), rules)
+
+
+def _replay(tracker: VerdictTracker, snap: RunSnapshot, rules: Rules) -> Diagnosis:
+    """The steady diagnosis once `tracker` has judged the moments of `snap` it had not."""
     return tracker.replay(
         snap,
         lambda moment, held, full: diagnose_snapshot(moment, rules, held, full=full),
@@ -79,20 +82,15 @@ class LiveJudge:
 
     def judge(self, run: Run) -> Diagnosis:
         snap = snapshot(run)
-        rules = self.rules
-
-        def judge(moment: RunSnapshot, held: frozenset[ScenarioId], full: bool) -> Diagnosis:
-            return diagnose_snapshot(moment, rules, held, full=full)
-
         if not self._started:
             if not snap.train_steps.size:
                 # nothing read yet (the app judges once the files are found): the replay
                 # waits for the first data, or it would start from an empty history
-                return judge(snap, frozenset(), True)
+                return diagnose_snapshot(snap, self.rules)
             self._started = True
         # the history at first, later the replay moments the new lines passed (one, or none,
         # for a line at a time; many when a buffered console dumps a burst)
-        return self._tracker.replay(snap, judge, replay_steps(snap, rules))
+        return _replay(self._tracker, snap, self.rules)
 
 
 def diagnose_snapshot(
