@@ -32,15 +32,14 @@ from grpo_tui.health.diagnose import (
     LiveJudge,
     diagnose,
     diagnose_snapshot,
-    reward_role,
-    zone_bands,
     zone_of_values,
 )
-from grpo_tui.health.rewards import Role, reward_range
+from grpo_tui.health.rewards import Role, reward_range, reward_role
 from grpo_tui.health.rules import Rules, rules_from_dict
 from grpo_tui.health.series import SeriesView, snapshot
 from grpo_tui.health.steady import VerdictTracker
 from grpo_tui.health.verdict import CheckItem, Evidence, Scenario, Window
+from grpo_tui.health.zones import zone_bands
 from grpo_tui.presentation import order_metrics, status_word, verdict_line
 from grpo_tui.run.completion_stats import CompletionsSummary, StepSampleStats
 from grpo_tui.run.follow import load_run

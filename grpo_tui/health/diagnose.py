@@ -20,7 +20,7 @@ from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import BANDED, Findings, find
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
-from grpo_tui.health.rewards import function_note, reward_role
+from grpo_tui.health.rewards import function_note
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.scenarios import RULES, healthy, kl_watch
 from grpo_tui.health.series import RunSnapshot, snapshot
@@ -36,33 +36,28 @@ from grpo_tui.health.verdict import (
     says_nothing_new,
     status_of,
 )
-from grpo_tui.health.zones import zone_bands, zone_of_values
+from grpo_tui.health.zones import zone_of_values
 from grpo_tui.run.live import Run
 from grpo_tui.vocabulary import ENDED_TOO_SHORT, Answer, ScenarioId, Severity, Status
 
 __all__ = [
-    "QUESTIONS",
-    "CheckItem",
     "Diagnosis",
     "Evidence",
     "LiveJudge",
     "MetricHealth",
-    "Note",
-    "Scenario",
-    "Window",
     "diagnose",
     "diagnose_snapshot",
-    "reward_role",
-    "status_of",
-    "zone_bands",
     "zone_of_values",
 ]
 
 
 def diagnose(run: Run, rules: Rules, *, context: RunContext | None = None) -> Diagnosis:
     """The whole run judged the way the live panel judges it (replayed, steady)."""
-    snap = snapshot(run, context)
-    tracker = VerdictTracker(rules)
+    return _replay(VerdictTracker(rules), snapshot(run, context), rules)
+
+
+def _replay(tracker: VerdictTracker, snap: RunSnapshot, rules: Rules) -> Diagnosis:
+    """The steady diagnosis once `tracker` has judged the moments of `snap` it had not."""
     return tracker.replay(
         snap,
         lambda moment, held, full: diagnose_snapshot(moment, rules, held, full=full),
@@ -87,20 +82,15 @@ class LiveJudge:
 
     def judge(self, run: Run) -> Diagnosis:
         snap = snapshot(run)
-        rules = self.rules
-
-        def judge(moment: RunSnapshot, held: frozenset[ScenarioId], full: bool) -> Diagnosis:
-            return diagnose_snapshot(moment, rules, held, full=full)
-
         if not self._started:
             if not snap.train_steps.size:
                 # nothing read yet (the app judges once the files are found): the replay
                 # waits for the first data, or it would start from an empty history
-                return judge(snap, frozenset(), True)
+                return diagnose_snapshot(snap, self.rules)
             self._started = True
         # the history at first, later the replay moments the new lines passed (one, or none,
         # for a line at a time; many when a buffered console dumps a burst)
-        return self._tracker.replay(snap, judge, replay_steps(snap, rules))
+        return _replay(self._tracker, snap, self.rules)
 
 
 def diagnose_snapshot(

@@ -309,9 +309,7 @@ class Findings:
     def events(self) -> list[Note]:
         """What the metrics did that is worth a note: the KL scale decided, the largest
         isolated KL and grad_norm spikes (read only when notes are wanted)."""
-        found: list[Note] = []
-        for judgement in self.judged().values():
-            found.extend(judgement.events)
+        found = [note for judgement in self.judged().values() for note in judgement.events]
         if self.kl is not None and self.kl.zone is not Zone.NA:
             caution = (self.rules.zone_bounds("kl") or ZoneBounds()).caution_above
             found.extend(jd.spikes(self.kl.view, self.rules, "kl", above=caution or 0.0))
@@ -407,7 +405,7 @@ def _eval_view(snap: RunSnapshot, functions: tuple[RewardFunction, ...]) -> Seri
     if logged is not None:
         return logged
     for fn in functions:
-        if fn.role is Role.TASK and (name := eval_counterpart(fn.fn, snap.names())) is not None:
+        if fn.role is Role.TASK and (name := eval_counterpart(fn.fn, snap.series)) is not None:
             return snap.get(name)
     return None
 
@@ -455,8 +453,7 @@ def _reward_std(view: SeriesView, rng: RewardRange | None, rules: Rules) -> Judg
     if zone is Zone.BAD:
         # the share and its k/n are over the one window judged (not a window of it)
         zero = bounds.bad_below if bounds.bad_below is not None else 0.0
-        values = jd.window_of(view, rules).values
-        share = float(np.mean(values < zero)) if len(values) else math.nan
+        share = float(np.mean(judgement.values < zero))
         reason = f"≈0 (< {num(zero)}) on {judgement.window.share(share)}"
     elif zone is Zone.CAUTION and small is not None:
         reason = f"small: < {num(small)} ({pct(rules.rewards.small_std_fraction)} of the reward range) — {reason}"
@@ -498,11 +495,7 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
                 view, steps=view.steps[without_reward], values=view.values[without_reward]
             )
             reuse = True
-    bounds = rules.zone_bounds("clip_ratio") or ZoneBounds()
-    zone, reason = jd.band_zone(judged, bounds, rules)
-    judgement = jd.base_judgement(judged, rules, zone, reason)
-    if bounds.spike_above is not None and zone is Zone.HEALTHY:
-        judgement = jd.spike_above(judgement, bounds.spike_above)
+    judgement = jd.band_judgement(judged, rules.zone_bounds("clip_ratio") or ZoneBounds(), rules)
     suffix = " (re-use steps only)" if reuse else ""
     if nonzero and off_policy is not True:
         suffix += "; non-zero values prove some updates are off-policy"

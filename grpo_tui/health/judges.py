@@ -72,11 +72,7 @@ class Judgement:
     @property
     def recent_span(self) -> str:
         """Where `level` was read: the steps of the window's latest quarter."""
-        n = self.steps.size
-        if not n:
-            return "no points"
-        points = self.steps[-max(min(3, n), n // 4) :]
-        return Window(float(points[0]), float(points[-1]), int(points.size)).span
+        return _window(latest_quarter(self.steps)).span if self.steps.size else "no points"
 
     @property
     def direction(self) -> Direction:
@@ -92,16 +88,16 @@ def window_of(view: SeriesView, rules: Rules) -> SeriesView:
     return view.tail(rules.window_size(len(view)))
 
 
-def recent_level(values: np.ndarray) -> float:
-    """Median of the latest quarter of the values (at least 3 when there are)."""
-    n = values.size
-    return float(tr.median_of(values[-max(min(3, n), n // 4) :])) if n else math.nan
+def latest_quarter(values: np.ndarray) -> np.ndarray:
+    """The latest quarter of the values, at least the last 3 (all of fewer)."""
+    return values[-max(min(3, values.size), values.size // 4) :]
 
 
-def _window(view: SeriesView) -> Window:
-    if view.empty:
+def _window(steps: np.ndarray) -> Window:
+    """The window of these steps (oldest first)."""
+    if not steps.size:
         return Window(None, None, 0)
-    return Window(float(view.steps[0]), float(view.steps[-1]), len(view))
+    return Window(float(steps[0]), float(steps[-1]), int(steps.size))
 
 
 def base_judgement(view: SeriesView, rules: Rules, zone: Zone, reason: str) -> Judgement:
@@ -113,8 +109,8 @@ def base_judgement(view: SeriesView, rules: Rules, zone: Zone, reason: str) -> J
         zone,
         reason,
         last,
-        _window(recent),
-        recent_level(recent.values),
+        _window(recent.steps),
+        tr.median_of(latest_quarter(recent.values)),
         view,
         rules,
         values=recent.values,
@@ -138,16 +134,13 @@ def band_zone(
     recent = window_of(view, rules)
     values = recent.values
     wz = tr.sustained_zone(tr.zone_codes(values, bounds, scale), rules.window.sustained)
-    window = _window(recent)
+    window = _window(recent.steps)
     factor = scale if scale is not None and bounds.relative_to is not None else 1.0
-    if wz.zone is Zone.BAD:
-        return (
-            Zone.BAD,
-            f"{_crossed(values, bounds.bad_below, bounds.bad_above, factor)} on {window.share(wz.bad_share)}",
-        )
-    if wz.zone is Zone.CAUTION and wz.caution_or_worse_share < rules.window.sustained:
-        bad = _crossed(values, bounds.bad_below, bounds.bad_above, factor)
-        return Zone.CAUTION, f"{bad} on {window.share(wz.bad_share)}, not sustained yet"
+    # caution for a notable minority of bad points: an excursion not sustained yet
+    not_sustained = wz.zone is Zone.CAUTION and wz.caution_or_worse_share < rules.window.sustained
+    if wz.zone is Zone.BAD or not_sustained:
+        bad = f"{_crossed(values, bounds.bad_below, bounds.bad_above, factor)} on {window.share(wz.bad_share)}"
+        return wz.zone, f"{bad}, not sustained yet" if not_sustained else bad
     if wz.zone is Zone.CAUTION:
         where = _crossed(values, bounds.caution_below, bounds.caution_above, factor)
         return Zone.CAUTION, f"{where} on {window.share(wz.caution_or_worse_share)}"
@@ -192,15 +185,18 @@ def banded(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
     scale = relative_scale(bounds, context)
     if bounds.relative_to is not None and scale is None:
         return base_judgement(view, rules, Zone.UNKNOWN, f"{bounds.relative_to} unknown")
-    zone, reason = band_zone(view, bounds, rules, scale)
-    judgement = base_judgement(view, rules, zone, reason)
-    if bounds.spike_above is not None and zone is Zone.HEALTHY:
-        judgement = spike_above(judgement, bounds.spike_above * (scale or 1.0))
-    return unless_nonfinite(judgement)
+    return unless_nonfinite(band_judgement(view, bounds, rules, scale))
 
 
-def spike_above(judgement: Judgement, limit: float) -> Judgement:
-    """Any single point above `limit` in the window makes a healthy zone caution."""
+def band_judgement(
+    view: SeriesView, bounds: ZoneBounds, rules: Rules, scale: float | None = None
+) -> Judgement:
+    """The recent window judged on `bounds` (band_zone); any single point above their
+    spike bound makes a healthy zone caution."""
+    judgement = base_judgement(view, rules, *band_zone(view, bounds, rules, scale))
+    if bounds.spike_above is None or judgement.zone is not Zone.HEALTHY:
+        return judgement
+    limit = bounds.spike_above * (scale or 1.0)
     above = np.flatnonzero(judgement.values > limit)
     if not above.size:
         return judgement
@@ -245,9 +241,7 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
             if own_key
             else f"median {num(level)} > {num(rules.kl.per_token_max)}: a per-sequence sum, not per-token"
         )
-        zone, reason = (
-            (Zone.BAD, "") if exploding else (Zone.HEALTHY, f"{why}; judged on its own history")
-        )
+        zone, reason = Zone.HEALTHY, f"{why}; judged on its own history"  # unless exploding
         events = (Note(Severity.INFO, "kl", f"kl: {why}"),)
     else:
         zone, reason = band_zone(view, bounds, rules)
@@ -316,7 +310,7 @@ def earlier_floor(view: SeriesView, window: int, rules: Rules) -> SeriesView | N
         for i in range(0, len(latter), window)
         if len(chunk := latter.tail(len(latter) - i).head(window)) >= rules.trend.min_points
     ]
-    return min(chunks, key=lambda chunk: tr.median_of(chunk.values)) if chunks else None
+    return min(chunks, key=lambda chunk: tr.median_of(chunk.values), default=None)
 
 
 def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) -> list[Note]:
@@ -329,8 +323,7 @@ def spikes(view: SeriesView, rules: Rules, label: str, *, above: float = 0.0) ->
     mask = tr.spike_mask(view.values, rules.spike, ratio=rules.optimiser.grad_norm_spike_factor)
     candidates = []
     for i in np.flatnonzero(mask).tolist():
-        before = view.values[max(0, i - rules.spike.history) : i]
-        base = tr.median_of(before) if before.size else math.nan
+        base = tr.median_of(view.values[max(0, i - rules.spike.history) : i])  # NaN if none
         value = float(view.values[i])
         after = view.values[i + 1 : i + 6]
         # isolated: the points after came back at least halfway (a jump that stays is a
@@ -360,7 +353,7 @@ def judge_entropy(view: SeriesView, rules: Rules) -> Judgement:
     level = judgement.level
 
     def bad(what: str, early: SeriesView) -> Judgement:
-        course = f"{num(tr.median_of(early.values))} at {_window(early).span} → {num(level)} recently ({judgement.window.span}; medians)"
+        course = f"{num(tr.median_of(early.values))} at {_window(early.steps).span} → {num(level)} recently ({judgement.window.span}; medians)"
         return replace(judgement, zone=Zone.BAD, reason=f"{what}: {course}")
 
     high = early_head(view, highest=True)
@@ -545,7 +538,9 @@ def length_collapse(view: SeriesView, cap: Cap | None, rules: Rules) -> Collapse
         zone = Zone.CAUTION
     else:
         return None
-    return Collapse(zone, early_level, _window(early), level, _window(recent), drop, short)
+    return Collapse(
+        zone, early_level, _window(early.steps), level, _window(recent.steps), drop, short
+    )
 
 
 # -- grad_norm --------------------------------------------------------------------------------

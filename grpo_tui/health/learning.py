@@ -16,6 +16,7 @@ import numpy as np
 from grpo_tui.health.advice import Advice
 from grpo_tui.health.building import (
     Builder,
+    add_above,
     bounds_of,
     course,
     evidence,
@@ -104,11 +105,7 @@ def _no_signal(f: Findings) -> Builder | None:
         b.add(Severity.PROBLEM, evidence(std), onset(f, "reward_std", lambda v: v < zero))
     frac_bad = bounds_of(f, "frac_reward_zero_std").bad_above
     if frac is not None and frac.zone is Zone.BAD and not all_pass and frac_bad is not None:
-        b.add(
-            Severity.PROBLEM,
-            evidence(frac),
-            onset(f, "frac_reward_zero_std", lambda v: v > frac_bad),
-        )
+        add_above(b, f, frac, "frac_reward_zero_std")
     tasks = f.tasks
     if tasks and all(t.at_floor for t in tasks):
         for t in tasks:

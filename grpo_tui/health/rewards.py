@@ -336,7 +336,7 @@ def function_weights(context: RunContext, names: list[str]) -> list[float] | Non
 def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
     """Every per-function reward of the run, with its role, range and facts."""
     found = []
-    for name in snap.names():
+    for name in snap.series:
         match = REWARD_FN.match(name)
         view = snap.get(name)
         if match is None or view is None or view.empty:
@@ -382,7 +382,7 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
             RewardFunction(
                 fn,
                 name,
-                reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.names()) is not None),
+                reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.series) is not None),
                 judgement,
                 rng,
                 zero_spread,

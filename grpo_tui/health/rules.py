@@ -605,17 +605,15 @@ def field_docs(cls: type) -> dict[str, str]:
     except (OSError, TypeError, SyntaxError):
         return {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    docs: dict[str, str] = {}
-    for node, following in itertools.pairwise(body):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-            and isinstance(following.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(following.value.value.split())
-    return docs
+    return {
+        node.target.id: " ".join(following.value.value.split())
+        for node, following in itertools.pairwise(body)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and isinstance(following, ast.Expr)
+        and isinstance(following.value, ast.Constant)
+        and isinstance(following.value.value, str)
+    }
 
 
 def rules_as_toml(rules: Rules) -> str:
@@ -639,9 +637,7 @@ def rules_as_toml(rules: Rules) -> str:
         if f.name != "zones":
             section = getattr(rules, f.name)
             lines.extend(_comment(type(section).__doc__ or ""))
-            lines.extend(
-                _section_lines(f.name, section, getattr(defaults, f.name), documented=True)
-            )
+            lines.extend(_section_lines(f.name, section, getattr(defaults, f.name)))
     lines.extend(_comment(ZoneBounds.__doc__ or ""))
     docs = field_docs(ZoneBounds)
     for f in fields(ZoneBounds):
@@ -649,9 +645,7 @@ def rules_as_toml(rules: Rules) -> str:
     lines.append("")
     for metric, bounds in rules.zones.items():
         default = defaults.zones.get(metric)
-        lines.extend(
-            _section_lines(f"zones.{_toml_key(metric)}", bounds, default, documented=False)
-        )
+        lines.extend(_section_lines(f"zones.{_toml_key(metric)}", bounds, default))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -659,8 +653,9 @@ def _comment(text: str) -> list[str]:
     return [f"# {part}" for part in textwrap.wrap(" ".join(text.split()), 86)]
 
 
-def _section_lines(name: str, section: Any, default: Any | None, *, documented: bool) -> list[str]:
+def _section_lines(name: str, section: Any, default: Any | None) -> list[str]:
     lines = [f"[{name}]"]
+    documented = not isinstance(section, ZoneBounds)  # the zone keys are documented once
     docs = field_docs(section.__class__) if documented else {}
     for f in fields(section):
         value = getattr(section, f.name)

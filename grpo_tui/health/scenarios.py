@@ -439,9 +439,7 @@ def _rising_cut(f: Findings) -> Evidence | None:
         return None
     # the judgement's values are the recent window
     median = tr.median_of(clipped.values)
-    if not bound > 0:
-        return None
-    if not (clipped.shape.rose and length.shape.rose and median > bound):
+    if not (bound > 0 and clipped.shape.rose and length.shape.rose and median > bound):
         return None
     return Evidence(
         "clipped_ratio",

@@ -54,15 +54,11 @@ class SeriesView:
         return float(self.values[-1]) if self.values.size else math.nan
 
     @property
-    def last_step(self) -> float:
-        return float(self.steps[-1]) if self.steps.size else math.nan
-
-    @property
     def latest_nonfinite(self) -> bool:
         """The newest logged value is NaN or ±Infinity (news the finite points hide)."""
         if self.nonfinite_steps.size == 0:
             return False
-        return self.empty or float(self.nonfinite_steps[-1]) > self.last_step
+        return self.empty or float(self.nonfinite_steps[-1]) > float(self.steps[-1])
 
     def tail(self, n: int) -> SeriesView:
         """The latest `n` points."""
@@ -122,9 +118,6 @@ class RunSnapshot:
 
     def get(self, name: str) -> SeriesView | None:
         return self.series.get(name)
-
-    def names(self) -> list[str]:
-        return list(self.series)
 
     @cached_property
     def train_rows(self) -> int:

@@ -90,12 +90,6 @@ def point_noise(values: np.ndarray) -> float:
     return max(mad, mean_ad) / math.sqrt(2.0)
 
 
-def levels(steps: np.ndarray, values: np.ndarray, noise: float, stretches: int) -> list[Level]:
-    """Medians of `stretches` consecutive stretches of about equal size."""
-    parts = np.array_split(np.arange(values.size), stretches)
-    return [_level(steps[idx], values[idx], noise) for idx in parts if idx.size]
-
-
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What a whole series did."""
@@ -193,7 +187,9 @@ def analyse(
     end = _level(steps[-q:], values[-q:], usable_noise)
     # at least two stretches from 4 points (a short eval series still has a course)
     count = max(2 if n >= 4 else 1, min(MAX_STRETCHES, n // MIN_STRETCH_POINTS))
-    stretches = levels(steps, values, usable_noise, count)
+    # their medians: consecutive stretches of about equal size
+    parts = np.array_split(np.arange(n), count)
+    stretches = [_level(steps[idx], values[idx], usable_noise) for idx in parts if idx.size]
     peak = max(stretches, key=lambda s: s.value)
     recent_n = min(n, max(rules.min_points, n // 3))
     recent_trend = tr.classify_trend(steps[-recent_n:], values[-recent_n:], rules)

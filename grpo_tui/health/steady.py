@@ -162,10 +162,7 @@ class VerdictTracker:
 def replay_steps(snap: RunSnapshot, rules: Rules) -> list[float]:
     """The train steps a run is replayed at: every one of a short run, else
     `replay_points` evenly spread (the last step is judged on the whole snapshot)."""
-    steps = np.unique(snap.train_steps)
-    if steps.size == 0:
-        return []
-    steps = steps[:-1]
+    steps = np.unique(snap.train_steps)[:-1]
     limit = rules.steady.replay_points
     if steps.size > limit:
         steps = steps[np.linspace(0, steps.size - 1, limit).round().astype(int)]

@@ -27,17 +27,11 @@ _NOISE_SAMPLE = 20000
 # -- noise and levels ----------------------------------------------------------------
 
 
-def finite(values: np.ndarray) -> np.ndarray:
-    """The finite values of an array (NaN and ±Inf dropped)."""
-    values = np.asarray(values, dtype=float)
-    kept: np.ndarray = values[np.isfinite(values)]
-    return kept
-
-
 def robust_sigma(values: np.ndarray) -> float:
     """Noise level as 1.4826 × the median absolute deviation (NaN when no finite value).
     Very long series are estimated from an evenly strided sample of `_NOISE_SAMPLE` points."""
-    vals = finite(values)
+    vals = np.asarray(values, dtype=float)
+    vals = vals[np.isfinite(vals)]
     if vals.size == 0:
         return math.nan
     if vals.size > _NOISE_SAMPLE:
@@ -63,10 +57,9 @@ def smooth(
     steps: np.ndarray, values: np.ndarray, width: int, max_points: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """A smoothed copy of a (finite) series: a centred rolling median of `width` points
-    (edge values repeated at the ends), or,
-    for series longer than `max_points`, the medians of at most `max_points` equal buckets
-    (which smooths at least as much and keeps the cost linear; the few oldest points that
-    do not fill a bucket are left out)."""
+    (edge values repeated at the ends), or, for series longer than `max_points`, the
+    medians of at most `max_points` equal buckets (which smooths at least as much and keeps
+    the cost linear; the few oldest points that do not fill a bucket are left out)."""
     n = values.size
     if n > max_points:
         size = -(-n // max_points)
@@ -123,10 +116,6 @@ class Trend:
     """Finite points judged."""
 
 
-def unknown_trend(points: int = 0) -> Trend:
-    return Trend(Direction.UNKNOWN, math.nan, math.nan, points)
-
-
 def classify_trend(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> Trend:
     """Rising / flat / falling / unknown for one window of a metric.
 
@@ -141,11 +130,11 @@ def classify_trend(steps: np.ndarray, values: np.ndarray, rules: TrendRules) -> 
     steps, values = steps[ok], values[ok]
     n = values.size
     if n < max(rules.min_points, 2):
-        return unknown_trend(n)
+        return Trend(Direction.UNKNOWN, math.nan, math.nan, n)
     x, y = smooth(steps, values, rules.smoothing, rules.max_points)
     slope = theil_sen_slope(x, y, rules.max_pairs)
     if not math.isfinite(slope):
-        return unknown_trend(n)
+        return Trend(Direction.UNKNOWN, math.nan, math.nan, n)
     intercept = median_of(y - slope * x)
     span = float(steps[-1] - steps[0])
     change = slope * span
@@ -265,12 +254,8 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
     codes = np.asarray(codes)
     judged_mask = (codes == Zone.HEALTHY) | (codes == Zone.CAUTION) | (codes == Zone.BAD)
     judged = int(judged_mask.sum())
-    if judged == 0:
-        na = (
-            bool(codes.size)
-            and bool(np.all((codes == Zone.NA) | (codes == Zone.UNKNOWN)))
-            and bool(np.any(codes == Zone.NA))
-        )
+    if judged == 0:  # every code is n/a or unknown
+        na = bool(np.any(codes == Zone.NA))
         return WindowZone(Zone.NA if na else Zone.UNKNOWN, math.nan, math.nan)
     bad = float((codes == Zone.BAD).sum()) / judged
     worse = float(((codes == Zone.CAUTION) | (codes == Zone.BAD)).sum()) / judged

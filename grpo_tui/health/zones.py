@@ -16,8 +16,6 @@ from grpo_tui.health import trends as tr
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.vocabulary import Zone
 
-# -- zones for the UI ----------------------------------------------------------------
-
 
 def _context_adjusted(
     name: str, codes: np.ndarray, values: np.ndarray, rules: Rules, context: RunContext

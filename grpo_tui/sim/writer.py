@@ -131,17 +131,15 @@ class _Batch:
         """The completions.jsonl line: the last `limit` rows, like ms-swift's bounded deque."""
         rows = slice(max(0, len(self.completions) - limit), None)
         n = len(self.completions[rows])
-        line: dict[str, list[Any]] = {
+        return {
             "step": [str(step)] * n,
             "prompt": [p.prompt for p in self.problems[rows]],
             "completion": self.completions[rows],
+            **{name: values[rows] for name, values in self.rewards.items()},
+            "advantages": [float(a) for a in self.advantages[rows]],
+            "entropy": [float(e) for e in self.entropy[rows]],
+            "solution": [p.solution for p in self.problems[rows]],
         }
-        for name, values in self.rewards.items():
-            line[name] = values[rows]
-        line["advantages"] = [float(a) for a in self.advantages[rows]]
-        line["entropy"] = [float(e) for e in self.entropy[rows]]
-        line["solution"] = [p.solution for p in self.problems[rows]]
-        return line
 
 
 def _rollout(
@@ -533,7 +531,6 @@ class LiveSimulator:
     def __init__(self, out_dir: Path, config: SimConfig, steps_per_second: float = 2.0) -> None:
         if steps_per_second <= 0:
             raise ValueError("steps_per_second must be > 0")
-        self.config = config
         self.steps_per_second = steps_per_second
         self.run_dir, sim = _start_run(out_dir, config)
         self._events = sim.events()
