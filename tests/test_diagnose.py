@@ -11,6 +11,9 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -903,6 +906,41 @@ def test_a_verdict_back_with_evidence_from_before_it_left_continues_its_span() -
     for step in (16, 17, 18):
         shown = tracker.feed(later, step)
     assert [(h.start, h.end) for h in shown.history] == [(1, 13), (16, None)]
+
+
+#: two verdicts that begin at the same step, fed to a tracker in a fresh interpreter
+_SAME_START = """
+from grpo_tui.health.rules import Rules
+from grpo_tui.health.steady import VerdictTracker
+from grpo_tui.health.verdict import CheckItem, Diagnosis, Evidence, Scenario, Window
+from grpo_tui.vocabulary import Answer, ScenarioId, Severity, Status
+
+found = [
+    Scenario(sid, sid.title, Severity.CAUTION, None, [Evidence("x", Window(1, 1, 1), {}, "x")], [])
+    for sid in ScenarioId
+    if sid is not ScenarioId.WARMING_UP
+]
+tracker = VerdictTracker(Rules())
+for step in (1, 2, 3, 4):
+    shown = tracker.feed(Diagnosis(Status.UNKNOWN, found, [CheckItem(1, "q", Answer.UNKNOWN, "")], {}), step)
+print(" ".join(span.id.value for span in shown.history))
+"""
+
+
+def test_verdicts_that_begin_together_keep_one_order_in_every_process() -> None:
+    """The history's order does not follow Python's string hashing (a set's order)."""
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", _SAME_START],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(orders) == 1
+    assert len(orders.pop().split()) == len(ScenarioId) - 1
 
 
 def test_judging_the_same_step_again_counts_once() -> None:

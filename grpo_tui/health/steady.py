@@ -63,7 +63,8 @@ class VerdictTracker:
         if any(s.id is ScenarioId.WARMING_UP for s in raw.scenarios):
             return replace(raw, history=self.timeline)
         named = {s.id: s for s in raw.scenarios}
-        for scenario_id in set(named) | set(self._tracks):
+        # in a fixed order: verdicts that begin at the same step keep one order in the history
+        for scenario_id in sorted(named.keys() | self._tracks.keys(), key=lambda s: s.rank):
             track = self._tracks.setdefault(scenario_id, _Track())
             scenario = named.get(scenario_id)
             if scenario is not None:
