@@ -36,24 +36,18 @@ def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
     ]
 
 
-def mode_words(modes: ChartModes, view: ChartView | None) -> str:
+def mode_words(modes: ChartModes, view: ChartView) -> str:
     """The modes in effect, as the title says them: "EMA 0.9 · log-Y · x: wall time"."""
-    words = []
-    if modes.smooth:
-        words.append(f"EMA {view.ema_weight:g}" if view is not None else "EMA")
-    if view is not None and view.log_y:
-        words.append("log-Y")
-    if view is not None and view.wall_time:
-        words.append("x: wall time")
-    return " · ".join(words)
+    words = (
+        (modes.smooth, f"EMA {view.ema_weight:g}"),
+        (view.log_y, "log-Y"),
+        (view.wall_time, "x: wall time"),
+    )
+    return " · ".join(word for on, word in words if on)
 
 
 def detail_title(
-    name: str,
-    source: MetricsFrame,
-    modes: ChartModes | None = None,
-    view: ChartView | None = None,
-    width: int | None = None,
+    name: str, source: MetricsFrame, modes: ChartModes, view: ChartView, width: int
 ) -> Text:
     store = source.store
     health = source.diagnosis.metrics.get(name) if source.diagnosis is not None else None
@@ -71,17 +65,16 @@ def detail_title(
     text.append(f"  {count} point{'' if count == 1 else 's'}", style="dim")
     if (last := store.last(name)) is not None:
         text.append(f", latest at step {format_step(last[0])}", style="dim")
-    shown = mode_words(modes, view) if modes is not None else ""
-    if shown:
+    if shown := mode_words(modes, view):
         block = f"[{shown}]"
         # the modes as one piece: on a line of their own when they would wrap
-        fits = width is None or text.cell_len + 2 + len(block) <= width
+        fits = text.cell_len + 2 + len(block) <= width
         text.append("  " if fits else "\n", style="bold")
         text.append(block, style="bold")
     if health is not None and health.reason:
         text.append("\n")
         text.append(f"{printable(name)} {printable(health.reason)}", style="dim")
-    for note in view.notes if view is not None else ():
+    for note in view.notes:
         text.append("\n")
         text.append(note, style=source.palette.style(Zone.CAUTION))
     return text
