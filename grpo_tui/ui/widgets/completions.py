@@ -48,9 +48,8 @@ from grpo_tui.ui.completion_rows import (
 from grpo_tui.ui.completions_cursor import (
     CompletionsCursor,
     arrivals,
-    best_group,
     group_order,
-    worst_group,
+    ranked_group,
 )
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
@@ -464,8 +463,7 @@ class CompletionsPanel(Vertical):
     def action_ranked(self, best: bool) -> None:
         """`w` / `b`: the worst / best group of the step."""
         if self.page is not None:
-            ranked = best_group if best else worst_group
-            self.cursor.jump(ranked(self.page.groups, self.visible_groups))
+            self.cursor.jump(ranked_group(self.page.groups, self.visible_groups, best=best))
             self._draw()
 
     def action_zero_spread(self) -> None:
