@@ -414,7 +414,7 @@ class CompletionsPanel(Vertical):
     def _cycle(self) -> None:
         if self.frozen or not self.cursor.following or self.page is None or not self.display:
             return
-        if not self.is_on_screen:
+        if not self.region:  # no room on the screen (a region of no area)
             return
         state = self._source.state
         wrapped = self.cursor.cycle(self.visible_groups)
@@ -424,10 +424,6 @@ class CompletionsPanel(Vertical):
                 self._load(newest, group=0)
                 return
         self._draw()
-
-    @property
-    def is_on_screen(self) -> bool:
-        return bool(self.region) and self.region.height > 0
 
     def _move_entry(self, forward: bool, *, at_end: bool = False) -> None:
         """Load the neighbouring step (in a worker: finding it may parse entries); it
