@@ -101,8 +101,8 @@ class CompareScreen(Screen[None]):
         self._differences = Static("", id="compare-settings")
         # every cell is Text: a str cell would be read as markup
         self._table: DataTable[Text] = DataTable(id="compare-table", cursor_type="row")
-        #: the metric of each table row
-        self._row_metric: list[str] = []
+        #: the metric of each table row, in order
+        self.metric_rows: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield self._verdicts
@@ -135,7 +135,7 @@ class CompareScreen(Screen[None]):
         table.add_column(Text(""), width=1, key="run")
         table.add_column(Text("last"), width=9, key="last")
         table.add_column(Text(steps or "history"), width=max(cells, len(steps)), key="history")
-        self._row_metric = []
+        self.metric_rows = []
         marks = {run.name: run_mark(i) for i, run in enumerate(comparison.runs)}
         labels = fit_names([metric.metric for metric in comparison.metrics], name_width)
         for metric in comparison.metrics:
@@ -147,17 +147,12 @@ class CompareScreen(Screen[None]):
                     Text(line.last_text, justify="right"),
                     spark_text(line.levels, line.zones, self._palette),
                 )
-                self._row_metric.append(metric.metric)
-
-    @property
-    def metric_rows(self) -> list[str]:
-        """The metric of each row, in order (tests read it)."""
-        return list(self._row_metric)
+                self.metric_rows.append(metric.metric)
 
     def action_chart(self) -> None:
         row = self._table.cursor_row
-        if 0 <= row < len(self._row_metric):
-            metric = self._row_metric[row]
+        if 0 <= row < len(self.metric_rows):
+            metric = self.metric_rows[row]
             width = max(20, (self.size.width or 80) - 12)
             self.app.push_screen(
                 OverlayScreen(metric, self._overlay(metric, width), self.comparison)
