@@ -36,9 +36,9 @@ from grpo_tui.ui.themes import (
 )
 from grpo_tui.ui.widgets.chart import band_cuts
 from grpo_tui.ui.widgets.detail import detail_title
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import header_view
 from grpo_tui.ui.widgets.metric_rows import (
+    MetricsFrame,
     RowLayout,
     build_row,
     row_segments,

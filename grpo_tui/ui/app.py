@@ -55,10 +55,10 @@ from grpo_tui.ui.widgets.chart import warm_up
 from grpo_tui.ui.widgets.completions import CompletionsPanel
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import RunHeader, header_view
 from grpo_tui.ui.widgets.help import HelpScreen, help_notes, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
+from grpo_tui.ui.widgets.metric_rows import MetricsFrame
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 
 #: at most ~10 frames a second (slow frames are spaced further: session.Pacer); a frame is

@@ -19,8 +19,8 @@ from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import verdict_line
 from grpo_tui.run.chart import ChartModes, ChartView, chart_view
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import verdict_text
+from grpo_tui.ui.widgets.metric_rows import MetricsFrame
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import ScenarioId, Zone
 

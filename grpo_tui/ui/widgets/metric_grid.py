@@ -23,9 +23,9 @@ from textual.strip import Strip
 from grpo_tui.presentation import fit_names, matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.ui.themes import ZonePalette
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,
+    MetricsFrame,
     RowLayout,
     build_row,
     row_segments,

@@ -28,6 +28,20 @@ MIN_SPARK_WIDTH = 4
 _NAME_MIN, _NAME_MAX = 10, 30
 
 
+@dataclass(frozen=True)
+class MetricsFrame:
+    """What one frame of the metric views (the grid and the detail chart) is drawn from: the
+    store at one version, with the rules, context, diagnosis and palette to draw it by; a
+    new one means "maybe redraw"."""
+
+    store: MetricStore
+    version: int
+    rules: Rules
+    context: RunContext
+    diagnosis: Diagnosis | None
+    palette: ZonePalette
+
+
 @dataclass(frozen=True, slots=True)
 class RowLayout:
     """Column widths of the grid at one screen width."""
