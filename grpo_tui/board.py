@@ -417,10 +417,6 @@ class Board:
         self._stop.set()
         self._wake.set()
 
-    def wake(self) -> None:
-        """Look at every run now rather than at the end of the poll interval."""
-        self._wake.set()
-
     def read_all(self) -> bool:
         """One look at every run's files, each read delivered to its session; True when a
         run has more ready (its backlog), so the next look comes at once."""
