@@ -145,12 +145,9 @@ class DetailScreen(Screen[None]):
         title_width = self._title_line.content_size.width or width
         self._title_line.update(detail_title(name, source, self.modes, view, title_width))
         zones = zone_of_values(name, view.mean.y, source.rules, source.context)
-        smoothed = view.smoothed
-        smoothed_zones = (
-            zone_of_values(name, smoothed.y, source.rules, source.context)
-            if smoothed is not None
-            else None
-        )
+        smoothed_zones = None
+        if view.smoothed is not None:
+            smoothed_zones = zone_of_values(name, view.smoothed.y, source.rules, source.context)
         cuts = band_cuts(zone_bands(name, source.rules, source.context))
         markers = onset_markers(source.diagnosis)
         picture, hidden = build_chart(
