@@ -138,17 +138,12 @@ class GrpoTuiApp(GrpoApp[None]):
         )
         #: the run's events and where they go (a toast, the bell, OSC, --on-alert)
         settings = alerts or AlertSettings()
-        self.alerts = RunAlerts(
-            self.path,
-            settings,
-            command=command_sink(
-                settings,
-                lambda text: self.post_message(
-                    self.FromReader(Notice("on-alert", text, error=True))
-                ),
-            ),
-            shown=True,
-        )
+
+        def command_failed(text: str) -> None:
+            self.post_message(self.FromReader(Notice("on-alert", text, error=True)))
+
+        command = command_sink(settings, command_failed)
+        self.alerts = RunAlerts(self.path, settings, command=command, shown=True)
         follower = follower or RunFollower(self.path, newest_first=True)
         #: the run's reader (core's follow loop, in its own thread): `wake()` makes it look
         #: at the files at once instead of at its next poll
