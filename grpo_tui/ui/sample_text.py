@@ -94,12 +94,6 @@ class Capped:
     lines: int
 
 
-def _marker(hidden: int, longer: bool) -> str:
-    if longer:
-        return "… more"
-    return f"… +{hidden} line{'s' if hidden != 1 else ''}"
-
-
 def capped_lines(text: str, width: int, max_lines: int) -> Capped:
     """The first `max_lines` lines of `text` wrapped at `width` cells, inert; when cut, the
     last line makes room for a marker of how much more there is."""
@@ -113,7 +107,7 @@ def capped_lines(text: str, width: int, max_lines: int) -> Capped:
     longer = len(text) > head_chars
     lines = lines[:max_lines] or [Text()]
     if hidden or longer:
-        marker = _marker(hidden, longer)
+        marker = "… more" if longer else f"… +{hidden} line{'s' if hidden != 1 else ''}"
         if len(marker) + 1 > width:
             marker = "…"
         last = lines[-1]
