@@ -162,9 +162,6 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     # -- reading and diagnosing ---------------------------------------------------------
     @on(Read)
-    def _on_read(self) -> None:
-        self._take()
-
     def _take(self) -> None:
         changed, notices = self.board.take_inbox()
         for notice in notices[-1:]:

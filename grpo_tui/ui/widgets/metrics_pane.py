@@ -85,9 +85,6 @@ class MetricsPane(Vertical):
 
     # -- the caption ------------------------------------------------------------------------
     @on(MetricGrid.LayoutChanged)
-    def _grid_layout_changed(self) -> None:
-        self._draw_caption()
-
     def _draw_caption(self) -> None:
         grid = self.grid
         text = Text(no_wrap=True, overflow="ellipsis", style="dim")
