@@ -62,10 +62,6 @@ class MetricLine:
     #: each cell's zone (grpo_tui.vocabulary.Zone codes), as the grid colours them
     zones: np.ndarray
 
-    @property
-    def last_text(self) -> str:
-        return format_value(self.last)
-
 
 @dataclass(frozen=True)
 class ComparedMetric:

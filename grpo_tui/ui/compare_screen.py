@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from grpo_tui.compare import Comparison, OverlaySeries
-from grpo_tui.numbers import format_step
+from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, fit_names
 from grpo_tui.run.chart import step_axes
 from grpo_tui.ui.themes import ZonePalette
@@ -144,7 +144,7 @@ class CompareScreen(Screen[None]):
                 table.add_row(
                     Text(shown, no_wrap=True),
                     Text(marks.get(line.run, "+"), style="bold"),
-                    Text(line.last_text, justify="right"),
+                    Text(format_value(line.last), justify="right"),
                     spark_text(line.levels, line.zones, self._palette),
                 )
                 self.metric_rows.append(metric.metric)
