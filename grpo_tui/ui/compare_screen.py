@@ -149,6 +149,7 @@ class CompareScreen(Screen[None]):
                 )
                 self.metric_rows.append(metric.metric)
 
+    @on(DataTable.RowSelected, "#compare-table")
     def action_chart(self) -> None:
         row = self._table.cursor_row
         if 0 <= row < len(self.metric_rows):
@@ -157,10 +158,6 @@ class CompareScreen(Screen[None]):
             self.app.push_screen(
                 OverlayScreen(metric, self._overlay(metric, width), self.comparison)
             )
-
-    @on(DataTable.RowSelected, "#compare-table")
-    def _row_selected(self) -> None:
-        self.action_chart()
 
 
 def overlay_chart(metric: str, series: Sequence[OverlaySeries], width: int, height: int) -> Text:
