@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
@@ -46,7 +45,6 @@ class RunToCompare:
 @dataclass(frozen=True)
 class ComparedRun:
     name: str
-    path: Path
     status: Status
     verdict: VerdictLine
 
@@ -168,7 +166,6 @@ def compare_runs(runs: Sequence[RunToCompare], rules: Rules, cells: int) -> Comp
     compared = tuple(
         ComparedRun(
             r.name,
-            r.run.path,
             r.diagnosis.status if r.diagnosis is not None else Status.UNKNOWN,
             verdict_line(r.diagnosis),
         )
