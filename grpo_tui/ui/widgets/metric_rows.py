@@ -67,8 +67,6 @@ class MetricRow:
     trend: Direction
     levels_values: bytes
     bucket_zones: bytes
-    first_step: float | None
-    last_step: float | None
 
 
 def build_row(
@@ -80,8 +78,7 @@ def build_row(
     diagnosis: Diagnosis | None,
 ) -> MetricRow:
     """A row from the store's buckets and core's zones (O(spark_width))."""
-    buckets = store.buckets(name, spark_width)
-    means = buckets.mean
+    means = store.buckets(name, spark_width).mean
     zones = zone_of_values(name, means, rules, context).astype(np.int8)
     health = diagnosis.metrics.get(name) if diagnosis is not None else None
     latest = store.latest(name)
@@ -102,8 +99,6 @@ def build_row(
         trend=trend,
         levels_values=np.ascontiguousarray(means).tobytes(),
         bucket_zones=zones.tobytes(),
-        first_step=float(buckets.step_lo[0]) if len(buckets) else None,
-        last_step=float(buckets.step_hi[-1]) if len(buckets) else None,
     )
 
 
