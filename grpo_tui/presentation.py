@@ -495,8 +495,6 @@ def evidence_figure(evidence: Evidence) -> str:
     rising", "clipped_ratio 0.84", "valid_json_reward 1.88 at its top"), or "" when it
     holds no number a reader would quote."""
     numbers, name = evidence.numbers, metric_words(evidence.metric)
-    if evidence.metric.startswith("rewards/") and not is_function_reward(evidence.metric):
-        name = evidence.metric
     first = numbers.get("first")
     last = numbers.get("last")
     if first is not None and last is not None:
