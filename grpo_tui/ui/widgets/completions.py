@@ -309,9 +309,8 @@ class CompletionsPanel(Vertical):
     # -- drawing ------------------------------------------------------------------------
     def _show_empty(self, empty: bool) -> None:
         self._empty.display = empty
-        self._table.display = not empty
-        self._title.display = not empty
-        self._prompt.display = not empty
+        for shown in (self._table, self._title, self._prompt):
+            shown.display = not empty
 
     def on_resize(self) -> None:
         self._draw(force=True)
