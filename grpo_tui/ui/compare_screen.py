@@ -126,11 +126,10 @@ class CompareScreen(Screen[None]):
         table.clear(columns=True)
         name_width = min(28, max(10, width // 4))
         cells = comparison.metrics[0].lines[0].levels.size if comparison.metrics else 0
+        first, last = comparison.first_step, comparison.last_step
         steps = ""
-        if comparison.first_step is not None and comparison.last_step is not None:
-            steps = (
-                f"steps {format_step(comparison.first_step)}–{format_step(comparison.last_step)}"
-            )
+        if first is not None and last is not None:
+            steps = f"steps {format_step(first)}–{format_step(last)}"
         table.add_column(Text("metric"), width=name_width, key="metric")
         table.add_column(Text(""), width=1, key="run")
         table.add_column(Text("last"), width=9, key="last")
