@@ -202,8 +202,7 @@ def chart_legend(
     items: list[Text] = []
     if view.smoothed is not None:
         items.append(Text(f"⣿ EMA {view.ema_weight:g}, raw grey behind", style="bold"))
-    for stall in view.stalls:
-        items.append(Text(f"· {stall.words}", style=palette.style(Zone.CAUTION)))
+    items += [Text(f"· {stall.words}", style=palette.style(Zone.CAUTION)) for stall in view.stalls]
     for cut in cuts:
         item = Text("┈ " + cut.label, style=palette.style(cut.zone))
         if cut in hidden:
