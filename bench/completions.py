@@ -86,7 +86,7 @@ async def measure(path: Path, newest: str, index_seconds: float) -> dict[str, fl
         panel = app.query_one(CompletionsPanel)
         while True:
             group = panel.shown_group
-            if group is not None and group.step == newest and panel.is_on_screen:
+            if group is not None and group.step == newest and panel.region:
                 result["first_group_s"] = time.perf_counter() - STARTED
                 break
             await asyncio.sleep(0.005)  # (pilot.pause waits for an idle app as well)

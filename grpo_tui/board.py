@@ -128,15 +128,10 @@ class BoardRow(_SlowParts):
         return matches_filter(" ".join(haystack), query)
 
 
-def _median_ends(values: np.ndarray) -> tuple[float | None, float | None]:
-    if values.size == 0:
-        return None, None
-    return float(np.median(values[:END_POINTS])), float(np.median(values[-END_POINTS:]))
-
-
 def _slow_parts(run: Run, diagnosis: Diagnosis | None, pending: str) -> _SlowParts:
     reward = run.store.points(BOARD_REWARD).values
-    first, latest = _median_ends(reward)
+    first = float(np.median(reward[:END_POINTS])) if reward.size else None
+    latest = float(np.median(reward[-END_POINTS:])) if reward.size else None
     levels = run.store.buckets(BOARD_REWARD, SPARK_CELLS).mean
     return _SlowParts(
         framework=printable(run.framework or ""),
@@ -415,10 +410,6 @@ class Board:
 
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
-
-    def wake(self) -> None:
-        """Look at every run now rather than at the end of the poll interval."""
         self._wake.set()
 
     def read_all(self) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
@@ -46,7 +45,6 @@ class RunToCompare:
 @dataclass(frozen=True)
 class ComparedRun:
     name: str
-    path: Path
     status: Status
     verdict: VerdictLine
 
@@ -61,10 +59,6 @@ class MetricLine:
     levels: np.ndarray
     #: each cell's zone (grpo_tui.vocabulary.Zone codes), as the grid colours them
     zones: np.ndarray
-
-    @property
-    def last_text(self) -> str:
-        return format_value(self.last)
 
 
 @dataclass(frozen=True)
@@ -100,10 +94,9 @@ def logging_stride(run: Run) -> float:
 
 
 def step_edges(runs: Sequence[Run], cells: int) -> np.ndarray:
-    """Edges of equal step spans from the earliest first step of the runs to their latest
-    last step, at most `cells` spans and none narrower than the sparsest run's logging
-    interval (a run logging every 5 steps would be a dashed line in 1-step cells); empty
-    when no run has a step."""
+    """Edges of equal step spans from the earliest first step of the runs to their latest last step,
+    at most `cells` spans and none narrower than the sparsest run's logging interval (a run logging
+    every 5 steps would be a dashed line in 1-step cells); empty when no run has a step."""
     firsts = [float(run.store.steps[0]) for run in runs if len(run.store)]
     lasts = [step for run in runs if (step := run.store.last_step()) is not None]
     if not firsts or not lasts:
@@ -173,7 +166,6 @@ def compare_runs(runs: Sequence[RunToCompare], rules: Rules, cells: int) -> Comp
     compared = tuple(
         ComparedRun(
             r.name,
-            r.run.path,
             r.diagnosis.status if r.diagnosis is not None else Status.UNKNOWN,
             verdict_line(r.diagnosis),
         )

@@ -46,22 +46,23 @@ SCHEMA = 1
 
 
 class EventKind(enum.Enum):
-    """What an event is mainly about (its other fields say everything that changed)."""
+    """What an event is mainly about (its other fields say everything that changed). Listed
+    worst first: an event that brings several changes is named by the first of them."""
 
     WORSE = "worse"
     """The status got worse (healthy → caution, caution → problem, …)."""
-    BETTER = "better"
-    """The status got better (a verdict that warned left)."""
-    VERDICTS = "verdicts"
-    """A verdict that warns entered or left, the status stayed as it was."""
-    STALLED = "stalled"
-    """No data for longer than the run's usual interval allows (run/state.py)."""
-    RESUMED = "resumed"
-    """Data again after a stall."""
-    ENDED = "ended"
-    """The run ended before its last step (an end line before max_steps)."""
     UNREADABLE = "unreadable"
     """The run's files cannot be read any more (permission denied, gone, …)."""
+    ENDED = "ended"
+    """The run ended before its last step (an end line before max_steps)."""
+    STALLED = "stalled"
+    """No data for longer than the run's usual interval allows (run/state.py)."""
+    VERDICTS = "verdicts"
+    """A verdict that warns entered or left, the status stayed as it was."""
+    BETTER = "better"
+    """The status got better (a verdict that warned left)."""
+    RESUMED = "resumed"
+    """Data again after a stall."""
 
     @property
     def word(self) -> str:
@@ -70,16 +71,6 @@ class EventKind(enum.Enum):
 
 #: the kinds that tell of something worse (the bell rings for them)
 WORSENING = frozenset({EventKind.WORSE, EventKind.STALLED, EventKind.ENDED, EventKind.UNREADABLE})
-#: the order the kinds name an event by when one brings several changes: the worst first
-_KIND_ORDER = (
-    EventKind.WORSE,
-    EventKind.UNREADABLE,
-    EventKind.ENDED,
-    EventKind.STALLED,
-    EventKind.VERDICTS,
-    EventKind.BETTER,
-    EventKind.RESUMED,
-)
 
 
 def status_rank(status: Status) -> int:
@@ -347,7 +338,7 @@ class EventDetector:
         self.held = False
         self._sent.append(self.clock())
         self._told = now
-        kind = next(k for k in _KIND_ORDER if k in kinds)
+        kind = next(k for k in EventKind if k in kinds)
         return Event(
             kind=kind,
             run=self.run,

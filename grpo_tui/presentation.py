@@ -384,14 +384,18 @@ def fit_facts(facts: Iterable[str], width: int) -> list[str]:
     important kept first (the step, the age of the data, bad lines), in their order; so the
     header keeps one line whatever the state says."""
     facts = list(facts)
-    room = width + len(FACT_SEPARATOR)
+    return _kept_by_rank(facts, [_fact_rank(f) for f in facts], width + len(FACT_SEPARATOR))
+
+
+def _kept_by_rank(texts: Sequence[str], ranks: Sequence[int], room: int) -> list[str]:
+    """The texts that fit `room` cells, each after a FACT_SEPARATOR: the lowest ranks first
+    (ties in order) while they fit, shown in their order."""
     kept: set[int] = set()
-    for index in sorted(range(len(facts)), key=lambda i: (_fact_rank(facts[i]), i)):
-        cost = len(FACT_SEPARATOR) + len(facts[index])
-        if cost <= room:
+    for index in sorted(range(len(texts)), key=lambda i: (ranks[i], i)):
+        if (cost := len(FACT_SEPARATOR) + len(texts[index])) <= room:
             kept.add(index)
             room -= cost
-    return [fact for index, fact in enumerate(facts) if index in kept]
+    return [text for index, text in enumerate(texts) if index in kept]
 
 
 # -- verdict history ------------------------------------------------------------------------
@@ -422,8 +426,8 @@ def no_verdict_words(diagnosis: Diagnosis) -> str:
 
 # -- the verdict line ---------------------------------------------------------------------
 
-#: what separates the verdict line's parts (readable without colour)
-VERDICT_SEPARATOR = " · "
+#: what separates the verdict line's parts (readable without colour): the facts' separator
+VERDICT_SEPARATOR = FACT_SEPARATOR
 #: the facts with numbers a verdict line quotes at most
 VERDICT_NUMBERS = 2
 #: the words a course's evidence text names it by ("reward flat: 0.25 … → 0.75 …")
@@ -457,20 +461,15 @@ class VerdictLine:
         last "…" when some were left out."""
         ranks = self.ranks or tuple(range(len(self.parts)))
         room = width - len(self.lead)
-        costs = [len(VERDICT_SEPARATOR) + len(part) for part in self.parts]
-        if not self.parts or sum(costs) <= room:
+        if not self.parts or sum(len(VERDICT_SEPARATOR) + len(p) for p in self.parts) <= room:
             return self.parts
         room -= len(" …")  # what says that some were left out
-        kept: set[int] = set()
-        for index in sorted(range(len(self.parts)), key=lambda i: (ranks[i], i)):
-            if costs[index] <= room:
-                kept.add(index)
-                room -= costs[index]
-            elif not kept:
-                # the part that matters most never gives way to a smaller one: it is cut
-                cut = room + len(" …") - len(VERDICT_SEPARATOR)
-                return (self.parts[index][: cut - 1] + "…",) if cut >= 2 else ()
-        shown = [part for index, part in enumerate(self.parts) if index in kept]
+        top = self.parts[min(range(len(self.parts)), key=lambda i: (ranks[i], i))]
+        if len(VERDICT_SEPARATOR) + len(top) > room:
+            # the part that matters most never gives way to a smaller one: it is cut
+            cut = room + len(" …") - len(VERDICT_SEPARATOR)
+            return (top[: cut - 1] + "…",) if cut >= 2 else ()
+        shown = _kept_by_rank(self.parts, ranks, room)
         shown[-1] += " …"
         return tuple(shown)
 
@@ -496,8 +495,6 @@ def evidence_figure(evidence: Evidence) -> str:
     rising", "clipped_ratio 0.84", "valid_json_reward 1.88 at its top"), or "" when it
     holds no number a reader would quote."""
     numbers, name = evidence.numbers, metric_words(evidence.metric)
-    if evidence.metric.startswith("rewards/") and not is_function_reward(evidence.metric):
-        name = evidence.metric
     first = numbers.get("first")
     last = numbers.get("last")
     if first is not None and last is not None:

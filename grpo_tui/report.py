@@ -182,8 +182,7 @@ def render_check(
     """The whole human report of `check` (`verbose`: with how each number was read)."""
     title = Text(f"grpo-tui check {run.path}", style="bold")
     parts: list[RenderableType] = [Hanging("", title, indent=0), run_line(run, now=now)]
-    for note in run.notes:
-        parts.append(Hanging(Text("!", style="bold yellow"), note, indent=2))
+    parts += [Hanging(Text("!", style="bold yellow"), note, indent=2) for note in run.notes]
     if len(run.store) == 0:
         if run.unreadable:
             parts.append(Text(f"Cannot read: {run.unreadable}", style="bold"))

@@ -33,11 +33,11 @@ class Zone(enum.IntEnum):
 
     @property
     def word(self) -> str:
-        return _ZONE_WORDS[self]
+        return _ZONE_FACES[self][0]
 
     @property
     def glyph(self) -> str:
-        return _ZONE_GLYPHS[self]
+        return _ZONE_FACES[self][1]
 
     @property
     def badness(self) -> int:
@@ -55,19 +55,13 @@ class Zone(enum.IntEnum):
         return self in (Zone.CAUTION, Zone.BAD)
 
 
-_ZONE_WORDS = {
-    Zone.UNKNOWN: "unknown",
-    Zone.HEALTHY: "healthy",
-    Zone.CAUTION: "caution",
-    Zone.BAD: "bad",
-    Zone.NA: "n/a",
-}
-_ZONE_GLYPHS = {
-    Zone.UNKNOWN: "?",
-    Zone.HEALTHY: "✓",
-    Zone.CAUTION: "!",
-    Zone.BAD: "✗",
-    Zone.NA: "·",
+#: each zone's (word, glyph)
+_ZONE_FACES = {
+    Zone.UNKNOWN: ("unknown", "?"),
+    Zone.HEALTHY: ("healthy", "✓"),
+    Zone.CAUTION: ("caution", "!"),
+    Zone.BAD: ("bad", "✗"),
+    Zone.NA: ("n/a", "·"),
 }
 
 

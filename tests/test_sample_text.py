@@ -46,9 +46,8 @@ from grpo_tui.ui.completion_rows import (
 from grpo_tui.ui.completions_cursor import (
     CompletionsCursor,
     Place,
-    best_group,
     group_order,
-    worst_group,
+    ranked_group,
 )
 from grpo_tui.ui.sample_text import Turn, capped_lines, fold_prompt, prompt_turns
 from grpo_tui.ui.themes import ZonePalette, load_themes
@@ -425,12 +424,14 @@ def test_group_order_and_worst_best(tmp_path: Path) -> None:
     everything = group_order(groups, zero_spread_only=False)
     assert everything == [0, 1, 2, 3, 4]
     assert group_order(groups, zero_spread_only=True) == [0, 4]
-    assert worst_group(groups, everything) == 4
-    assert best_group(groups, everything) == 1  # same mean as group 0, wider spread
-    assert worst_group(groups, [0, 1]) == 0  # same mean: the smaller spread is worse
-    assert worst_group(groups, [3]) == 3 and best_group(groups, [3]) == 3
-    assert worst_group(groups, [2, 3]) == 2  # a known mean wins over an unknown one
-    assert worst_group(groups, []) is None and best_group(groups, []) is None
+    assert ranked_group(groups, everything, best=False) == 4
+    assert ranked_group(groups, everything, best=True) == 1  # same mean as group 0, wider spread
+    assert ranked_group(groups, [0, 1], best=False) == 0  # same mean: the smaller spread is worse
+    assert ranked_group(groups, [3], best=False) == 3 and ranked_group(groups, [3], best=True) == 3
+    assert ranked_group(groups, [2, 3], best=False) == 2  # a known mean wins over an unknown one
+    assert (
+        ranked_group(groups, [], best=False) is None and ranked_group(groups, [], best=True) is None
+    )
 
 
 # --------------------------------------------------------------------------- render pieces

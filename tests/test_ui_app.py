@@ -32,10 +32,10 @@ from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.sim import write_run
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.widgets.detail import DetailScreen
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import RunHeader
 from grpo_tui.ui.widgets.help import HelpScreen
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
+from grpo_tui.ui.widgets.metric_rows import MetricsFrame
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.vocabulary import RunState, ScenarioId
 

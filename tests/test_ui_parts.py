@@ -18,6 +18,7 @@ from grpo_tui.health.diagnose import Diagnosis, MetricHealth
 from grpo_tui.health.rules import Rules
 from grpo_tui.numbers import format_duration, format_value
 from grpo_tui.presentation import fit_names, matches_filter, order_metrics
+from grpo_tui.run.chart import ChartModes, chart_view
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
 from grpo_tui.run.metrics import MetricStore
@@ -35,9 +36,9 @@ from grpo_tui.ui.themes import (
 )
 from grpo_tui.ui.widgets.chart import band_cuts
 from grpo_tui.ui.widgets.detail import detail_title
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import header_view
 from grpo_tui.ui.widgets.metric_rows import (
+    MetricsFrame,
     RowLayout,
     build_row,
     row_segments,
@@ -282,7 +283,8 @@ def test_one_frame_draws_the_detail_title_as_the_grid_row() -> None:
     palette = load_themes()["default"].palette
     frame = MetricsFrame(store, 3, Rules(), RunContext(), diagnosis, palette)
     row = build_row(frame.store, "kl", 40, frame.rules, frame.context, frame.diagnosis)
-    title = detail_title("kl", frame).plain
+    view = chart_view(frame.store, "kl", ChartModes(), 80, 20)
+    title = detail_title("kl", frame, ChartModes(), view, 80).plain
     assert title.startswith(f"kl  {row.value_text} {row.zone.glyph} {row.zone.word}")
     assert "3 points, latest at step 3" in title and "kl kl > 1" in title
     with pytest.raises(AttributeError):

@@ -55,10 +55,10 @@ from grpo_tui.ui.widgets.chart import warm_up
 from grpo_tui.ui.widgets.completions import CompletionsPanel
 from grpo_tui.ui.widgets.detail import DetailScreen
 from grpo_tui.ui.widgets.diagnosis import DiagnosisPanel, diagnosis_summary
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import RunHeader, header_view
 from grpo_tui.ui.widgets.help import HelpScreen, help_notes, help_text, key_rows
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
+from grpo_tui.ui.widgets.metric_rows import MetricsFrame
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 
 #: at most ~10 frames a second (slow frames are spaced further: session.Pacer); a frame is
@@ -138,17 +138,12 @@ class GrpoTuiApp(GrpoApp[None]):
         )
         #: the run's events and where they go (a toast, the bell, OSC, --on-alert)
         settings = alerts or AlertSettings()
-        self.alerts = RunAlerts(
-            self.path,
-            settings,
-            command=command_sink(
-                settings,
-                lambda text: self.post_message(
-                    self.FromReader(Notice("on-alert", text, error=True))
-                ),
-            ),
-            shown=True,
-        )
+
+        def command_failed(text: str) -> None:
+            self.post_message(self.FromReader(Notice("on-alert", text, error=True)))
+
+        command = command_sink(settings, command_failed)
+        self.alerts = RunAlerts(self.path, settings, command=command, shown=True)
         follower = follower or RunFollower(self.path, newest_first=True)
         #: the run's reader (core's follow loop, in its own thread): `wake()` makes it look
         #: at the files at once instead of at its next poll

@@ -120,7 +120,8 @@ class BoardApp(GrpoApp[BoardChoice]):
         self.now = now
         self._title = title
         self._selected = selected
-        self._rows: list[BoardRow] = []
+        #: the rows shown now (filtered), worst first
+        self.rows: list[BoardRow] = []
         self._shown: tuple[object, ...] | None = None
         self._filter = ""
         self._diagnosing = False
@@ -161,9 +162,6 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     # -- reading and diagnosing ---------------------------------------------------------
     @on(Read)
-    def _on_read(self) -> None:
-        self._take()
-
     def _take(self) -> None:
         changed, notices = self.board.take_inbox()
         for notice in notices[-1:]:
@@ -201,7 +199,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         now = self.now()
         fresh = any(
             row.data_time is not None and now - row.data_time < _SECONDS_SHOWN_S
-            for row in self._rows
+            for row in self.rows
         )
         return BOARD_CLOCK_S if fresh else BOARD_SLOW_CLOCK_S
 
@@ -215,14 +213,9 @@ class BoardApp(GrpoApp[BoardChoice]):
         return not self._diagnosing and self.board.settled and self._shown == self._key()
 
     # -- drawing ------------------------------------------------------------------------
-    @property
-    def rows(self) -> list[BoardRow]:
-        """The rows shown now (filtered), worst first."""
-        return list(self._rows)
-
     def _key(self) -> tuple[object, ...]:
         return (
-            tuple(self._rows),
+            tuple(self.rows),
             self.size.width,
             self.theme,
             self._filter,
@@ -232,7 +225,7 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     def _draw(self) -> None:
         every = self.board.rows(self.now())
-        self._rows = [row for row in every if not self._filter or row.matches(self._filter)]
+        self.rows = [row for row in every if not self._filter or row.matches(self._filter)]
         key = self._key()
         if key == self._shown:
             return
@@ -242,7 +235,7 @@ class BoardApp(GrpoApp[BoardChoice]):
         self._counts.update(Text(board_counts(every), no_wrap=True, overflow="ellipsis"))
         facts = f"{len(every)} run{'' if len(every) == 1 else 's'}"
         if self._filter:
-            facts += f" · filter: {self._filter} ({len(self._rows)})"
+            facts += f" · filter: {self._filter} ({len(self.rows)})"
         if alerted := sum(1 for row in every if row.alert):
             facts += f" · ⚑ {alerted} worse since opened"
         if judging := self.board.judging():
@@ -285,8 +278,8 @@ class BoardApp(GrpoApp[BoardChoice]):
         verdict_width = columns[-1][1]
         narrow = width < WIDE_BOARD
         # sweep runs share a prefix and differ at the end (`trl-qwen35…s44-latecollapse`)
-        names = fit_names([row.name for row in self._rows], columns[2][1])
-        for row in self._rows:
+        names = fit_names([row.name for row in self.rows], columns[2][1])
+        for row in self.rows:
             glyph = Text(row.status.glyph, style=spec.style(row.status.zone))
             state_style = "bold" if row.troubled else ""
             mark = "●" if row.ref in self.marked else "⚑" if row.alert else " "

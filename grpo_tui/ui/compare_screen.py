@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from grpo_tui.compare import Comparison, OverlaySeries
-from grpo_tui.numbers import format_step
+from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, fit_names
 from grpo_tui.run.chart import step_axes
 from grpo_tui.ui.themes import ZonePalette
@@ -101,8 +101,8 @@ class CompareScreen(Screen[None]):
         self._differences = Static("", id="compare-settings")
         # every cell is Text: a str cell would be read as markup
         self._table: DataTable[Text] = DataTable(id="compare-table", cursor_type="row")
-        #: the metric of each table row
-        self._row_metric: list[str] = []
+        #: the metric of each table row, in order
+        self.metric_rows: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield self._verdicts
@@ -126,16 +126,15 @@ class CompareScreen(Screen[None]):
         table.clear(columns=True)
         name_width = min(28, max(10, width // 4))
         cells = comparison.metrics[0].lines[0].levels.size if comparison.metrics else 0
+        first, last = comparison.first_step, comparison.last_step
         steps = ""
-        if comparison.first_step is not None and comparison.last_step is not None:
-            steps = (
-                f"steps {format_step(comparison.first_step)}–{format_step(comparison.last_step)}"
-            )
+        if first is not None and last is not None:
+            steps = f"steps {format_step(first)}–{format_step(last)}"
         table.add_column(Text("metric"), width=name_width, key="metric")
         table.add_column(Text(""), width=1, key="run")
         table.add_column(Text("last"), width=9, key="last")
         table.add_column(Text(steps or "history"), width=max(cells, len(steps)), key="history")
-        self._row_metric = []
+        self.metric_rows = []
         marks = {run.name: run_mark(i) for i, run in enumerate(comparison.runs)}
         labels = fit_names([metric.metric for metric in comparison.metrics], name_width)
         for metric in comparison.metrics:
@@ -144,28 +143,20 @@ class CompareScreen(Screen[None]):
                 table.add_row(
                     Text(shown, no_wrap=True),
                     Text(marks.get(line.run, "+"), style="bold"),
-                    Text(line.last_text, justify="right"),
+                    Text(format_value(line.last), justify="right"),
                     spark_text(line.levels, line.zones, self._palette),
                 )
-                self._row_metric.append(metric.metric)
+                self.metric_rows.append(metric.metric)
 
-    @property
-    def metric_rows(self) -> list[str]:
-        """The metric of each row, in order (tests read it)."""
-        return list(self._row_metric)
-
+    @on(DataTable.RowSelected, "#compare-table")
     def action_chart(self) -> None:
         row = self._table.cursor_row
-        if 0 <= row < len(self._row_metric):
-            metric = self._row_metric[row]
+        if 0 <= row < len(self.metric_rows):
+            metric = self.metric_rows[row]
             width = max(20, (self.size.width or 80) - 12)
             self.app.push_screen(
                 OverlayScreen(metric, self._overlay(metric, width), self.comparison)
             )
-
-    @on(DataTable.RowSelected, "#compare-table")
-    def _row_selected(self) -> None:
-        self.action_chart()
 
 
 def overlay_chart(metric: str, series: Sequence[OverlaySeries], width: int, height: int) -> Text:

@@ -51,22 +51,12 @@ def _rank_key(group: Group) -> tuple[float, float]:
     )
 
 
-def _ranked(groups: Sequence[Group], visible: Sequence[int]) -> list[int]:
-    """Visible groups with a known mean total (all of them when none is known), worst first."""
+def ranked_group(groups: Sequence[Group], visible: Sequence[int], *, best: bool) -> int | None:
+    """The visible group with the lowest mean total reward (ties: the smallest spread), or
+    the highest with `best` (ties: the largest spread); a known mean beats an unknown one."""
     known = [i for i in visible if not math.isnan(groups[i].mean_total)]
-    return sorted(known or visible, key=lambda i: _rank_key(groups[i]))
-
-
-def worst_group(groups: Sequence[Group], visible: Sequence[int]) -> int | None:
-    """The visible group with the lowest mean total reward (ties: the smallest spread)."""
-    ranked = _ranked(groups, visible)
-    return ranked[0] if ranked else None
-
-
-def best_group(groups: Sequence[Group], visible: Sequence[int]) -> int | None:
-    """The visible group with the highest mean total reward (ties: the largest spread)."""
-    ranked = _ranked(groups, visible)
-    return ranked[-1] if ranked else None
+    ranked = sorted(known or visible, key=lambda i: _rank_key(groups[i]))
+    return (ranked[-1] if best else ranked[0]) if ranked else None
 
 
 class CompletionsCursor:
@@ -85,10 +75,9 @@ class CompletionsCursor:
 
     # -- arrivals ---------------------------------------------------------------------
     def arrived(self, newest: int | None, count: int | None = None) -> bool:
-        """The index's newest visitable entry is now `newest`; `count` says how many
-        visitable entries came since the last one seen (default: the index difference).
-        True when a following cursor should load it (the caller loads, then `show`
-        places the cursor)."""
+        """The index's newest visitable entry is now `newest`; `count` says how many visitable
+        entries came since the last one seen (default: the index difference). True when a following
+        cursor should load it (the caller loads, then `show` places the cursor)."""
         if newest is None or newest == self.newest_seen:
             return False
         previous, self.newest_seen = self.newest_seen, newest

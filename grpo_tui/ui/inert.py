@@ -12,6 +12,6 @@ from rich.text import Text
 from grpo_tui.untrusted import printable
 
 
-def inert(text: str, style: str | Style = "", *, single_line: bool = True) -> Text:
-    """A Rich Text holding `text` verbatim (no markup), every control character visible."""
-    return Text(printable(text, single_line=single_line), style=style, no_wrap=single_line)
+def inert(text: str, style: str | Style = "") -> Text:
+    """A Rich Text of `text` verbatim on one line (no markup), every control shown."""
+    return Text(printable(text), style=style, no_wrap=True)

@@ -39,9 +39,8 @@ class Turn:
 
 
 def prompt_turns(prompt: str) -> list[Turn]:
-    """The chat turns of a prompt (template applied or rendered messages); one "text"
-    turn when no template is recognised. An empty last assistant turn (the generation
-    prompt) is dropped."""
+    """The chat turns of a prompt (template applied or rendered messages); one "text" turn when no
+    template is recognised. An empty last assistant turn (the generation prompt) is dropped."""
     turns: list[Turn] = []
     for pattern in _TURN_PATTERNS:
         found = [Turn(m.group(1), m.group(2).strip()) for m in pattern.finditer(prompt)]
@@ -95,12 +94,6 @@ class Capped:
     lines: int
 
 
-def _marker(hidden: int, longer: bool) -> str:
-    if longer:
-        return "… more"
-    return f"… +{hidden} line{'s' if hidden != 1 else ''}"
-
-
 def capped_lines(text: str, width: int, max_lines: int) -> Capped:
     """The first `max_lines` lines of `text` wrapped at `width` cells, inert; when cut, the
     last line makes room for a marker of how much more there is."""
@@ -114,7 +107,7 @@ def capped_lines(text: str, width: int, max_lines: int) -> Capped:
     longer = len(text) > head_chars
     lines = lines[:max_lines] or [Text()]
     if hidden or longer:
-        marker = _marker(hidden, longer)
+        marker = "… more" if longer else f"… +{hidden} line{'s' if hidden != 1 else ''}"
         if len(marker) + 1 > width:
             marker = "…"
         last = lines[-1]

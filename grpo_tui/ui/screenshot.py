@@ -19,10 +19,7 @@ NAME_FORMAT = "grpo-tui_%Y%m%d-%H%M%S.svg"
 
 def writable_directory(candidates: Iterable[Path]) -> Path | None:
     """The first candidate that is a directory this process may write into."""
-    for candidate in candidates:
-        if candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK):
-            return candidate
-    return None
+    return next((c for c in candidates if c.is_dir() and os.access(c, os.W_OK | os.X_OK)), None)
 
 
 def screenshot_directories() -> list[Path]:

@@ -195,16 +195,14 @@ def chart_legend(
     markers: list[Marker],
     palette: ZonePalette,
     width: int,
-    view: ChartView | None = None,
+    view: ChartView,
 ) -> Text:
-    """What the lines mean: the EMA over the raw line, · stalls, ┈ band edges (those off
-    the chart said so), │ scenario onsets; packed into lines of `width` cells without
-    breaking an item."""
+    """What the lines mean: the EMA over the raw line, · stalls, ┈ band edges (those off the chart
+    said so), │ scenario onsets; packed into lines of `width` cells without breaking an item."""
     items: list[Text] = []
-    if view is not None and view.smoothed is not None:
+    if view.smoothed is not None:
         items.append(Text(f"⣿ EMA {view.ema_weight:g}, raw grey behind", style="bold"))
-    for stall in view.stalls if view is not None else ():
-        items.append(Text(f"· {stall.words}", style=palette.style(Zone.CAUTION)))
+    items += [Text(f"· {stall.words}", style=palette.style(Zone.CAUTION)) for stall in view.stalls]
     for cut in cuts:
         item = Text("┈ " + cut.label, style=palette.style(cut.zone))
         if cut in hidden:

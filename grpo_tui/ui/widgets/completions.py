@@ -48,9 +48,8 @@ from grpo_tui.ui.completion_rows import (
 from grpo_tui.ui.completions_cursor import (
     CompletionsCursor,
     arrivals,
-    best_group,
     group_order,
-    worst_group,
+    ranked_group,
 )
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
@@ -310,9 +309,8 @@ class CompletionsPanel(Vertical):
     # -- drawing ------------------------------------------------------------------------
     def _show_empty(self, empty: bool) -> None:
         self._empty.display = empty
-        self._table.display = not empty
-        self._title.display = not empty
-        self._prompt.display = not empty
+        for shown in (self._table, self._title, self._prompt):
+            shown.display = not empty
 
     def on_resize(self) -> None:
         self._draw(force=True)
@@ -415,7 +413,7 @@ class CompletionsPanel(Vertical):
     def _cycle(self) -> None:
         if self.frozen or not self.cursor.following or self.page is None or not self.display:
             return
-        if not self.is_on_screen:
+        if not self.region:  # no room on the screen (a region of no area)
             return
         state = self._source.state
         wrapped = self.cursor.cycle(self.visible_groups)
@@ -425,10 +423,6 @@ class CompletionsPanel(Vertical):
                 self._load(newest, group=0)
                 return
         self._draw()
-
-    @property
-    def is_on_screen(self) -> bool:
-        return bool(self.region) and self.region.height > 0
 
     def _move_entry(self, forward: bool, *, at_end: bool = False) -> None:
         """Load the neighbouring step (in a worker: finding it may parse entries); it
@@ -464,8 +458,7 @@ class CompletionsPanel(Vertical):
     def action_ranked(self, best: bool) -> None:
         """`w` / `b`: the worst / best group of the step."""
         if self.page is not None:
-            ranked = best_group if best else worst_group
-            self.cursor.jump(ranked(self.page.groups, self.visible_groups))
+            self.cursor.jump(ranked_group(self.page.groups, self.visible_groups, best=best))
             self._draw()
 
     def action_zero_spread(self) -> None:

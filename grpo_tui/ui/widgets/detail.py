@@ -19,8 +19,8 @@ from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import verdict_line
 from grpo_tui.run.chart import ChartModes, ChartView, chart_view
 from grpo_tui.ui.widgets.chart import Marker, band_cuts, build_chart, chart_legend
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.header import verdict_text
+from grpo_tui.ui.widgets.metric_rows import MetricsFrame
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import ScenarioId, Zone
 
@@ -36,24 +36,18 @@ def onset_markers(diagnosis: Diagnosis | None) -> list[Marker]:
     ]
 
 
-def mode_words(modes: ChartModes, view: ChartView | None) -> str:
+def mode_words(modes: ChartModes, view: ChartView) -> str:
     """The modes in effect, as the title says them: "EMA 0.9 · log-Y · x: wall time"."""
-    words = []
-    if modes.smooth:
-        words.append(f"EMA {view.ema_weight:g}" if view is not None else "EMA")
-    if view is not None and view.log_y:
-        words.append("log-Y")
-    if view is not None and view.wall_time:
-        words.append("x: wall time")
-    return " · ".join(words)
+    words = (
+        (modes.smooth, f"EMA {view.ema_weight:g}"),
+        (view.log_y, "log-Y"),
+        (view.wall_time, "x: wall time"),
+    )
+    return " · ".join(word for on, word in words if on)
 
 
 def detail_title(
-    name: str,
-    source: MetricsFrame,
-    modes: ChartModes | None = None,
-    view: ChartView | None = None,
-    width: int | None = None,
+    name: str, source: MetricsFrame, modes: ChartModes, view: ChartView, width: int
 ) -> Text:
     store = source.store
     health = source.diagnosis.metrics.get(name) if source.diagnosis is not None else None
@@ -71,17 +65,16 @@ def detail_title(
     text.append(f"  {count} point{'' if count == 1 else 's'}", style="dim")
     if (last := store.last(name)) is not None:
         text.append(f", latest at step {format_step(last[0])}", style="dim")
-    shown = mode_words(modes, view) if modes is not None else ""
-    if shown:
+    if shown := mode_words(modes, view):
         block = f"[{shown}]"
         # the modes as one piece: on a line of their own when they would wrap
-        fits = width is None or text.cell_len + 2 + len(block) <= width
+        fits = text.cell_len + 2 + len(block) <= width
         text.append("  " if fits else "\n", style="bold")
         text.append(block, style="bold")
     if health is not None and health.reason:
         text.append("\n")
         text.append(f"{printable(name)} {printable(health.reason)}", style="dim")
-    for note in view.notes if view is not None else ():
+    for note in view.notes:
         text.append("\n")
         text.append(note, style=source.palette.style(Zone.CAUTION))
     return text
@@ -152,12 +145,9 @@ class DetailScreen(Screen[None]):
         title_width = self._title_line.content_size.width or width
         self._title_line.update(detail_title(name, source, self.modes, view, title_width))
         zones = zone_of_values(name, view.mean.y, source.rules, source.context)
-        smoothed = view.smoothed
-        smoothed_zones = (
-            zone_of_values(name, smoothed.y, source.rules, source.context)
-            if smoothed is not None
-            else None
-        )
+        smoothed_zones = None
+        if view.smoothed is not None:
+            smoothed_zones = zone_of_values(name, view.smoothed.y, source.rules, source.context)
         cuts = band_cuts(zone_bands(name, source.rules, source.context))
         markers = onset_markers(source.diagnosis)
         picture, hidden = build_chart(

@@ -57,8 +57,7 @@ def diagnosis_renderable(
     if file_notes:
         caution = palette.style(Zone.CAUTION)
         parts.append(Text("Files", style="bold underline"))
-        for file_note in file_notes:
-            parts.append(_glyph_line("!", caution, Text(printable(file_note))))
+        parts += [_glyph_line("!", caution, Text(printable(note))) for note in file_notes]
         parts.append(Text(""))
     if diagnosis is None:
         waiting = Text(pending or "diagnosing…", style="dim")

@@ -143,12 +143,9 @@ class RunHeader(Vertical):
             self._state_badge.update(inert(f" {view.state_label} "))
             self._state_badge.set_classes(f"-{view.state.value}")
         if before is None or (before.paused, before.held_back) != (view.paused, view.held_back):
-            held = (
-                f"· {view.held_back} new line{'' if view.held_back == 1 else 's'} "
-                if view.held_back
-                else ""
-            )
-            self._paused_badge.update(inert(f" PAUSED {held}" if view.paused else ""))
+            held = view.held_back
+            waiting = f"· {held} new line{'' if held == 1 else 's'} " if held else ""
+            self._paused_badge.update(inert(f" PAUSED {waiting}" if view.paused else ""))
             self._paused_badge.display = view.paused
         if before is None or before.run_label != view.run_label:
             self._run_name.update(inert(" " + view.run_label))

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from textual import on
 from textual.binding import Binding, BindingType
-from textual.events import Click, Resize
+from textual.events import Blur, Click, Focus, Resize
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -22,9 +23,9 @@ from textual.strip import Strip
 from grpo_tui.presentation import fit_names, matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.ui.themes import ZonePalette
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,
+    MetricsFrame,
     RowLayout,
     build_row,
     row_segments,
@@ -39,8 +40,8 @@ class MetricGrid(ScrollView, can_focus=True):
         Binding("down,j", "move(1)", "Down", show=False),
         Binding("home,g", "to_end(False)", "First metric", show=False),
         Binding("end,G", "to_end(True)", "Last metric", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("enter", "open_detail", "Detail"),
     ]
 
@@ -60,8 +61,10 @@ class MetricGrid(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._source: MetricsFrame | None = None
-        self._names: list[str] = []
-        self._filter = ""
+        #: the metrics listed now (filtered), in display order
+        self.names: list[str] = []
+        #: the filter's words (`set_filter` changes them)
+        self.filter = ""
         self._rows: dict[str, MetricRow] = {}
         #: the source version each cached row was computed from
         self._row_version: dict[str, tuple[int, int, int]] = {}
@@ -74,18 +77,13 @@ class MetricGrid(ScrollView, can_focus=True):
 
     # -- what to show -------------------------------------------------------------------
     @property
-    def names(self) -> list[str]:
-        """The metrics listed now (filtered), in display order."""
-        return list(self._names)
-
-    @property
     def palette(self) -> ZonePalette | None:
         """The zone colours the rows are drawn in (None before the first source)."""
         return self._source.palette if self._source is not None else None
 
     @property
     def selected(self) -> str | None:
-        return self._names[self.cursor] if 0 <= self.cursor < len(self._names) else None
+        return self.names[self.cursor] if 0 <= self.cursor < len(self.names) else None
 
     def show(self, source: MetricsFrame) -> None:
         """Draw from a new source: recompute the rows on screen, refresh the changed ones."""
@@ -93,7 +91,7 @@ class MetricGrid(ScrollView, can_focus=True):
         self._source = source
         structural = previous is None or previous.palette is not source.palette
         names = self._listed_names(source.store)
-        if names != self._names:
+        if names != self.names:
             self._set_names(names)
             structural = True
         self._generation += 1
@@ -103,14 +101,10 @@ class MetricGrid(ScrollView, can_focus=True):
         self._refresh_changed_rows(source)
 
     def set_filter(self, query: str) -> None:
-        self._filter = query.strip()
+        self.filter = query.strip()
         if self._source is not None:
             self._set_names(self._listed_names(self._source.store))
             self._relayout()
-
-    @property
-    def filter(self) -> str:
-        return self._filter
 
     def label(self, name: str) -> str | None:
         """A listed metric's name as its row shows it (None when not listed)."""
@@ -122,13 +116,13 @@ class MetricGrid(ScrollView, can_focus=True):
 
     def _listed_names(self, store: MetricStore) -> list[str]:
         names = order_metrics(store.names())
-        if self._filter:
-            names = [n for n in names if matches_filter(n, self._filter)]
+        if self.filter:
+            names = [n for n in names if matches_filter(n, self.filter)]
         return names
 
     def _set_names(self, names: list[str]) -> None:
         selected = self.selected
-        self._names = names
+        self.names = names
         self._labels = fit_names(names, self.row_layout.name)
         # width 0: rows always fit, so there is never a horizontal scrollbar
         self.virtual_size = Size(0, len(names))
@@ -143,7 +137,7 @@ class MetricGrid(ScrollView, can_focus=True):
         self._fit_layout()
         self._rows.clear()
         self._row_version.clear()
-        self.virtual_size = Size(0, len(self._names))
+        self.virtual_size = Size(0, len(self.names))
         self.refresh()
 
     def _fit_layout(self) -> None:
@@ -151,11 +145,11 @@ class MetricGrid(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width or self.size.width or 80
         if width != self._layout_width:
             self._layout_width = width
-            longest = max((len(n) for n in self._names), default=10)
+            longest = max((len(n) for n in self.names), default=10)
             layout = RowLayout.fit(width, longest)
             if layout != self.row_layout:
                 self.row_layout = layout
-                self._labels = fit_names(self._names, layout.name)
+                self._labels = fit_names(self.names, layout.name)
                 self.post_message(self.LayoutChanged())
 
     def _compute(self, source: MetricsFrame, name: str) -> MetricRow:
@@ -174,8 +168,8 @@ class MetricGrid(ScrollView, can_focus=True):
 
     def _refresh_changed_rows(self, source: MetricsFrame) -> None:
         top = self.scroll_offset.y
-        for index in range(top, min(top + self.size.height, len(self._names))):
-            name = self._names[index]
+        for index in range(top, min(top + self.size.height, len(self.names))):
+            name = self.names[index]
             before = self._rows.get(name)
             if self._compute(source, name) != before:
                 self.refresh_line(index)
@@ -185,9 +179,9 @@ class MetricGrid(ScrollView, can_focus=True):
         self._fit_layout()
         width = self._layout_width
         source = self._source
-        if not 0 <= index < len(self._names) or source is None:
+        if not 0 <= index < len(self.names) or source is None:
             return Strip.blank(width, self.rich_style)
-        row = self._compute(source, self._names[index])
+        row = self._compute(source, self.names[index])
         label = self._labels.get(row.name, row.name)
         segments = row_segments(row, self.row_layout, source.palette, label)
         strip = Strip(segments).adjust_cell_length(width)
@@ -213,10 +207,9 @@ class MetricGrid(ScrollView, can_focus=True):
         elif height and index >= top + height:
             self.scroll_to(y=index - height + 1, animate=False)
 
-    def on_focus(self) -> None:
-        self.refresh_line(self.cursor)
-
-    def on_blur(self) -> None:
+    @on(Focus)
+    @on(Blur)
+    def _cursor_restyled(self) -> None:
         self.refresh_line(self.cursor)
 
     def notify_style_update(self) -> None:
@@ -225,25 +218,23 @@ class MetricGrid(ScrollView, can_focus=True):
 
     def on_click(self, event: Click) -> None:
         index = self.scroll_offset.y + event.y
-        if 0 <= index < len(self._names):
+        if 0 <= index < len(self.names):
             self.cursor = index
             if event.chain == 2:
                 self.action_open_detail()
 
     def action_move(self, delta: int) -> None:
         """The cursor `delta` rows down (up when negative), kept on the list."""
-        if self._names:
-            self.cursor = max(0, min(len(self._names) - 1, self.cursor + delta))
+        if self.names:
+            self.cursor = max(0, min(len(self.names) - 1, self.cursor + delta))
 
     def action_to_end(self, last: bool) -> None:
         """`home` / `end`: the first / last metric."""
-        self.action_move(len(self._names) if last else -len(self._names))
+        self.action_move(len(self.names) if last else -len(self.names))
 
-    def action_page_up(self) -> None:
-        self.action_move(-max(1, self.size.height - 1))
-
-    def action_page_down(self) -> None:
-        self.action_move(max(1, self.size.height - 1))
+    def action_page(self, direction: int) -> None:
+        """`pageup` / `pagedown`: a screenful up (-1) / down (1)."""
+        self.action_move(direction * max(1, self.size.height - 1))
 
     def action_open_detail(self) -> None:
         if (name := self.selected) is not None:

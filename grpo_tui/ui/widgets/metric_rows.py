@@ -28,6 +28,20 @@ MIN_SPARK_WIDTH = 4
 _NAME_MIN, _NAME_MAX = 10, 30
 
 
+@dataclass(frozen=True)
+class MetricsFrame:
+    """What one frame of the metric views (the grid and the detail chart) is drawn from: the
+    store at one version, with the rules, context, diagnosis and palette to draw it by; a
+    new one means "maybe redraw"."""
+
+    store: MetricStore
+    version: int
+    rules: Rules
+    context: RunContext
+    diagnosis: Diagnosis | None
+    palette: ZonePalette
+
+
 @dataclass(frozen=True, slots=True)
 class RowLayout:
     """Column widths of the grid at one screen width."""
@@ -53,8 +67,6 @@ class MetricRow:
     trend: Direction
     levels_values: bytes
     bucket_zones: bytes
-    first_step: float | None
-    last_step: float | None
 
 
 def build_row(
@@ -66,8 +78,7 @@ def build_row(
     diagnosis: Diagnosis | None,
 ) -> MetricRow:
     """A row from the store's buckets and core's zones (O(spark_width))."""
-    buckets = store.buckets(name, spark_width)
-    means = buckets.mean
+    means = store.buckets(name, spark_width).mean
     zones = zone_of_values(name, means, rules, context).astype(np.int8)
     health = diagnosis.metrics.get(name) if diagnosis is not None else None
     latest = store.latest(name)
@@ -88,8 +99,6 @@ def build_row(
         trend=trend,
         levels_values=np.ascontiguousarray(means).tobytes(),
         bucket_zones=zones.tobytes(),
-        first_step=float(buckets.step_lo[0]) if len(buckets) else None,
-        last_step=float(buckets.step_hi[-1]) if len(buckets) else None,
     )
 
 

@@ -15,9 +15,8 @@ from textual.widgets import Input, Static
 
 from grpo_tui.numbers import format_step
 from grpo_tui.ui.inert import inert
-from grpo_tui.ui.widgets.frame import MetricsFrame
 from grpo_tui.ui.widgets.metric_grid import MetricGrid
-from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, RowLayout
+from grpo_tui.ui.widgets.metric_rows import VALUE_WIDTH, MetricsFrame, RowLayout
 
 
 class MetricsPane(Vertical):
@@ -86,9 +85,6 @@ class MetricsPane(Vertical):
 
     # -- the caption ------------------------------------------------------------------------
     @on(MetricGrid.LayoutChanged)
-    def _grid_layout_changed(self) -> None:
-        self._draw_caption()
-
     def _draw_caption(self) -> None:
         grid = self.grid
         text = Text(no_wrap=True, overflow="ellipsis", style="dim")
