@@ -632,6 +632,20 @@ def test_off_policy_zero_clip_on_a_flat_run_is_updates_too_weak() -> None:
     assert "barely move the policy" in evidence_text(d, ScenarioId.NOT_LEARNING)
 
 
+def test_a_clip_ratio_near_0_that_just_rose_is_no_instability() -> None:
+    """The corpus's lr 1e-4 TRL run at step 135: clip_ratio < 0.001 on 14 of its 20 latest
+    points, the last few up to 0.01; a caution for sitting near 0, never too-aggressive
+    evidence (it was, quoting "< 0.001" as the sign)."""
+    columns = healthy_columns()
+    columns["clip_ratio"] = [0.0003] * 194 + [0.002, 0.004, 0.003, 0.006, 0.008, 0.01]
+    run = make_run(columns, context=RunContext(num_iterations=2, beta=0.04))
+    # judged at that one moment, as the raw judgement the live tracker is fed
+    d = diagnose_snapshot(snapshot(run), RULES)
+    assert d.metrics["clip_ratio"].zone is Zone.CAUTION
+    assert "< 0.001" in d.metrics["clip_ratio"].reason
+    assert "too_aggressive" not in ids(d)
+
+
 def test_clip_ratio_is_judged_on_the_reuse_steps_only() -> None:
     n = 200
     clip = [0.25 if i % 2 else 0.0 for i in range(n)]

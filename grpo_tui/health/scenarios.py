@@ -159,7 +159,10 @@ def too_aggressive(f: Findings) -> Scenario | None:
     clip = f.clip
     clip_bounds = bounds_of(f, "clip_ratio")
     if clip is not None and clip.zone.warns:
-        low = clip_bounds.caution_below is not None and clip.level < clip_bounds.caution_below
+        # warning for sitting near 0 (the window's median below the low bound), not for
+        # a high ratio: a recent rise off 0 that is not high yet says nothing unstable
+        below = clip_bounds.caution_below
+        low = below is not None and tr.median_of(clip.values) < below
         if not low:
             add_above(b, f, clip, "clip_ratio")
             b.advise(
