@@ -13,6 +13,7 @@ issue): it reads with ms-swift's vocabulary, and its own step.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -37,18 +38,15 @@ def shows_console(text: str) -> bool:
     return _DICT_PROGRESS.search(text) is not None or _MEGATRON.search(text) is not None
 
 
-class MsSwiftConsoleParser:
-    """Megatron-LM lines read here; printed dicts through the console dict parser."""
+class MsSwiftConsoleParser(ConsoleParser):
+    """Megatron-LM lines read here; printed dicts as the console dict parser reads them (the
+    run's settings are in its args.json, not in the console)."""
 
-    def __init__(self) -> None:
-        self._dicts = ConsoleParser()
-        self.bad = self._dicts.bad
-        self.settings: dict[str, Any] | None = None  # the run's args.json says them
-
-    def feed(self, line: str, line_no: int) -> list[TextDict]:
+    def feed(self, line: str, line_no: int) -> Iterator[TextDict]:
         match = _MEGATRON.search(line)
         if match is None:
-            return list(self._dicts.feed(line, line_no))
+            yield from super().feed(line, line_no)
+            return
         values: dict[str, Any] = {"iteration": f"{match.group(1)}/{match.group(2)}"}
         for field in line[match.end() :].split(" | "):
             key, _, raw = field.partition(":")
@@ -58,10 +56,7 @@ class MsSwiftConsoleParser:
             key = _MEGATRON_KEYS.get(key, key)
             number = wrapped_number(raw)
             values[key] = raw.strip() if number is None else number
-        return [TextDict(line_no, values)]
-
-    def flush(self) -> list[TextDict]:
-        return list(self._dicts.flush())
+        yield TextDict(line_no, values)
 
 
 claim, find = console_files(
