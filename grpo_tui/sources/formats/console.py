@@ -308,7 +308,7 @@ def claim(path: Path, seen: Probe) -> Found | None:
         # named like a console log, no log dict in it yet: read it as one meanwhile (a
         # record another console format shows later makes discovery choose again)
         why = "named like a console log (no log record in it yet)"
-        return found_file(path, NAME, Reading.CONSOLE, Tier.GUESS, why, args_name="args.json")
+        return found_file(path, NAME, Reading.CONSOLE, Tier.GUESS, why, args_names=("args.json",))
     return found
 
 

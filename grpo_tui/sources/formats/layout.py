@@ -280,20 +280,17 @@ def found_file(
     run_dir: Path | None = None,
     output_dir: Path | None = None,
     completions: CompletionsRef | None = None,
-    args_name: str | tuple[str, ...] | None = None,
+    args_names: tuple[str, ...] = (),
     args_dirs: tuple[Path, ...] = (),
 ) -> Found:
-    """A Found for `path`, its problem said when it is there but cannot be read, and the
-    first `args_name` file (of several: the first name found) in `args_dirs` (else the run
-    directory) as its context."""
+    """A Found for `path`, its problem said when it is there but cannot be read, and as its
+    context the first of `args_names` found in `args_dirs` (else the run directory)."""
     seen = probe(path)
     # TensorBoard's event files are read as one store: a folder is one of its files
     folder_store = reading is Reading.TENSORBOARD
     run_dir = run_dir or path.parent
-    names = (args_name,) if isinstance(args_name, str) else args_name or ()
     args_file = next(
-        (d / name for d in args_dirs or (run_dir,) for name in names if probe(d / name).exists),
-        None,
+        (d / n for d in args_dirs or (run_dir,) for n in args_names if probe(d / n).exists), None
     )
     return Found(
         path=path,
@@ -426,7 +423,7 @@ def console_files(
             f"its content shows {what}",
             completions=None if near is None else near(path.parent),
             # W&B keeps the run's config beside its copy of the console (files/output.log)
-            args_name=("args.json", WANDB_CONFIG),
+            args_names=("args.json", WANDB_CONFIG),
         )
 
     def find(directory: Path) -> list[Found]:

@@ -76,7 +76,7 @@ def _log(path: Path, why: str, tier: Tier = Tier.LOG, output_dir: Path | None = 
         why,
         output_dir=output_dir,
         completions=CompletionsRef(path.parent / COMPLETIONS_FILE) if named else None,
-        args_name=ARGS_FILE,
+        args_names=(ARGS_FILE,),
     )
 
 

@@ -141,7 +141,7 @@ def _found(path: Path, why: str, tier: Tier = Tier.LOG) -> Found:
         tier,
         why,
         run_dir=path.parent,
-        args_name=CONFIG_FILES,
+        args_names=CONFIG_FILES,
         args_dirs=(path.parent / CONFIGS_DIR,),
     )
 
