@@ -427,9 +427,7 @@ def console_files(
         )
 
     def find(directory: Path) -> list[Found]:
-        named = files_named(
-            directory, lambda name: name.endswith(CONSOLE_SUFFIXES) or name == "nohup.out"
-        )
+        named = files_named(directory, lambda name: name.endswith(CONSOLE_SUFFIXES))
         return [found for path, _ in named if (found := claim(path, Probe())) is not None]
 
     return claim, find
