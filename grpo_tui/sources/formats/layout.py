@@ -324,6 +324,8 @@ SNIFF_HEAD = 4 << 20
 SNIFF_TAIL = 1 << 20
 #: console logs usually have one of these names (the content must still say whose)
 CONSOLE_SUFFIXES = (".log", ".out", ".txt")
+#: names no console log has (JSON, tables, databases): their content is never sniffed
+NOT_CONSOLE_SUFFIXES = (".jsonl", ".json", ".parquet", ".db")
 #: what `text_shows` learnt, so rediscovery (every few seconds) does not read megabytes
 #: again: the test a file passed (a file is one framework's console log: it stays so while
 #: it grows), and the (file, size) pairs that passed none (looked at again once it grew)
@@ -397,11 +399,6 @@ def strip_terminal_codes(text: str) -> str:
 WANDB_CONFIG = "config.yaml"
 
 
-def console_candidate(path: Path) -> bool:
-    """A name a console log may have: not JSON, and a log-ish suffix or no telling one."""
-    return path.suffix not in (".jsonl", ".json", ".parquet", ".db")
-
-
 def console_files(
     adapter: str,
     test: Callable[[str], bool],
@@ -413,7 +410,7 @@ def console_files(
     finds the completions in a log's folder."""
 
     def claim(path: Path, seen: Probe) -> Found | None:
-        if not console_candidate(path) or not text_shows(path, adapter, test):
+        if path.suffix in NOT_CONSOLE_SUFFIXES or not text_shows(path, adapter, test):
             return None
         return found_file(
             path,
