@@ -7,8 +7,7 @@ from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.console import CONSOLE
 from grpo_tui.sources.formats.easyr1 import EASYR1
 from grpo_tui.sources.formats.generic import GENERIC
-from grpo_tui.sources.formats.msswift import MSSWIFT
-from grpo_tui.sources.formats.msswift_console import MSSWIFT_CONSOLE
+from grpo_tui.sources.formats.msswift import MSSWIFT, MSSWIFT_CONSOLE
 from grpo_tui.sources.formats.openrlhf import OPENRLHF
 from grpo_tui.sources.formats.primerl import PRIMERL
 from grpo_tui.sources.formats.tensorboard import TENSORBOARD

@@ -42,7 +42,6 @@ from grpo_tui.sources.formats.layout import (
     Probe,
     Reading,
     Tier,
-    console_candidate,
     console_files,
     found_file,
     strip_terminal_codes,
@@ -304,11 +303,11 @@ _claim, find = console_files(NAME, looks_like_console, "HF Trainer log dicts ({'
 
 def claim(path: Path, seen: Probe) -> Found | None:
     found = _claim(path, seen)
-    if found is None and console_candidate(path) and path.name.endswith(CONSOLE_SUFFIXES):
+    if found is None and path.name.endswith(CONSOLE_SUFFIXES):
         # named like a console log, no log dict in it yet: read it as one meanwhile (a
         # record another console format shows later makes discovery choose again)
         why = "named like a console log (no log record in it yet)"
-        return found_file(path, NAME, Reading.CONSOLE, Tier.GUESS, why, args_name="args.json")
+        return found_file(path, NAME, Reading.CONSOLE, Tier.GUESS, why, args_names=("args.json",))
     return found
 
 

@@ -280,20 +280,17 @@ def found_file(
     run_dir: Path | None = None,
     output_dir: Path | None = None,
     completions: CompletionsRef | None = None,
-    args_name: str | tuple[str, ...] | None = None,
+    args_names: tuple[str, ...] = (),
     args_dirs: tuple[Path, ...] = (),
 ) -> Found:
-    """A Found for `path`, its problem said when it is there but cannot be read, and the
-    first `args_name` file (of several: the first name found) in `args_dirs` (else the run
-    directory) as its context."""
+    """A Found for `path`, its problem said when it is there but cannot be read, and as its
+    context the first of `args_names` found in `args_dirs` (else the run directory)."""
     seen = probe(path)
     # TensorBoard's event files are read as one store: a folder is one of its files
     folder_store = reading is Reading.TENSORBOARD
     run_dir = run_dir or path.parent
-    names = (args_name,) if isinstance(args_name, str) else args_name or ()
     args_file = next(
-        (d / name for d in args_dirs or (run_dir,) for name in names if probe(d / name).exists),
-        None,
+        (d / n for d in args_dirs or (run_dir,) for n in args_names if probe(d / n).exists), None
     )
     return Found(
         path=path,
@@ -327,6 +324,8 @@ SNIFF_HEAD = 4 << 20
 SNIFF_TAIL = 1 << 20
 #: console logs usually have one of these names (the content must still say whose)
 CONSOLE_SUFFIXES = (".log", ".out", ".txt")
+#: names no console log has (JSON, tables, databases): their content is never sniffed
+NOT_CONSOLE_SUFFIXES = (".jsonl", ".json", ".parquet", ".db")
 #: what `text_shows` learnt, so rediscovery (every few seconds) does not read megabytes
 #: again: the test a file passed (a file is one framework's console log: it stays so while
 #: it grows), and the (file, size) pairs that passed none (looked at again once it grew)
@@ -400,11 +399,6 @@ def strip_terminal_codes(text: str) -> str:
 WANDB_CONFIG = "config.yaml"
 
 
-def console_candidate(path: Path) -> bool:
-    """A name a console log may have: not JSON, and a log-ish suffix or no telling one."""
-    return path.suffix not in (".jsonl", ".json", ".parquet", ".db")
-
-
 def console_files(
     adapter: str,
     test: Callable[[str], bool],
@@ -416,7 +410,7 @@ def console_files(
     finds the completions in a log's folder."""
 
     def claim(path: Path, seen: Probe) -> Found | None:
-        if not console_candidate(path) or not text_shows(path, adapter, test):
+        if path.suffix in NOT_CONSOLE_SUFFIXES or not text_shows(path, adapter, test):
             return None
         return found_file(
             path,
@@ -426,13 +420,11 @@ def console_files(
             f"its content shows {what}",
             completions=None if near is None else near(path.parent),
             # W&B keeps the run's config beside its copy of the console (files/output.log)
-            args_name=("args.json", WANDB_CONFIG),
+            args_names=("args.json", WANDB_CONFIG),
         )
 
     def find(directory: Path) -> list[Found]:
-        named = files_named(
-            directory, lambda name: name.endswith(CONSOLE_SUFFIXES) or name == "nohup.out"
-        )
+        named = files_named(directory, lambda name: name.endswith(CONSOLE_SUFFIXES))
         return [found for path, _ in named if (found := claim(path, Probe())) is not None]
 
     return claim, find

@@ -53,6 +53,7 @@ from grpo_tui.sources.formats.layout import (
     probe,
     scan,
 )
+from grpo_tui.sources.formats.verl import setting
 
 NAME = "prime-rl"
 METRICS_FILE = "metrics.jsonl"
@@ -140,27 +141,20 @@ def _found(path: Path, why: str, tier: Tier = Tier.LOG) -> Found:
         tier,
         why,
         run_dir=path.parent,
-        args_name=CONFIG_FILES,
+        args_names=CONFIG_FILES,
         args_dirs=(path.parent / CONFIGS_DIR,),
     )
 
 
-def _section(config: dict[str, Any], *names: str) -> dict[str, Any]:
-    """A nested section of a config ({} where it is missing or not a table)."""
-    for name in names:
-        inner = config.get(name)
-        config = inner if isinstance(inner, dict) else {}
-    return config
-
-
 def primerl_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The orchestrator's settings under args.json's names (`rl.json` nests them)."""
-    orchestrator = _section(config, "orchestrator") or config
+    nested = config.get("orchestrator")
+    orchestrator = nested if isinstance(nested, dict) and nested else config
     settings = {
         "max_steps": orchestrator.get("max_steps"),
         "num_generations": orchestrator.get("group_size"),
-        "model": _section(orchestrator, "model").get("name"),
-        "temperature": _section(orchestrator, "train", "sampling").get("temperature"),
+        "model": setting(orchestrator, "model.name"),
+        "temperature": setting(orchestrator, "train.sampling.temperature"),
     }
     return {name: value for name, value in settings.items() if value is not None}
 

@@ -102,7 +102,7 @@ def _state(path: Path, why: str) -> Found:
         why,
         run_dir=run_dir,
         completions=trl_completions(run_dir),
-        args_name="args.json",
+        args_names=("args.json",),
         args_dirs=(run_dir, holder),
     )
 

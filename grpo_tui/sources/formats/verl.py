@@ -157,7 +157,8 @@ VERL_SETTINGS: dict[str, tuple[str, ...]] = {
 _CONFIG_LINES = 20_000
 
 
-def _setting(config: dict[str, Any], dotted: str) -> Any:
+def setting(config: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted path (`a.b.c`) of a nested config, None where there is none."""
     value: Any = config
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else None
@@ -170,20 +171,20 @@ def verl_settings(config: dict[str, Any]) -> dict[str, Any]:
     when `use_kl_in_reward`, else 0 (no KL at all); the updates per rollout batch are
     `ppo_epochs` × the mini-batches a batch splits into (1: on-policy)."""
     firsts = {
-        name: next((v for place in places if (v := _setting(config, place)) is not None), None)
+        name: next((v for place in places if (v := setting(config, place)) is not None), None)
         for name, places in VERL_SETTINGS.items()
     }
     settings = {name: value for name, value in firsts.items() if value is not None}
     actor = "actor_rollout_ref.actor."
-    if _setting(config, actor + "use_kl_loss"):
-        settings["beta"] = _setting(config, actor + "kl_loss_coef")
-    elif _setting(config, "algorithm.use_kl_in_reward"):
-        settings["beta"] = _setting(config, "algorithm.kl_ctrl.kl_coef")
-    elif _setting(config, actor + "use_kl_loss") is False:
+    if setting(config, actor + "use_kl_loss"):
+        settings["beta"] = setting(config, actor + "kl_loss_coef")
+    elif setting(config, "algorithm.use_kl_in_reward"):
+        settings["beta"] = setting(config, "algorithm.kl_ctrl.kl_coef")
+    elif setting(config, actor + "use_kl_loss") is False:
         settings["beta"] = 0.0
-    epochs = _setting(config, actor + "ppo_epochs")
-    batch = _setting(config, "data.train_batch_size")
-    mini = _setting(config, actor + "ppo_mini_batch_size")
+    epochs = setting(config, actor + "ppo_epochs")
+    batch = setting(config, "data.train_batch_size")
+    mini = setting(config, actor + "ppo_mini_batch_size")
     if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (epochs, batch, mini)):
         settings["num_iterations"] = epochs * -(-batch // mini)
     return settings
