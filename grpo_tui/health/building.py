@@ -96,12 +96,18 @@ def evidence(judgement: Judgement, text: str | None = None, **numbers: float | N
 
 def onset(f: Findings, name: str, flag: Callable[[np.ndarray], np.ndarray]) -> float | None:
     """First step of the latest stretch in which `flag` held on series `name` on a
-    sustained share of a rolling zone window (None when it does not hold now)."""
+    sustained share of a rolling zone window; when it holds at the latest point but not yet
+    on such a share, the first step of the unbroken run it holds in (not the window's
+    start, which would date a jump at the latest points back a whole window). None when it
+    holds neither way."""
     view = f.snap.get(name)
     if view is None or view.empty:
         return None
-    width = f.rules.window_size(len(view))
-    index = tr.condition_onset(flag(view.values), width, f.rules.window.sustained)
+    flags = flag(view.values)
+    index = tr.condition_onset(flags, f.rules.window_size(len(view)), f.rules.window.sustained)
+    if index is None and flags[-1]:
+        breaks = np.flatnonzero(~flags)
+        index = int(breaks[-1]) + 1 if breaks.size else 0
     return None if index is None else float(view.steps[index])
 
 
