@@ -180,16 +180,12 @@ def board_row(
 
 def board_counts(rows: Sequence[BoardRow]) -> str:
     """The board's verdict line: how many runs are in each status, worst first."""
-    parts = []
-    for status, word in (
-        (Status.PROBLEM, "problem"),
-        (Status.CAUTION, "caution"),
-        (Status.HEALTHY, "healthy"),
-        (Status.UNKNOWN, "no verdict yet"),
-    ):
-        count = sum(1 for row in rows if row.status is status)
-        if count:
-            parts.append(f"{status.glyph} {count} {word}")
+    counts = Counter(row.status for row in rows)
+    parts = [
+        f"{s.glyph} {counts[s]} {'no verdict yet' if s is Status.UNKNOWN else s.word}"
+        for s in (Status.PROBLEM, Status.CAUTION, Status.HEALTHY, Status.UNKNOWN)
+        if counts[s]
+    ]
     troubled = sum(1 for row in rows if row.troubled)
     if troubled:
         parts.append(f"{troubled} stalled or unreadable")

@@ -25,7 +25,6 @@ them decides anything.
 
 from __future__ import annotations
 
-import enum
 import math
 import time
 from collections import deque
@@ -39,13 +38,13 @@ from grpo_tui.numbers import format_step
 from grpo_tui.presentation import state_headline, verdict_line
 from grpo_tui.run.live import Run
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import RunState, Status
+from grpo_tui.vocabulary import RunState, Status, Worded
 
 #: the JSON form's version: a consumer can tell a changed form from a new field
 SCHEMA = 1
 
 
-class EventKind(enum.Enum):
+class EventKind(Worded):
     """What an event is mainly about (its other fields say everything that changed). Listed
     worst first: an event that brings several changes is named by the first of them."""
 
@@ -63,10 +62,6 @@ class EventKind(enum.Enum):
     """The status got better (a verdict that warned left)."""
     RESUMED = "resumed"
     """Data again after a stall."""
-
-    @property
-    def word(self) -> str:
-        return str(self.value)
 
 
 #: the kinds that tell of something worse (the bell rings for them)

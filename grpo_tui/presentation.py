@@ -289,7 +289,7 @@ def machine_of(path: Path) -> str | None:
 def no_metrics_words(run: Run) -> str:
     """What a followed file that holds lines but no metric line is told with."""
     lines = run.status.lines_read
-    name = Path(run.followed[0]).name if run.followed else "the log"
+    name = Path(run.status.followed[0]).name if run.status.followed else "the log"
     return f"no training metrics found in {name} ({lines} line{'' if lines == 1 else 's'} read)"
 
 

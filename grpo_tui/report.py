@@ -303,7 +303,7 @@ def diagnosis_to_json(
         "run": {
             "framework": run.framework,
             # the run followed in a store of several (a trackio project's), else null
-            "name": run.store_run,
+            "name": run.status.store_run,
             "steps": {
                 "first": _json_step(float(steps[0])) if steps.size else None,
                 "last": _json_step(float(steps[-1])) if steps.size else None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 
 
-class _Worded(enum.Enum):
+class Worded(enum.Enum):
     """An enum whose value is its word (what JSON and `check` print)."""
 
     @property
@@ -65,7 +65,7 @@ _ZONE_FACES = {
 }
 
 
-class _Zoned(_Worded):
+class _Zoned(Worded):
     """A word drawn in a zone's colour, with that zone's glyph."""
 
     @property
@@ -137,7 +137,7 @@ _ZONES: dict[_Zoned, Zone] = {
 }
 
 
-class Direction(_Worded):
+class Direction(Worded):
     """Where a metric is going over its trend window."""
 
     RISING = "rising"
@@ -169,7 +169,7 @@ _DIRECTION_GLYPHS = {
 }
 
 
-class ScenarioId(_Worded):
+class ScenarioId(Worded):
     """The situations of HEALTH.md the diagnosis names (the value is the id in JSON)."""
 
     # in headline order among equal severities: a blow-up first (the worst), then the
@@ -223,7 +223,7 @@ class LineKind(enum.IntEnum):
         return self.name.lower()
 
 
-class RunState(_Worded):
+class RunState(Worded):
     """Is the run reading its history, live, stalled, finished, or not there yet?"""
 
     #: something is there but cannot be read (permission denied, a FIFO, ...)

@@ -209,7 +209,7 @@ def test_output_dir_uses_newest_version_and_follows_a_resume(tmp_path: Path) -> 
     follower.feed.wake()
     run.apply(follower.read())
     assert any("newer run directory" in e for e in run.events)
-    assert str(v1 / "logging.jsonl") in run.followed
+    assert str(v1 / "logging.jsonl") in run.status.followed
     assert run.store.points("reward").steps.tolist() == [1, 2, 4, 6]
     assert run.store.points("reward").values[2] >= 9  # step 4 is the resumed run's record
     assert run.context.max_completion_length == 48
@@ -285,7 +285,7 @@ def test_trl_top_trainer_state_written_after_the_last_checkpoint_is_read(tmp_pat
     checkpoint_time = (tmp_path / "checkpoint-6" / "trainer_state.json").stat().st_mtime
     os.utime(tmp_path / "trainer_state.json", (checkpoint_time + 5, checkpoint_time + 5))
     run = load_run(tmp_path)
-    assert run.followed == [str(tmp_path / "trainer_state.json")]
+    assert run.status.followed == [str(tmp_path / "trainer_state.json")]
     assert run.line_counts["end"] == 1
     assert run.finished, "the train_runtime item says training ended"
 
@@ -297,7 +297,7 @@ def test_trl_top_trainer_state_older_than_the_checkpoints_is_a_previous_runs(
     checkpoint_time = (tmp_path / "checkpoint-6" / "trainer_state.json").stat().st_mtime
     os.utime(tmp_path / "trainer_state.json", (checkpoint_time - 600, checkpoint_time - 600))
     run = load_run(tmp_path)
-    assert run.followed == [str(tmp_path / "checkpoint-6" / "trainer_state.json")]
+    assert run.status.followed == [str(tmp_path / "checkpoint-6" / "trainer_state.json")]
     assert run.line_counts["end"] == 0
     assert not run.finished
 

@@ -88,21 +88,6 @@ class Run:
         return self.status.context.filled_from(self.given)
 
     @property
-    def files(self) -> list[str]:
-        """Every file read so far (metrics, context, completions), in discovery order."""
-        return self.status.files
-
-    @property
-    def followed(self) -> list[str]:
-        """The files being followed right now."""
-        return self.status.followed
-
-    @property
-    def store_run(self) -> str | None:
-        """The run followed in a store that holds several (a trackio project's), else None."""
-        return self.status.store_run
-
-    @property
     def waiting_for(self) -> str | None:
         """What is being waited for (a file or directory that does not exist yet), or None."""
         return self.status.waiting_for

@@ -55,13 +55,13 @@ def _run_label(run: Run) -> str:
     """The metrics file's last two path parts (the run dir and file), else PATH's, after
     its machine when it is remote. The metrics file is the first one followed (a
     completions file comes after it)."""
-    shown = Path(run.followed[0]) if run.followed else run.path
+    shown = Path(run.status.followed[0]) if run.status.followed else run.path
     label = "/".join(shown.parts[-2:]) or str(shown)
     if (machine := machine_of(shown)) is not None:  # a run on another machine says which
         label = f"{machine}:…/{label}"
     framework = f" ({run.framework})" if run.framework else ""
     # one database holds every run of a trackio project: which one this is
-    store_run = f" · run {run.store_run}" if run.store_run else ""
+    store_run = f" · run {run.status.store_run}" if run.status.store_run else ""
     return printable(label + framework + store_run)
 
 
