@@ -30,6 +30,7 @@ from helpers import (
 )
 
 from grpo_tui.context import RunContext
+from grpo_tui.health.building import at_least, onset
 from grpo_tui.health.diagnose import (
     Diagnosis,
     LiveJudge,
@@ -37,6 +38,7 @@ from grpo_tui.health.diagnose import (
     diagnose_snapshot,
     zone_of_values,
 )
+from grpo_tui.health.findings import find
 from grpo_tui.health.rewards import Role, reward_range, reward_role
 from grpo_tui.health.rules import Rules, rules_from_dict
 from grpo_tui.health.series import SeriesView, snapshot
@@ -644,6 +646,18 @@ def test_a_clip_ratio_near_0_that_just_rose_is_no_instability() -> None:
     assert d.metrics["clip_ratio"].zone is Zone.CAUTION
     assert "< 0.001" in d.metrics["clip_ratio"].reason
     assert "too_aggressive" not in ids(d)
+
+
+def test_a_jump_not_sustained_yet_dates_from_where_it_began() -> None:
+    """The lr 1e-4 TRL run's cut share: 0 until step 145, then 0.5-1 (9 of the 20 latest
+    points): its onset is step 145, not the window's start (which said "since step 90")."""
+    columns = healthy_columns()
+    columns["clipped_ratio"] = [0.0] * 191 + [0.6] * 9
+    f = find(snapshot(make_run(columns)), RULES)
+    assert onset(f, "clipped_ratio", at_least(0.5)) == 192.0
+    assert onset(f, "clipped_ratio", at_least(0.7)) is None  # holds neither way
+    columns["clipped_ratio"] = [0.0] * 140 + [0.6] * 30 + [0.0] * 30  # held, long gone
+    assert onset(find(snapshot(make_run(columns)), RULES), "clipped_ratio", at_least(0.5)) is None
 
 
 def test_clip_ratio_is_judged_on_the_reuse_steps_only() -> None:
