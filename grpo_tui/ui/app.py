@@ -177,13 +177,10 @@ class GrpoTuiApp(GrpoApp[None]):
 
     # -- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield self._header
-        yield self._tabs
+        yield from (self._header, self._tabs)
         with Horizontal(id="body"):
-            yield self._metrics
-            yield self._diagnosis_panel
-        yield self._completions
-        yield Footer()
+            yield from (self._metrics, self._diagnosis_panel)
+        yield from (self._completions, Footer())
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, lambda _theme: self._force_redraw())

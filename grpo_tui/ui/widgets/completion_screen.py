@@ -69,9 +69,7 @@ class CompletionScreen(Screen[None]):
         )
 
     def compose(self) -> ComposeResult:
-        yield self._head
-        yield self._body
-        yield Footer()
+        yield from (self._head, self._body, Footer())
 
     def on_mount(self) -> None:
         self._body.focus()

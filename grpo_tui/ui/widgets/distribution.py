@@ -300,13 +300,10 @@ class DistributionScreen(Screen[None]):
         self._status = Static("", id="distribution-status")
 
     def compose(self) -> ComposeResult:
-        yield self._verdict
-        yield self._title
-        yield self._split
+        yield from (self._verdict, self._title, self._split)
         with VerticalScroll(id="distribution-scroll"):
             yield self._body
-        yield self._status
-        yield Footer()
+        yield from (self._status, Footer())
 
     def on_mount(self) -> None:
         self._read(self._first_entry, forward=None)

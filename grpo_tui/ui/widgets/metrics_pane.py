@@ -34,9 +34,7 @@ class MetricsPane(Vertical):
         self._source: MetricsFrame | None = None
 
     def compose(self) -> ComposeResult:
-        yield self._filter
-        yield self._caption
-        yield self.grid
+        yield from (self._filter, self._caption, self.grid)
 
     @property
     def caption_aligned(self) -> bool:
