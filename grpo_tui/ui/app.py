@@ -177,10 +177,13 @@ class GrpoTuiApp(GrpoApp[None]):
 
     # -- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield from (self._header, self._tabs)
+        yield self._header
+        yield self._tabs
         with Horizontal(id="body"):
-            yield from (self._metrics, self._diagnosis_panel)
-        yield from (self._completions, Footer())
+            yield self._metrics
+            yield self._diagnosis_panel
+        yield self._completions
+        yield Footer()
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, lambda _theme: self._force_redraw())

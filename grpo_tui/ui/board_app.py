@@ -141,7 +141,12 @@ class BoardApp(GrpoApp[BoardChoice]):
         )
 
     def compose(self) -> ComposeResult:
-        yield from (self._state, self._counts, self._facts, self._filter_box, self._table, Footer())
+        yield self._state
+        yield self._counts
+        yield self._facts
+        yield self._filter_box
+        yield self._table
+        yield Footer()
 
     def on_mount(self) -> None:
         self._filter_box.display = False

@@ -105,7 +105,10 @@ class CompareScreen(Screen[None]):
         self.metric_rows: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield from (self._verdicts, self._differences, self._table, Footer())
+        yield self._verdicts
+        yield self._differences
+        yield self._table
+        yield Footer()
 
     def on_mount(self) -> None:
         self._draw()
@@ -188,7 +191,10 @@ class OverlayScreen(Screen[None]):
         self._runs = [run.name for run in comparison.runs]
 
     def compose(self) -> ComposeResult:
-        yield from (self._title, self._chart, self._legend, Footer())
+        yield self._title
+        yield self._chart
+        yield self._legend
+        yield Footer()
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._draw)

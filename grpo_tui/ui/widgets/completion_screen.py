@@ -69,7 +69,9 @@ class CompletionScreen(Screen[None]):
         )
 
     def compose(self) -> ComposeResult:
-        yield from (self._head, self._body, Footer())
+        yield self._head
+        yield self._body
+        yield Footer()
 
     def on_mount(self) -> None:
         self._body.focus()

@@ -140,7 +140,12 @@ class CompletionsPanel(Vertical):
         self._status = Static("", id="completions-status")
 
     def compose(self) -> ComposeResult:
-        yield from (self._title, self._prompt, self._table, self._empty, self._search, self._status)
+        yield self._title
+        yield self._prompt
+        yield self._table
+        yield self._empty
+        yield self._search
+        yield self._status
 
     def on_mount(self) -> None:
         self._search.display = False

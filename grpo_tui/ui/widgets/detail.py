@@ -104,7 +104,11 @@ class DetailScreen(Screen[None]):
         self._legend = Static("", id="detail-legend")
 
     def compose(self) -> ComposeResult:
-        yield from (self._verdict, self._title_line, self._chart, self._legend, Footer())
+        yield self._verdict
+        yield self._title_line
+        yield self._chart
+        yield self._legend
+        yield Footer()
 
     def on_mount(self) -> None:
         self.show(self._source)

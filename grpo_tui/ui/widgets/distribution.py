@@ -300,10 +300,13 @@ class DistributionScreen(Screen[None]):
         self._status = Static("", id="distribution-status")
 
     def compose(self) -> ComposeResult:
-        yield from (self._verdict, self._title, self._split)
+        yield self._verdict
+        yield self._title
+        yield self._split
         with VerticalScroll(id="distribution-scroll"):
             yield self._body
-        yield from (self._status, Footer())
+        yield self._status
+        yield Footer()
 
     def on_mount(self) -> None:
         self._read(self._first_entry, forward=None)

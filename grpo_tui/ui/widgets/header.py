@@ -107,8 +107,11 @@ class RunHeader(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header-top"):
-            yield from (self._state_badge, self._paused_badge, self._run_name)
-        yield from (self._verdict, self._facts)
+            yield self._state_badge
+            yield self._paused_badge
+            yield self._run_name
+        yield self._verdict
+        yield self._facts
 
     def show_verdict(self, line: VerdictLine, palette: ZonePalette) -> None:
         """Draw the verdict line (nothing when it says what it already says)."""

@@ -34,7 +34,9 @@ class MetricsPane(Vertical):
         self._source: MetricsFrame | None = None
 
     def compose(self) -> ComposeResult:
-        yield from (self._filter, self._caption, self.grid)
+        yield self._filter
+        yield self._caption
+        yield self.grid
 
     @property
     def caption_aligned(self) -> bool:
