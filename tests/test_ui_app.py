@@ -56,7 +56,7 @@ def append(path: Path, text: str) -> None:
 
 def drawn_value(app: GrpoTuiApp, name: str) -> str | None:
     """The value a grid row shows, or None while the row is not drawn."""
-    row = app.main_screen.query_one(MetricGrid).row(name)
+    row = app.main_screen.query_one(MetricGrid).rows.get(name)
     return row.value_text if row is not None else None
 
 
@@ -112,7 +112,7 @@ class TestWhatIsShown:
             await settle(pilot, app)
             grid = app.main_screen.query_one(MetricGrid)
             width = grid.row_layout.name
-            labels = {name: grid.label(name) for name in grid.names}
+            labels = {name: grid.labels[name] for name in grid.names}
             text = screen_text(app)
         rewards = [name for name in labels if name.startswith("rewards/Summary")]
         assert len(rewards) >= 3
@@ -402,7 +402,7 @@ class TestPause:
             await pilot.resize_terminal(100, 30)  # a resize redraws: from the paused moment
             await wait_until(
                 pilot,
-                lambda: grid.row_layout != layout and grid.row("reward") is not None,
+                lambda: grid.row_layout != layout and "reward" in grid.rows,
                 what="the grid laid out anew",
             )
             assert grid_row_text(app, "reward") == before
@@ -434,7 +434,7 @@ class TestPause:
             await pilot.resize_terminal(100, 30)
             await wait_until(
                 pilot,
-                lambda: grid.row_layout != layout and grid.row("reward") is not None,
+                lambda: grid.row_layout != layout and "reward" in grid.rows,
                 what="the grid laid out anew",
             )
             assert grid_row_text(app, "reward") == "0.777"
@@ -458,7 +458,7 @@ class TestThemes:
             # the grid draws with the current theme's zone colours
             await wait_until(
                 pilot,
-                lambda: grid.palette is app.theme_spec.palette,
+                lambda: grid.source is not None and grid.source.palette is app.theme_spec.palette,
                 what=f"the grid in {app.theme}'s colours",
             )
 

@@ -165,8 +165,9 @@ class TestOnScreen:
         async with app.run_test(size=size) as pilot:
             await settle(pilot, app)
             header = app.main_screen.query_one(RunHeader)
-            line = header.verdict
-            assert line is not None and line.status is Status.CAUTION
+            assert header.verdict_shown is not None
+            line = header.verdict_shown[0]
+            assert line.status is Status.CAUTION
             want = line.text(size[0] - 2)
             for key in ("1", "2", "3"):
                 await pilot.press(key)

@@ -155,7 +155,6 @@ class GrpoTuiApp(GrpoApp[None]):
         #: a frame is asked for and not drawn yet (one, however many asks)
         self._frame_asked = False
         self._diagnosis_timer: Timer | None = None
-        self._header_drawn: tuple[object, ...] | None = None
         self._charts_warm = False
         self._shutting_down = False
         # the widgets, kept at hand: frames update them without querying the DOM
@@ -297,7 +296,6 @@ class GrpoTuiApp(GrpoApp[None]):
 
     def _force_redraw(self) -> None:
         self._drawn = None
-        self._header_drawn = None
         self.frames.reset()
         self._tick()
 
@@ -388,10 +386,7 @@ class GrpoTuiApp(GrpoApp[None]):
             view = replace(view, paused=True, held_back=self.session.held_back_rows)
         else:
             view = header_view(self.run_state, self.now())
-        key = (view, self.theme)
-        if key != self._header_drawn:
-            self._header_drawn = key
-            self._header.show(view)
+        self._header.show(view)  # it redraws only the parts that changed
 
     def _metrics_frame(self) -> MetricsFrame:
         """What the grid and the detail chart draw: the Run's metrics now, judged."""

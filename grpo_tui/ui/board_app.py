@@ -150,7 +150,8 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     def on_mount(self) -> None:
         self._filter_box.display = False
-        self.theme_changed_signal.subscribe(self, lambda _theme: self._theme_changed())
+        # the theme is part of what is drawn (`_key`): a new one draws the board anew
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
         # called from the reader's thread: one message per wake-up, however much it put
         self.board.on_post = lambda: self.post_message(self.Read())
         self.set_timer(BOARD_CLOCK_S, self._clock)
@@ -410,10 +411,6 @@ class BoardApp(GrpoApp[BoardChoice]):
     def _filter_submitted(self) -> None:
         self._filter_box.display = False
         self._table.focus()
-
-    def _theme_changed(self) -> None:
-        self._shown = None
-        self._draw()
 
 
 def board_title(roots: list[Path]) -> str:

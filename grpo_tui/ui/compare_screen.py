@@ -20,7 +20,7 @@ from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import VERDICT_SEPARATOR, fit_names
 from grpo_tui.run.chart import step_axes
 from grpo_tui.ui.themes import ZonePalette
-from grpo_tui.ui.widgets.chart import finish_figure, new_figure
+from grpo_tui.ui.widgets.chart import draw_line, finish_figure, new_figure
 from grpo_tui.ui.widgets.sparkline import sparkline_segments
 from grpo_tui.untrusted import printable
 
@@ -171,13 +171,8 @@ def overlay_chart(metric: str, series: Sequence[OverlaySeries], width: int, heig
         return Text("no run logs this metric", style="dim")
     fig = new_figure(width, height)
     for one in series:
-        rgb = RUN_RGB[one.index % len(RUN_RGB)]
-        line = fig.signal(
-            one.steps.tolist(),
-            one.values.tolist(),
-            marker=plt.marker("braille", plt.pixel(rgb, "default")),
-        )
-        fig.draw(line.lines())
+        marker = plt.marker("braille", plt.pixel(RUN_RGB[one.index % len(RUN_RGB)], "default"))
+        draw_line(fig, one.steps, one.values, marker)
     return finish_figure(fig, axes)
 
 

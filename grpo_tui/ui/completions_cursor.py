@@ -95,10 +95,8 @@ class CompletionsCursor:
 
     # -- modes ------------------------------------------------------------------------
     def hold(self) -> None:
-        if self.following:
-            self.following = False
-            self.new_entries = 0
-            self.new_groups = 0
+        # nothing is counted while following: the counts start from 0
+        self.following = False
 
     def follow(self) -> None:
         self.following = True

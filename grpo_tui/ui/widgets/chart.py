@@ -71,7 +71,8 @@ def _pixel(palette: ZonePalette, zone: Zone) -> plotext.pixel:
     return plt.pixel((rgb.red, rgb.green, rgb.blue), "default")
 
 
-def _draw(fig: Any, x: np.ndarray, y: np.ndarray, marker: plotext.marker) -> None:
+def draw_line(fig: Any, x: np.ndarray, y: np.ndarray, marker: plotext.marker) -> None:
+    """The points (x, y) as one plotext signal in `marker`."""
     signal = fig.signal(x.tolist(), y.tolist(), marker=marker)
     fig.draw(signal.lines())
 
@@ -104,7 +105,7 @@ def _draw_zoned(
             if pos == stretch.stop - 1 or codes[pos + 1] != codes[pos]:
                 stop = min(pos + 2, stretch.stop)
                 marker = plt.marker("braille", pixel(Zone(int(codes[pos]))))
-                _draw(fig, line.x[start:stop], ys[start:stop], marker)
+                draw_line(fig, line.x[start:stop], ys[start:stop], marker)
                 start = pos + 1
 
 
@@ -160,31 +161,31 @@ def build_chart(
         if view.y_inside(cut.value):
             y = float(view.drawn(np.array([cut.value]))[0])
             marker = plt.marker("┈", _pixel(palette, cut.zone))
-            _draw(fig, np.array([view.axes.x_lo, view.axes.x_hi]), np.array([y, y]), marker)
+            draw_line(fig, np.array([view.axes.x_lo, view.axes.x_hi]), np.array([y, y]), marker)
         else:
             hidden.append(cut)
     for onset in markers:
         if (x := view.x_at(onset.step)) is not None:
             marker = plt.marker("│", _pixel(palette, onset.zone))
-            _draw(fig, np.array([x, x]), np.array([view.axes.y_lo, view.axes.y_hi]), marker)
+            draw_line(fig, np.array([x, x]), np.array([view.axes.y_lo, view.axes.y_hi]), marker)
     mean = view.mean
     # a stall: the last value held, dotted, across the time nothing came
     for start in mean.starts[1:]:
         y = float(view.drawn(mean.y[start - 1 : start])[0])
         xs = np.array([mean.x[start - 1], mean.x[start]])
-        _draw(fig, xs, np.array([y, y]), plt.marker("·", grey))
+        draw_line(fig, xs, np.array([y, y]), plt.marker("·", grey))
     braille_grey = plt.marker("braille", grey)
     if view.smoothed is not None and smoothed_zones is not None:
         # the raw means dim behind, the smoothed line in its zones on top
         for stretch in mean.stretches():
-            _draw(fig, mean.x[stretch], view.drawn(mean.y[stretch]), braille_grey)
+            draw_line(fig, mean.x[stretch], view.drawn(mean.y[stretch]), braille_grey)
         _draw_zoned(fig, view, view.smoothed, smoothed_zones, palette, plain_when_unjudged=True)
     else:
         for envelope in (view.low, view.high):
             if envelope is not None:
                 for stretch in envelope.stretches():
                     ys = view.drawn(envelope.y[stretch])
-                    _draw(fig, envelope.x[stretch], ys, braille_grey)
+                    draw_line(fig, envelope.x[stretch], ys, braille_grey)
         _draw_zoned(fig, view, mean, zones, palette)
     return finish_figure(fig, view.axes), hidden
 

@@ -14,6 +14,7 @@ place moves (following the newest batch, or held where the user put it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -53,6 +54,9 @@ from grpo_tui.ui.completions_cursor import (
 )
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
+
+#: what the page worker runs: a read of the index, as the message of its request
+Reader = Callable[[CompletionsIndex, int], "CompletionsPanel.PageLoaded"]
 
 
 class CompletionsPanel(Vertical):
@@ -245,46 +249,26 @@ class CompletionsPanel(Vertical):
         return group_order(self.page.groups, zero_spread_only=self.cursor.zero_spread_only)
 
     # -- loading (a thread worker: a page can be a 10 MB line) -----------------------------
-    def _load(self, entry: int | None, *, group: int | None = None, at_end: bool = False) -> None:
+    def _read(self, read: Reader, *, loading: bool = True) -> None:
+        """`read` the index in the page worker (a newer read makes the older one stale);
+        `loading` says so in the status (a search says it itself)."""
         if (index := self._source.index) is None:
             return
         self._request += 1
-        self._loading = True
-        self._read_page(index, self._request, entry, group, at_end)
+        if loading:
+            self._loading = True
+        self._read_page(index, self._request, read)
 
     @work(thread=True, exclusive=True, group="completions-page", name="completions page")
-    def _read_page(
-        self,
-        index: CompletionsIndex,
-        request: int,
-        entry: int | None,
-        group: int | None,
-        at_end: bool,
-    ) -> None:
-        page = index.newest_page() if entry is None else index.page(entry)
-        self.post_message(self.PageLoaded(request, page, group, at_end))
+    def _read_page(self, index: CompletionsIndex, request: int, read: Reader) -> None:
+        self.post_message(read(index, request))
 
-    @work(thread=True, exclusive=True, group="completions-page", name="completions move")
-    def _read_neighbour(
-        self,
-        index: CompletionsIndex,
-        request: int,
-        current: int | None,
-        forward: bool,
-        at_end: bool,
-        zero_spread_only: bool,
-        limit: int | None,
-    ) -> None:
-        target = index.neighbour(current, forward=forward, zero_spread_only=zero_spread_only)
-        if target is None or (limit is not None and target > limit):
-            newer = "newer" if forward else "older"
-            if zero_spread_only:
-                note = f"no {newer} step with a zero-spread group"
-            else:
-                note = f"this is the {'newest' if forward else 'oldest'} step"
-            self.post_message(self.PageLoaded(request, None, None, at_end, note))
-            return
-        self.post_message(self.PageLoaded(request, index.page(target), None, at_end, ""))
+    def _load(self, entry: int | None, *, group: int | None = None, at_end: bool = False) -> None:
+        def read(index: CompletionsIndex, request: int) -> CompletionsPanel.PageLoaded:
+            page = index.newest_page() if entry is None else index.page(entry)
+            return self.PageLoaded(request, page, group, at_end)
+
+        self._read(read)
 
     @on(PageLoaded)
     def _page_loaded(self, message: PageLoaded) -> None:
@@ -427,20 +411,20 @@ class CompletionsPanel(Vertical):
     def _move_entry(self, forward: bool, *, at_end: bool = False) -> None:
         """Load the neighbouring step (in a worker: finding it may parse entries); it
         says so when there is none. While paused, nothing newer than the pause shows."""
-        if (index := self._source.index) is None:
-            return
-        self._request += 1
-        self._loading = True
+        current, zero_spread_only = self._entry_of_page(), self.cursor.zero_spread_only
         limit = self.cursor.newest_seen if self.frozen else None
-        self._read_neighbour(
-            index,
-            self._request,
-            self._entry_of_page(),
-            forward,
-            at_end,
-            self.cursor.zero_spread_only,
-            limit,
-        )
+
+        def read(index: CompletionsIndex, request: int) -> CompletionsPanel.PageLoaded:
+            target = index.neighbour(current, forward=forward, zero_spread_only=zero_spread_only)
+            if target is not None and (limit is None or target <= limit):
+                return self.PageLoaded(request, index.page(target), None, at_end, "")
+            if zero_spread_only:
+                note = f"no {'newer' if forward else 'older'} step with a zero-spread group"
+            else:
+                note = f"this is the {'newest' if forward else 'oldest'} step"
+            return self.PageLoaded(request, None, None, at_end, note)
+
+        self._read(read)
 
     def action_step_group(self, forward: bool) -> None:
         """`n` / `N`: the next / previous group, in the neighbouring step past either end."""
@@ -519,7 +503,6 @@ class CompletionsPanel(Vertical):
             self._draw(force=True)
             return
         self.cursor.hold()
-        index = self._source.index
         entry = self._entry_of_page()
         newest = self._source.state.newest_entry if self._source.state is not None else None
         start = entry if entry is not None else (newest or 0)
@@ -529,25 +512,19 @@ class CompletionsPanel(Vertical):
             start, after = resume[1], None  # go on from where the last search stopped
         self._search_resume = None
         self._say(f"searching for {printable(self.search_text)}…")
-        self._request += 1
-        self._run_search(index, self._request, self.search_text, start, after)
+        text = self.search_text
 
-    @work(thread=True, exclusive=True, group="completions-page", name="completions search")
-    def _run_search(
-        self, index: CompletionsIndex, request: int, text: str, start: int, group: int | None
-    ) -> None:
-        hit = index.search(text, start, backwards=True, after_group=group)
-        if hit.entry is None:
-            resume = None
+        def read(index: CompletionsIndex, request: int) -> CompletionsPanel.PageLoaded:
+            hit = index.search(text, start, backwards=True, after_group=after)
+            if hit.entry is not None:
+                return self.PageLoaded(request, index.page(hit.entry), hit.group, False, "found")
             if hit.exhausted:
                 note = f"no more matches (searched {hit.searched} steps back)"
-            else:
-                resume = (text, start - hit.searched)
-                note = f"not found in {hit.searched} steps; / enter searches further back"
-            self.post_message(self.PageLoaded(request, None, None, False, note, resume))
-            return
-        page = index.page(hit.entry)
-        self.post_message(self.PageLoaded(request, page, hit.group, False, "found"))
+                return self.PageLoaded(request, None, None, False, note)
+            note = f"not found in {hit.searched} steps; / enter searches further back"
+            return self.PageLoaded(request, None, None, False, note, (text, start - hit.searched))
+
+        self._read(read, loading=False)
 
     def _say(self, note: str) -> None:
         self._note = note

@@ -101,7 +101,8 @@ class RunHeader(Vertical):
         self._paused_badge = Static("", id="run-paused")
         self._run_name = Static("", id="run-name")
         self._verdict = Static("", id="verdict-line")
-        self._verdict_shown: tuple[VerdictLine, ZonePalette] | None = None
+        #: the verdict line shown and its palette (None before the first)
+        self.verdict_shown: tuple[VerdictLine, ZonePalette] | None = None
         self._facts = Static("", id="run-facts")
 
     def compose(self) -> ComposeResult:
@@ -112,21 +113,16 @@ class RunHeader(Vertical):
         yield self._verdict
         yield self._facts
 
-    @property
-    def verdict(self) -> VerdictLine | None:
-        """The verdict line shown (None before the first)."""
-        return self._verdict_shown[0] if self._verdict_shown else None
-
     def show_verdict(self, line: VerdictLine, palette: ZonePalette) -> None:
         """Draw the verdict line (nothing when it says what it already says)."""
-        if self._verdict_shown == (line, palette):
+        if self.verdict_shown == (line, palette):
             return
-        self._verdict_shown = (line, palette)
+        self.verdict_shown = (line, palette)
         self._draw_verdict()
 
     def _draw_verdict(self) -> None:
-        if self._verdict_shown is not None:
-            line, palette = self._verdict_shown
+        if self.verdict_shown is not None:
+            line, palette = self.verdict_shown
             # one line of a fixed size (app.tcss): no layout pass, which would repaint the
             # whole screen's scrollbars too
             self._verdict.update(verdict_text(line, palette, self._width()), layout=False)

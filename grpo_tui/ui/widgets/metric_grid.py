@@ -22,7 +22,6 @@ from textual.strip import Strip
 
 from grpo_tui.presentation import fit_names, matches_filter, order_metrics
 from grpo_tui.run.metrics import MetricStore
-from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.ui.widgets.metric_rows import (
     MetricRow,
     MetricsFrame,
@@ -60,35 +59,32 @@ class MetricGrid(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._source: MetricsFrame | None = None
+        #: what the grid draws now (None before the first frame)
+        self.source: MetricsFrame | None = None
         #: the metrics listed now (filtered), in display order
         self.names: list[str] = []
         #: the filter's words (`set_filter` changes them)
         self.filter = ""
-        self._rows: dict[str, MetricRow] = {}
+        #: each metric's row as last drawn (a metric not drawn yet has none)
+        self.rows: dict[str, MetricRow] = {}
         #: the source version each cached row was computed from
         self._row_version: dict[str, tuple[int, int, int]] = {}
         #: column widths at the current size (the caption above the grid aligns to them)
         self.row_layout = RowLayout.fit(80, 20)
         #: each listed name as drawn: cut to the name column, never two alike
-        self._labels: dict[str, str] = {}
+        self.labels: dict[str, str] = {}
         self._layout_width = 0
         self._generation = 0
 
     # -- what to show -------------------------------------------------------------------
-    @property
-    def palette(self) -> ZonePalette | None:
-        """The zone colours the rows are drawn in (None before the first source)."""
-        return self._source.palette if self._source is not None else None
-
     @property
     def selected(self) -> str | None:
         return self.names[self.cursor] if 0 <= self.cursor < len(self.names) else None
 
     def show(self, source: MetricsFrame) -> None:
         """Draw from a new source: recompute the rows on screen, refresh the changed ones."""
-        previous = self._source
-        self._source = source
+        previous = self.source
+        self.source = source
         structural = previous is None or previous.palette is not source.palette
         names = self._listed_names(source.store)
         if names != self.names:
@@ -102,17 +98,9 @@ class MetricGrid(ScrollView, can_focus=True):
 
     def set_filter(self, query: str) -> None:
         self.filter = query.strip()
-        if self._source is not None:
-            self._set_names(self._listed_names(self._source.store))
+        if self.source is not None:
+            self._set_names(self._listed_names(self.source.store))
             self._relayout()
-
-    def label(self, name: str) -> str | None:
-        """A listed metric's name as its row shows it (None when not listed)."""
-        return self._labels.get(name)
-
-    def row(self, name: str) -> MetricRow | None:
-        """The row of a metric as last drawn (None when not drawn yet)."""
-        return self._rows.get(name)
 
     def _listed_names(self, store: MetricStore) -> list[str]:
         names = order_metrics(store.names())
@@ -123,7 +111,7 @@ class MetricGrid(ScrollView, can_focus=True):
     def _set_names(self, names: list[str]) -> None:
         selected = self.selected
         self.names = names
-        self._labels = fit_names(names, self.row_layout.name)
+        self.labels = fit_names(names, self.row_layout.name)
         # width 0: rows always fit, so there is never a horizontal scrollbar
         self.virtual_size = Size(0, len(names))
         if selected in names:
@@ -135,7 +123,7 @@ class MetricGrid(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         self._layout_width = 0
         self._fit_layout()
-        self._rows.clear()
+        self.rows.clear()
         self._row_version.clear()
         self.virtual_size = Size(0, len(self.names))
         self.refresh()
@@ -149,13 +137,13 @@ class MetricGrid(ScrollView, can_focus=True):
             layout = RowLayout.fit(width, longest)
             if layout != self.row_layout:
                 self.row_layout = layout
-                self._labels = fit_names(self.names, layout.name)
+                self.labels = fit_names(self.names, layout.name)
                 self.post_message(self.LayoutChanged())
 
     def _compute(self, source: MetricsFrame, name: str) -> MetricRow:
         key = (self._generation, self.row_layout.spark, self.row_layout.name)
         if self._row_version.get(name) != key:
-            self._rows[name] = build_row(
+            self.rows[name] = build_row(
                 source.store,
                 name,
                 self.row_layout.spark,
@@ -164,13 +152,13 @@ class MetricGrid(ScrollView, can_focus=True):
                 source.diagnosis,
             )
             self._row_version[name] = key
-        return self._rows[name]
+        return self.rows[name]
 
     def _refresh_changed_rows(self, source: MetricsFrame) -> None:
         top = self.scroll_offset.y
         for index in range(top, min(top + self.size.height, len(self.names))):
             name = self.names[index]
-            before = self._rows.get(name)
+            before = self.rows.get(name)
             if self._compute(source, name) != before:
                 self.refresh_line(index)
 
@@ -178,11 +166,11 @@ class MetricGrid(ScrollView, can_focus=True):
         index = self.scroll_offset.y + y
         self._fit_layout()
         width = self._layout_width
-        source = self._source
+        source = self.source
         if not 0 <= index < len(self.names) or source is None:
             return Strip.blank(width, self.rich_style)
         row = self._compute(source, self.names[index])
-        label = self._labels.get(row.name, row.name)
+        label = self.labels.get(row.name, row.name)
         segments = row_segments(row, self.row_layout, source.palette, label)
         strip = Strip(segments).adjust_cell_length(width)
         if index == self.cursor:
