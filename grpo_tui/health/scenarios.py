@@ -74,7 +74,7 @@ _WORSE_SAMPLES: tuple[tuple[Getter, bool, str, str, Callable[[float], str]], ...
 def saturated(f: Findings) -> Scenario | None:
     b = Builder(ScenarioId.SATURATED)
     reward, rng = f.reward, f.reward_range
-    if reward is None or reward.shape is None or f.is_blow_up:
+    if reward is None or reward.shape is None or f.blow_up is not None:
         return None
     shape = reward.shape
     position = rng.position(reward.level) if rng is not None else None
@@ -403,7 +403,7 @@ def truncation(f: Findings) -> Scenario | None:
             b.support(reward_fact(f, "the task reward is learned despite the cut"))
     if not b.findings:
         return None
-    if f.is_blow_up and f.lengths_ran_to_cap:
+    if f.blow_up is not None and f.lengths_ran_to_cap:
         # the runaway policy is why: raising the cap would feed it
         b.advise(Advice.CAP_FROM_COLLAPSE)
         return b.build(f)
