@@ -45,7 +45,7 @@ def _course_answer(
         return Answer.UNKNOWN, missing
     shape = judgement.shape
     # a run that ended in its warm-up is not warming up any more: it has too few points
-    phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.word
+    phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.value
     text = f"{label} {phase}: {shape.describe()}"
     if shape.phase is Phase.WARMUP:
         return Answer.UNKNOWN, text
