@@ -70,14 +70,10 @@ def format_age(seconds: float | None) -> str:
     """How long ago, as a clock that ticks once a minute past the first: 45s, 12m, 3h05m,
     1d02h (a monitor of an idle run then repaints its ages once a minute, not every
     second); "–" when unknown."""
-    if seconds is None or not math.isfinite(seconds) or seconds < 0:
-        return "–"
-    if round(seconds) < 60:
-        return format_duration(seconds)
+    if seconds is None or not math.isfinite(seconds) or seconds < 0 or round(seconds) < 60:
+        return format_duration(seconds)  # "–" when unknown
     minutes = max(1, int(seconds // 60))
-    if minutes < 60:
-        return f"{minutes}m"
-    return format_duration(minutes * 60)
+    return f"{minutes}m" if minutes < 60 else format_duration(minutes * 60)
 
 
 def format_step(step: float) -> str:

@@ -103,27 +103,6 @@ class DiagnosisResult:
     error: str | None = None
 
 
-class _Judge:
-    """The steady judgement of the run as it goes (core's LiveJudge). Made by the first
-    diagnosis, in its thread: the diagnosis modules are imported there, after the first
-    screen, not before it."""
-
-    def __init__(self, rules: Rules) -> None:
-        self.rules = rules
-        self._live: LiveJudge | None = None
-
-    def judge(self, run: Run) -> Diagnosis:
-        if self._live is None:
-            from grpo_tui.health.diagnose import LiveJudge
-
-            self._live = LiveJudge(self.rules)
-        return self._live.judge(run)
-
-    def reset(self) -> None:
-        if self._live is not None:
-            self._live.reset()
-
-
 @dataclass(frozen=True)
 class DiagnosisJob:
     """One diagnosis of the Run at `version`, to run in any thread: the session changes the
@@ -131,13 +110,13 @@ class DiagnosisJob:
 
     version: int
     run: Run
-    judge: _Judge
+    judge: Callable[[Run], Diagnosis]
     clock: Callable[[], float]
 
     def __call__(self) -> DiagnosisResult:
         started = self.clock()
         try:
-            diagnosis: Diagnosis | None = self.judge.judge(self.run)
+            diagnosis: Diagnosis | None = self.judge(self.run)
             error = None
             # a diagnosis's working arrays are freed but glibc keeps their pages (20 MB
             # after replaying a 100 000-row history): give them back (~0.2 ms)
@@ -174,7 +153,7 @@ class Session:
         self._early_lock = threading.Lock()
         #: updates held back while paused or while a diagnosis reads the Run (merged)
         self._held: Update | None = None
-        self._judge = _Judge(rules)
+        self._live: LiveJudge | None = None  # made by the first diagnosis (_judge)
         self._in_flight: int | None = None
         self._painted = False
         self._diagnosed_version = -1
@@ -284,10 +263,21 @@ class Session:
         if run.store.replaced_rows != self._replaced_rows:
             # a restarted or resumed run re-logged steps: its history changed under the judge
             self._replaced_rows = run.store.replaced_rows
-            self._judge.reset()
+            if self._live is not None:
+                self._live.reset()
         self._in_flight = run.version
         self._diagnosed_rows = len(run.store)
         return DiagnosisJob(run.version, run, self._judge, self.clock)
+
+    def _judge(self, run: Run) -> Diagnosis:
+        """The steady judgement of the run as it goes (core's LiveJudge), made by the first
+        diagnosis, in its thread: the diagnosis modules are imported there, after the first
+        screen, not before it."""
+        if self._live is None:
+            from grpo_tui.health.diagnose import LiveJudge
+
+            self._live = LiveJudge(self.rules)
+        return self._live.judge(run)
 
     def diagnosed(self, result: DiagnosisResult) -> Applied | None:
         """A diagnosis is back: shown from now on; what was held back for it goes in

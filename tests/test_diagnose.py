@@ -515,7 +515,8 @@ def test_the_cap_given_on_the_command_line_is_used() -> None:
     columns["completion_length"] = list(950 + noise(200, 5))
     run = make_run(columns, context=RunContext(num_iterations=1))
     assert "truncation" not in ids(diagnose(run, RULES))
-    d = diagnose(run, RULES, context=RunContext(num_iterations=1, max_completion_length=1000))
+    run.given = RunContext(max_completion_length=1000)  # what check does with the option
+    d = diagnose(run, RULES)
     assert "truncation" in ids(d)
 
 

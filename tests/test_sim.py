@@ -418,7 +418,7 @@ def test_live_simulator_writes_the_same_run_line_by_line(tmp_path: Path) -> None
         assert text.endswith("\n")  # whole lines only
         if not more:
             break
-    assert live.finished and not live.advance()
+    assert not live.advance()  # and stays done
     assert calls == len({1, *range(5, 43, 5), 20, 40, 42})
     batch = write_run(tmp_path / "batch", config=cfg)
     assert live.run_dir.name == batch.name
@@ -435,10 +435,10 @@ def test_live_run_loop_stops_when_asked_and_finishes_otherwise(tmp_path: Path) -
     stop.set()
     stopped = LiveSimulator(tmp_path / "stopped", cfg, steps_per_second=1e9)
     stopped.run(stop)
-    assert not stopped.finished
+    assert not (stopped.run_dir / "logging.jsonl").exists()  # stopped before step 1
     done = LiveSimulator(tmp_path / "done", cfg, steps_per_second=1e9)
     done.run(threading.Event())
-    assert done.finished
+    assert not done.advance()  # nothing left to write
     assert _kind(_read_jsonl(done.run_dir / "logging.jsonl")[-1]) == "summary"
 
 

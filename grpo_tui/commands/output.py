@@ -83,16 +83,6 @@ def write_json(out: TextIO, data: Any) -> None:
     out.write(json_dumps(data, indent=True) + "\n")
 
 
-def _inert_segments(console: Console, renderable: RenderableType) -> list[Segment]:
-    # control segments (cursor movement) are dropped: our reports have none, and
-    # untrusted text gets none
-    return [
-        Segment(printable(segment.text, single_line=False), segment.style)
-        for segment in console.render(renderable, console.options)
-        if not segment.control
-    ]
-
-
 @contextmanager
 def signals_handled(signals: Iterable[int], handler: Callable[[int, Any], None]) -> Iterator[None]:
     """While inside, `signals` call `handler`; the handlers they had are put back after."""
@@ -115,4 +105,11 @@ def print_renderable(
     console = Console(
         file=file, width=width, highlight=False, emoji=False, force_terminal=force_terminal
     )
-    console.print(Segments(_inert_segments(console, renderable)), end="")
+    # control segments (cursor movement) are dropped: our reports have none, and
+    # untrusted text gets none
+    inert = [
+        Segment(printable(segment.text, single_line=False), segment.style)
+        for segment in console.render(renderable, console.options)
+        if not segment.control
+    ]
+    console.print(Segments(inert), end="")

@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -135,30 +135,28 @@ class Watch:
                 self._emit(event)
         return events
 
-    def _take(self, timeout: float) -> bool:
-        changed = False
+    def _queued(self, timeout: float) -> Iterator[tuple[int, Update | Notice]]:
+        """What the readers sent, waiting up to `timeout` for the first of it."""
         try:
             item = self._items.get(timeout=timeout)
+            while True:
+                yield item
+                item = self._items.get_nowait()
         except queue.Empty:
-            return False
-        while True:
-            index, thing = item
+            return
+
+    def _take(self, timeout: float) -> bool:
+        changed = False
+        for index, thing in self._queued(timeout):
             if isinstance(thing, Notice):
                 who = "" if index < 0 else f"{printable(self.runs[index].name)}: "
                 self._warn(f"{who}{thing.title}: {thing.text}")
             elif self.runs[index].session.receive(thing) is not None:
                 changed = True
-            try:
-                item = self._items.get_nowait()
-            except queue.Empty:
-                return changed
+        return changed
 
     def _drain_notices(self) -> None:
-        while True:
-            try:
-                index, thing = self._items.get_nowait()
-            except queue.Empty:
-                return
+        for index, thing in self._queued(0.0):
             if isinstance(thing, Notice) and index < 0:
                 self._warn(f"{thing.title}: {thing.text}")
 

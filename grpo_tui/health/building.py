@@ -167,7 +167,7 @@ def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence
         name,
         Window(shape.start.first_step, shape.end.last_step, shape.points),
         {k: finite_or_none(v) for k, v in numbers.items()},
-        f"{name} {what or shape.phase.word}: {shape.describe()}",
+        f"{name} {what or shape.phase.value}: {shape.describe()}",
         shape.detail,
     )
 

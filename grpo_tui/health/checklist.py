@@ -45,7 +45,7 @@ def _course_answer(
         return Answer.UNKNOWN, missing
     shape = judgement.shape
     # a run that ended in its warm-up is not warming up any more: it has too few points
-    phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.word
+    phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.value
     text = f"{label} {phase}: {shape.describe()}"
     if shape.phase is Phase.WARMUP:
         return Answer.UNKNOWN, text
@@ -123,26 +123,17 @@ def _samples_answer(f: Findings) -> tuple[Answer, str]:
         found.append(f"format {pct(early_format)} → {pct(recent_format)}")
         if early_format - recent_format > rules.samples.format_drop:
             problems.append("format compliance falling")
-    early_loop, recent_loop = samples.early_mean(_repetition), samples.recent_mean(_repetition)
-    if (
-        early_loop is not None
-        and recent_loop is not None
-        and recent_loop >= rules.samples.repetition_caution
-        and recent_loop - early_loop > rules.samples.repetition_rise
-    ):
-        found.append(f"repeated shingles {pct(early_loop)} → {pct(recent_loop)}")
+    loop = samples.worse(_repetition, False, rules.samples.repetition_rise)
+    if loop is not None and loop[1] >= rules.samples.repetition_caution:
+        found.append(f"repeated shingles {pct(loop[0])} → {pct(loop[1])}")
         problems.append("completions repeating themselves")
     if recent_short is not None and recent_short > rules.samples.one_token_share:
         early_short = samples.early_mean(_one_token)
         found.append(f"one token or empty {pct(early_short or 0.0)} → {pct(recent_short)}")
         problems.append("completions of one token")
-    early_cut, recent_cut = samples.early_mean(_cut_off), samples.recent_mean(_cut_off)
-    if (
-        early_cut is not None
-        and recent_cut is not None
-        and recent_cut - early_cut > rules.samples.cut_off_rise
-    ):
-        found.append(f"cut off {pct(early_cut)} → {pct(recent_cut)}")
+    cut = samples.worse(_cut_off, False, rules.samples.cut_off_rise)
+    if cut is not None:
+        found.append(f"cut off {pct(cut[0])} → {pct(cut[1])}")
         problems.append("more completions cut off mid-answer")
     text = ", ".join(found) + f" over {samples.window}"
     if problems:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from grpo_tui.context import RunContext
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import BANDED, Findings, find
@@ -51,9 +50,9 @@ __all__ = [
 ]
 
 
-def diagnose(run: Run, rules: Rules, *, context: RunContext | None = None) -> Diagnosis:
+def diagnose(run: Run, rules: Rules) -> Diagnosis:
     """The whole run judged the way the live panel judges it (replayed, steady)."""
-    return _replay(VerdictTracker(rules), snapshot(run, context), rules)
+    return _replay(VerdictTracker(rules), snapshot(run), rules)
 
 
 def _replay(tracker: VerdictTracker, snap: RunSnapshot, rules: Rules) -> Diagnosis:

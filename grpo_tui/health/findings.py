@@ -282,10 +282,6 @@ class Findings:
             return None
         return f"entropy {num(early)} → {num(level)} (×{level / max(early, 1e-12):.0f}, medians)"
 
-    @property
-    def is_blow_up(self) -> bool:
-        return self.blow_up is not None
-
     @cached_property
     def learned(self) -> bool:
         """The run learned something it still holds: a task reward improved (or still

@@ -96,7 +96,7 @@ def _no_signal(f: Findings) -> Builder | None:
     """The evidence of no learning signal, with its advice (None: there is none)."""
     b = Builder(ScenarioId.NOT_LEARNING)
     reward = f.reward
-    if f.learned or f.is_blow_up:
+    if f.learned or f.blow_up is not None:
         return None  # it learned (a plateau is the late stage), or it blew up: not this
     all_pass = f.spread_kind is SpreadKind.ALL_PASS
     std, frac = f.reward_std, f.frac_zero_std
@@ -194,7 +194,7 @@ def aux_only_rise(f: Findings, *, done: bool) -> Evidence | None:
     reward, tasks = f.reward, f.tasks
     if reward is None or reward.shape is None or not reward.shape.rose or not tasks:
         return None
-    if reward.shape.phase in (Phase.DECLINING, Phase.FALLING) or f.is_blow_up:
+    if reward.shape.phase in (Phase.DECLINING, Phase.FALLING) or f.blow_up is not None:
         return None  # it rose, and then fell: no longer a rise of any kind
     # every task flat below its top (a task stalled at its top is saturation)
     if not all(t.stalled and not near_top(t, f) for t in tasks):

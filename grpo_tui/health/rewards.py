@@ -194,12 +194,6 @@ class RewardFunction:
         return self.judgement.level
 
     @property
-    def judgeable(self) -> bool:
-        """Enough points to say whether it improved."""
-        shape = self.shape
-        return shape is not None and shape.points >= 2 * self.judgement.rules.trend.min_points
-
-    @property
     def stalled(self) -> bool:
         """At its floor, or, with enough points, flat: never clearly improved and its end
         within two standard errors of its start. A rise not yet clear in the noise is not
@@ -207,21 +201,12 @@ class RewardFunction:
         if self.at_floor:
             return True
         shape = self.shape
-        if shape is None or not self.judgeable or self.improved:
+        enough = 2 * self.judgement.rules.trend.min_points  # points to tell if it improved
+        if shape is None or shape.points < enough or self.improved:
             return False
         # within two standard errors: a flat reward drifts past one often enough by chance
         # that a verdict resting on "stalled" would come and go with it
-        return shape.end.value - shape.start.value <= 2.0 * math.hypot(
-            shape.end.error, shape.start.error
-        )
-
-    @property
-    def course(self) -> str:
-        """Its course in words, quoting stretch medians."""
-        shape = self.shape
-        return (
-            f"{self.fn} {shape.describe()}" if shape is not None else f"{self.fn}: no finite values"
-        )
+        return shape.change <= 2.0 * math.hypot(shape.end.error, shape.start.error)
 
 
 #: a logged total is a weighted sum of the function means when the median gap between the
@@ -400,14 +385,12 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
 
 
 def function_note(fn: RewardFunction) -> str:
-    """Words for a function's state that deserves a note."""
-    window = fn.judgement.window
+    """Words for a dead function, or one at its floor (the notes name no other)."""
     if fn.dead:
         points = fn.shape.points if fn.shape is not None else 0
         return f"{fn.fn} is 0 on every completion for the whole run ({points} points): a dead reward, it gives no learning signal"
-    if fn.at_floor:
-        return f"{fn.fn} sits at its floor {num(fn.level)} on every completion ({window}): it gives no learning signal"
-    return fn.course
+    window = fn.judgement.window
+    return f"{fn.fn} sits at its floor {num(fn.level)} on every completion ({window}): it gives no learning signal"
 
 
 # -- zero spread: all fail or all pass ---------------------------------------------------------

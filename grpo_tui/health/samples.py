@@ -65,6 +65,14 @@ class Samples:
     def recent_mean(self, get: Getter) -> float | None:
         return self._mean(self.recent, get)
 
+    def worse(self, get: Getter, falls: bool, drop: float) -> tuple[float, float] | None:
+        """(early, recent) means of a measure that changed for the worse (fell, when `falls`;
+        else rose) by more than `drop`."""
+        early, recent = self.early_mean(get), self.recent_mean(get)
+        if early is None or recent is None:
+            return None
+        return (early, recent) if (early - recent if falls else recent - early) > drop else None
+
     def onset(self, held: Held) -> float | None:
         """First sample step of the latest stretch where `held` was true on a sustained
         share of a rolling window of sample steps (`held` judges every step at once, e.g.

@@ -54,7 +54,7 @@ from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement, window_of
 from grpo_tui.health.learning import not_learning
 from grpo_tui.health.rewards import SpreadKind
-from grpo_tui.health.samples import Getter, Samples, format_rate, overlap
+from grpo_tui.health.samples import Getter, format_rate, overlap
 from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num, pct
 from grpo_tui.numbers import format_step
@@ -68,21 +68,13 @@ _WORSE_SAMPLES: tuple[tuple[Getter, bool, str, str, Callable[[float], str]], ...
 )
 
 
-def _worse(samples: Samples, get: Getter, falls: bool, drop: float) -> tuple[float, float] | None:
-    """(early, recent) of a sample measure that changed for the worse by more than `drop`."""
-    early, recent = samples.early_mean(get), samples.recent_mean(get)
-    if early is None or recent is None:
-        return None
-    return (early, recent) if (early - recent if falls else recent - early) > drop else None
-
-
 # -- saturated (late stage) --------------------------------------------------------------------
 
 
 def saturated(f: Findings) -> Scenario | None:
     b = Builder(ScenarioId.SATURATED)
     reward, rng = f.reward, f.reward_range
-    if reward is None or reward.shape is None or f.is_blow_up:
+    if reward is None or reward.shape is None or f.blow_up is not None:
         return None
     shape = reward.shape
     position = rng.position(reward.level) if rng is not None else None
@@ -343,7 +335,7 @@ def reward_hacking(f: Findings) -> Scenario | None:
     samples = f.samples
     if reward_up and samples is not None and samples.comparable:
         for measure, falls, drop, words, show in _WORSE_SAMPLES:
-            worse = _worse(samples, measure, falls, getattr(f.rules.samples, drop))
+            worse = samples.worse(measure, falls, getattr(f.rules.samples, drop))
             if worse is not None:
                 early, recent = worse
                 text = "reward rising while " + words.format(show(early), show(recent))
@@ -414,7 +406,7 @@ def truncation(f: Findings) -> Scenario | None:
             b.support(reward_fact(f, "the task reward is learned despite the cut"))
     if not b.findings:
         return None
-    if f.is_blow_up and f.lengths_ran_to_cap:
+    if f.blow_up is not None and f.lengths_ran_to_cap:
         # the runaway policy is why: raising the cap would feed it
         b.advise(Advice.CAP_FROM_COLLAPSE)
         return b.build(f)
@@ -518,7 +510,7 @@ def low_diversity(f: Findings) -> Scenario | None:
                 samples.onset(lambda s: s.column("pairwise_overlap") >= level),
             )
         elif samples.comparable and (
-            worse := _worse(samples, overlap, False, rules.samples.diversity_drop)
+            worse := samples.worse(overlap, False, rules.samples.diversity_drop)
         ):
             early, recent = worse
             text = f"diversity falling: overlap {num(early)} → {num(recent)}"

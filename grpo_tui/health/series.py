@@ -144,7 +144,7 @@ class RunSnapshot:
         )
 
 
-def snapshot(run: Run, context: RunContext | None = None) -> RunSnapshot:
+def snapshot(run: Run) -> RunSnapshot:
     """The views of every metric of the run, taken now."""
     store = run.store
     series = {
@@ -154,7 +154,7 @@ def snapshot(run: Run, context: RunContext | None = None) -> RunSnapshot:
     last = store.last_step()
     return RunSnapshot(
         series,
-        context if context is not None else run.context,
+        run.context,
         run.samples,
         np.asarray(train, dtype=np.float64),
         math.nan if last is None else last,

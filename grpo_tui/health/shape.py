@@ -56,10 +56,6 @@ class Phase(enum.Enum):
     FLAT = "flat"
     FALLING = "falling"
 
-    @property
-    def word(self) -> str:
-        return self.value
-
 
 @dataclass(frozen=True, slots=True)
 class Level:

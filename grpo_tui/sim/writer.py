@@ -537,10 +537,6 @@ class LiveSimulator:
         self._pending = next(self._events, None)
         self._written_step = 0
 
-    @property
-    def finished(self) -> bool:
-        return self._pending is None
-
     def advance(self) -> bool:
         """Write the next step's log calls (train/eval/completions; at the end also the
         end-of-train and summary lines). Returns False once the run is fully written."""
