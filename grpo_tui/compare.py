@@ -94,9 +94,10 @@ def logging_stride(run: Run) -> float:
 
 
 def step_edges(runs: Sequence[Run], cells: int) -> np.ndarray:
-    """Edges of equal step spans from the earliest first step of the runs to their latest last step,
-    at most `cells` spans and none narrower than the sparsest run's logging interval (a run logging
-    every 5 steps would be a dashed line in 1-step cells); empty when no run has a step."""
+    """Edges of equal step spans from the earliest first step of the runs to their latest
+    last step, at most `cells` spans and none narrower than the sparsest run's logging
+    interval (a run logging every 5 steps would be a dashed line in 1-step cells); empty
+    when no run has a step."""
     firsts = [float(run.store.steps[0]) for run in runs if len(run.store)]
     lasts = [step for run in runs if (step := run.store.last_step()) is not None]
     if not firsts or not lasts:

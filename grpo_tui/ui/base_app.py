@@ -59,8 +59,9 @@ class GrpoApp(App[ResultT]):
         return self._themes.get(name) or self._themes[resolve_theme_name(None, {})]
 
     def tell(self, text: str, *, title: str = "", error: bool = False, timeout: float = 5) -> None:
-        """One notification at a time, on the footer's line (the .tcss), cut to that line: a new one
-        takes the place of the one shown, so none stacks up over the data. Inert: never markup."""
+        """One notification at a time, on the footer's line (the .tcss), cut to that line: a
+        new one takes the place of the one shown, so none stacks up over the data. Inert:
+        never markup."""
         self.clear_notifications()
         words = printable(f"{title}: {text}" if title else text)
         # a toast is one line (the .tcss): a longer text would wrap out of sight

@@ -75,9 +75,10 @@ class CompletionsCursor:
 
     # -- arrivals ---------------------------------------------------------------------
     def arrived(self, newest: int | None, count: int | None = None) -> bool:
-        """The index's newest visitable entry is now `newest`; `count` says how many visitable
-        entries came since the last one seen (default: the index difference). True when a following
-        cursor should load it (the caller loads, then `show` places the cursor)."""
+        """The index's newest visitable entry is now `newest`; `count` says how many
+        visitable entries came since the last one seen (default: the index difference).
+        True when a following cursor should load it (the caller loads, then `show`
+        places the cursor)."""
         if newest is None or newest == self.newest_seen:
             return False
         previous, self.newest_seen = self.newest_seen, newest

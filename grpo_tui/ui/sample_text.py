@@ -39,8 +39,9 @@ class Turn:
 
 
 def prompt_turns(prompt: str) -> list[Turn]:
-    """The chat turns of a prompt (template applied or rendered messages); one "text" turn when no
-    template is recognised. An empty last assistant turn (the generation prompt) is dropped."""
+    """The chat turns of a prompt (template applied or rendered messages); one "text"
+    turn when no template is recognised. An empty last assistant turn (the generation
+    prompt) is dropped."""
     turns: list[Turn] = []
     for pattern in _TURN_PATTERNS:
         found = [Turn(m.group(1), m.group(2).strip()) for m in pattern.finditer(prompt)]

@@ -198,8 +198,9 @@ def chart_legend(
     width: int,
     view: ChartView,
 ) -> Text:
-    """What the lines mean: the EMA over the raw line, · stalls, ┈ band edges (those off the chart
-    said so), │ scenario onsets; packed into lines of `width` cells without breaking an item."""
+    """What the lines mean: the EMA over the raw line, · stalls, ┈ band edges (those off
+    the chart said so), │ scenario onsets; packed into lines of `width` cells without
+    breaking an item."""
     items: list[Text] = []
     if view.smoothed is not None:
         items.append(Text(f"⣿ EMA {view.ema_weight:g}, raw grey behind", style="bold"))
