@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from grpo_tui.run.completion_stats import CompletionsSummary
 from grpo_tui.run.completions import CompletionsIndex, IndexState
@@ -38,11 +38,17 @@ class Update:
         batch = Batch()
         batch.extend(self.batch)
         batch.extend(later.batch)
-        # what the later read did not bring (None), the earlier one's stands for
-        kept = {
-            name: getattr(self, name)
-            for name in ("samples", "completions", "completions_state", "preview")
-            if getattr(later, name) is None
-        }
-        new_samples = self.new_samples + later.new_samples
-        return replace(later, batch=batch, new_samples=new_samples, **kept)
+        return Update(
+            batch=batch,
+            status=later.status,
+            samples=later.samples if later.samples is not None else self.samples,
+            more=later.more,
+            new_samples=self.new_samples + later.new_samples,
+            completions=self.completions if later.completions is None else later.completions,
+            completions_state=(
+                self.completions_state
+                if later.completions_state is None
+                else later.completions_state
+            ),
+            preview=self.preview if later.preview is None else later.preview,
+        )
