@@ -105,9 +105,8 @@ def onset(f: Findings, name: str, flag: Callable[[np.ndarray], np.ndarray]) -> f
         return None
     flags = flag(view.values)
     index = tr.condition_onset(flags, f.rules.window_size(len(view)), f.rules.window.sustained)
-    if index is None and flags[-1]:
-        breaks = np.flatnonzero(~flags)
-        index = int(breaks[-1]) + 1 if breaks.size else 0
+    if index is None:
+        index = tr.onset_index(flags)
     return None if index is None else float(view.steps[index])
 
 
