@@ -170,8 +170,6 @@ class RewardFunction:
     role: Role
     judgement: Judgement
     range: RewardRange | None
-    #: every completion scored the same on most of the recent window (batch std ≈ 0)
-    zero_spread: bool
     #: 0 (or its one constant value) on every point of the whole run
     dead: bool
     #: recent level at the top of its range, with little spread
@@ -370,7 +368,6 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
                 reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.series) is not None),
                 judgement,
                 rng,
-                zero_spread,
                 dead,
                 at_top,
                 at_floor,
