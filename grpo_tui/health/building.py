@@ -47,6 +47,7 @@ class Builder:
         self.advice.extend((each, detail) for each in advice)
 
     def build(self, f: Findings) -> Scenario | None:
+        """The scenario, None when nothing was found."""
         if not self.findings:
             return None
         severity = min((finding.severity for finding in self.findings), key=lambda s: s.rank)

@@ -200,8 +200,6 @@ def too_aggressive(f: Findings) -> Scenario | None:
             return None  # a KL in its caution band and nothing else unstable: kl_watch's note
         add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
-    if not b.findings:
-        return None
     b.advise(Advice.LOWER_LR)
     if (f.context.num_iterations or 1) > 1:
         b.advise(Advice.FEWER_ITERATIONS)
@@ -358,8 +356,6 @@ def reward_hacking(f: Findings) -> Scenario | None:
     ):
         b.add(Severity.CAUTION, course(eval_reward.name, eval_reward))
         b.advise(Advice.EVAL_SET)
-    if not b.findings:
-        return None
     if reward is not None:
         b.support(course("reward", reward))
     b.advise(Advice.READ_SAMPLES, Advice.EVAL_SET)
@@ -404,8 +400,6 @@ def truncation(f: Findings) -> Scenario | None:
             b.support(course("clipped_ratio", clipped, "falling as the task is learned"))
         else:
             b.support(reward_fact(f, "the task reward is learned despite the cut"))
-    if not b.findings:
-        return None
     if f.blow_up is not None and f.lengths_ran_to_cap:
         # the runaway policy is why: raising the cap would feed it
         b.advise(Advice.CAP_FROM_COLLAPSE)
@@ -518,8 +512,6 @@ def low_diversity(f: Findings) -> Scenario | None:
     identical = _identical_lengths(f)
     if identical is not None:
         b.add(*identical)
-    if not b.findings:
-        return None
     b.advise(Advice.MORE_DIVERSITY, Advice.MORE_GENERATIONS, Advice.FINER_REWARD)
     return b.build(f)
 
