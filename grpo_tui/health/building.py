@@ -39,9 +39,8 @@ class Builder:
     def add(self, severity: Severity, evidence: Evidence, onset: float | None = None) -> None:
         self.findings.append(Finding(severity, evidence, onset))
 
-    def support(self, evidence: Evidence | None) -> None:
-        if evidence is not None:
-            self.supporting.append(evidence)
+    def support(self, evidence: Evidence) -> None:
+        self.supporting.append(evidence)
 
     def advise(self, *advice: Advice, detail: str = "") -> None:
         self.advice.extend((each, detail) for each in advice)
