@@ -71,8 +71,7 @@ class LiveJudge:
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
-        self._tracker = VerdictTracker(rules)
-        self._started = False
+        self.reset()
 
     def reset(self) -> None:
         """The run's history changed under it (a restarted log, re-logged steps): start over."""
