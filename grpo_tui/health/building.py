@@ -76,7 +76,7 @@ class Builder:
             severity,
             min(onsets) if onsets else None,
             [finding.evidence for finding in ordered] + supporting,
-            pick(advice, f.context),
+            pick(advice, f.snap.context),
             findings=len(ordered),
         )
 

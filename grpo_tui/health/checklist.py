@@ -59,7 +59,7 @@ def checklist(f: Findings) -> list[CheckItem]:
     length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")
-        if f.kl is None and f.context.beta == 0
+        if f.kl is None and f.snap.context.beta == 0
         else _zone_answer("kl", f.kl)
     )
     length_answer = _zone_answer(

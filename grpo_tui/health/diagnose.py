@@ -297,7 +297,7 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
         Severity.INFO,
         first_step,
         evidence,
-        pick([(Advice.LOG_MORE if ended else Advice.WAIT, "")], f.context),
+        pick([(Advice.LOG_MORE if ended else Advice.WAIT, "")], f.snap.context),
     )
 
 

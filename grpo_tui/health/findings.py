@@ -10,7 +10,6 @@ from functools import cached_property
 
 import numpy as np
 
-from grpo_tui.context import RunContext
 from grpo_tui.health import judges as jd
 from grpo_tui.health import trends as tr
 from grpo_tui.health.improvement import Improvement, improvement
@@ -102,7 +101,6 @@ class Findings:
 
     snap: RunSnapshot
     rules: Rules
-    context: RunContext
     warming_up: bool
     reward: Judgement | None
     reward_range: RewardRange | None
@@ -364,7 +362,6 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     return Findings(
         snap=snap,
         rules=rules,
-        context=context,
         warming_up=warming_up,
         reward=reward,
         reward_range=rng,

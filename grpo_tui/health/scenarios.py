@@ -158,7 +158,9 @@ def too_aggressive(f: Findings) -> Scenario | None:
         if not low:
             add_above(b, f, clip, "clip_ratio")
             b.advise(
-                Advice.FEWER_ITERATIONS if (f.context.num_iterations or 1) > 1 else Advice.LOWER_LR
+                Advice.FEWER_ITERATIONS
+                if (f.snap.context.num_iterations or 1) > 1
+                else Advice.LOWER_LR
             )
     kl = f.kl
     kl_warns = kl is not None and kl.zone.warns and f.kl_offset is None
@@ -201,7 +203,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
         add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     b.advise(Advice.LOWER_LR)
-    if (f.context.num_iterations or 1) > 1:
+    if (f.snap.context.num_iterations or 1) > 1:
         b.advise(Advice.FEWER_ITERATIONS)
     b.advise(Advice.STRONGER_KL)
     scenario = b.build(f)
