@@ -141,6 +141,7 @@ def saturated(f: Findings) -> Scenario | None:
 
 def too_aggressive(f: Findings) -> Scenario | None:
     b = Builder(ScenarioId.TOO_AGGRESSIVE)
+    reuses_batches = (f.snap.context.num_iterations or 1) > 1
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
@@ -157,11 +158,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
         low = below is not None and tr.median_of(clip.values) < below
         if not low:
             add_above(b, f, clip, "clip_ratio")
-            b.advise(
-                Advice.FEWER_ITERATIONS
-                if (f.snap.context.num_iterations or 1) > 1
-                else Advice.LOWER_LR
-            )
+            b.advise(Advice.FEWER_ITERATIONS if reuses_batches else Advice.LOWER_LR)
     kl = f.kl
     kl_warns = kl is not None and kl.zone.warns and f.kl_offset is None
     # a KL in its bad band, or in its caution band and still climbing, is a sign by itself
@@ -203,7 +200,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
         add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     b.advise(Advice.LOWER_LR)
-    if (f.snap.context.num_iterations or 1) > 1:
+    if reuses_batches:
         b.advise(Advice.FEWER_ITERATIONS)
     b.advise(Advice.STRONGER_KL)
     scenario = b.build(f)
