@@ -267,8 +267,7 @@ def total_range(
     own = reward_range(view, None, rules, may_be_unit=not several and weights is None)
     if own is None or own.known or not (several or weights is not None):
         return own
-    ranges = [fn.range for fn in functions]
-    known = [r for r in ranges if r is not None and r.known]
+    known = [fn.range for fn in functions if fn.range is not None and fn.range.known]
     if len(known) != len(functions):
         return own
     values = view.values
