@@ -443,8 +443,7 @@ def _rising_cut(f: Findings) -> Evidence | None:
 
 def length_collapse(f: Findings) -> Scenario | None:
     collapse = f.collapse
-    length = f.length
-    if collapse is None or length is None:
+    if collapse is None:
         return None
     b = Builder(ScenarioId.LENGTH_COLLAPSE)
     limit = collapse.early * (1 - f.rules.length.collapse_caution_drop)
