@@ -51,8 +51,6 @@ def eval_counterpart(fn: str, names: Iterable[str]) -> str | None:
     """The eval series that measures reward function `fn` on held-out data: an `eval_…`
     name whose words begin with the function's (`eval_ndcg@10` for `ndcg`)."""
     words = _words(fn)
-    if not words:
-        return None
     for name in names:
         if not name.startswith("eval_") or name == "eval_reward":
             continue
