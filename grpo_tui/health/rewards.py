@@ -316,10 +316,9 @@ def function_weights(context: RunContext, names: list[str]) -> list[float] | Non
 def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
     """Every per-function reward of the run, with its role, range and facts."""
     found = []
-    for name in snap.series:
+    for name, view in snap.series.items():
         match = REWARD_FN.match(name)
-        view = snap.get(name)
-        if match is None or view is None or view.empty:
+        if match is None or view.empty:
             continue
         fn = match.group("fn")
         std = snap.get(f"rewards/{fn}/std")
