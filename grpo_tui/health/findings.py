@@ -165,8 +165,7 @@ class Findings:
             )
         std_key = "reward_std" if key == "reward" else key.removesuffix("/mean") + "/std"
         std = self.snap.get(std_key)
-        if std is not None and not std.empty and float(np.median(std.values)) > 0:
-            typical = float(np.median(std.values))
+        if std is not None and not std.empty and (typical := float(np.median(std.values))) > 0:
             return rules.meaningful_std_fraction * typical, (
                 f"{pct(rules.meaningful_std_fraction)} of its typical spread within a batch, {num(typical)}"
             )
