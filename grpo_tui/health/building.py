@@ -15,7 +15,6 @@ from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement
 from grpo_tui.health.rewards import RewardFunction
 from grpo_tui.health.rules import ZoneBounds
-from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, says_nothing_new
 from grpo_tui.vocabulary import ScenarioId, Severity, Zone
 
@@ -139,10 +138,6 @@ def add_above(b: Builder, f: Findings, judgement: Judgement, name: str) -> None:
     """The finding of a judgement above its bounds, from when the series passed that bound."""
     severity, bound = upper(f, judgement, name)
     b.add(severity, evidence(judgement), onset(f, name, lambda v: v > (bound or 0.0)))
-
-
-def task_rising(f: Findings) -> bool:
-    return any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
 
 
 def reward_fact(f: Findings, text: str) -> Evidence:

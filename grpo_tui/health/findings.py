@@ -137,6 +137,10 @@ class Findings:
     def auxiliaries(self) -> list[RewardFunction]:
         return [f for f in self.functions if f.role is Role.AUX]
 
+    @property
+    def task_rising(self) -> bool:
+        return any(t.shape is not None and t.shape.phase is Phase.RISING for t in self.tasks)
+
     @cached_property
     def rise_bounds(self) -> list[RiseBound]:
         """The rise of every task reward (else of the reward) bounded by its confidence
@@ -286,9 +290,7 @@ class Findings:
         to its floor. A run that rose only through auxiliary rewards did not learn the task."""
         tasks = self.tasks
         if tasks:
-            return any(
-                t.improved or (t.shape is not None and t.shape.phase is Phase.RISING) for t in tasks
-            )
+            return any(t.improved for t in tasks) or self.task_rising
         reward, rng = self.reward, self.reward_range
         if reward is None or reward.shape is None or not reward.shape.rose:
             return False

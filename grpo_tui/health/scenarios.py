@@ -47,7 +47,6 @@ from grpo_tui.health.building import (
     onset,
     reward_fact,
     severity_of,
-    task_rising,
     upper,
 )
 from grpo_tui.health.findings import Findings
@@ -84,7 +83,7 @@ def saturated(f: Findings) -> Scenario | None:
         and position is not None
         and position >= f.rules.rewards.saturation_position
     )
-    plateau = shape.phase is Phase.PLATEAU and not task_rising(f)
+    plateau = shape.phase is Phase.PLATEAU and not f.task_rising
     if not (at_top or plateau) or shape.declined:
         return None
     signal_gone = False
@@ -556,7 +555,7 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     if reward is None or reward.shape is None:
         return None
     shape = reward.shape
-    rising = shape.phase is Phase.RISING or (shape.rose and task_rising(f))
+    rising = shape.phase is Phase.RISING or (shape.rose and f.task_rising)
     # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
     # is for a while less clear in the noise
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)
