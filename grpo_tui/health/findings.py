@@ -478,7 +478,6 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
         return jd.base_judgement(view, rules, *all_zero[off_policy])
     reward = snap.get("reward")
     judged = view
-    reuse = False
     if reward is not None and not reward.empty:
         without_reward = ~np.isin(view.steps, reward.steps)
         reused = np.count_nonzero(without_reward)
@@ -488,9 +487,8 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
             judged = replace(
                 view, steps=view.steps[without_reward], values=view.values[without_reward]
             )
-            reuse = True
     judgement = jd.band_judgement(judged, rules.zone_bounds("clip_ratio") or ZoneBounds(), rules)
-    suffix = " (re-use steps only)" if reuse else ""
+    suffix = " (re-use steps only)" if judged is not view else ""
     if nonzero and off_policy is not True:
         suffix += "; non-zero values prove some updates are off-policy"
     return replace(judgement, reason=judgement.reason + suffix)
