@@ -172,6 +172,4 @@ def function_evidence(fn: RewardFunction, text: str) -> Evidence:
 
 def near_top(fn: RewardFunction, f: Findings) -> bool:
     """A reward function in the highest (1 - top_position) of its known range."""
-    rng = fn.range
-    position = rng.position(fn.level) if rng is not None and rng.known else None
-    return position is not None and position >= f.rules.rewards.top_position
+    return fn.range is not None and fn.range.reaches(fn.level, f.rules.rewards.top_position)

@@ -104,6 +104,11 @@ class RewardRange:
             return None
         return (value - self.low) / self.span
 
+    def reaches(self, value: float, share: float) -> bool:
+        """`value` sits at `share` of the range or above it, and the top is known."""
+        position = self.position(value)
+        return self.known and position is not None and position >= share
+
     @property
     def text(self) -> str:
         return f"{value_range(self.low, self.high)} ({self.how})"
@@ -334,12 +339,7 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
         dead = all_same and len(view) >= 2 and abs(float(view.values[0])) <= 1e-12
         level = judgement.level
         position = rng.position(level) if rng is not None else None
-        at_top = (
-            rng is not None
-            and rng.known
-            and position is not None
-            and position >= rules.rewards.saturation_position
-        )
+        at_top = rng is not None and rng.reaches(level, rules.rewards.saturation_position)
         at_floor = (
             zero_spread and position is not None and position <= rules.rewards.floor_position
         ) or dead

@@ -77,12 +77,7 @@ def saturated(f: Findings) -> Scenario | None:
         return None
     shape = reward.shape
     position = rng.position(reward.level) if rng is not None else None
-    at_top = (
-        rng is not None
-        and rng.known
-        and position is not None
-        and position >= f.rules.rewards.saturation_position
-    )
+    at_top = rng is not None and rng.reaches(reward.level, f.rules.rewards.saturation_position)
     plateau = shape.phase is Phase.PLATEAU and not f.task_rising
     if not (at_top or plateau) or shape.declined:
         return None
@@ -339,18 +334,13 @@ def reward_hacking(f: Findings) -> Scenario | None:
                 b.advise(Advice.READ_SAMPLES)
     eval_reward = f.eval_reward
     rng = f.reward_range
-    eval_position = (
-        rng.position(eval_reward.level)
-        if rng is not None and rng.known and eval_reward is not None
-        else None
-    )
     if (
         reward_up
         and eval_reward is not None
         and reward is not None
         and _eval_stalled_while_train_rose(reward, eval_reward, f)
         # an eval reward flat at the top has nothing left to show
-        and not (eval_position is not None and eval_position >= f.rules.rewards.top_position)
+        and not (rng is not None and rng.reaches(eval_reward.level, f.rules.rewards.top_position))
     ):
         b.add(Severity.CAUTION, course(eval_reward.name, eval_reward))
         b.advise(Advice.EVAL_SET)
