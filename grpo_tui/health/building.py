@@ -15,7 +15,6 @@ from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement
 from grpo_tui.health.rewards import RewardFunction
 from grpo_tui.health.rules import ZoneBounds
-from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, says_nothing_new
 from grpo_tui.vocabulary import ScenarioId, Severity, Zone
 
@@ -39,14 +38,14 @@ class Builder:
     def add(self, severity: Severity, evidence: Evidence, onset: float | None = None) -> None:
         self.findings.append(Finding(severity, evidence, onset))
 
-    def support(self, evidence: Evidence | None) -> None:
-        if evidence is not None:
-            self.supporting.append(evidence)
+    def support(self, evidence: Evidence) -> None:
+        self.supporting.append(evidence)
 
     def advise(self, *advice: Advice, detail: str = "") -> None:
         self.advice.extend((each, detail) for each in advice)
 
     def build(self, f: Findings) -> Scenario | None:
+        """The scenario, None when nothing was found."""
         if not self.findings:
             return None
         severity = min((finding.severity for finding in self.findings), key=lambda s: s.rank)
@@ -76,7 +75,7 @@ class Builder:
             severity,
             min(onsets) if onsets else None,
             [finding.evidence for finding in ordered] + supporting,
-            pick(advice, f.context),
+            pick(advice, f.snap.context),
             findings=len(ordered),
         )
 
@@ -141,10 +140,6 @@ def add_above(b: Builder, f: Findings, judgement: Judgement, name: str) -> None:
     b.add(severity, evidence(judgement), onset(f, name, lambda v: v > (bound or 0.0)))
 
 
-def task_rising(f: Findings) -> bool:
-    return any(t.shape is not None and t.shape.phase is Phase.RISING for t in f.tasks)
-
-
 def reward_fact(f: Findings, text: str) -> Evidence:
     """A fact about the reward in words, over its window."""
     return Evidence("reward", f.reward.window if f.reward else Window(None, None, 0), {}, text)
@@ -177,6 +172,4 @@ def function_evidence(fn: RewardFunction, text: str) -> Evidence:
 
 def near_top(fn: RewardFunction, f: Findings) -> bool:
     """A reward function in the highest (1 - top_position) of its known range."""
-    rng = fn.range
-    position = rng.position(fn.level) if rng is not None and rng.known else None
-    return position is not None and position >= f.rules.rewards.top_position
+    return fn.range is not None and fn.range.reaches(fn.level, f.rules.rewards.top_position)

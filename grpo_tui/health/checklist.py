@@ -37,16 +37,14 @@ def _zone_answer(label: str, judgement: Judgement | None) -> tuple[Answer, str]:
     return _ZONE_ANSWERS.get(judgement.zone, Answer.YES), f"{label} {judgement.reason}"
 
 
-def _course_answer(
-    label: str, judgement: Judgement | None, missing: str, *, ended: bool
-) -> tuple[Answer, str]:
+def _course_answer(judgement: Judgement | None, missing: str, *, ended: bool) -> tuple[Answer, str]:
     """Rising (or levelled off after a rise: the late stage) from the whole course."""
     if judgement is None or judgement.shape is None:
         return Answer.UNKNOWN, missing
     shape = judgement.shape
     # a run that ended in its warm-up is not warming up any more: it has too few points
     phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.value
-    text = f"{label} {phase}: {shape.describe()}"
+    text = f"{judgement.name} {phase}: {shape.describe()}"
     if shape.phase is Phase.WARMUP:
         return Answer.UNKNOWN, text
     if shape.phase in (Phase.RISING, Phase.PLATEAU):
@@ -59,7 +57,7 @@ def checklist(f: Findings) -> list[CheckItem]:
     length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")
-        if f.kl is None and f.context.beta == 0
+        if f.kl is None and f.snap.context.beta == 0
         else _zone_answer("kl", f.kl)
     )
     length_answer = _zone_answer(
@@ -68,18 +66,13 @@ def checklist(f: Findings) -> list[CheckItem]:
     if f.collapse is not None:
         length_answer = (Answer.NO, f"completion_length {f.collapse.text}")
     answers = [
-        _course_answer("reward", f.reward, "reward not logged", ended=f.snap.ended),
+        _course_answer(f.reward, "reward not logged", ended=f.snap.ended),
         _zone_answer("reward_std", f.reward_std),
         _zone_answer("frac_reward_zero_std", frac),
         _zone_answer("clip_ratio", f.clip),
         length_answer,
         _samples_answer(f),
-        _course_answer(
-            f.eval_reward.name if f.eval_reward else "eval_reward",
-            f.eval_reward,
-            "no eval logged",
-            ended=f.snap.ended,
-        ),
+        _course_answer(f.eval_reward, "no eval logged", ended=f.snap.ended),
         kl,
     ]
     return [

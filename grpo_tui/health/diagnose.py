@@ -71,8 +71,7 @@ class LiveJudge:
 
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
-        self._tracker = VerdictTracker(rules)
-        self._started = False
+        self.reset()
 
     def reset(self) -> None:
         """The run's history changed under it (a restarted log, re-logged steps): start over."""
@@ -298,7 +297,7 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
         Severity.INFO,
         first_step,
         evidence,
-        pick([(Advice.LOG_MORE if ended else Advice.WAIT, "")], f.context),
+        pick([(Advice.LOG_MORE if ended else Advice.WAIT, "")], f.snap.context),
     )
 
 

@@ -10,7 +10,6 @@ from functools import cached_property
 
 import numpy as np
 
-from grpo_tui.context import RunContext
 from grpo_tui.health import judges as jd
 from grpo_tui.health import trends as tr
 from grpo_tui.health.improvement import Improvement, improvement
@@ -102,7 +101,6 @@ class Findings:
 
     snap: RunSnapshot
     rules: Rules
-    context: RunContext
     warming_up: bool
     reward: Judgement | None
     reward_range: RewardRange | None
@@ -139,6 +137,10 @@ class Findings:
     def auxiliaries(self) -> list[RewardFunction]:
         return [f for f in self.functions if f.role is Role.AUX]
 
+    @property
+    def task_rising(self) -> bool:
+        return any(t.shape is not None and t.shape.phase is Phase.RISING for t in self.tasks)
+
     @cached_property
     def rise_bounds(self) -> list[RiseBound]:
         """The rise of every task reward (else of the reward) bounded by its confidence
@@ -167,8 +169,7 @@ class Findings:
             )
         std_key = "reward_std" if key == "reward" else key.removesuffix("/mean") + "/std"
         std = self.snap.get(std_key)
-        if std is not None and not std.empty and float(np.median(std.values)) > 0:
-            typical = float(np.median(std.values))
+        if std is not None and not std.empty and (typical := float(np.median(std.values))) > 0:
             return rules.meaningful_std_fraction * typical, (
                 f"{pct(rules.meaningful_std_fraction)} of its typical spread within a batch, {num(typical)}"
             )
@@ -289,9 +290,7 @@ class Findings:
         to its floor. A run that rose only through auxiliary rewards did not learn the task."""
         tasks = self.tasks
         if tasks:
-            return any(
-                t.improved or (t.shape is not None and t.shape.phase is Phase.RISING) for t in tasks
-            )
+            return any(t.improved for t in tasks) or self.task_rising
         reward, rng = self.reward, self.reward_range
         if reward is None or reward.shape is None or not reward.shape.rose:
             return False
@@ -364,7 +363,6 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     return Findings(
         snap=snap,
         rules=rules,
-        context=context,
         warming_up=warming_up,
         reward=reward,
         reward_range=rng,
@@ -480,7 +478,6 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
         return jd.base_judgement(view, rules, *all_zero[off_policy])
     reward = snap.get("reward")
     judged = view
-    reuse = False
     if reward is not None and not reward.empty:
         without_reward = ~np.isin(view.steps, reward.steps)
         reused = np.count_nonzero(without_reward)
@@ -490,9 +487,8 @@ def _clip(snap: RunSnapshot, rules: Rules) -> Judgement | None:
             judged = replace(
                 view, steps=view.steps[without_reward], values=view.values[without_reward]
             )
-            reuse = True
     judgement = jd.band_judgement(judged, rules.zone_bounds("clip_ratio") or ZoneBounds(), rules)
-    suffix = " (re-use steps only)" if reuse else ""
+    suffix = " (re-use steps only)" if judged is not view else ""
     if nonzero and off_policy is not True:
         suffix += "; non-zero values prove some updates are off-policy"
     return replace(judgement, reason=judgement.reason + suffix)

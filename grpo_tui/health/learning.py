@@ -144,7 +144,7 @@ def _no_signal(f: Findings) -> Builder | None:
     if (
         clip is not None
         and groups_differ
-        and f.context.off_policy is True
+        and f.snap.context.off_policy is True
         and clip.zone is Zone.CAUTION
         and clip_floor is not None
         and clip.level < clip_floor
@@ -153,7 +153,7 @@ def _no_signal(f: Findings) -> Builder | None:
             Severity.CAUTION,
             evidence(
                 clip,
-                f"clip_ratio {clip.reason}: with num_iterations {f.context.num_iterations} the updates barely move the policy",
+                f"clip_ratio {clip.reason}: with num_iterations {f.snap.context.num_iterations} the updates barely move the policy",
             ),
         )
         b.advise(Advice.WEAK_UPDATES)
@@ -175,10 +175,10 @@ def _no_signal(f: Findings) -> Builder | None:
         b.support(reward_fact(f, f"zero spread: {f.spread_why}"))
     if f.spread_kind is SpreadKind.ALL_FAIL:
         b.advise(Advice.EASIER_DATA, Advice.PARTIAL_CREDIT)
-    num_generations = f.context.num_generations
+    num_generations = f.snap.context.num_generations
     if num_generations is not None and num_generations <= 4:
         b.advise(Advice.MORE_GENERATIONS)
-    temperature = f.context.temperature
+    temperature = f.snap.context.temperature
     if temperature is not None and temperature < 0.7:
         b.advise(Advice.RAISE_TEMPERATURE)
     b.advise(Advice.PARTIAL_CREDIT, Advice.MORE_GENERATIONS)

@@ -51,8 +51,6 @@ def eval_counterpart(fn: str, names: Iterable[str]) -> str | None:
     """The eval series that measures reward function `fn` on held-out data: an `eval_…`
     name whose words begin with the function's (`eval_ndcg@10` for `ndcg`)."""
     words = _words(fn)
-    if not words:
-        return None
     for name in names:
         if not name.startswith("eval_") or name == "eval_reward":
             continue
@@ -105,6 +103,11 @@ class RewardRange:
         if not self.span > 1e-12 or not math.isfinite(value):
             return None
         return (value - self.low) / self.span
+
+    def reaches(self, value: float, share: float) -> bool:
+        """`value` sits at `share` of the range or above it, and the top is known."""
+        position = self.position(value)
+        return self.known and position is not None and position >= share
 
     @property
     def text(self) -> str:
@@ -170,8 +173,6 @@ class RewardFunction:
     role: Role
     judgement: Judgement
     range: RewardRange | None
-    #: every completion scored the same on most of the recent window (batch std ≈ 0)
-    zero_spread: bool
     #: 0 (or its one constant value) on every point of the whole run
     dead: bool
     #: recent level at the top of its range, with little spread
@@ -269,8 +270,7 @@ def total_range(
     own = reward_range(view, None, rules, may_be_unit=not several and weights is None)
     if own is None or own.known or not (several or weights is not None):
         return own
-    ranges = [fn.range for fn in functions]
-    known = [r for r in ranges if r is not None and r.known]
+    known = [fn.range for fn in functions if fn.range is not None and fn.range.known]
     if len(known) != len(functions):
         return own
     values = view.values
@@ -321,10 +321,9 @@ def function_weights(context: RunContext, names: list[str]) -> list[float] | Non
 def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
     """Every per-function reward of the run, with its role, range and facts."""
     found = []
-    for name in snap.series:
+    for name, view in snap.series.items():
         match = REWARD_FN.match(name)
-        view = snap.get(name)
-        if match is None or view is None or view.empty:
+        if match is None or view.empty:
             continue
         fn = match.group("fn")
         std = snap.get(f"rewards/{fn}/std")
@@ -340,12 +339,7 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
         dead = all_same and len(view) >= 2 and abs(float(view.values[0])) <= 1e-12
         level = judgement.level
         position = rng.position(level) if rng is not None else None
-        at_top = (
-            rng is not None
-            and rng.known
-            and position is not None
-            and position >= rules.rewards.saturation_position
-        )
+        at_top = rng is not None and rng.reaches(level, rules.rewards.saturation_position)
         at_floor = (
             zero_spread and position is not None and position <= rules.rewards.floor_position
         ) or dead
@@ -370,7 +364,6 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
                 reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.series) is not None),
                 judgement,
                 rng,
-                zero_spread,
                 dead,
                 at_top,
                 at_floor,

@@ -551,13 +551,11 @@ def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
         return (list(value), True) if ok else (None, False)
     if isinstance(value, bool):  # no field is a flag, and TOML's true is no number
         return None, False
-    if hint is int:
-        return (value, True) if isinstance(value, int) else (None, False)
     if hint is float:
         ok = isinstance(value, (int, float)) and not math.isnan(value)
         return (float(value), True) if ok else (None, False)
-    if hint is str:
-        return (value, True) if isinstance(value, str) else (None, False)
+    if hint in (int, str):
+        return (value, True) if isinstance(value, hint) else (None, False)
     return None, False
 
 

@@ -47,7 +47,6 @@ from grpo_tui.health.building import (
     onset,
     reward_fact,
     severity_of,
-    task_rising,
     upper,
 )
 from grpo_tui.health.findings import Findings
@@ -78,13 +77,8 @@ def saturated(f: Findings) -> Scenario | None:
         return None
     shape = reward.shape
     position = rng.position(reward.level) if rng is not None else None
-    at_top = (
-        rng is not None
-        and rng.known
-        and position is not None
-        and position >= f.rules.rewards.saturation_position
-    )
-    plateau = shape.phase is Phase.PLATEAU and not task_rising(f)
+    at_top = rng is not None and rng.reaches(reward.level, f.rules.rewards.saturation_position)
+    plateau = shape.phase is Phase.PLATEAU and not f.task_rising
     if not (at_top or plateau) or shape.declined:
         return None
     signal_gone = False
@@ -141,6 +135,7 @@ def saturated(f: Findings) -> Scenario | None:
 
 def too_aggressive(f: Findings) -> Scenario | None:
     b = Builder(ScenarioId.TOO_AGGRESSIVE)
+    reuses_batches = (f.snap.context.num_iterations or 1) > 1
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
@@ -157,9 +152,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
         low = below is not None and tr.median_of(clip.values) < below
         if not low:
             add_above(b, f, clip, "clip_ratio")
-            b.advise(
-                Advice.FEWER_ITERATIONS if (f.context.num_iterations or 1) > 1 else Advice.LOWER_LR
-            )
+            b.advise(Advice.FEWER_ITERATIONS if reuses_batches else Advice.LOWER_LR)
     kl = f.kl
     kl_warns = kl is not None and kl.zone.warns and f.kl_offset is None
     # a KL in its bad band, or in its caution band and still climbing, is a sign by itself
@@ -200,10 +193,8 @@ def too_aggressive(f: Findings) -> Scenario | None:
             return None  # a KL in its caution band and nothing else unstable: kl_watch's note
         add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
-    if not b.findings:
-        return None
     b.advise(Advice.LOWER_LR)
-    if (f.context.num_iterations or 1) > 1:
+    if reuses_batches:
         b.advise(Advice.FEWER_ITERATIONS)
     b.advise(Advice.STRONGER_KL)
     scenario = b.build(f)
@@ -343,23 +334,16 @@ def reward_hacking(f: Findings) -> Scenario | None:
                 b.advise(Advice.READ_SAMPLES)
     eval_reward = f.eval_reward
     rng = f.reward_range
-    eval_position = (
-        rng.position(eval_reward.level)
-        if rng is not None and rng.known and eval_reward is not None
-        else None
-    )
     if (
         reward_up
         and eval_reward is not None
         and reward is not None
         and _eval_stalled_while_train_rose(reward, eval_reward, f)
         # an eval reward flat at the top has nothing left to show
-        and not (eval_position is not None and eval_position >= f.rules.rewards.top_position)
+        and not (rng is not None and rng.reaches(eval_reward.level, f.rules.rewards.top_position))
     ):
         b.add(Severity.CAUTION, course(eval_reward.name, eval_reward))
         b.advise(Advice.EVAL_SET)
-    if not b.findings:
-        return None
     if reward is not None:
         b.support(course("reward", reward))
     b.advise(Advice.READ_SAMPLES, Advice.EVAL_SET)
@@ -404,8 +388,6 @@ def truncation(f: Findings) -> Scenario | None:
             b.support(course("clipped_ratio", clipped, "falling as the task is learned"))
         else:
             b.support(reward_fact(f, "the task reward is learned despite the cut"))
-    if not b.findings:
-        return None
     if f.blow_up is not None and f.lengths_ran_to_cap:
         # the runaway policy is why: raising the cap would feed it
         b.advise(Advice.CAP_FROM_COLLAPSE)
@@ -450,8 +432,7 @@ def _rising_cut(f: Findings) -> Evidence | None:
 
 def length_collapse(f: Findings) -> Scenario | None:
     collapse = f.collapse
-    length = f.length
-    if collapse is None or length is None:
+    if collapse is None:
         return None
     b = Builder(ScenarioId.LENGTH_COLLAPSE)
     limit = collapse.early * (1 - f.rules.length.collapse_caution_drop)
@@ -518,8 +499,6 @@ def low_diversity(f: Findings) -> Scenario | None:
     identical = _identical_lengths(f)
     if identical is not None:
         b.add(*identical)
-    if not b.findings:
-        return None
     b.advise(Advice.MORE_DIVERSITY, Advice.MORE_GENERATIONS, Advice.FINER_REWARD)
     return b.build(f)
 
@@ -566,7 +545,7 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     if reward is None or reward.shape is None:
         return None
     shape = reward.shape
-    rising = shape.phase is Phase.RISING or (shape.rose and task_rising(f))
+    rising = shape.phase is Phase.RISING or (shape.rose and f.task_rising)
     # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
     # is for a while less clear in the noise
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)

@@ -302,6 +302,4 @@ def condition_onset(flags: np.ndarray, width: int, sustained: float) -> int | No
     flagged = np.flatnonzero(flags[: index + 1])
     if flagged.size == 0:
         return index
-    last = int(flagged[-1])
-    breaks = np.flatnonzero(~flags[: last + 1])
-    return int(breaks[-1]) + 1 if breaks.size else 0
+    return onset_index(flags[: int(flagged[-1]) + 1])

@@ -18,14 +18,13 @@ from grpo_tui.vocabulary import Zone
 
 
 def _context_adjusted(
-    name: str, codes: np.ndarray, values: np.ndarray, rules: Rules, context: RunContext
+    name: str, codes: np.ndarray, values: np.ndarray, bounds: ZoneBounds, context: RunContext
 ) -> np.ndarray:
     """Context rules applied to value zones: on-policy clip_ratio and beta 0 KL are n/a,
     a clip_ratio floor is only a warning when the run is known to be off-policy."""
     base = name.removeprefix("eval_")
     if base == "clip_ratio":
-        bounds = rules.zone_bounds(name)
-        floor = bounds.caution_below if bounds is not None else None
+        floor = bounds.caution_below
         # below the floor: n/a on-policy, unknown when the run does not say
         low_zone = {False: Zone.NA, None: Zone.UNKNOWN}.get(context.off_policy)
         if floor is not None and low_zone is not None:
@@ -49,7 +48,7 @@ def zone_of_values(name: str, values: np.ndarray, rules: Rules, context: RunCont
         return codes
     scale = relative_scale(bounds, context)
     codes = tr.zone_codes(values, bounds, scale)
-    return _context_adjusted(name, codes, values, rules, context)
+    return _context_adjusted(name, codes, values, bounds, context)
 
 
 def zone_bands(name: str, rules: Rules, context: RunContext) -> list[tuple[float, float, Zone]]:
