@@ -372,12 +372,6 @@ def check_format(text: str) -> FormatCheck:
     return FormatCheck(uses_markers=True, follows=follows, cut_off=cut_off)
 
 
-def _rate(flags: Sequence[bool], known: bool) -> float | None:
-    if not known or not flags:
-        return None
-    return sum(flags) / len(flags)
-
-
 @dataclass(frozen=True, slots=True)
 class GroupTextStats:
     """All text statistics of one group, computed in one pass over its completions."""
@@ -390,10 +384,6 @@ class GroupTextStats:
     checks: tuple[FormatCheck, ...]
     #: one repetition share per completion, in order
     repetition: tuple[float, ...]
-    #: fraction of completions that follow the tag format; None when none uses a marker
-    format_rate: float | None
-    #: fraction of completions that look cut off; None when none uses a marker
-    truncated_rate: float | None
     #: per completion, in order: at most one token once its markers are left out
     one_token: tuple[bool, ...] = ()
 
@@ -406,14 +396,11 @@ def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
     """Diversity and format of one group; each completion is measured once."""
     measured = [measured_text(text) for text in texts]
     checks = tuple(check_format(text) for text in texts)
-    known = any(c.uses_markers for c in checks)
     diversity = _diversity(measured, SHINGLE_CHARS)
     return GroupTextStats(
         distinct_2=diversity.distinct,
         pairwise_overlap=diversity.overlap,
         checks=checks,
         repetition=_repetitions(measured, diversity),
-        format_rate=_rate([c.follows for c in checks], known),
-        truncated_rate=_rate([c.cut_off for c in checks], known),
         one_token=tuple(one_token(text) for text in measured),
     )
