@@ -133,8 +133,6 @@ def test_real_trl_parquet_file_read_through_the_index(
     (stats,) = summary.steps
     assert (stats.step, stats.groups, stats.completions) == (float(step), 1, 4)
     assert stats.zero_spread_fraction == 0.0
-    texts = [_rendered(r["completion"]) for r in rows]
-    assert stats.mean_chars == pytest.approx(np.mean([len(t) for t in texts]))
     assert source.progress[0] == source.progress[1] > 0 and not index.more
 
 

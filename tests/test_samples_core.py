@@ -707,7 +707,6 @@ def _stats(step: float, **overrides: float | None) -> StepSampleStats:
         "distinct_2": 0.8,
         "pairwise_overlap": 0.1,
         "format_rate": 0.75,
-        "mean_chars": 120.0,
         "truncated_rate": 0.125,
         "repetition": 0.05,
     }

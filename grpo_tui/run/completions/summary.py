@@ -64,7 +64,6 @@ class Tally:
     follows_format: int = 0
     uses_markers: int = 0
     truncated: int = 0
-    chars: int = 0
     #: the groups' reward std (GRPO's advantage scale), summed over groups that have one
     std_sum: float = 0.0
     std_count: int = 0
@@ -94,7 +93,6 @@ def tally(analysed: Analysed) -> Tally:
         if not math.isnan(group.spread):
             result.std_sum += group.spread
             result.std_count += 1
-    result.chars = sum(len(text) for text in analysed.rows.completions)
     for name, column in analysed.rows.rewards.items():
         known = column[np.isfinite(column)]
         if known.size:
@@ -186,7 +184,6 @@ class StepTable:
             row[_COL["zero_spread_fraction"]] = zero_spread_groups(merged) / groups
             row[_COL["distinct_2"]] = _mean(merged.distinct_2_sum, merged.distinct_2_count)
             row[_COL["pairwise_overlap"]] = _mean(merged.overlap_sum, merged.overlap_count)
-            row[_COL["mean_chars"]] = merged.chars / completions
             row[_COL["truncated_rate"]] = (
                 merged.truncated / completions if merged.uses_markers else math.nan
             )
