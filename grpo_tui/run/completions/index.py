@@ -221,7 +221,6 @@ class CompletionsIndex:
             kind="new",
             malformed=rows.malformed,
             groups=len(analysed.groups),
-            zero_spread_groups=sum(group.zero_spread for group in analysed.groups),
         )
         groups = tuple(build_group(rows, group, span) for group in analysed.groups)
         with self._lock:
@@ -508,7 +507,6 @@ class CompletionsIndex:
             kind=KINDS[entry["kind"]],
             malformed=bool(entry["malformed"]),
             groups=int(entry["groups"]) if tallied else None,
-            zero_spread_groups=int(entry["zero_spread_groups"]) if tallied else None,
         )
 
     def _span(self) -> tuple[float, float] | None:
