@@ -89,14 +89,9 @@ class Stall:
     end_s: float
 
     @property
-    def seconds(self) -> float:
-        return self.end_s - self.start_s
-
-    @property
     def words(self) -> str:
-        return (
-            f"no data for {format_duration(self.seconds)} after step {format_step(self.after_step)}"
-        )
+        seconds = self.end_s - self.start_s
+        return f"no data for {format_duration(seconds)} after step {format_step(self.after_step)}"
 
 
 @dataclass(frozen=True, slots=True)
