@@ -165,9 +165,6 @@ class StepTable:
         self._tied_count[slot] = 0
         self._follows[slot] = 0
         self._all_zero[slot] = 0
-        for column in self._means.values():
-            if slot < column.shape[0]:
-                column[slot] = math.nan
         return slot
 
     def fill(self, slot: int, tallies: list[Tally]) -> None:
