@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import repetition
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -25,7 +26,6 @@ from grpo_tui.run.text_stats import (
     measured_text,
     one_token,
     pairwise_overlap,
-    repetition,
 )
 from grpo_tui.sim import write_run
 from grpo_tui.sources.completion_batches import FolderBatches

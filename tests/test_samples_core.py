@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import repetition
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,6 @@ from grpo_tui.run.text_stats import (
     STATS_CHAR_CAP,
     group_text_stats,
     measured_text,
-    repetition,
 )
 from grpo_tui.sim import write_run
 from grpo_tui.sources.records import Record
