@@ -41,6 +41,7 @@ from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import Buckets, MetricStore
+from grpo_tui.run.text_stats import group_text_stats
 from grpo_tui.sim import write_run
 from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
@@ -830,3 +831,9 @@ class TrackioWriter:
         assert self.process.stdin is not None
         self.process.stdin.close()
         self.process.wait(timeout=60)
+
+
+def repetition(text: str) -> float:
+    """Share of a completion's shingles that repeat an earlier one (0 ... <1), as the text
+    statistics of a group of it alone give it."""
+    return group_text_stats([text]).repetition[0]

@@ -133,8 +133,6 @@ def test_real_trl_parquet_file_read_through_the_index(
     (stats,) = summary.steps
     assert (stats.step, stats.groups, stats.completions) == (float(step), 1, 4)
     assert stats.zero_spread_fraction == 0.0
-    texts = [_rendered(r["completion"]) for r in rows]
-    assert stats.mean_chars == pytest.approx(np.mean([len(t) for t in texts]))
     assert source.progress[0] == source.progress[1] > 0 and not index.more
 
 
@@ -445,8 +443,9 @@ def test_verl_rollouts_grouped_by_input_with_reward_spread(tmp_path: Path) -> No
     assert index.poll() == 1
 
     info = index.line_info(0)
-    assert (info.step, info.rows, info.groups, info.zero_spread_groups) == ("12", 16, 4, 2)
+    assert (info.step, info.rows, info.groups) == ("12", 16, 4)
     groups = index.groups(0)
+    assert sum(group.zero_spread for group in groups) == 2
     assert [g.prompt for g in groups] == sorted({str(r["input"]) for r in rows})
     assert [g.size for g in groups] == [4, 4, 4, 4]
     by_prompt = {g.prompt: g for g in groups}

@@ -26,8 +26,6 @@ def _group(text: str) -> Group:
         zero_spread=False,
         all_fail=False,
         all_pass=False,
-        truncated_rate=None,
-        format_rate=None,
         distinct_2=0.0,
         pairwise_overlap=1.0,
     )

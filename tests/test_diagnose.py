@@ -808,7 +808,7 @@ def sample_stats(
     n: int, overlap: Sequence[float], fmt: Sequence[float | None]
 ) -> CompletionsSummary:
     steps = tuple(
-        StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, overlap[i], fmt[i], 500.0, 0.0)
+        StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, overlap[i], fmt[i], 0.0)
         for i in range(n)
     )
     return CompletionsSummary(n, steps)
@@ -839,9 +839,7 @@ def test_looping_and_cut_off_samples_answer_no_to_the_sixth_question() -> None:
     samples getting worse, with the numbers that say so."""
     loops = np.linspace(0.05, 0.6, 200)
     steps = tuple(
-        StepSampleStats(
-            float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, 500.0, 0.0, float(loops[i])
-        )
+        StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, 0.0, float(loops[i]))
         for i in range(200)
     )
     d = diagnose(
@@ -854,7 +852,7 @@ def test_looping_and_cut_off_samples_answer_no_to_the_sixth_question() -> None:
     assert "repeated shingles" in item.evidence
     cut = np.linspace(0.0, 0.5, 200)
     steps = tuple(
-        StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, 500.0, float(cut[i]))
+        StepSampleStats(float(i + 1), 4, 32, 0.1, 0.05, 0.05, 0.5, 0.2, 0.8, float(cut[i]))
         for i in range(200)
     )
     d = diagnose(
@@ -867,8 +865,7 @@ def test_looping_and_cut_off_samples_answer_no_to_the_sixth_question() -> None:
 
 def test_zero_spread_kind_from_the_logged_groups() -> None:
     stats = tuple(
-        StepSampleStats(float(s), 4, 32, 1.0, 1.0, 0.0, 0.6, 0.1, None, 400.0, None)
-        for s in range(1, 41)
+        StepSampleStats(float(s), 4, 32, 1.0, 1.0, 0.0, 0.6, 0.1, None, None) for s in range(1, 41)
     )
     run = make_run(
         {"reward": [0.5] * 40, "reward_std": [0.0] * 40, "frac_reward_zero_std": [1.0] * 40},

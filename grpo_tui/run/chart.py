@@ -89,14 +89,9 @@ class Stall:
     end_s: float
 
     @property
-    def seconds(self) -> float:
-        return self.end_s - self.start_s
-
-    @property
     def words(self) -> str:
-        return (
-            f"no data for {format_duration(self.seconds)} after step {format_step(self.after_step)}"
-        )
+        seconds = self.end_s - self.start_s
+        return f"no data for {format_duration(seconds)} after step {format_step(self.after_step)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,11 +201,6 @@ class WallClock:
         inside = (steps >= self.steps[0]) & (steps <= self.steps[-1])
         return np.where(inside, seconds, np.nan)
 
-    def of_rows(self, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
-        """The time of these rows: each line's own, else its step's."""
-        own = self.row_seconds[rows]
-        return np.where(np.isfinite(own), own, self.at(steps))
-
 
 def wall_clock(store: MetricStore) -> WallClock | None:
     """The run's wall clock, or None when it logs no elapsed time (or one timed step).
@@ -288,13 +278,15 @@ def _step_lines(store: MetricStore, name: str, columns: int) -> tuple[Line, Line
 
 
 def _timed_points(store: MetricStore, clock: WallClock, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(wall seconds, value) of every finite point of a metric, in row order."""
+    """(wall seconds, value) of every finite point of a metric, in row order: a line's own
+    time, else its step's."""
     if name not in store:
         return np.empty(0), np.empty(0)
     values = np.asarray(store.column(name), dtype=float)
     rows = np.flatnonzero(np.isfinite(values))
     steps = np.asarray(store.steps, dtype=float)[rows]
-    return clock.of_rows(rows, steps), values[rows]
+    own = clock.row_seconds[rows]
+    return np.where(np.isfinite(own), own, clock.at(steps)), values[rows]
 
 
 def _wall_lines(

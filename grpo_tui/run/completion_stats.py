@@ -39,8 +39,6 @@ class StepSampleStats:
     pairwise_overlap: float
     #: fraction of completions that follow the expected tag format, None when no format is recognisable
     format_rate: float | None
-    #: mean completion length in characters
-    mean_chars: float
     #: fraction of completions that look cut off (an opened tag never closed), None when unknown
     truncated_rate: float | None
     #: mean share of repeated character shingles inside a completion (0 = no loops)
@@ -63,7 +61,7 @@ def _row_of(stats: StepSampleStats) -> list[float]:
 
 
 def _stats_of(row: list[float]) -> StepSampleStats:
-    step, groups, completions, zero, fail, passed, d2, overlap, fmt, chars, cut, rep, std, one = row
+    step, groups, completions, zero, fail, passed, d2, overlap, fmt, cut, rep, std, one = row
     return StepSampleStats(
         step,
         int(groups),
@@ -74,7 +72,6 @@ def _stats_of(row: list[float]) -> StepSampleStats:
         d2,
         overlap,
         None if math.isnan(fmt) else fmt,
-        chars,
         None if math.isnan(cut) else cut,
         rep,
         None if math.isnan(std) else std,

@@ -249,22 +249,17 @@ def distinct_n(texts: Sequence[str], n: int = SHINGLE_CHARS) -> float:
     return _diversity([measured_text(text) for text in texts], n).distinct
 
 
-def _repetitions(texts: Sequence[str], diversity: _Diversity | None = None) -> tuple[float, ...]:
+def _repetitions(texts: Sequence[str], diversity: _Diversity) -> tuple[float, ...]:
     """Per measured text: the share of its shingles that repeat an earlier one, from the
-    group's `diversity` when given (its shingles are `SHINGLE_CHARS` long). A text shorter
-    than four shingles uses shingles of a quarter of its length instead (at least one
-    character; under four characters nothing counts as repeating)."""
+    group's `diversity` (its shingles are `SHINGLE_CHARS` long). A text shorter than four
+    shingles uses shingles of a quarter of its length instead (at least one character;
+    under four characters nothing counts as repeating)."""
     shares = [0.0] * len(texts)
     long = [i for i, text in enumerate(texts) if len(text) >= 4 * SHINGLE_CHARS]
     if long:
-        if diversity is None:
-            diversity = _diversity([texts[i] for i in long], SHINGLE_CHARS)
-            rows = list(range(len(long)))
-        else:
-            rows = long
         own = (1.0 - diversity.own_distinct / diversity.own_total).tolist()
-        for i, row in zip(long, rows):
-            shares[i] = own[row]
+        for i in long:
+            shares[i] = own[i]
     for i, text in enumerate(texts):
         size = len(text)
         if 4 <= size < 4 * SHINGLE_CHARS:
@@ -272,11 +267,6 @@ def _repetitions(texts: Sequence[str], diversity: _Diversity | None = None) -> t
             grams = size - width + 1
             shares[i] = 1.0 - len({text[p : p + width] for p in range(grams)}) / grams
     return tuple(shares)
-
-
-def repetition(text: str) -> float:
-    """Share of the completion's shingles that repeat an earlier one (0 ... <1)."""
-    return _repetitions([measured_text(text)])[0]
 
 
 def sampled_pairs(count: int) -> list[tuple[int, int]]:
@@ -372,12 +362,6 @@ def check_format(text: str) -> FormatCheck:
     return FormatCheck(uses_markers=True, follows=follows, cut_off=cut_off)
 
 
-def _rate(flags: Sequence[bool], known: bool) -> float | None:
-    if not known or not flags:
-        return None
-    return sum(flags) / len(flags)
-
-
 @dataclass(frozen=True, slots=True)
 class GroupTextStats:
     """All text statistics of one group, computed in one pass over its completions."""
@@ -390,10 +374,6 @@ class GroupTextStats:
     checks: tuple[FormatCheck, ...]
     #: one repetition share per completion, in order
     repetition: tuple[float, ...]
-    #: fraction of completions that follow the tag format; None when none uses a marker
-    format_rate: float | None
-    #: fraction of completions that look cut off; None when none uses a marker
-    truncated_rate: float | None
     #: per completion, in order: at most one token once its markers are left out
     one_token: tuple[bool, ...] = ()
 
@@ -406,14 +386,11 @@ def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
     """Diversity and format of one group; each completion is measured once."""
     measured = [measured_text(text) for text in texts]
     checks = tuple(check_format(text) for text in texts)
-    known = any(c.uses_markers for c in checks)
     diversity = _diversity(measured, SHINGLE_CHARS)
     return GroupTextStats(
         distinct_2=diversity.distinct,
         pairwise_overlap=diversity.overlap,
         checks=checks,
         repetition=_repetitions(measured, diversity),
-        format_rate=_rate([c.follows for c in checks], known),
-        truncated_rate=_rate([c.cut_off for c in checks], known),
         one_token=tuple(one_token(text) for text in measured),
     )

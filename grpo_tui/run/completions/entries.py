@@ -41,9 +41,8 @@ class LineInfo:
     kind: EntryKind
     #: lists of unequal length were cut to the shortest (the line is kept)
     malformed: bool
-    #: prompt groups and of those the zero-spread ones (None until the entry was tallied)
+    #: prompt groups (None until the entry was tallied)
     groups: int | None = None
-    zero_spread_groups: int | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

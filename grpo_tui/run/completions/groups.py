@@ -86,8 +86,6 @@ class Group:
     all_fail: bool
     #: zero spread at the top of the totals observed in the file so far
     all_pass: bool
-    truncated_rate: float | None
-    format_rate: float | None
     distinct_2: float
     pairwise_overlap: float
 
@@ -264,8 +262,6 @@ def build_group(rows: CompletionRows, stats: GroupStats, span: tuple[float, floa
         zero_spread=stats.zero_spread,
         all_fail=all_fail,
         all_pass=all_pass,
-        truncated_rate=stats.text.truncated_rate,
-        format_rate=stats.text.format_rate,
         distinct_2=stats.text.distinct_2,
         pairwise_overlap=stats.text.pairwise_overlap,
     )

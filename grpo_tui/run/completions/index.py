@@ -221,7 +221,6 @@ class CompletionsIndex:
             kind="new",
             malformed=rows.malformed,
             groups=len(analysed.groups),
-            zero_spread_groups=sum(group.zero_spread for group in analysed.groups),
         )
         groups = tuple(build_group(rows, group, span) for group in analysed.groups)
         with self._lock:
@@ -275,11 +274,7 @@ class CompletionsIndex:
             return
         self._entries[index]["content_hash"] = analysed.content_hash
         self._remember(index, analysed)
-        done = tally(analysed)
-        self._store_tally(index, done)
-        slot = int(self._entries[index]["slot"])
-        if slot >= 0:
-            self._fill(slot, {index: done})
+        self._tally(index, analysed)
 
     def _add_entry(
         self,
@@ -385,7 +380,9 @@ class CompletionsIndex:
                 self._fill(slot, {})
         return bool(chosen)
 
-    def _store_tally(self, index: int, done: Tally) -> None:
+    def _tally(self, index: int, analysed: Analysed) -> None:
+        """Count the entry's groups, and write its step's row again with them."""
+        done = tally(analysed)
         entry = self._entries[index]
         if entry["kind"] != REPEAT:
             # groups counted before (a growing batch tallied again) are counted once
@@ -394,6 +391,10 @@ class CompletionsIndex:
         entry["zero_spread_groups"] = zero_spread_groups(done)
         entry["tallied"] = True
         self._format_seen = self._format_seen or done.uses_markers > 0
+        self._untallied.discard(index)
+        slot = int(entry["slot"])
+        if slot >= 0:
+            self._fill(slot, {index: done})
 
     def _assign_slot(self, index: int, step: str, key: tuple[float, bool], *, merge: bool) -> None:
         slot = self._step_map.get(step, key) if merge else None
@@ -456,11 +457,7 @@ class CompletionsIndex:
             if slot >= 0:
                 self._fill(slot, {})  # its step counts it no more
             return False
-        done = tally(analysed)
-        self._store_tally(index, done)
-        self._untallied.discard(index)
-        if slot >= 0:
-            self._fill(slot, {index: done})
+        self._tally(index, analysed)
         return True
 
     # ----------------------------------------------------------------- looking
@@ -508,7 +505,6 @@ class CompletionsIndex:
             kind=KINDS[entry["kind"]],
             malformed=bool(entry["malformed"]),
             groups=int(entry["groups"]) if tallied else None,
-            zero_spread_groups=int(entry["zero_spread_groups"]) if tallied else None,
         )
 
     def _span(self) -> tuple[float, float] | None:

@@ -64,7 +64,6 @@ class Tally:
     follows_format: int = 0
     uses_markers: int = 0
     truncated: int = 0
-    chars: int = 0
     #: the groups' reward std (GRPO's advantage scale), summed over groups that have one
     std_sum: float = 0.0
     std_count: int = 0
@@ -94,7 +93,6 @@ def tally(analysed: Analysed) -> Tally:
         if not math.isnan(group.spread):
             result.std_sum += group.spread
             result.std_count += 1
-    result.chars = sum(len(text) for text in analysed.rows.completions)
     for name, column in analysed.rows.rewards.items():
         known = column[np.isfinite(column)]
         if known.size:
@@ -167,9 +165,6 @@ class StepTable:
         self._tied_count[slot] = 0
         self._follows[slot] = 0
         self._all_zero[slot] = 0
-        for column in self._means.values():
-            if slot < column.shape[0]:
-                column[slot] = math.nan
         return slot
 
     def fill(self, slot: int, tallies: list[Tally]) -> None:
@@ -186,7 +181,6 @@ class StepTable:
             row[_COL["zero_spread_fraction"]] = zero_spread_groups(merged) / groups
             row[_COL["distinct_2"]] = _mean(merged.distinct_2_sum, merged.distinct_2_count)
             row[_COL["pairwise_overlap"]] = _mean(merged.overlap_sum, merged.overlap_count)
-            row[_COL["mean_chars"]] = merged.chars / completions
             row[_COL["truncated_rate"]] = (
                 merged.truncated / completions if merged.uses_markers else math.nan
             )
