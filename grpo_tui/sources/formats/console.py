@@ -105,7 +105,6 @@ class ConsoleParser:
     _pending_chars: int = 0
     #: the N of a bar in the same redraw as the dict being read (None: not glued)
     _glued: int | None = None
-    _last_bar: tuple[int, int] | None = None
 
     def feed(self, line: str, line_no: int) -> Iterator[TextDict]:
         """The log dicts completed by one console line (without its newline or terminal
@@ -144,12 +143,11 @@ class ConsoleParser:
             if self.progress is not None and total != self.progress[1]:
                 self.marks.clear()  # another bar (loading shards, eval): its marks are not steps
             elif (
-                (step, total) == self._last_bar
+                (step, total) == self.progress
                 and step > self.last_train_step
                 and (not self.marks or self.marks[-1] != step)
             ):
                 self.marks.append(step)
-            self._last_bar = (step, total)
             self.progress = (step, total)
             glued = step
         if start is None:
