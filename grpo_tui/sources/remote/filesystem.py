@@ -416,13 +416,12 @@ fi"""
     def keep(self, key: str, content: _Content, expected: int | None) -> None:
         """What a handle read, for the next poll (its last _KEPT_BYTES), and where its
         reader is expected to go on from."""
-        if expected is not None:
-            with self._lock:
-                self._expected[key] = expected
         if len(content.data) > _KEPT_BYTES:
             cut = len(content.data) - _KEPT_BYTES
             content = replace(content, start=content.start + cut, data=content.data[cut:])
         with self._lock:
+            if expected is not None:
+                self._expected[key] = expected
             self._content[key] = content
 
     def fetch(self, path: Path, start: int, count: int | None) -> _Content:
@@ -430,9 +429,7 @@ fi"""
         (to its end when None)."""
         mark = secrets.token_hex(8)
         script = f"rd {shlex.quote(remote_path(path))} {int(start) + 1} {count or 0} {mark}"
-        answer = self.connection.run(script)
-        if answer.endswith(mark.encode()):
-            answer = answer[: -len(mark)]
+        answer = self.connection.run(script).removesuffix(mark.encode())
         status, _, rest = answer.partition(b"\n")
         fields = status.decode(errors="replace").split(" ")
         if fields[0] != "S" or len(fields) != 7:
