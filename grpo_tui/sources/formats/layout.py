@@ -102,7 +102,7 @@ class BatchFolder:
 
     def holds(self, folder: Path) -> bool:
         """The folder holds at least one file of this kind."""
-        for path, _ in files_named(folder, lambda name: self.pattern.fullmatch(name) is not None):
+        for path in files_named(folder, lambda name: self.pattern.fullmatch(name) is not None):
             return self.recognise is None or self.recognise(path)
         return False
 
@@ -308,14 +308,10 @@ def found_file(
     )
 
 
-def files_named(directory: Path, accept: Callable[[str], bool]) -> list[tuple[Path, float]]:
-    """Regular files in `directory` whose name `accept`s, with their mtimes."""
+def files_named(directory: Path, accept: Callable[[str], bool]) -> list[Path]:
+    """Regular files in `directory` whose name `accept`s."""
     entries, _ = scan(directory)
-    return [
-        (Path(entry.path), entry_mtime(entry))
-        for entry in entries
-        if accept(entry.name) and entry_is_file(entry)
-    ]
+    return [Path(entry.path) for entry in entries if accept(entry.name) and entry_is_file(entry)]
 
 
 #: bytes of a file's start (and end) read to tell a console log by its content: the first
@@ -425,6 +421,6 @@ def console_files(
 
     def find(directory: Path) -> list[Found]:
         named = files_named(directory, lambda name: name.endswith(CONSOLE_SUFFIXES))
-        return [found for path, _ in named if (found := claim(path, Probe())) is not None]
+        return [found for path in named if (found := claim(path, Probe())) is not None]
 
     return claim, find
