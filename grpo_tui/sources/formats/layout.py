@@ -343,8 +343,7 @@ def text_shows(path: Path, test_name: str, test: Callable[[str], bool]) -> bool:
     if matched is not None:
         return matched == test_name
     sized = (*identity, info.st_size)
-    failed = _FAILED.setdefault(sized, set())
-    if test_name in failed:
+    if test_name in _FAILED.get(sized, ()):
         return False
     sample = _SAMPLE.get(sized)
     if sample is None:
