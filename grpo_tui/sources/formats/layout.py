@@ -247,7 +247,6 @@ def first_record(path: Path) -> dict[str, Any] | None:
         return known
     head = read_head(path, 1 << 16).removeprefix(b"\xef\xbb\xbf")
     lines = head.split(b"\n")[:-1][:FIRST_LINES_LOOKED_AT]  # complete lines only
-    value: object = None
     for line in lines:
         try:
             value = orjson.loads(line)
@@ -255,7 +254,7 @@ def first_record(path: Path) -> dict[str, Any] | None:
             continue
         if isinstance(value, dict):
             break
-    if not isinstance(value, dict):
+    else:
         return None
     if len(_FIRST_RECORDS) >= _KEPT:
         _FIRST_RECORDS.clear()
