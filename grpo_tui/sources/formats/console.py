@@ -27,6 +27,7 @@ for a file of any name.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import re
 from collections import deque
@@ -264,15 +265,8 @@ def salvage_cut_dict(
 
 def _closing(text: str) -> int:
     """Index of the brace closing the dict that starts `text`."""
-    depth = 0
-    for index, char in enumerate(text):
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(text) - 1
+    depths = itertools.accumulate((char == "{") - (char == "}") for char in text)
+    return next((index for index, depth in enumerate(depths) if depth == 0), len(text) - 1)
 
 
 def _number(raw: object) -> float | None:
