@@ -271,20 +271,15 @@ def _closing(text: str) -> int:
 
 def _number(raw: object) -> float | None:
     """A logged value as a float: numbers, '%.4g' strings, 'nan'/'inf'; None otherwise."""
-    if isinstance(raw, bool):
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         return None
-    if isinstance(raw, (int, float)):
-        try:
-            return float(raw)
-        except OverflowError:
-            return None
-    if isinstance(raw, str):
-        try:
-            number = float(raw)
-        except ValueError:
-            return None
-        return number if math.isfinite(number) or raw.strip().lower() in _SPECIAL else None
-    return None
+    try:
+        number = float(raw)
+    except (OverflowError, ValueError):  # an int too big for a float; a word
+        return None
+    if isinstance(raw, str) and not math.isfinite(number):
+        return number if raw.strip().lower() in _SPECIAL else None
+    return number
 
 
 _SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})
