@@ -45,7 +45,6 @@ from grpo_tui.sources.formats.layout import (
     Tier,
     console_files,
     found_file,
-    strip_terminal_codes,
 )
 from grpo_tui.sources.formats.trl import TRL
 
@@ -83,8 +82,9 @@ def redraw_states(line: str) -> Iterator[str]:
 
 
 def looks_like_console(text: str) -> bool:
-    """The text holds a trainer's printed log dict (the content fingerprint)."""
-    return _LOG_DICT_START.search(strip_terminal_codes(text)) is not None
+    """The text (its terminal codes stripped: text_shows does that) holds a trainer's
+    printed log dict (the content fingerprint)."""
+    return _LOG_DICT_START.search(text) is not None
 
 
 @dataclass
