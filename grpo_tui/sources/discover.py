@@ -230,7 +230,7 @@ def _in_directory(
     _, listing_error = scan(directory)
     if listing_error is not None:
         return RunLayout(problem=describe_os_error(listing_error, directory), run_dir=directory)
-    names = f"a {adapters[0].shown_name} file" if forced else "a metrics log"
+    names = f"a {adapters[0].title} file" if forced else "a metrics log"
     return RunLayout(run_dir=directory, waiting_for=f"{names} in {directory}")
 
 
@@ -274,4 +274,4 @@ def _layout(chosen: Found, founds: Sequence[Found]) -> RunLayout:
 
 def _title(name: str) -> str:
     adapter = ADAPTERS.get(name)
-    return adapter.shown_name if adapter is not None else name
+    return adapter.title if adapter is not None else name

@@ -274,7 +274,7 @@ class RunFeed:
         return reader
 
     def _show_framework(self, reader: LogReader) -> None:
-        title = reader.adapter.shown_name
+        title = reader.adapter.title
         self.status.framework = f"{reader.flavour} ({title})" if reader.flavour else title
 
     def _read_context(self, layout: RunLayout) -> None:

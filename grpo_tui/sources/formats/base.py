@@ -59,8 +59,8 @@ class FormatAdapter:
     """Short id (`ms-swift`, `trl`, `verl`): what `--format` takes."""
     aliases: Mapping[str, tuple[str, ...]]
     """canonical metric → the framework keys that mean it, highest priority first."""
-    title: str = ""
-    """What the header and `check` call it ("TRL console log"); the name when empty."""
+    title: str
+    """What the header and `check` call it ("TRL console log")."""
     reading: Reading = Reading.JSONL
     """How its metrics files are read (a file `--format` forces on it is read so)."""
     families: tuple[tuple[str, str], ...] = ()
@@ -110,10 +110,6 @@ class FormatAdapter:
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
     ("Unsloth"), or None; shown as "Unsloth (TRL)"."""
-
-    @property
-    def shown_name(self) -> str:
-        return self.title or self.name
 
     # -- canonical names -------------------------------------------------------------
     # cached per (adapter, key): adapters are module constants, so holding them costs

@@ -27,6 +27,7 @@ for a file of any name.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import re
 from collections import deque
@@ -44,7 +45,6 @@ from grpo_tui.sources.formats.layout import (
     Tier,
     console_files,
     found_file,
-    strip_terminal_codes,
 )
 from grpo_tui.sources.formats.trl import TRL
 
@@ -82,8 +82,9 @@ def redraw_states(line: str) -> Iterator[str]:
 
 
 def looks_like_console(text: str) -> bool:
-    """The text holds a trainer's printed log dict (the content fingerprint)."""
-    return _LOG_DICT_START.search(strip_terminal_codes(text)) is not None
+    """The text (its terminal codes stripped: text_shows does that) holds a trainer's
+    printed log dict (the content fingerprint)."""
+    return _LOG_DICT_START.search(text) is not None
 
 
 @dataclass
@@ -105,7 +106,6 @@ class ConsoleParser:
     _pending_chars: int = 0
     #: the N of a bar in the same redraw as the dict being read (None: not glued)
     _glued: int | None = None
-    _last_bar: tuple[int, int] | None = None
 
     def feed(self, line: str, line_no: int) -> Iterator[TextDict]:
         """The log dicts completed by one console line (without its newline or terminal
@@ -144,12 +144,11 @@ class ConsoleParser:
             if self.progress is not None and total != self.progress[1]:
                 self.marks.clear()  # another bar (loading shards, eval): its marks are not steps
             elif (
-                (step, total) == self._last_bar
+                (step, total) == self.progress
                 and step > self.last_train_step
                 and (not self.marks or self.marks[-1] != step)
             ):
                 self.marks.append(step)
-            self._last_bar = (step, total)
             self.progress = (step, total)
             glued = step
         if start is None:
@@ -266,33 +265,21 @@ def salvage_cut_dict(
 
 def _closing(text: str) -> int:
     """Index of the brace closing the dict that starts `text`."""
-    depth = 0
-    for index, char in enumerate(text):
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(text) - 1
+    depths = itertools.accumulate((char == "{") - (char == "}") for char in text)
+    return next((index for index, depth in enumerate(depths) if depth == 0), len(text) - 1)
 
 
 def _number(raw: object) -> float | None:
     """A logged value as a float: numbers, '%.4g' strings, 'nan'/'inf'; None otherwise."""
-    if isinstance(raw, bool):
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         return None
-    if isinstance(raw, (int, float)):
-        try:
-            return float(raw)
-        except OverflowError:
-            return None
-    if isinstance(raw, str):
-        try:
-            number = float(raw)
-        except ValueError:
-            return None
-        return number if math.isfinite(number) or raw.strip().lower() in _SPECIAL else None
-    return None
+    try:
+        number = float(raw)
+    except (OverflowError, ValueError):  # an int too big for a float; a word
+        return None
+    if isinstance(raw, str) and not math.isfinite(number):
+        return number if raw.strip().lower() in _SPECIAL else None
+    return number
 
 
 _SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})

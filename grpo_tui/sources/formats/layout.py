@@ -102,7 +102,7 @@ class BatchFolder:
 
     def holds(self, folder: Path) -> bool:
         """The folder holds at least one file of this kind."""
-        for path, _ in files_named(folder, lambda name: self.pattern.fullmatch(name) is not None):
+        for path in files_named(folder, lambda name: self.pattern.fullmatch(name) is not None):
             return self.recognise is None or self.recognise(path)
         return False
 
@@ -247,7 +247,6 @@ def first_record(path: Path) -> dict[str, Any] | None:
         return known
     head = read_head(path, 1 << 16).removeprefix(b"\xef\xbb\xbf")
     lines = head.split(b"\n")[:-1][:FIRST_LINES_LOOKED_AT]  # complete lines only
-    value: object = None
     for line in lines:
         try:
             value = orjson.loads(line)
@@ -255,7 +254,7 @@ def first_record(path: Path) -> dict[str, Any] | None:
             continue
         if isinstance(value, dict):
             break
-    if not isinstance(value, dict):
+    else:
         return None
     if len(_FIRST_RECORDS) >= _KEPT:
         _FIRST_RECORDS.clear()
@@ -308,14 +307,10 @@ def found_file(
     )
 
 
-def files_named(directory: Path, accept: Callable[[str], bool]) -> list[tuple[Path, float]]:
-    """Regular files in `directory` whose name `accept`s, with their mtimes."""
+def files_named(directory: Path, accept: Callable[[str], bool]) -> list[Path]:
+    """Regular files in `directory` whose name `accept`s."""
     entries, _ = scan(directory)
-    return [
-        (Path(entry.path), entry_mtime(entry))
-        for entry in entries
-        if accept(entry.name) and entry_is_file(entry)
-    ]
+    return [Path(entry.path) for entry in entries if accept(entry.name) and entry_is_file(entry)]
 
 
 #: bytes of a file's start (and end) read to tell a console log by its content: the first
@@ -347,8 +342,7 @@ def text_shows(path: Path, test_name: str, test: Callable[[str], bool]) -> bool:
     if matched is not None:
         return matched == test_name
     sized = (*identity, info.st_size)
-    failed = _FAILED.setdefault(sized, set())
-    if test_name in failed:
+    if test_name in _FAILED.get(sized, ()):
         return False
     sample = _SAMPLE.get(sized)
     if sample is None:
@@ -425,6 +419,6 @@ def console_files(
 
     def find(directory: Path) -> list[Found]:
         named = files_named(directory, lambda name: name.endswith(CONSOLE_SUFFIXES))
-        return [found for path, _ in named if (found := claim(path, Probe())) is not None]
+        return [found for path in named if (found := claim(path, Probe())) is not None]
 
     return claim, find

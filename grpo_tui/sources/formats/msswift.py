@@ -118,6 +118,7 @@ def find(directory: Path) -> list[Found]:
 
 MSSWIFT = FormatAdapter(
     name=NAME,
+    title=NAME,
     aliases={**GRPO_ALIASES, "memory": ("memory(GiB)",)},
     families=GRPO_FAMILIES,
     fraction_step_keys=("global_step/max_steps", "iteration"),

@@ -255,7 +255,6 @@ def _totals(
     if weights is not None and len(weights) == len(rewards):
         with np.errstate(invalid="ignore", over="ignore"):
             matrix = matrix * np.asarray(weights, dtype=np.float64)[:, None]
-    known = ~np.isnan(matrix)
     with np.errstate(invalid="ignore"):
-        sums = np.where(known, matrix, 0.0).sum(axis=0)
-    return np.where(known.any(axis=0), sums, math.nan)
+        sums = np.nansum(matrix, axis=0)
+    return np.where(np.isnan(matrix).all(axis=0), math.nan, sums)

@@ -133,14 +133,13 @@ def _in_run_dir(directory: Path) -> bool:
     return any(probe(directory / mark).is_dir for mark in RUN_DIR_MARKS)
 
 
-def _found(path: Path, why: str, tier: Tier = Tier.LOG) -> Found:
+def _found(path: Path, why: str) -> Found:
     return found_file(
         path,
         NAME,
         Reading.MERGED_JSONL,
-        tier,
+        Tier.LOG,
         why,
-        run_dir=path.parent,
         args_names=CONFIG_FILES,
         args_dirs=(path.parent / CONFIGS_DIR,),
     )

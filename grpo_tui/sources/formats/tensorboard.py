@@ -67,7 +67,7 @@ def find_event_files(directory: Path) -> list[Path]:
     return files
 
 
-def _found(path: Path, searched: Path, why: str) -> Found:
+def _found(path: Path, searched: Path, why: str, files: list[Path]) -> Found:
     found = found_file(
         path,
         NAME,
@@ -77,7 +77,6 @@ def _found(path: Path, searched: Path, why: str) -> Found:
         run_dir=searched,
         completions=trl_completions(searched),
     )
-    files = find_event_files(path) if probe(path).is_dir else [path]
     # a folder's age is its newest file's (the folder's own mtime changes only with names)
     return replace(found, mtime=max((probe(file).mtime for file in files), default=found.mtime))
 
@@ -85,7 +84,8 @@ def _found(path: Path, searched: Path, why: str) -> Found:
 def claim(path: Path, seen: Probe) -> Found | None:
     if not path.name.startswith(EVENT_FILE_PREFIX):
         return None
-    return _found(path, path.parent, "a TensorBoard event file")
+    files = find_event_files(path) if probe(path).is_dir else [path]
+    return _found(path, path.parent, "a TensorBoard event file", files)
 
 
 def find(directory: Path) -> list[Found]:
@@ -94,7 +94,7 @@ def find(directory: Path) -> list[Found]:
         return []
     holder = files[-1].parent
     where = "in the folder" if holder == directory else f"in {holder.relative_to(directory)}"
-    return [_found(holder, directory, f"TensorBoard event files {where}")]
+    return [_found(holder, directory, f"TensorBoard event files {where}", files)]
 
 
 TENSORBOARD = FormatAdapter(

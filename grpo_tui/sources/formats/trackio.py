@@ -52,7 +52,7 @@ def find(directory: Path) -> list[Found]:
     )
     return [
         found_file(path, NAME, Reading.TRACKIO, Tier.STORE, f"trackio project {path.stem}")
-        for path, _ in named
+        for path in named
         if _is_database(path)
     ]
 

@@ -134,7 +134,7 @@ def claim(path: Path, seen: Probe) -> Found | None:
 
 def find(directory: Path) -> list[Found]:
     named = files_named(directory, lambda name: name.endswith(".jsonl"))
-    return [found for path, _ in named if (found := claim(path, Probe())) is not None]
+    return [found for path in named if (found := claim(path, Probe())) is not None]
 
 
 # -- the settings ----------------------------------------------------------------------

@@ -38,6 +38,7 @@ import shlex
 import stat
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -140,6 +141,8 @@ WATCH_S = 60.0
 LISTING_FRESH_S = 1.0
 #: bytes of one file's reads kept for the next poll (the tail of what was read)
 _KEPT_BYTES = 1 << 20
+#: each byte with its bits in reverse order (posix_cksum)
+_REVERSED_BITS = bytes(int(f"{byte:08b}"[::-1], 2) for byte in range(256))
 
 
 def _stat_result(fields: Sequence[str]) -> tuple[os.stat_result, bool]:
@@ -413,13 +416,12 @@ fi"""
     def keep(self, key: str, content: _Content, expected: int | None) -> None:
         """What a handle read, for the next poll (its last _KEPT_BYTES), and where its
         reader is expected to go on from."""
-        if expected is not None:
-            with self._lock:
-                self._expected[key] = expected
         if len(content.data) > _KEPT_BYTES:
             cut = len(content.data) - _KEPT_BYTES
             content = replace(content, start=content.start + cut, data=content.data[cut:])
         with self._lock:
+            if expected is not None:
+                self._expected[key] = expected
             self._content[key] = content
 
     def fetch(self, path: Path, start: int, count: int | None) -> _Content:
@@ -427,9 +429,7 @@ fi"""
         (to its end when None)."""
         mark = secrets.token_hex(8)
         script = f"rd {shlex.quote(remote_path(path))} {int(start) + 1} {count or 0} {mark}"
-        answer = self.connection.run(script)
-        if answer.endswith(mark.encode()):
-            answer = answer[: -len(mark)]
+        answer = self.connection.run(script).removesuffix(mark.encode())
         status, _, rest = answer.partition(b"\n")
         fields = status.decode(errors="replace").split(" ")
         if fields[0] != "S" or len(fields) != 7:
@@ -536,15 +536,11 @@ class RemoteFile(io.RawIOBase):
 
 def posix_cksum(data: bytes) -> int:
     """POSIX `cksum`'s CRC of `data` (CRC-32, polynomial 0x04C11DB7, MSB first, the length
-    appended): the one checksum every remote box has; zlib's crc32 is another."""
-    crc = 0
+    appended): the one checksum every remote box has. It is zlib's crc32 (LSB first) over
+    the bytes bit-reversed, read back reversed, from a register of 0 (zlib's 0xFFFFFFFF)."""
     length = len(data).to_bytes((len(data).bit_length() + 7) // 8, "little")
-    for byte in data + length:
-        crc ^= byte << 24
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x04C11DB7) if crc & 0x80000000 else crc << 1
-        crc &= 0xFFFFFFFF
-    return ~crc & 0xFFFFFFFF
+    crc = zlib.crc32((data + length).translate(_REVERSED_BITS), 0xFFFFFFFF)
+    return int(f"{crc:032b}"[::-1], 2)
 
 
 def remote_path(path: Path) -> str:
