@@ -165,17 +165,11 @@ class _OpenBatch:
 class JsonlBatches:
     """A growing file of JSON lines, a batch per line (see the module docstring)."""
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        chunk_size: int | None = None,
-        reward_weights: Sequence[float] | None = None,
-    ) -> None:
+    def __init__(self, path: Path, *, reward_weights: Sequence[float] | None = None) -> None:
         self.path = Path(path)
         #: the run's reward weights (a row's total is their weighted sum), None: all 1
         self.reward_weights = reward_weights
-        self._tail = TailReader(self.path, chunk_size=chunk_size or DEFAULT_CHUNK)
+        self._tail = TailReader(self.path)
         self._open: _OpenBatch | None = None
         #: lines are appended: an eval's batch is a line of its own
         self.eval_rewrites_step = False
