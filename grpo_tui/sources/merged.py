@@ -101,9 +101,8 @@ class MergedStepsStore:
         if chunk.data:
             out.data_time = self._tail.mtime
             self._last_new = self._clock()
-            lines = chunk.data.split(b"\n")[:-1]  # every line ends in a newline
-            for line_no, line in enumerate(lines, chunk.first_line_no):
-                self._take(line.removesuffix(b"\r"), line_no, out)
+            for line in chunk.lines:
+                self._take(line.data, line.line_no, out)
         idle = not chunk.more and self._clock() - self._last_new >= self.settle_s
         self._hand_out(out, idle=idle)
         return out
@@ -115,8 +114,6 @@ class MergedStepsStore:
         return out
 
     def _take(self, line: bytes, line_no: int, out: PolledRecords) -> None:
-        if not line.strip():
-            return
         try:
             obj, reason = parse_object(line), "no integer step"
         except BadJson as error:
