@@ -174,8 +174,7 @@ class RunFeed:
         open (a console dict the file ends inside) is read as far as it goes; the steps a
         merged log still holds are complete."""
         if isinstance(self._store, MergedStepsStore) and self._reader is not None:
-            held = self._store.finish()
-            return self._reader.read_objects(held.records) if held.records else Batch()
+            return self._reader.read_objects(self._store.finish().records)
         if self._reader is None or self._tail is None:
             return Batch()
         return self._reader.finish()
