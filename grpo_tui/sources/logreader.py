@@ -334,9 +334,7 @@ class LogReader:
             group[1].append(obj)
             n_rows += 1
         for plan, (rows, group_objs) in groups.items():
-            if plan not in stacks:
-                stacks[plan] = _Stack(plan)
-            stacks[plan].add(rows, group_objs)
+            stacks.setdefault(plan, _Stack(plan)).add(rows, group_objs)
         return n_rows
 
     def _note_keys(self, obj: Mapping[str, Any]) -> None:
