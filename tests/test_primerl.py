@@ -133,7 +133,7 @@ class FakeClock:
 
 
 def _store(path: Path, clock: FakeClock) -> MergedStepsStore:
-    return MergedStepsStore(path, PRIMERL.writers, PRIMERL.eval_prefix, settle_s=5.0, clock=clock)
+    return MergedStepsStore(path, PRIMERL.writers, PRIMERL.eval_prefix, clock=clock)
 
 
 class TestDiscovery:

@@ -165,17 +165,11 @@ class _OpenBatch:
 class JsonlBatches:
     """A growing file of JSON lines, a batch per line (see the module docstring)."""
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        chunk_size: int | None = None,
-        reward_weights: Sequence[float] | None = None,
-    ) -> None:
+    def __init__(self, path: Path, *, reward_weights: Sequence[float] | None = None) -> None:
         self.path = Path(path)
         #: the run's reward weights (a row's total is their weighted sum), None: all 1
         self.reward_weights = reward_weights
-        self._tail = TailReader(self.path, chunk_size=chunk_size or DEFAULT_CHUNK)
+        self._tail = TailReader(self.path)
         self._open: _OpenBatch | None = None
         #: lines are appended: an eval's batch is a line of its own
         self.eval_rewrites_step = False
@@ -401,7 +395,7 @@ class FolderBatches:
         spent = 0
         # a file read before, of a step older than the newest read, with other content: a
         # new run writes the folder from its start again
-        converted: dict[str, tuple[_Signature, _Read]] = {}
+        converted: dict[str, _Read] = {}
         newest = self._newest
         for item in candidates:
             known = self._files[item.name]
@@ -419,7 +413,7 @@ class FolderBatches:
             if _digest(changed.rows) == known.digest:
                 self._same_again(item)
                 continue
-            converted[item.name] = (item.signature, changed)
+            converted[item.name] = changed
             self._start_fresh(since_ns=item.mtime_ns)
             self.generation += 1
             restarted = "started over"
@@ -435,10 +429,8 @@ class FolderBatches:
             if spent and spent >= budget:
                 more = True
                 break
-            done = converted.get(item.name)
-            if done is not None and done[0] == item.signature:
-                read: _Read | None = done[1]
-            else:
+            read = converted.get(item.name)
+            if read is None:
                 spent += item.size
                 read = self._convert(item)
             if read is None:

@@ -4,17 +4,14 @@ missing fields stay None."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from grpo_tui.context import RunContext
 from grpo_tui.files import UTF8_BOM, describe_os_error, read_regular
-from grpo_tui.sources.logreader import describe_json_error
+from grpo_tui.sources.logreader import parse_json
 
 #: the largest count or length taken from args (anything above is not a real setting)
 _LARGEST_SETTING = 2**53
@@ -110,16 +107,8 @@ def read_json_document(path: Path) -> tuple[Any, bool]:
     is no longer what the file says). Only a regular file is opened (a FIFO would block).
     Raises OSError/ValueError."""
     data = read_regular(path).removeprefix(UTF8_BOM)
-    try:
-        return orjson.loads(data), False
-    except orjson.JSONDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        try:
-            return json.loads(text), "\ufffd" in text and b"\xef\xbf\xbd" not in data
-        except json.JSONDecodeError as error:
-            raise ValueError(describe_json_error(error, data)) from None
-        except RecursionError:
-            raise ValueError("nested too deeply") from None
+    document = parse_json(data)  # orjson takes only UTF-8: other bytes were replaced (U+FFFD)
+    return document, b"\xef\xbf\xbd" not in data and "\ufffd" in data.decode("utf-8", "replace")
 
 
 def read_yaml_config(path: Path) -> tuple[Any, bool]:

@@ -11,6 +11,7 @@ and its history kept) or a newer checkpoint's `trainer_state.json`.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -109,15 +110,7 @@ class FeedStatus:
 
     def snapshot(self) -> FeedStatus:
         """A copy another thread can keep while the feed goes on changing this one."""
-        return replace(
-            self,
-            files=list(self.files),
-            followed=list(self.followed),
-            passed_over=list(self.passed_over),
-            version_hints=list(self.version_hints),
-            notes=list(self.notes),
-            context=replace(self.context, reward_funcs=list(self.context.reward_funcs)),
-        )
+        return copy.deepcopy(self)
 
 
 class RunFeed:
@@ -181,8 +174,7 @@ class RunFeed:
         open (a console dict the file ends inside) is read as far as it goes; the steps a
         merged log still holds are complete."""
         if isinstance(self._store, MergedStepsStore) and self._reader is not None:
-            held = self._store.finish()
-            return self._reader.read_objects(held.records) if held.records else Batch()
+            return self._reader.read_objects(self._store.finish().records)
         if self._reader is None or self._tail is None:
             return Batch()
         return self._reader.finish()

@@ -55,17 +55,23 @@ class BadJson(ValueError):
     """The line is not a JSON object; the message says why."""
 
 
-def parse_object(data: bytes) -> dict[str, Any]:
-    """Parse a line that must hold one JSON object. Raises BadJson."""
+def parse_json(data: bytes) -> Any:
+    """Parse JSON text; NaN/Infinity tokens and bytes that are not UTF-8 (replaced) go
+    through the standard library. Raises BadJson."""
     try:
-        obj = orjson.loads(data)
+        return orjson.loads(data)
     except orjson.JSONDecodeError as fast_error:
         try:
-            obj = json.loads(data.decode("utf-8", errors="replace"))
+            return json.loads(data.decode("utf-8", errors="replace"))
         except json.JSONDecodeError as error:
             raise BadJson(describe_json_error(error, data)) from fast_error
         except RecursionError as error:
             raise BadJson("nested too deeply") from error
+
+
+def parse_object(data: bytes) -> dict[str, Any]:
+    """Parse a line that must hold one JSON object. Raises BadJson."""
+    obj = parse_json(data)
     if not isinstance(obj, dict):
         raise BadJson(f"a JSON {type(obj).__name__}, not an object")
     return obj
@@ -328,9 +334,7 @@ class LogReader:
             group[1].append(obj)
             n_rows += 1
         for plan, (rows, group_objs) in groups.items():
-            if plan not in stacks:
-                stacks[plan] = _Stack(plan)
-            stacks[plan].add(rows, group_objs)
+            stacks.setdefault(plan, _Stack(plan)).add(rows, group_objs)
         return n_rows
 
     def _note_keys(self, obj: Mapping[str, Any]) -> None:

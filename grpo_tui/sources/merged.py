@@ -12,7 +12,7 @@ a step is handed out once it is complete:
 - once every writer seen so far logged a later step (a writer is told by its keys: the
   adapter's `writers`, key prefixes per process), or, with no writer told apart, once a
   later step came;
-- or once nothing new came for `settle_s`, up to the newest step of the slowest writer (a
+- or once nothing new came for SETTLE_S, up to the newest step of the slowest writer (a
   run's last step, a writer that stopped);
 - or when a one-shot read reached the end (`finish`).
 
@@ -68,7 +68,6 @@ class MergedStepsStore:
         writers: tuple[tuple[str, ...], ...] = (),
         eval_prefix: str = "eval/",
         *,
-        settle_s: float = SETTLE_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`writers`: per process, key prefixes only its lines carry."""
@@ -76,7 +75,6 @@ class MergedStepsStore:
         self._tail = TailReader(self.path)
         self.writers = writers
         self.eval_prefix = eval_prefix
-        self.settle_s = settle_s
         self._clock = clock
         self._reset()
 
@@ -101,10 +99,9 @@ class MergedStepsStore:
         if chunk.data:
             out.data_time = self._tail.mtime
             self._last_new = self._clock()
-            lines = chunk.data.split(b"\n")[:-1]  # every line ends in a newline
-            for line_no, line in enumerate(lines, chunk.first_line_no):
-                self._take(line.removesuffix(b"\r"), line_no, out)
-        idle = not chunk.more and self._clock() - self._last_new >= self.settle_s
+            for line in chunk.lines:
+                self._take(line.data, line.line_no, out)
+        idle = not chunk.more and self._clock() - self._last_new >= SETTLE_S
         self._hand_out(out, idle=idle)
         return out
 
@@ -115,8 +112,6 @@ class MergedStepsStore:
         return out
 
     def _take(self, line: bytes, line_no: int, out: PolledRecords) -> None:
-        if not line.strip():
-            return
         try:
             obj, reason = parse_object(line), "no integer step"
         except BadJson as error:

@@ -70,10 +70,7 @@ def holds_metrics(directory: Path, *, only: str | None = None) -> bool:
     """An adapter finds a readable metrics file in `directory` itself (its own files, or
     the run folders its framework keeps there)."""
     return any(
-        found.exists and not found.problem
-        for adapter in adapters_for(only)
-        if adapter.find is not None
-        for found in adapter.find(directory)
+        found.exists and not found.problem for found in found_in(directory, adapters_for(only))
     )
 
 

@@ -83,9 +83,8 @@ class TailChunk:
 class TailReader:
     """Follows one file path by polling; call `poll()` whenever it may have grown."""
 
-    def __init__(self, path: Path, *, chunk_size: int = DEFAULT_CHUNK) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.chunk_size = chunk_size
         #: byte offset just past the last complete line handed out
         self.offset = 0
         #: lines handed out in the current generation of the file
@@ -104,7 +103,7 @@ class TailReader:
 
     def poll(self, max_bytes: int | None = None) -> TailChunk:
         """Read the complete lines appended since the last poll (up to ~max_bytes)."""
-        budget = self.chunk_size if max_bytes is None else max(1, max_bytes)
+        budget = DEFAULT_CHUNK if max_bytes is None else max(1, max_bytes)
         try:
             handle = open_regular(self.path)
         except OSError as error:

@@ -55,9 +55,7 @@ from grpo_tui.sources.records import BadLine
 from grpo_tui.sources.trackio_inbox import (
     Fragment,
     WriterFolder,
-    first_fragment,
     inbox_runs,
-    read_fragment,
     writer_dirs,
 )
 
@@ -272,7 +270,7 @@ class TrackioStore:
                 continue
             names = writer.listing(folder, now)
             if writer.project is None:
-                first = first_fragment(folder, names, writer.junk)
+                first = next(writer.readable(folder, names), None)
                 if first is None:
                     continue
                 writer.project, writer.run = first.project, first.run
@@ -289,21 +287,15 @@ class TrackioStore:
         known (it may be a newer run), within the poll's budget of records."""
         fragments: list[Fragment] = []
         for folder, writer, names in folders:
+            if budget <= 0:
+                break
             new_run = writer.run not in self._known
             if writer.run != self._run and not new_run:
                 continue
-            for name in names:
-                if budget <= 0:
-                    return fragments
-                if name in writer.taken or name in writer.junk:
-                    continue
-                fragment = read_fragment(folder / name)
-                if fragment is None:
-                    writer.junk.add(name)  # unreadable, not trackio's, or gone: not again
-                    continue
+            for fragment in writer.readable(folder, names):
                 fragments.append(fragment)
                 budget -= len(fragment.entries)
-                if new_run:
+                if new_run or budget <= 0:
                     break
         return fragments
 

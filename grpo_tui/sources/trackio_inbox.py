@@ -10,7 +10,7 @@ them itself, once each; this module lists and parses them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,18 @@ class WriterFolder:
         self.junk.intersection_update(self.names)
         return self.names
 
+    def readable(self, folder: Path, names: list[str]) -> Iterator[Fragment]:
+        """Its fragments of these names not taken yet, read one at a time (one that cannot
+        be read is junk from then on: unreadable, not trackio's, or gone)."""
+        for name in names:
+            if name in self.taken or name in self.junk:
+                continue
+            fragment = read_fragment(folder / name)
+            if fragment is None:
+                self.junk.add(name)
+            else:
+                yield fragment
+
 
 def _names(folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> list[str]:
     """The names of a folder's entries that `keep` takes, sorted ([] when it cannot be listed)."""
@@ -98,18 +110,6 @@ def writer_dirs(inbox: Path) -> list[Path]:
 def fragment_names(folder: Path) -> list[str]:
     """A writer folder's finished fragments in order (`.tmp` files are being written)."""
     return _names(folder, lambda e: e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
-
-
-def first_fragment(folder: Path, names: list[str], junk: set[str]) -> Fragment | None:
-    """A writer folder's first readable fragment (the others not trackio's go to `junk`)."""
-    for name in names:
-        if name in junk:
-            continue
-        fragment = read_fragment(folder / name)
-        if fragment is not None:
-            return fragment
-        junk.add(name)
-    return None
 
 
 def read_fragment(path: Path) -> Fragment | None:
