@@ -170,7 +170,7 @@ class GrpoTuiApp(GrpoApp[None]):
         self._grid = self._metrics.grid
         self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
         self._completions = CompletionsPanel(
-            palette=self.theme_spec_for(self.start_theme).palette,
+            palette=self.theme_spec.palette,
             cycle_seconds=cycle_seconds,
             id="completions-pane",
         )
