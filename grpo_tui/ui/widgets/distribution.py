@@ -315,11 +315,6 @@ class DistributionScreen(Screen[None]):
     def on_resize(self) -> None:
         self.call_after_refresh(self._draw)
 
-    @property
-    def settled(self) -> bool:
-        """No step is being read (tests wait on it)."""
-        return not self.reading
-
     # -- reading (a thread worker) ------------------------------------------------------
     def _read(self, entry: int | None, *, forward: bool | None) -> None:
         self._request += 1
