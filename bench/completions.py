@@ -91,7 +91,7 @@ async def measure(path: Path, newest: str, index_seconds: float) -> dict[str, fl
                 break
             await asyncio.sleep(0.005)  # (pilot.pause waits for an idle app as well)
         shown = time.perf_counter()
-        index = app.run_state.completions
+        index = app.session.run.completions
         while index is not None and time.perf_counter() - shown < index_seconds:
             done, size = index.state().progress
             if not index.more and done >= size:

@@ -305,7 +305,7 @@ async def settle(
     then until its pending messages and layout are done (what a screenshot shows)."""
     await wait_until(
         pilot,
-        lambda: app.run_state.version > 0 and app.settled and until(),
+        lambda: app.session.run.version > 0 and app.settled and until(),
         timeout,
         what=f"a settled app with {what}",
     )

@@ -75,7 +75,7 @@ def opened(*keys: str) -> Callable[[Pilot[None]], object]:
             await pilot.press(key)
             await wait_until(
                 pilot,
-                lambda: isinstance(app.screen, DistributionScreen) and app.screen.settled,
+                lambda: isinstance(app.screen, DistributionScreen) and not app.screen.reading,
                 what=f"the distribution after {key}",
             )
         await pilot.pause()

@@ -443,8 +443,8 @@ class TestTheHeader:
             # once readable again, it is read (the loss was only of time)
             denied.clear()
             app.reader.wake()
-            await settle(pilot, app, lambda: len(app.run_state.store) > 0, what="the log read")
-            assert app.run_state.unreadable is None
+            await settle(pilot, app, lambda: len(app.session.run.store) > 0, what="the log read")
+            assert app.session.run.unreadable is None
 
     async def test_the_header_shows_notes_on_its_facts_line(self, tmp_path: Path) -> None:
         """A note on the files is a fact of the header's third line (the header keeps its
@@ -455,7 +455,7 @@ class TestTheHeader:
         async with app.run_test(size=(80, 24)) as pilot:
             said = "args.json holds a JSON list"
             await wait_until(
-                pilot, lambda: app.run_state.notes and said in app.run_state.notes[0], what=said
+                pilot, lambda: app.session.run.notes and said in app.session.run.notes[0], what=said
             )
             await wait_until(
                 pilot, lambda: "! " in str(app.query_one("#run-facts").render()), what="the fact"

@@ -584,7 +584,7 @@ async def test_q_quits_while_the_machine_does_not_answer(
         async with app.run_test(size=(80, 24)) as pilot:
             await wait_until(
                 pilot,
-                lambda: (app.run_state.unreadable or "").startswith("RECONNECTING node"),
+                lambda: (app.session.run.unreadable or "").startswith("RECONNECTING node"),
                 what="the reconnecting state",
             )
             assert "RECONNECTING node" in screen_text(app)

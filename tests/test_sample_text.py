@@ -25,11 +25,15 @@ from rich.text import Text
 from grpo_tui.run.completions import CompletionsIndex, Page, Sample
 from grpo_tui.run.text_stats import REPETITIVE_SHARE
 from grpo_tui.ui.completion_rows import (
+    ADVANTAGE_CELLS,
     HOW_TO_LOG,
     MIN_TEXT_WIDTH,
+    NUMBER_WIDTH,
     PROMPT_LINES_EXPANDED,
     REWARD_NAME_CHARS,
+    VALUE_CELLS,
     CompletionsSource,
+    TableLayout,
     advantage_cell,
     completion_view,
     empty_state,
@@ -553,6 +557,16 @@ def test_prompt_text_folded_and_expanded(tmp_path: Path) -> None:
     assert "<|im_start|>system" in lines[0]  # shown as written
 
 
+def _table_cells(layout: TableLayout) -> int:
+    """The cells the layout's columns take: each column's content and a cell of padding a
+    side (the DataTable's), and the scrollbar."""
+    contents = [NUMBER_WIDTH, VALUE_CELLS, ADVANTAGE_CELLS, layout.text_width]
+    contents += [w for _, w in layout.rewards] + (
+        [layout.flags_width] if layout.flags_width else []
+    )
+    return sum(w + 2 for w in contents) + 1
+
+
 def test_table_layout_reward_columns_give_way_first() -> None:
     """Wide: every reward column under its whole name; narrower: long names are cut to
     REWARD_NAME_CHARS, then columns drop from the end (named as hidden) before the text
@@ -571,12 +585,15 @@ def test_table_layout_reward_columns_give_way_first() -> None:
         assert kept <= previous  # narrowing never brings a column back
         previous = kept
         if layout.text_width > MIN_TEXT_WIDTH:
-            assert layout.width == width  # the text takes what is left
+            assert _table_cells(layout) == width  # the text takes what is left
         if kept < len(names):
             # a column is dropped only when cutting every name was not enough
-            fixed = layout.width - layout.text_width - sum(w + 2 for _, w in layout.rewards)
+            fixed = _table_cells(layout) - layout.text_width - sum(w + 2 for _, w in layout.rewards)
             cut = sum(min(len(n), REWARD_NAME_CHARS) + 2 for n in names[: kept + 1])
-            assert layout.width - fixed - cut < MIN_TEXT_WIDTH or width < fixed + MIN_TEXT_WIDTH
+            assert (
+                _table_cells(layout) - fixed - cut < MIN_TEXT_WIDTH
+                or width < fixed + MIN_TEXT_WIDTH
+            )
     assert table_layout(10, names).rewards == ()
     assert table_layout(10, names).hidden == tuple(names)
     assert table_layout(80, []).rewards == ()
@@ -592,7 +609,7 @@ def test_table_layout_at_80_keeps_every_reward_of_the_fixture_and_drops_none_sil
     assert at_80.rewards[1] == ("LengthBonus", REWARD_NAME_CHARS)
     flagged = table_layout(80, names, flags_width=9)
     assert flagged.hidden == ("CoinFlip",)
-    assert flagged.width == 80 or flagged.text_width == MIN_TEXT_WIDTH
+    assert _table_cells(flagged) == 80 or flagged.text_width == MIN_TEXT_WIDTH
     assert hidden_caption(at_80) is None
     caption = hidden_caption(flagged)
     assert caption is not None and caption.plain.startswith("+1 reward hidden (CoinFlip)")

@@ -162,7 +162,7 @@ class TestWhatIsShown:
             shutil.copy(FIXTURE_COMPLETIONS, output / RUN_DIR_NAME / "completions.jsonl")
             app.reader.wake()
             await settle(
-                pilot, app, lambda: app.run_state.samples is not None, what="the samples read"
+                pilot, app, lambda: app.session.run.samples is not None, what="the samples read"
             )
             text = screen_text(app)
         assert "No completions logged yet." not in text
@@ -179,7 +179,7 @@ class TestWhatIsShown:
         app = app_for(run_dir, given=RunContext(max_completion_length=64))
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot, app)
-            assert app.run_state.context.max_completion_length == 64
+            assert app.session.run.context.max_completion_length == 64
             assert app.session.diagnosis is not None
             assert "cap 64, from the command line" in app.session.diagnosis.checklist[4].evidence
 
@@ -396,7 +396,7 @@ class TestPause:
             append(log, train_line(4, 0.777))
             await wait_until(pilot, lambda: app.session.held_back_rows > 0, what="a held line")
             assert app.session.held_back_rows == 1  # read while paused
-            assert app.run_state.store.last("reward") == (2.0, 1.48749995)  # the paused moment
+            assert app.session.run.store.last("reward") == (2.0, 1.48749995)  # the paused moment
             grid = app.main_screen.query_one(MetricGrid)
             layout = grid.row_layout
             await pilot.resize_terminal(100, 30)  # a resize redraws: from the paused moment
@@ -425,7 +425,7 @@ class TestPause:
             app.frames.done(3600)  # the next frame is owed for an hour: data goes in undrawn
             append(log, train_line(4, 0.777))
             await wait_until(
-                pilot, lambda: app.run_state.store.last_step() == 4.0, what="step 4 read"
+                pilot, lambda: app.session.run.store.last_step() == 4.0, what="step 4 read"
             )
             assert grid_row_text(app, "reward") == "1.487"  # in the Run, not on screen yet
             await pilot.press("p")
@@ -542,7 +542,7 @@ class TestLive:
             line = train_line(5, 0.555)
             append(log, line[:40])
             await read_again(pilot, app)
-            assert app.run_state.store.last_step() == 4.0
+            assert app.session.run.store.last_step() == 4.0
             assert grid_row_text(app, "reward") == "0.777"
             append(log, line[40:])
             await settle(
@@ -575,13 +575,13 @@ class TestLive:
         app = app_for(output, now=time.time)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot, app)
-            assert app.run_state.store.last_step() == 6.0
+            assert app.session.run.store.last_step() == 6.0
             # the trainer restarts: the file is truncated and written again from step 1
             log.write_text(train_line(1, 0.111) + train_line(2, 0.222), encoding="utf-8")
             await settle(
                 pilot, app, lambda: drawn_value(app, "reward") == "0.222", what="the new start"
             )
-            store = app.run_state.store
+            store = app.session.run.store
             assert store.last_step() == 2.0  # the old history from step 1 on was replaced
             assert store.points("reward").values.tolist() == [0.111, 0.222]
             assert "step 2/6" in screen_text(app)

@@ -52,7 +52,7 @@ def panel_of(app: GrpoTuiApp) -> CompletionsPanel:
 
 async def opened(pilot: Pilot[None], app: GrpoTuiApp) -> CompletionsPanel:
     """The app settled with the completions pane shown."""
-    await wait_until(pilot, lambda: app.run_state.version > 0 and app.settled)
+    await wait_until(pilot, lambda: app.session.run.version > 0 and app.settled)
     await pilot.press("3")
     panel = panel_of(app)
     await wait_until(pilot, lambda: panel.settled and panel.page is not None)
@@ -88,7 +88,7 @@ async def test_empty_state_says_which_file_and_how_to_log(tmp_path: Path) -> Non
     output = make_run(tmp_path, fixture_lines())
     app = app_for(output)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: app.run_state.version > 0 and app.settled)
+        await wait_until(pilot, lambda: app.session.run.version > 0 and app.settled)
         await pilot.press("3")
         await wait_until(pilot, lambda: "No completions logged yet." in screen_text(app))
         text = screen_text(app)
@@ -539,6 +539,12 @@ def _trl_output(tmp_path: Path) -> Path:
     return output
 
 
+def _columns(panel: CompletionsPanel) -> dict[str, int]:
+    """The table's columns as drawn: their keys (`r:<reward>` a reward's) and widths."""
+    table: DataTable[object] = panel.query_one(DataTable)
+    return {str(key.value): column.width for key, column in table.columns.items()}
+
+
 def _completion_cells(panel: CompletionsPanel) -> list[str]:
     table: DataTable[object] = panel.query_one(DataTable)
     return [str(table.get_row_at(row)[-1]) for row in range(table.row_count)]
@@ -552,26 +558,27 @@ class TestPaneFitsItsWidth:
         app = app_for(run_with_completions, cycle_seconds=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             panel = await opened(pilot, app)
-            layout = panel.table_columns
+            columns = _columns(panel)
             text = screen_text(app)
             width = panel.size.width
-        assert layout is not None
-        assert [name for name, _ in layout.rewards] == ["Format", "LengthBonus", "CoinFlip"]
-        assert layout.hidden == () and "hidden" not in text
-        assert layout.flags_width == 0 and "flags" not in text  # no row has a flag
-        assert layout.width == width  # the text column takes what is left
-        assert layout.text_width > 26
+        rewards = [key.removeprefix("r:") for key in columns if key.startswith("r:")]
+        assert rewards == ["Format", "LengthBonus", "CoinFlip"]
+        assert "hidden" not in text
+        assert "flags" not in columns and "flags" not in text  # no row has a flag
+        # the text column takes what is left (each column padded a cell a side, a scrollbar)
+        assert sum(w + 2 for w in columns.values()) + 1 == width
+        assert columns["text"] > 26
 
     async def test_narrower_the_hidden_reward_is_named(self, run_with_completions: Path) -> None:
         app = app_for(run_with_completions, cycle_seconds=3600)
         async with app.run_test(size=(75, 24)) as pilot:
             panel = await opened(pilot, app)
-            layout = panel.table_columns
+            columns = _columns(panel)
             text = screen_text(app)
             labels = [str(c.label) for c in panel.query_one(DataTable).columns.values()]
-        assert layout is not None and layout.hidden == ("CoinFlip",)
+        rewards = {key: w for key, w in columns.items() if key.startswith("r:")}
         # the room CoinFlip left gives LengthBonus its whole name back
-        assert layout.rewards == (("Format", 6), ("LengthBonus", 11))
+        assert list(rewards.items()) == [("r:Format", 6), ("r:LengthBonus", 11)]
         assert "+1 reward hidden (CoinFlip)" in text
         assert "CoinFlip" not in labels and "LengthBonus" in labels
 
@@ -599,9 +606,9 @@ class TestPaneFitsItsWidth:
         app = app_for(output, cycle_seconds=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             panel = await opened(pilot, app)
-            layout = panel.table_columns
+            columns = _columns(panel)
             text = screen_text(app)
-        assert layout is not None and layout.flags_width == len("✗fmt ✂cut")
+        assert columns["flags"] == len("✗fmt ✂cut")
         assert "flags" in text and "✂cut" in text
 
 
@@ -616,7 +623,7 @@ class TestEvalLabelled:
             for step in ("step 6 train", "step 4 train", "step 3 eval"):
                 await pilot.press("left_square_bracket")
                 await wait_until(pilot, lambda s=step: s in title(panel) and panel.settled)  # type: ignore[misc]
-            samples = app.run_state.samples
+            samples = app.session.run.samples
         assert samples is not None
         assert [s.step for s in samples.steps] == [1.0, 2.0, 4.0, 6.0]
 
@@ -625,7 +632,7 @@ class TestEvalLabelled:
         async with app.run_test(size=(100, 30)) as pilot:
             panel = await opened(pilot, app)
             assert "step 3 eval" in title(panel)
-            store = app.run_state.store
+            store = app.session.run.store
         assert not any(name.startswith("samples/") for name in store.names())
 
 

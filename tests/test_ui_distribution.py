@@ -65,7 +65,7 @@ async def _open(pilot: Pilot[None], app: GrpoTuiApp) -> DistributionScreen:
     await pilot.press("d")
     await wait_until(
         pilot,
-        lambda: isinstance(app.screen, DistributionScreen) and app.screen.settled,
+        lambda: isinstance(app.screen, DistributionScreen) and not app.screen.reading,
         what="the distribution screen with its step read",
     )
     await pilot.pause()
@@ -76,7 +76,7 @@ async def _open(pilot: Pilot[None], app: GrpoTuiApp) -> DistributionScreen:
 
 async def _press_and_read(pilot: Pilot[None], screen: DistributionScreen, key: str) -> None:
     await pilot.press(key)
-    await wait_until(pilot, lambda: screen.settled, what=f"the step after {key}")
+    await wait_until(pilot, lambda: not screen.reading, what=f"the step after {key}")
     await pilot.pause()
 
 

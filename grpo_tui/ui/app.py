@@ -170,7 +170,7 @@ class GrpoTuiApp(GrpoApp[None]):
         self._grid = self._metrics.grid
         self._diagnosis_panel = DiagnosisPanel(id="diagnosis-pane")
         self._completions = CompletionsPanel(
-            palette=self.theme_spec_for(self.start_theme).palette,
+            palette=self.theme_spec.palette,
             cycle_seconds=cycle_seconds,
             id="completions-pane",
         )
@@ -225,11 +225,6 @@ class GrpoTuiApp(GrpoApp[None]):
             self._show_pane(pane)
 
     # -- reading (the session takes what core's follow loop reads) ------------------------
-    @property
-    def run_state(self) -> Run:
-        """The Run followed (the session's; only the app thread changes it)."""
-        return self.session.run
-
     @on(FromReader)
     def _from_reader(self, message: FromReader) -> None:
         item = message.item
@@ -334,7 +329,7 @@ class GrpoTuiApp(GrpoApp[None]):
         if self._shutting_down or session.paused or not self._grid.is_attached:
             return
         self._draw_header()
-        run = self.run_state
+        run = self.session.run
         spec = self.theme_spec
         key = (session.moment, spec.name)
         if key == self._drawn:
@@ -385,12 +380,12 @@ class GrpoTuiApp(GrpoApp[None]):
                 return
             view = replace(view, paused=True, held_back=self.session.held_back_rows)
         else:
-            view = header_view(self.run_state, self.now())
+            view = header_view(self.session.run, self.now())
         self._header.show(view)  # it redraws only the parts that changed
 
     def _metrics_frame(self) -> MetricsFrame:
         """What the grid and the detail chart draw: the Run's metrics now, judged."""
-        run, palette = self.run_state, self.theme_spec.palette
+        run, palette = self.session.run, self.theme_spec.palette
         return MetricsFrame(
             run.store, run.version, self.rules, run.context, self.session.diagnosis, palette
         )
@@ -415,7 +410,7 @@ class GrpoTuiApp(GrpoApp[None]):
             return
         keyed = (MetricGrid, DiagnosisPanel, DetailScreen, CompletionsPanel)
         rows = key_rows(self.get_key_display, self.BINDINGS, *(k.BINDINGS for k in keyed))
-        notes = help_notes(self.run_state.usual_interval(), DIAGNOSIS_INTERVAL_S)
+        notes = help_notes(self.session.run.usual_interval(), DIAGNOSIS_INTERVAL_S)
         self.push_screen(HelpScreen(help_text(rows, notes)))
 
     def action_filter(self) -> None:

@@ -41,8 +41,6 @@ class GrpoApp(App[ResultT]):
         # Textual removes NO_COLOR from the environment in App.__init__: decide first
         start = resolve_theme_name(theme, os.environ if environ is None else environ)
         super().__init__()
-        #: the theme the app starts in (widgets built before mount take its palette)
-        self.start_theme = start
         self._themes: dict[str, ThemeSpec] = load_themes()
         # every theme before the first stylesheet pass, so startup styles the screen once
         for spec in self._themes.values():
@@ -51,12 +49,9 @@ class GrpoApp(App[ResultT]):
 
     @property
     def theme_spec(self) -> ThemeSpec:
-        """The theme shown now (its zone palette colours the data)."""
-        return self.theme_spec_for(self.theme)
-
-    def theme_spec_for(self, name: str) -> ThemeSpec:
-        """One of our themes by name (the default for a name we do not ship)."""
-        return self._themes.get(name) or self._themes[resolve_theme_name(None, {})]
+        """The theme shown now (its zone palette colours the data; the default for a
+        theme we do not ship). Set from the start: widgets built before mount take it."""
+        return self._themes.get(self.theme) or self._themes[resolve_theme_name(None, {})]
 
     def tell(self, text: str, *, title: str = "", error: bool = False, timeout: float = 5) -> None:
         """One notification at a time, on the footer's line (the .tcss), cut to that line: a

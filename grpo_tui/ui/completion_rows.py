@@ -162,15 +162,6 @@ class TableLayout:
     flags_width: int
     text_width: int
 
-    @property
-    def width(self) -> int:
-        """The cells the columns take, padding and the scrollbar included."""
-        fixed = [NUMBER_WIDTH, VALUE_CELLS, ADVANTAGE_CELLS, self.text_width]
-        contents = [*fixed, *(w for _, w in self.rewards)]
-        if self.flags_width:
-            contents.append(self.flags_width)
-        return sum(contents) + _PADDING * len(contents) + 1
-
 
 #: content widths of the fixed columns (the table pads each column by one cell a side)
 NUMBER_WIDTH = 3

@@ -17,6 +17,7 @@ import numpy as np
 from rich.text import Text
 
 from grpo_tui.numbers import format_step, format_value
+from grpo_tui.presentation import FACT_SEPARATOR, pack_facts
 from grpo_tui.run.chart import Axes, ChartView, Line
 from grpo_tui.ui.themes import ZonePalette
 from grpo_tui.untrusted import printable
@@ -217,16 +218,8 @@ def chart_legend(
         )
     if not any(item.plain.startswith(("┈", "│")) for item in items):
         items.append(Text("no zone bands for this metric", style="dim"))
-    legend = Text(no_wrap=True, overflow="ellipsis")
-    used = 0
-    for index, item in enumerate(items):
-        if index:
-            if used + 3 + item.cell_len > width:
-                legend.append("\n")
-                used = 0
-            else:
-                legend.append("   ")
-                used += 3
-        legend.append_text(item)
-        used += item.cell_len
-    return legend
+    # packed as the header's facts are, the gap between two as wide as their separator
+    gap = Text(" " * len(FACT_SEPARATOR))
+    shown, plains = iter(items), [item.plain for item in items]
+    lines = [gap.join(next(shown) for _ in line) for line in pack_facts(plains, width)]
+    return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)

@@ -126,8 +126,6 @@ class CompletionsPanel(Vertical):
         self._loading = False
         self._note = ""
         self._drawn: tuple[object, ...] | None = None
-        #: the columns of the table drawn last (None before one is drawn)
-        self.table_columns: TableLayout | None = None
         self._title = Static("", id="completions-title")
         self._prompt = Static("", id="completions-prompt")
         self._table: DataTable[Text] = DataTable(
@@ -325,7 +323,7 @@ class CompletionsPanel(Vertical):
             self._draw_status()
             return
         self._title.update(group_title(page, self.cursor.place.group, visible, self.palette))
-        layout = self.table_columns = table_layout(width, list(group.rewards), flags_width(group))
+        layout = table_layout(width, list(group.rewards), flags_width(group))
         prompt = prompt_text(group, width, expanded=self.expanded)
         if (caption := hidden_caption(layout)) is not None:
             caption.truncate(max(1, width - 2), overflow="ellipsis")

@@ -134,18 +134,18 @@ def histogram_text(series: Histogram, width: int, palette: ZonePalette) -> Text:
         return text
     labels = [bin_label(series, position) for position in range(series.bins)]
     counts = series.counts.tolist()
+    tails = [f"{count} {_percent(count, series.count)}" for count in counts]
     label_width = max(len(label) for label in labels)
-    tail_width = max(len(f"{count} {_percent(count, series.count)}") for count in counts)
+    tail_width = max(len(tail) for tail in tails)
     bar_width = max(4, width - label_width - tail_width - 3)
     largest = max(counts)
-    for position, (label, count) in enumerate(zip(labels, counts, strict=True)):
+    for position, (label, count, tail) in enumerate(zip(labels, counts, tails, strict=True)):
         text.append("\n")
         text.append(label.rjust(label_width), style="dim" if not count else "")
         text.append(" ")
         drawn = bar(count, largest, bar_width)
         text.append(drawn, style=_bar_style(series, position, palette))
         text.append(" " * (bar_width - len(drawn) + 1))
-        tail = f"{count} {_percent(count, series.count)}"
         text.append(tail.rjust(tail_width), style="dim" if not count else "")
     return text
 
@@ -314,11 +314,6 @@ class DistributionScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._draw)
-
-    @property
-    def settled(self) -> bool:
-        """No step is being read (tests wait on it)."""
-        return not self.reading
 
     # -- reading (a thread worker) ------------------------------------------------------
     def _read(self, entry: int | None, *, forward: bool | None) -> None:

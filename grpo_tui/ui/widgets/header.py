@@ -44,7 +44,7 @@ class HeaderView:
     run_label: str
     facts: tuple[str, ...]
     bad_lines: int
-    paused: bool
+    paused: bool = False
     #: what is wrong with the run's files besides (a malformed args.json, a skipped file)
     notes: tuple[str, ...] = ()
     #: lines read while paused, not shown yet
@@ -65,7 +65,7 @@ def _run_label(run: Run) -> str:
     return printable(label + framework + store_run)
 
 
-def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
+def header_view(run: Run, now: float) -> HeaderView:
     state, state_label = state_headline(run, now)
     return HeaderView(
         state=state,
@@ -73,7 +73,6 @@ def header_view(run: Run, now: float, *, paused: bool = False) -> HeaderView:
         run_label=_run_label(run),
         facts=progress_facts(run, now),
         bad_lines=run.bad_line_count,
-        paused=paused,
         notes=tuple(printable(note) for note in run.notes),
     )
 
