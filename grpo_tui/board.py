@@ -384,9 +384,6 @@ class Board:
         with self._lock:
             return list(self._entries)
 
-    def session(self, ref: RunRef) -> Session:
-        return self._entries[ref].session
-
     def find_new_runs(self) -> list[RunRef]:
         """Runs in the folders given that are not followed yet."""
         known = set(self.refs)
