@@ -388,12 +388,8 @@ class Board:
         """Runs in the folders given that are not followed yet."""
         known = set(self.refs)
         only = self.options.only if self.options is not None else None
-        found: list[RunRef] = []
-        for root in self.roots:
-            for run in runs_in(root, only=only, known=known):
-                if run not in known and run not in found:
-                    found.append(run)
-        return found
+        found = (run for root in self.roots for run in runs_in(root, only=only, known=known))
+        return [run for run in dict.fromkeys(found) if run not in known]
 
     # -- reading (the reader's thread) --------------------------------------------------
     def start(self) -> None:
