@@ -209,6 +209,11 @@ def run_names(refs: Sequence[RunRef]) -> dict[RunRef, str]:
     return {ref: qualified(ref, name) if counts[name] > 1 else name for ref, name in names.items()}
 
 
+def options_for(ref: RunRef, options: SourceOptions | None) -> SourceOptions | None:
+    """How to read one run: `options`, and the run of its store it is."""
+    return replace(options or SourceOptions(), run_name=ref.run) if ref.run else options
+
+
 @dataclass(frozen=True)
 class BoardUpdate:
     """What the board's reader hands to the owner: one run's read, or a notice about it."""
@@ -309,7 +314,9 @@ class Board:
                 session.mounted()  # no screen to wait for: updates go straight to the owner
                 session.painted()
                 follower = RunFollower(
-                    ref.path, self.options_for(ref), rediscover_every=self.settings.rediscover_s
+                    ref.path,
+                    options_for(ref, self.options),
+                    rediscover_every=self.settings.rediscover_s,
                 )
                 self._entries[ref] = _Entry(session, follower)
                 added.append(ref)
@@ -317,12 +324,6 @@ class Board:
             for ref in added:  # named once every run is in: two may share a folder's name
                 self._entries[ref].alerts = self._alerts_for(ref)
         return added
-
-    def options_for(self, ref: RunRef) -> SourceOptions | None:
-        """How to read one run: the board's options, and the run of its store it is."""
-        if ref.run is None:
-            return self.options
-        return replace(self.options or SourceOptions(), run_name=ref.run)
 
     def name(self, ref: RunRef) -> str:
         """The run's short name on the board (`run_names`)."""
