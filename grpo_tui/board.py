@@ -148,14 +148,12 @@ def board_row(
     diagnosis: Diagnosis | None,
     now: float,
     name: str,
+    ref: RunRef,
     *,
-    pending: str = "",
     slow: _SlowParts | None = None,
-    ref: RunRef | None = None,
 ) -> BoardRow:
-    """The row of one run at wall time `now` (`pending`: what to say while undiagnosed;
-    `slow`: its `_slow_parts` when they are known to be current; `ref`: which run of its
-    path, when the path holds several)."""
+    """The row of run `ref` at wall time `now` (`slow`: its `_slow_parts` when they are
+    known to be current)."""
     state, label = state_headline(run, now)
     progress = run.progress()
     step = step_fact(progress)
@@ -163,9 +161,9 @@ def board_row(
     if progress.remaining_s is not None and state is RunState.LIVE:
         eta = f"ETA {format_duration(progress.remaining_s)}"
     age = run.data_age(now)
-    parts = slow if slow is not None else _slow_parts(run, diagnosis, pending)
+    parts = slow if slow is not None else _slow_parts(run, diagnosis, pending="")
     return BoardRow(
-        ref=ref or RunRef(run.path),
+        ref=ref,
         name=printable(name),
         state=state,
         state_label=label,
@@ -514,9 +512,7 @@ class Board:
                     _slow_parts(session.run, session.diagnosis, pending),
                 )
                 entry.slow = slow
-            row = board_row(
-                session.run, session.diagnosis, now, self.name(ref), slow=slow[2], ref=ref
-            )
+            row = board_row(session.run, session.diagnosis, now, self.name(ref), ref, slow=slow[2])
             if entry.unseen is not None:
                 row = replace(row, alert=entry.unseen.kind.word)
             rows.append(row)

@@ -147,7 +147,7 @@ def check_board_command(
         if given is not None:
             run.given = given
         diagnosis = diagnose(run, rules)
-        rows.append(board_row(run, diagnosis, moment, names[ref], ref=ref))
+        rows.append(board_row(run, diagnosis, moment, names[ref], ref))
         codes.append(exit_code(run, diagnosis))
         if as_json:
             documents.append(diagnosis_to_json(run, diagnosis, now=now))
