@@ -257,6 +257,7 @@ class Board:
     alert_settings: AlertSettings = field(default_factory=AlertSettings)
     clock: Callable[[], float] = time.monotonic
     _entries: dict[RunRef, _Entry] = field(default_factory=dict, init=False)
+    #: every run's short name on the board (`run_names`)
     _names: dict[RunRef, str] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
@@ -323,10 +324,6 @@ class Board:
                 self._entries[ref].alerts = self._alerts_for(ref)
         return added
 
-    def name(self, ref: RunRef) -> str:
-        """The run's short name on the board (`run_names`)."""
-        return self._names.get(ref, ref.run or ref.path.name)
-
     def _alerts_for(self, ref: RunRef) -> RunAlerts:
         """A run's alerts: its own detector, the board's one command. The moment a run is
         first judged is its baseline (the board shows it); what changes after is told."""
@@ -338,7 +335,7 @@ class Board:
             self.alert_settings,
             command=self._command,
             shown=True,
-            name=self._names.get(ref) if ref.run else None,
+            name=self._names[ref] if ref.run else None,
         )
 
     def _command_failed(self, text: str) -> None:
@@ -490,7 +487,7 @@ class Board:
         """These runs (those followed), with their names (inert: a folder's name is
         anybody's) and steady diagnoses."""
         return [
-            RunToCompare(printable(self.name(ref)), entry.session.run, entry.session.diagnosis)
+            RunToCompare(printable(self._names[ref]), entry.session.run, entry.session.diagnosis)
             for ref in refs
             if (entry := self._entries.get(ref)) is not None
         ]
@@ -512,7 +509,9 @@ class Board:
                     _slow_parts(session.run, session.diagnosis, pending),
                 )
                 entry.slow = slow
-            row = board_row(session.run, session.diagnosis, now, self.name(ref), ref, slow=slow[2])
+            row = board_row(
+                session.run, session.diagnosis, now, self._names[ref], ref, slow=slow[2]
+            )
             if entry.unseen is not None:
                 row = replace(row, alert=entry.unseen.kind.word)
             rows.append(row)
