@@ -50,7 +50,6 @@ class WatchedRun:
     session: Session
     reader: FollowLoop
     alerts: RunAlerts
-    name: str
 
 
 class Watch:
@@ -94,7 +93,7 @@ class Watch:
             follower = RunFollower(path, options_for(ref, source))
             reader = session.follow(follower, watch_files=watch_files)
             alerts = RunAlerts(path, settings, command=self.command, clock=clock, name=ref.run)
-            self.runs.append(WatchedRun(session, reader, alerts, alerts.detector.run))
+            self.runs.append(WatchedRun(session, reader, alerts))
         self._observed_at = -float("inf")
 
     def _poster(self, index: int) -> Callable[[Update | Notice], None]:
@@ -150,7 +149,7 @@ class Watch:
         changed = False
         for index, thing in self._queued(timeout):
             if isinstance(thing, Notice):
-                who = "" if index < 0 else f"{printable(self.runs[index].name)}: "
+                who = "" if index < 0 else f"{printable(self.runs[index].alerts.detector.run)}: "
                 self._warn(f"{who}{thing.title}: {thing.text}")
             elif self.runs[index].session.receive(thing) is not None:
                 changed = True
