@@ -447,19 +447,15 @@ class Board:
         return changed, notices
 
     def next_diagnosis(self) -> tuple[RunRef, DiagnosisJob] | None:
-        """The diagnosis to run now: none while one is in flight, else the run owed one the
-        longest (never diagnosed first)."""
+        """The diagnosis to run now: none while one is in flight, else that of a run due one,
+        those never diagnosed first, then by name (`diagnosis_due` says 0 for every run due,
+        however long it is overdue)."""
         if self._in_flight is not None:
             return None
-        due: list[tuple[float, RunRef]] = []
-        for ref, entry in self._entries.items():
-            wait = entry.session.diagnosis_due()
-            if wait is not None and wait <= 0.0:
-                never = entry.session.diagnosis is None
-                due.append((0.0 if never else 1.0 + wait, ref))
+        due = [ref for ref, entry in self._entries.items() if entry.session.diagnosis_due() == 0.0]
         if not due:
             return None
-        _, ref = min(due, key=lambda item: (item[0], str(item[1])))
+        ref = min(due, key=lambda r: (self._entries[r].session.diagnosis is not None, str(r)))
         job = self._entries[ref].session.start_diagnosis()
         if job is None:
             return None
