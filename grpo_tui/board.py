@@ -231,10 +231,10 @@ class NewRuns:
 class _Entry:
     session: Session
     follower: RunFollower
+    #: the run's event detector (and the board's shared --on-alert command)
+    alerts: RunAlerts
     #: the reader thread's last delivered status signature (it delivers changes only)
     last_status: tuple[object, ...] | None = None
-    #: the run's event detector (and the board's shared --on-alert command)
-    alerts: RunAlerts | None = None
     #: the newest worsening event not seen yet (cleared when the run is opened)
     unseen: Event | None = None
     #: the row's slow parts and what they were computed from (`Board.rows`)
@@ -298,11 +298,11 @@ class Board:
     # -- the runs -----------------------------------------------------------------------
     def add(self, refs: Sequence[RunRef]) -> list[RunRef]:
         """Follow these runs too (those already followed are left as they are); the new."""
-        added: list[RunRef] = []
         with self._lock:
-            for ref in refs:
-                if ref in self._entries:
-                    continue
+            added = [ref for ref in dict.fromkeys(refs) if ref not in self._entries]
+            # every run named before its alerts are made: two may share a folder's name
+            self._names = run_names([*self._entries, *added])
+            for ref in added:
                 session = Session(
                     Run(ref.path, given=self.given),
                     self.rules,
@@ -317,11 +317,7 @@ class Board:
                     options_for(ref, self.options),
                     rediscover_every=self.settings.rediscover_s,
                 )
-                self._entries[ref] = _Entry(session, follower)
-                added.append(ref)
-            self._names = run_names(list(self._entries))
-            for ref in added:  # named once every run is in: two may share a folder's name
-                self._entries[ref].alerts = self._alerts_for(ref)
+                self._entries[ref] = _Entry(session, follower, self._alerts_for(ref))
         return added
 
     def _alerts_for(self, ref: RunRef) -> RunAlerts:
@@ -347,7 +343,7 @@ class Board:
         events: list[Event] = []
         for entry in self._entries.values():
             session = entry.session
-            if entry.alerts is None or session.diagnosis is None:
+            if session.diagnosis is None:
                 continue
             event = entry.alerts.observe(session.run, session.diagnosis, now)
             if event is not None:
