@@ -148,9 +148,7 @@ class CommandSink:
         self._busy = 0
         self._closed = False
         self._dropping = False
-        #: how many commands ran, how many of them failed, how many events were dropped
-        self.ran = 0
-        self.failed = 0
+        #: how many events were dropped (the queue was full)
         self.dropped = 0
         self._failing = 0  # failures since the last success (only the first is reported)
         self._thread = threading.Thread(target=self._work, name="grpo-tui-on-alert", daemon=True)
@@ -227,13 +225,11 @@ class CommandSink:
                 failure = f"{type(error).__name__}: {error}"
             with self._lock:
                 self._busy -= 1
-                self.ran += 1
                 if failure is None:
                     if self._failing:
                         self._report(f"--on-alert works again ({self._failing} failed before)")
                     self._failing = 0
                     continue
-                self.failed += 1
                 self._failing += 1
                 first = self._failing == 1
             if first:

@@ -148,14 +148,12 @@ def board_row(
     diagnosis: Diagnosis | None,
     now: float,
     name: str,
+    ref: RunRef,
     *,
-    pending: str = "",
     slow: _SlowParts | None = None,
-    ref: RunRef | None = None,
 ) -> BoardRow:
-    """The row of one run at wall time `now` (`pending`: what to say while undiagnosed;
-    `slow`: its `_slow_parts` when they are known to be current; `ref`: which run of its
-    path, when the path holds several)."""
+    """The row of run `ref` at wall time `now` (`slow`: its `_slow_parts` when they are
+    known to be current)."""
     state, label = state_headline(run, now)
     progress = run.progress()
     step = step_fact(progress)
@@ -163,9 +161,9 @@ def board_row(
     if progress.remaining_s is not None and state is RunState.LIVE:
         eta = f"ETA {format_duration(progress.remaining_s)}"
     age = run.data_age(now)
-    parts = slow if slow is not None else _slow_parts(run, diagnosis, pending)
+    parts = slow if slow is not None else _slow_parts(run, diagnosis, pending="")
     return BoardRow(
-        ref=ref or RunRef(run.path),
+        ref=ref,
         name=printable(name),
         state=state,
         state_label=label,
@@ -209,6 +207,11 @@ def run_names(refs: Sequence[RunRef]) -> dict[RunRef, str]:
     return {ref: qualified(ref, name) if counts[name] > 1 else name for ref, name in names.items()}
 
 
+def options_for(ref: RunRef, options: SourceOptions | None) -> SourceOptions | None:
+    """How to read one run: `options`, and the run of its store it is."""
+    return replace(options or SourceOptions(), run_name=ref.run) if ref.run else options
+
+
 @dataclass(frozen=True)
 class BoardUpdate:
     """What the board's reader hands to the owner: one run's read, or a notice about it."""
@@ -228,10 +231,10 @@ class NewRuns:
 class _Entry:
     session: Session
     follower: RunFollower
+    #: the run's event detector (and the board's shared --on-alert command)
+    alerts: RunAlerts
     #: the reader thread's last delivered status signature (it delivers changes only)
     last_status: tuple[object, ...] | None = None
-    #: the run's event detector (and the board's shared --on-alert command)
-    alerts: RunAlerts | None = None
     #: the newest worsening event not seen yet (cleared when the run is opened)
     unseen: Event | None = None
     #: the row's slow parts and what they were computed from (`Board.rows`)
@@ -254,6 +257,7 @@ class Board:
     alert_settings: AlertSettings = field(default_factory=AlertSettings)
     clock: Callable[[], float] = time.monotonic
     _entries: dict[RunRef, _Entry] = field(default_factory=dict, init=False)
+    #: every run's short name on the board (`run_names`)
     _names: dict[RunRef, str] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
@@ -294,11 +298,11 @@ class Board:
     # -- the runs -----------------------------------------------------------------------
     def add(self, refs: Sequence[RunRef]) -> list[RunRef]:
         """Follow these runs too (those already followed are left as they are); the new."""
-        added: list[RunRef] = []
         with self._lock:
-            for ref in refs:
-                if ref in self._entries:
-                    continue
+            added = [ref for ref in dict.fromkeys(refs) if ref not in self._entries]
+            # every run named before its alerts are made: two may share a folder's name
+            self._names = run_names([*self._entries, *added])
+            for ref in added:
                 session = Session(
                     Run(ref.path, given=self.given),
                     self.rules,
@@ -309,24 +313,12 @@ class Board:
                 session.mounted()  # no screen to wait for: updates go straight to the owner
                 session.painted()
                 follower = RunFollower(
-                    ref.path, self.options_for(ref), rediscover_every=self.settings.rediscover_s
+                    ref.path,
+                    options_for(ref, self.options),
+                    rediscover_every=self.settings.rediscover_s,
                 )
-                self._entries[ref] = _Entry(session, follower)
-                added.append(ref)
-            self._names = run_names(list(self._entries))
-            for ref in added:  # named once every run is in: two may share a folder's name
-                self._entries[ref].alerts = self._alerts_for(ref)
+                self._entries[ref] = _Entry(session, follower, self._alerts_for(ref))
         return added
-
-    def options_for(self, ref: RunRef) -> SourceOptions | None:
-        """How to read one run: the board's options, and the run of its store it is."""
-        if ref.run is None:
-            return self.options
-        return replace(self.options or SourceOptions(), run_name=ref.run)
-
-    def name(self, ref: RunRef) -> str:
-        """The run's short name on the board (`run_names`)."""
-        return self._names.get(ref, ref.run or ref.path.name)
 
     def _alerts_for(self, ref: RunRef) -> RunAlerts:
         """A run's alerts: its own detector, the board's one command. The moment a run is
@@ -339,7 +331,7 @@ class Board:
             self.alert_settings,
             command=self._command,
             shown=True,
-            name=self._names.get(ref) if ref.run else None,
+            name=self._names[ref] if ref.run else None,
         )
 
     def _command_failed(self, text: str) -> None:
@@ -351,7 +343,7 @@ class Board:
         events: list[Event] = []
         for entry in self._entries.values():
             session = entry.session
-            if entry.alerts is None or session.diagnosis is None:
+            if session.diagnosis is None:
                 continue
             event = entry.alerts.observe(session.run, session.diagnosis, now)
             if event is not None:
@@ -384,19 +376,12 @@ class Board:
         with self._lock:
             return list(self._entries)
 
-    def session(self, ref: RunRef) -> Session:
-        return self._entries[ref].session
-
     def find_new_runs(self) -> list[RunRef]:
         """Runs in the folders given that are not followed yet."""
         known = set(self.refs)
         only = self.options.only if self.options is not None else None
-        found: list[RunRef] = []
-        for root in self.roots:
-            for run in runs_in(root, only=only, known=known):
-                if run not in known and run not in found:
-                    found.append(run)
-        return found
+        found = (run for root in self.roots for run in runs_in(root, only=only, known=known))
+        return [run for run in dict.fromkeys(found) if run not in known]
 
     # -- reading (the reader's thread) --------------------------------------------------
     def start(self) -> None:
@@ -458,19 +443,15 @@ class Board:
         return changed, notices
 
     def next_diagnosis(self) -> tuple[RunRef, DiagnosisJob] | None:
-        """The diagnosis to run now: none while one is in flight, else the run owed one the
-        longest (never diagnosed first)."""
+        """The diagnosis to run now: none while one is in flight, else that of a run due one,
+        those never diagnosed first, then by name (`diagnosis_due` says 0 for every run due,
+        however long it is overdue)."""
         if self._in_flight is not None:
             return None
-        due: list[tuple[float, RunRef]] = []
-        for ref, entry in self._entries.items():
-            wait = entry.session.diagnosis_due()
-            if wait is not None and wait <= 0.0:
-                never = entry.session.diagnosis is None
-                due.append((0.0 if never else 1.0 + wait, ref))
+        due = [ref for ref, entry in self._entries.items() if entry.session.diagnosis_due() == 0.0]
         if not due:
             return None
-        _, ref = min(due, key=lambda item: (item[0], str(item[1])))
+        ref = min(due, key=lambda r: (self._entries[r].session.diagnosis is not None, str(r)))
         job = self._entries[ref].session.start_diagnosis()
         if job is None:
             return None
@@ -498,7 +479,7 @@ class Board:
         """These runs (those followed), with their names (inert: a folder's name is
         anybody's) and steady diagnoses."""
         return [
-            RunToCompare(printable(self.name(ref)), entry.session.run, entry.session.diagnosis)
+            RunToCompare(printable(self._names[ref]), entry.session.run, entry.session.diagnosis)
             for ref in refs
             if (entry := self._entries.get(ref)) is not None
         ]
@@ -521,7 +502,7 @@ class Board:
                 )
                 entry.slow = slow
             row = board_row(
-                session.run, session.diagnosis, now, self.name(ref), slow=slow[2], ref=ref
+                session.run, session.diagnosis, now, self._names[ref], ref, slow=slow[2]
             )
             if entry.unseen is not None:
                 row = replace(row, alert=entry.unseen.kind.word)

@@ -25,7 +25,6 @@ from grpo_tui.numbers import format_value
 from grpo_tui.presentation import VerdictLine, order_metrics, verdict_line
 from grpo_tui.run.live import Run
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import Status
 
 #: context fields that are no setting of the run (where a value came from)
 _NOT_SETTINGS = frozenset({"given_on_command_line"})
@@ -45,7 +44,7 @@ class RunToCompare:
 @dataclass(frozen=True)
 class ComparedRun:
     name: str
-    status: Status
+    #: its verdict line (its status is the line's)
     verdict: VerdictLine
 
 
@@ -164,16 +163,8 @@ def compare_runs(runs: Sequence[RunToCompare], rules: Rules, cells: int) -> Comp
             latest = r.run.store.latest(name)
             lines.append(MetricLine(r.name, None if latest is None else latest[1], levels, zones))
         metrics.append(ComparedMetric(name, tuple(lines)))
-    compared = tuple(
-        ComparedRun(
-            r.name,
-            r.diagnosis.status if r.diagnosis is not None else Status.UNKNOWN,
-            verdict_line(r.diagnosis),
-        )
-        for r in runs
-    )
     return Comparison(
-        runs=compared,
+        runs=tuple(ComparedRun(r.name, verdict_line(r.diagnosis)) for r in runs),
         first_step=float(edges[0]) if edges.size else None,
         last_step=float(edges[-1]) if edges.size else None,
         metrics=tuple(metrics),

@@ -41,10 +41,8 @@ class NotRegularFile(OSError):
 
 def file_kind(mode: int) -> str:
     """What a stat mode names, in words ("a FIFO"); "a regular file" for one."""
-    for test, words in _FILE_KINDS:
-        if test(mode):
-            return words
-    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+    regular = "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+    return next((words for test, words in _FILE_KINDS if test(mode)), regular)
 
 
 def check_regular(mode: int, path: Path | str) -> None:

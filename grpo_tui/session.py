@@ -286,8 +286,7 @@ class Session:
         self._diagnosed_version = result.version
         self._diagnoses.done(result.seconds)
         self.diagnosis_error = result.error
-        if result.diagnosis is not None or result.error is not None:
-            self.diagnosis = result.diagnosis
+        self.diagnosis = result.diagnosis  # None when it failed: the error is shown instead
         return None if self.paused else self._apply_held()
 
     # -- what the views show ------------------------------------------------------------

@@ -193,7 +193,7 @@ class TestTheBoard:
         assert calls == [1]  # one wake-up, however much was put
         board.on_post = None
         changed, _ = board.take_inbox()
-        assert changed and all(len(board.session(r).run.store) for r in board.refs)
+        assert changed and all(len(r.run.store) for r in board.to_compare(board.refs))
 
     def test_the_filter_matches_name_framework_and_verdict(self, judged: Board) -> None:
         rows = judged.rows(FIXED_NOW)

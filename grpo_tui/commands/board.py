@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -18,6 +17,7 @@ from grpo_tui.board import (
     BoardRow,
     board_counts,
     board_row,
+    options_for,
     run_names,
     sort_rows,
 )
@@ -99,7 +99,7 @@ def board_command(
                 given=given,
                 cycle_seconds=cycle_seconds,
                 follower=RunFollower(
-                    choice.ref.path, board.options_for(choice.ref), newest_first=True
+                    choice.ref.path, options_for(choice.ref, board.options), newest_first=True
                 ),
                 from_board=True,
                 alerts=settings,
@@ -143,12 +143,11 @@ def check_board_command(
     documents = []
     codes = []
     for ref in runs:
-        options = replace(source or SourceOptions(), run_name=ref.run) if ref.run else source
-        run = read_run(ref.path, options=options)
+        run = read_run(ref.path, options=options_for(ref, source))
         if given is not None:
             run.given = given
         diagnosis = diagnose(run, rules)
-        rows.append(board_row(run, diagnosis, moment, names[ref], ref=ref))
+        rows.append(board_row(run, diagnosis, moment, names[ref], ref))
         codes.append(exit_code(run, diagnosis))
         if as_json:
             documents.append(diagnosis_to_json(run, diagnosis, now=now))

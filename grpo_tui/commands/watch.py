@@ -16,10 +16,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_tui.alerts import AlertSettings, CommandSink, RunAlerts, command_sink, event_json
+from grpo_tui.board import options_for
 from grpo_tui.commands.output import EXIT_BAD_RULES, say, signals_handled
 from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.context import RunContext
@@ -49,7 +50,6 @@ class WatchedRun:
     session: Session
     reader: FollowLoop
     alerts: RunAlerts
-    name: str
 
 
 class Watch:
@@ -90,10 +90,10 @@ class Watch:
             # no screen: the first frame is "painted" at once (diagnoses may start)
             session.mounted()
             session.painted()
-            options = replace(source or SourceOptions(), run_name=ref.run) if ref.run else source
-            reader = session.follow(RunFollower(path, options), watch_files=watch_files)
+            follower = RunFollower(path, options_for(ref, source))
+            reader = session.follow(follower, watch_files=watch_files)
             alerts = RunAlerts(path, settings, command=self.command, clock=clock, name=ref.run)
-            self.runs.append(WatchedRun(session, reader, alerts, alerts.detector.run))
+            self.runs.append(WatchedRun(session, reader, alerts))
         self._observed_at = -float("inf")
 
     def _poster(self, index: int) -> Callable[[Update | Notice], None]:
@@ -149,7 +149,7 @@ class Watch:
         changed = False
         for index, thing in self._queued(timeout):
             if isinstance(thing, Notice):
-                who = "" if index < 0 else f"{printable(self.runs[index].name)}: "
+                who = "" if index < 0 else f"{printable(self.runs[index].alerts.detector.run)}: "
                 self._warn(f"{who}{thing.title}: {thing.text}")
             elif self.runs[index].session.receive(thing) is not None:
                 changed = True

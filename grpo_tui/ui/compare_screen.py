@@ -51,7 +51,8 @@ def verdicts_text(comparison: Comparison, palette: ZonePalette, width: int) -> T
         if index:
             text.append("\n")
         text.append(f"{run_mark(index)} ", style="bold")
-        text.append(run.status.glyph + " ", style=palette.style(run.status.zone))
+        status = run.verdict.status
+        text.append(status.glyph + " ", style=palette.style(status.zone))
         text.append(run.name, style="bold")
         room = width - len(run.name) - 4
         if parts := run.verdict.fitted(room + len(run.verdict.lead)):
