@@ -44,6 +44,7 @@ from grpo_tui.commands.output import (
     EXIT_HOST_UNREACHABLE,
     EXIT_UNREADABLE,
 )
+from grpo_tui.files import TransportError
 from grpo_tui.presentation import machine_of, state_headline
 from grpo_tui.run.live import Run
 from grpo_tui.sources.discover import discover
@@ -484,6 +485,23 @@ class TestFaults:
             == EXIT_HOST_KEY
         )
         assert "host key" in capsys.readouterr().out
+
+
+def test_a_broken_pipe_to_ssh_is_judged_by_what_ssh_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ssh refuses the key and exits while the call is still being written: the write
+    breaks its pipe, and the failure is what ssh said (authentication), not "cannot run"."""
+    fake = tmp_path / "ssh"
+    fake.write_text("#!/bin/sh\necho 'Permission denied (publickey).' >&2\nexit 255\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("GRPO_TUI_SSH", str(fake))
+    connection = ssh_transport.Connection(SshTarget(host="gpu-box"))
+    # larger than a pipe holds: the write waits for ssh, which ends without reading it
+    with pytest.raises(TransportError) as failed:
+        connection.run(": " + "x" * (1 << 18))
+    assert failed.value.kind == "auth"
+    assert "authentication failed" in str(failed.value)
 
 
 def test_a_poll_costs_one_call_per_machine(remote: SshServer, tmp_path: Path) -> None:

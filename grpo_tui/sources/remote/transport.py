@@ -178,8 +178,9 @@ class Connection:
                 self.traffic.sent += len(payload)
                 answer = self._answer(session.stdout.fileno(), mark)
             except (OSError, _NoAnswer) as error:
+                started = self._shell is not None
                 self._end_session()
-                raise self._failure_of(error) from None
+                raise self._failure_of(error, started) from None
             self.failures, self.failure = 0, None
             return answer
 
@@ -223,10 +224,12 @@ class Connection:
             if tail == mark:
                 return b"".join(parts)[: -len(mark)]
 
-    def _failure_of(self, error: BaseException) -> TransportError:
+    def _failure_of(self, error: BaseException, started: bool) -> TransportError:
+        """`started`: ssh ran (a broken pipe to it is judged by what it said), else the
+        command itself could not be run."""
         if isinstance(error, _NoAnswer) and str(error):
             return self.fail("unreachable", str(error))
-        if isinstance(error, OSError) and self._shell is None:
+        if isinstance(error, OSError) and not started:
             return self.fail("unreachable", f"cannot run {ssh_command()[0]}: {error.strerror}")
         return self.fail(*_classify(self._complaints()))
 
