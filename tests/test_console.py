@@ -130,7 +130,7 @@ def test_nan_inf_none_and_wrapped_numbers() -> None:
     parser = ConsoleParser()
     line = (
         "{'loss': nan, 'grad_norm': inf, 'reward': np.float64(0.5), 'kl': -inf, "
-        "'learning_rate': None, 'entropy': 'nan'}"
+        "'learning_rate': None, 'entropy': 'nan', 'clip_ratio': '+inf', 'big': '1e999'}"
     )
     (found,) = list(parser.feed(line, 1))
     values = found.values
@@ -138,6 +138,9 @@ def test_nan_inf_none_and_wrapped_numbers() -> None:
     assert values["reward"] == 0.5 and values["kl"] == -math.inf
     assert "learning_rate" not in values  # None: not logged
     assert math.isnan(values["entropy"])
+    # spelt as the JSON lines reader reads it (values.wrapped_number); a number too big
+    # for a float is not infinity, and stays the text it was
+    assert values["clip_ratio"] == math.inf and values["big"] == "1e999"
 
 
 def test_ansi_colours_and_other_dicts_are_ignored() -> None:

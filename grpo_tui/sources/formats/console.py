@@ -47,6 +47,7 @@ from grpo_tui.sources.formats.layout import (
     found_file,
 )
 from grpo_tui.sources.formats.trl import TRL
+from grpo_tui.sources.formats.values import NON_FINITE_WORDS
 
 NAME = "trl-console"
 #: the key the parser adds for the tqdm progress of a train dict ("N/M")
@@ -278,11 +279,8 @@ def _number(raw: object) -> float | None:
     except (OverflowError, ValueError):  # an int too big for a float; a word
         return None
     if isinstance(raw, str) and not math.isfinite(number):
-        return number if raw.strip().lower() in _SPECIAL else None
+        return number if raw.strip().lower() in NON_FINITE_WORDS else None
     return number
-
-
-_SPECIAL = frozenset({"nan", "-nan", "inf", "-inf", "infinity", "-infinity"})
 
 
 _claim, find = console_files(NAME, looks_like_console, "HF Trainer log dicts ({'loss': …})")

@@ -233,7 +233,11 @@ def fraction_column(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
 #: `np.float64(0.5)`, `np.int64(3)`, `float32(…)`, `tensor(0.5, device=…)`: numbers numpy,
 #: torch and pprint print inside a constructor
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.)?(?:float|int|uint)\d*\((.*)\)$|^tensor\(([^,()]*)")
-_SPECIAL_WORDS = frozenset({"nan", "-nan", "inf", "-inf", "+inf", "infinity", "-infinity"})
+#: how a log spells nan and infinity (a number too big for a float also reads as inf, and
+#: is not one of these)
+NON_FINITE_WORDS = frozenset(
+    sign + word for sign in ("", "-", "+") for word in ("nan", "inf", "infinity")
+)
 
 
 def wrapped_number(text: str) -> float | None:
@@ -247,5 +251,5 @@ def wrapped_number(text: str) -> float | None:
     except ValueError:
         return None
     if number != number or number in (float("inf"), float("-inf")):
-        return number if text.lower() in _SPECIAL_WORDS else None
+        return number if text.lower() in NON_FINITE_WORDS else None
     return number
