@@ -43,7 +43,8 @@ from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import Buckets, MetricStore
 from grpo_tui.run.text_stats import group_text_stats
 from grpo_tui.sim import write_run
-from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
+from grpo_tui.sources.completion_batches import BatchSource
+from grpo_tui.sources.records import BatchChunk, ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 
 if TYPE_CHECKING:
@@ -837,3 +838,18 @@ def repetition(text: str) -> float:
     """Share of a completion's shingles that repeat an earlier one (0 ... <1), as the text
     statistics of a group of it alone give it."""
     return group_text_stats([text]).repetition[0]
+
+
+def restarts_of(source: BatchSource) -> list[str]:
+    """Why `source` started over, each time it is read from now on (the list grows)."""
+    reasons: list[str] = []
+    read = source.read
+
+    def recording(max_bytes: int | None = None) -> BatchChunk:
+        chunk = read(max_bytes)
+        if chunk.restarted is not None:
+            reasons.append(chunk.restarted)
+        return chunk
+
+    source.read = recording  # type: ignore[method-assign]
+    return reasons

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import restarts_of
 
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.sources.completion_batches import KEEP_BYTES, FolderBatches
@@ -245,12 +246,13 @@ def test_a_started_over_folder_restarts_the_stream(tmp_path: Path) -> None:
     for step in (1, 2, 3):
         _write_trl(folder / f"completions_{step:05d}.parquet", step, ["old"], 2, tick=step)
     index, source = _trl_index(folder)
+    restarts = restarts_of(source)
     index.poll()
     assert len(index) == 3
     # a new run in the same output_dir writes step 1 again (steps 2, 3 are the old run's)
     new = _write_trl(folder / "completions_00001.parquet", 1, ["new"], 2, tick=10)
     index.poll()
-    assert (index.restarts, index.last_restart) == (1, "started over")
+    assert (restarts, source.generation) == (["started over"], 1)
     assert [index.line_info(i).step for i in range(len(index))] == ["1"]
     assert [s.text for s in index.groups(0)[0].completions] == new
     _write_trl(folder / "completions_00002.parquet", 2, ["new"], 2, tick=11)
@@ -263,15 +265,15 @@ def test_a_started_over_folder_restarts_the_stream(tmp_path: Path) -> None:
         path.unlink()
     _write_trl(folder / "completions_00001.parquet", 1, ["third"], 2, tick=20)
     index.poll()
-    assert (index.restarts, index.last_restart) == (2, "started over")
+    assert (restarts, source.generation) == (["started over"] * 2, 2)
     assert len(index) == 1 and index.groups(0)[0].prompt == "third"
     # every file gone at a poll: emptied; what comes next is a stream of its own
     (folder / "completions_00001.parquet").unlink()
     assert index.poll() == 0
-    assert (index.restarts, index.last_restart, len(index)) == (3, "emptied", 0)
+    assert (restarts[2:], source.generation, len(index)) == (["emptied"], 3, 0)
     _write_trl(folder / "completions_00001.parquet", 1, ["fourth"], 2, tick=30)
     assert index.poll() == 1
-    assert index.restarts == 3 and index.groups(0)[0].prompt == "fourth"
+    assert len(restarts) == 3 and index.groups(0)[0].prompt == "fourth"
     assert source.generation == 3
 
 
@@ -504,7 +506,8 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     good = _verl_lines(_verl_rows(2)).split(b"\n")
     (folder / "2.jsonl").write_bytes(b"\n".join([*good[:3], b"{not json", *good[3:]]))
     assert not verl_rollouts.looks_like_rollouts(folder / "1.jsonl")
-    index = _verl_index(folder)
+    source = FolderBatches(folder, BatchFolder(verl_rollouts.FILE_PATTERN, verl_rollouts.convert))
+    index = CompletionsIndex(folder, source=source)
     # 1.jsonl is no rollout dump; 2.jsonl's bad line is counted, its other responses kept
     assert index.poll() == 3
     assert (index.state().lines, index.state().bad_line_count) == (1, 2)
@@ -520,5 +523,5 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     (folder / "2.jsonl").write_bytes(_verl_lines(_verl_rows(2)))
     _stamp(folder / "2.jsonl", 5)
     assert index.poll() == 0
-    assert (index.state().lines, index.restarts) == (1, 0)
+    assert (index.state().lines, source.generation) == (1, 0)  # not started over
     assert sum(group.size for group in index.groups(0)) == len(_verl_rows(2))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import restarts_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ from grpo_tui.run.text_stats import (
     pairwise_overlap,
     sampled_pairs,
 )
+from grpo_tui.sources.completion_batches import JsonlBatches
 from grpo_tui.sources.formats.msswift_completions import (
     NON_REWARD_KEYS,
     NotCompletionsError,
@@ -409,11 +411,13 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
         _columns(str(step), ["p", "p"], ["a", "b"], {"r": [float(step), 0.0]}) for step in (1, 2, 3)
     ]
     _write_lines(path, [*lines, "garbage"])
-    index = _index(path)
+    source = JsonlBatches(path)
+    restarts = restarts_of(source)
+    index = _index(path, source=source)
     assert len(index) == 3 and index.state().bad_line_count == 1
     _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [3.0, 3.0]})])
     index.poll()
-    assert index.restarts == 1 and index.last_restart is not None
+    assert len(restarts) == 1
     assert len(index) == 1 and index.state().lines == 1 and index.state().bad_line_count == 0
     assert index.groups()[0].prompt == "new prompt"
     # the old file's totals (0 to 3) are forgotten: the new one's only tie is at no bottom

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import repetition
+from helpers import repetition, restarts_of
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -681,12 +681,14 @@ def test_summary_revision_changes_when_the_file_starts_over(tmp_path: Path) -> N
     """A truncated and rewritten file makes every earlier summary stale."""
     path = tmp_path / "completions.jsonl"
     _write(path, [_line(1, [("A", ["a", "b"], [0.0, 1.0])]), _line(2, [("B", ["c"], [1.0])])])
-    index = _index(path)
+    source = batches_module.JsonlBatches(path)
+    restarts = restarts_of(source)
+    index = _index(path, source=source)
     before = index.summary()
     _write(path, [_line(1, [("Z", ["z", "y"], [0.0, 1.0])])])
     index.poll()
     after = index.summary()
-    assert index.restarts == 1
+    assert len(restarts) == 1
     assert after.revision != before.revision
     assert len(after.steps) == 1
 

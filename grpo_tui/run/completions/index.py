@@ -124,9 +124,6 @@ class CompletionsIndex:
         self.more = False
         #: reads so far
         self.polls = 0
-        #: times the source started over, and why the last time
-        self.restarts = 0
-        self.last_restart: str | None = None
         self._lock = threading.RLock()
         #: threads waiting for the lock (a read gives way to them between chunks)
         self._waiting = 0
@@ -185,8 +182,6 @@ class CompletionsIndex:
             with self._lock:
                 chunk = self._source.read(max_bytes)
                 if chunk.restarted is not None:
-                    self.restarts += 1
-                    self.last_restart = chunk.restarted
                     self._preview = None
                     self._reset()
                 for batch in chunk.batches:
