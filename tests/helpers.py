@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
+from grpo_tui.run.completions import CompletionsIndex, Group
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import Buckets, MetricStore
 from grpo_tui.run.text_stats import group_text_stats
@@ -853,3 +854,11 @@ def restarts_of(source: BatchSource) -> list[str]:
 
     source.read = recording  # type: ignore[method-assign]
     return reasons
+
+
+def groups_of(index: CompletionsIndex, line: int = -1) -> list[Group]:
+    """The groups of one entry of the index (negative counts from the newest), read as the
+    completions panel reads them (`page`); [] for an empty index or a batch that changed
+    under it."""
+    page = index.page(line)
+    return [] if page is None else list(page.groups)

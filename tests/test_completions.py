@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import restarts_of
+from helpers import groups_of, restarts_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,8 +82,8 @@ def test_run1_lines_rows_steps_and_rewards() -> None:
     assert index.state().bad_line_count == 0
     assert [index.line_info(i).step for i in range(7)] == ["1", "2", "3", "4", "6", "6", "6"]
     assert all(index.line_info(i).rows == 8 for i in range(7))
-    assert tuple(index.groups(-1)[0].rewards) == ("Format", "LengthBonus", "CoinFlip")
-    for group in index.groups(-1):
+    assert tuple(groups_of(index, -1)[0].rewards) == ("Format", "LengthBonus", "CoinFlip")
+    for group in groups_of(index, -1):
         assert set(group.rewards) == {"Format", "LengthBonus", "CoinFlip"}
         for sample in group.completions:
             assert sample.advantage is not None
@@ -99,19 +99,19 @@ def test_run1_grouping_by_full_prompt() -> None:
     index = _index(RUN1)
     raw = [json.loads(line) for line in RUN1.read_text(encoding="utf-8").splitlines()]
     for i, record in enumerate(raw):
-        groups = index.groups(i)
+        groups = groups_of(index, i)
         distinct_prompts = list(dict.fromkeys(record["prompt"]))
         assert [g.prompt for g in groups] == distinct_prompts
         assert sum(g.size for g in groups) == 8
     # step 1 drew the same prompt for both micro-batches: one prompt group of 8 rows ...
-    assert [g.size for g in index.groups(0)] == [8]
+    assert [g.size for g in groups_of(index, 0)] == [8]
     # ... every later line holds 2 prompts x 4 generations
     for i in range(1, 7):
-        assert [g.size for g in index.groups(i)] == [4, 4]
+        assert [g.size for g in groups_of(index, i)] == [4, 4]
     # the advantages of step 1 sum to ~0 per 4 rows: two GRPO groups, split when the
     # group size (num_generations) is known
     split = _index(RUN1, group_size=4)
-    groups = split.groups(0)
+    groups = groups_of(split, 0)
     assert [g.size for g in groups] == [4, 4]
     for group in groups:
         assert sum(s.advantage or 0.0 for s in group.completions) == pytest.approx(0.0, abs=1e-5)
@@ -146,20 +146,20 @@ def test_run2_num_iterations_repeats_collapsed() -> None:
         "repeat",
         "repeat",
     ]
-    assert tuple(index.groups(-1)[0].rewards) == ("Format", "CoinFlip")
+    assert tuple(groups_of(index, -1)[0].rewards) == ("Format", "CoinFlip")
     summary = index.summary()
     assert summary.lines == 5
     # rollouts generated at steps 1 and 3 (each reused by the next step, then the end line)
     assert [s.step for s in summary.steps] == [1.0, 3.0]
     assert all(s.groups == 2 and s.completions == 8 for s in summary.steps)
-    for group in index.groups(-1):
+    for group in groups_of(index, -1):
         assert all(sample.entropy is None for sample in group.completions)  # no --log_entropy
         assert all(sample.advantage is not None for sample in group.completions)
 
 
 def test_fixture_completions_with_control_chars_survive() -> None:
     index = _index(RUN1)
-    texts = [s.text for i in range(len(index)) for g in index.groups(i) for s in g.completions]
+    texts = [s.text for i in range(len(index)) for g in groups_of(index, i) for s in g.completions]
     assert any("\ufffd" in t for t in texts)
     assert any(any(ord(ch) < 32 and ch != "\n" for ch in t) for t in texts)
 
@@ -184,8 +184,8 @@ def test_v31_messages_and_reward_total(tmp_path: Path) -> None:
     }
     _write_lines(path, [first, second])
     index = _index(path)
-    assert tuple(index.groups(-1)[0].rewards) == ()
-    groups = index.groups(0)
+    assert tuple(groups_of(index, -1)[0].rewards) == ()
+    groups = groups_of(index, 0)
     assert len(groups) == 1
     assert groups[0].prompt == "system: Be brief.\nuser: 1+1?"
     assert [s.total for s in groups[0].completions] == [1.0, 0.0]
@@ -211,7 +211,7 @@ def test_v33_prompt_as_message_list(tmp_path: Path) -> None:
     _write_lines(path, [record])
     index = _index(path)
     assert index.line_info(0).shape == "prompt_messages"
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     assert group.prompt == "user: Name a colour.\n[image]"
     assert group.zero_spread and group.spread == 0.0
     assert [s.advantage for s in group.completions] == [None, None, None]
@@ -230,8 +230,8 @@ def test_v37_advantage_singular_and_trajectory_infos(tmp_path: Path) -> None:
     }
     _write_lines(path, [record])
     index = _index(path)
-    assert tuple(index.groups(-1)[0].rewards) == ("accuracy",)
-    (group,) = index.groups()
+    assert tuple(groups_of(index, -1)[0].rewards) == ("accuracy",)
+    (group,) = groups_of(index)
     assert [s.advantage for s in group.completions] == [0.7, -0.7]
     assert [s.entropy for s in group.completions] == [1.5, 1.25]
     assert index.line_info(0).shape == "advantage_singular"
@@ -259,7 +259,7 @@ def test_megatron_gen_step_int_lists(tmp_path: Path) -> None:
     index = _index(path)
     assert index.line_info(0).shape == "megatron"
     assert [index.line_info(i).step for i in range(2)] == ["3", "4"]
-    assert [(g.prompt, g.size) for g in index.groups(0)] == [("a", 2), ("b", 2)]
+    assert [(g.prompt, g.size) for g in groups_of(index, 0)] == [("a", 2), ("b", 2)]
     assert [s.step for s in index.summary().steps] == [3.0, 4.0]
 
 
@@ -275,13 +275,13 @@ def test_megatron_ray_rows_form_one_batch_per_gen_step(tmp_path: Path) -> None:
     assert len(index) == 1
     info = index.line_info(0)
     assert (info.shape, info.rows, info.step) == ("ray", 4, "1")
-    groups = index.groups(0)
+    groups = groups_of(index, 0)
     assert [(g.prompt, g.size, g.zero_spread) for g in groups] == [("a", 2, False), ("b", 2, True)]
     # more rows of the same generation step arrive later: the open batch grows
     _write_lines(path, [{"gen_step": 1, "prompt": "b", "completion": "v", "reward": 0.0}], mode="a")
     assert index.poll() == 1
     assert len(index) == 1 and index.line_info(0).rows == 5
-    assert [g.size for g in index.groups(0)] == [2, 3]
+    assert [g.size for g in groups_of(index, 0)] == [2, 3]
     assert index.summary().steps[-1].completions == 5
     _write_lines(path, [{"gen_step": 2, "prompt": "c", "completion": "u", "reward": 0.5}], mode="a")
     index.poll()
@@ -301,8 +301,11 @@ def test_nan_tokens_null_rewards_and_unknown_text_columns(tmp_path: Path) -> Non
     _write_lines(path, [text])
     index = _index(path)
     assert index.state().bad_line_count == 0
-    assert tuple(index.groups(-1)[0].rewards) == ("fmt", "acc")  # tool_log holds text: not a reward
-    (group,) = index.groups()
+    assert tuple(groups_of(index, -1)[0].rewards) == (
+        "fmt",
+        "acc",
+    )  # tool_log holds text: not a reward
+    (group,) = groups_of(index)
     totals = [s.total for s in group.completions]
     assert totals[0] == 1.0 and totals[1] == math.inf and totals[2] is None
     assert group.completions[0].rewards == {"fmt": None, "acc": 1.0}
@@ -316,7 +319,7 @@ def test_invalid_utf8_and_lone_surrogates(tmp_path: Path) -> None:
     )
     path.write_bytes(good + b"\n")
     index = _index(path)
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     texts = [s.text for s in group.completions]
     assert "\ufffd" in texts[0]
     for t in texts:
@@ -344,7 +347,7 @@ def test_unequal_lengths_use_shortest_and_count_malformed(tmp_path: Path) -> Non
     assert "1 batch with lists of unequal length, cut to the shortest" in shown.getvalue()
     assert index.line_info(0).malformed
     assert index.line_info(0).rows == 2
-    assert [s.text for s in index.groups()[0].completions] == ["a", "b"]
+    assert [s.text for s in groups_of(index)[0].completions] == ["a", "b"]
 
 
 def test_parse_record_rejects_objects_without_completions() -> None:
@@ -376,7 +379,7 @@ def test_bad_line_in_the_middle_keeps_neighbours(tmp_path: Path) -> None:
     assert "not a JSON object" in index.bad_lines[1].reason
     assert "completion" in index.bad_lines[2].reason
     assert [s.step for s in index.summary().steps] == [1.0, 2.0]
-    assert index.groups(0)[0].prompt == "p" and index.groups(1)[0].prompt == "q"
+    assert groups_of(index, 0)[0].prompt == "p" and groups_of(index, 1)[0].prompt == "q"
 
 
 def test_file_appended_in_pieces(tmp_path: Path) -> None:
@@ -401,7 +404,7 @@ def test_file_appended_in_pieces(tmp_path: Path) -> None:
         counts.append(index.poll())
     assert counts == [0, 0, 1, 0, 0, 1]
     assert len(index) == 2 and index.state().bad_line_count == 0
-    assert [s.text for s in index.groups(-1)[0].completions] == ["ä", "ö"]
+    assert [s.text for s in groups_of(index, -1)[0].completions] == ["ä", "ö"]
 
 
 def test_truncation_restarts_the_index(tmp_path: Path) -> None:
@@ -418,10 +421,10 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
     index.poll()
     assert len(restarts) == 1
     assert len(index) == 1 and index.state().lines == 1 and index.state().bad_line_count == 0
-    assert index.groups()[0].prompt == "new prompt"
+    assert groups_of(index)[0].prompt == "new prompt"
     # the old file's totals (0 to 3) are forgotten: the new one's only tie is at no bottom
     # or top (remembered, 3 would be the top)
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert [s.step for s in index.summary().steps] == [1.0]
 
@@ -456,8 +459,8 @@ def test_rewritten_file_under_the_cache_yields_no_groups(tmp_path: Path) -> None
     assert index.cached_lines == 1
     # same size, different content, before any poll notices: never show the wrong texts
     path.write_bytes(path.read_bytes().replace(b"aaa", b"zzz"))
-    assert index.groups(0) == []
-    assert [s.text for s in index.groups(1)[0].completions] == ["ccc", "ddd"]
+    assert groups_of(index, 0) == []
+    assert [s.text for s in groups_of(index, 1)[0].completions] == ["ccc", "ddd"]
 
 
 def test_memory_stays_bounded(tmp_path: Path) -> None:
@@ -473,7 +476,7 @@ def test_memory_stays_bounded(tmp_path: Path) -> None:
     assert len(index) == 2000
     assert index.cached_lines <= 5
     for line in (0, 500, 1999, -7, 3, 1000, 1500):
-        groups = index.groups(line)
+        groups = groups_of(index, line)
         assert len(groups) == 8 and all(g.size == 8 for g in groups)
         assert index.cached_lines <= 5
     assert groups[0].prompt == "prompt 1500 0"
@@ -540,11 +543,11 @@ def test_index_missing_file_then_created(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
     index = CompletionsIndex(path)
     assert index.poll() == 0 and len(index) == 0
-    assert index.groups() == [] and len(index.summary().steps) == 0
+    assert groups_of(index) == [] and len(index.summary().steps) == 0
     _write_lines(path, [_columns("1", ["p"], ["a"], {"r": [1.0]})])
     assert index.poll() == 1
     with pytest.raises(IndexError):
-        index.groups(5)
+        groups_of(index, 5)
 
 
 # --------------------------------------------------------------------------- group verdicts
@@ -559,7 +562,7 @@ def test_all_fail_all_pass_against_observed_range(tmp_path: Path) -> None:
     }
     _write_lines(path, [_columns("1", prompts, ["a", "b", "c"] * 3, rewards)])
     index = _index(path)
-    by_prompt = {g.prompt: g for g in index.groups()}
+    by_prompt = {g.prompt: g for g in groups_of(index)}
     assert (
         by_prompt["fail"].zero_spread
         and by_prompt["fail"].all_fail
@@ -584,12 +587,12 @@ def test_tie_position_is_rejudged_as_the_range_grows(tmp_path: Path) -> None:
     index = _index(path)
     # every total seen is 0.5: bottom or top cannot be told yet (a tie at 0 would be all-fail
     # already: every completion scored 0)
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert index.summary().steps[0].zero_spread_all_fail == 0.0
     _write_lines(path, [_columns("2", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.5]})], mode="a")
     index.poll()
-    assert index.groups(0)[0].all_fail
+    assert groups_of(index, 0)[0].all_fail
     assert index.summary().steps[0].zero_spread_all_fail == 1.0
 
 
@@ -609,8 +612,8 @@ def test_format_rate_known_once_the_run_uses_tags(tmp_path: Path) -> None:
     # the run uses tags, so the untagged step followed the format 0 % (not "unknown")
     assert first.format_rate == 0.0 and first.truncated_rate is None
     # per group, a group with no marker stays unknown
-    assert all(sample.follows_format is None for sample in index.groups(0)[0].completions)
-    samples = index.groups(1)[0].completions
+    assert all(sample.follows_format is None for sample in groups_of(index, 0)[0].completions)
+    samples = groups_of(index, 1)[0].completions
     assert [(s.follows_format, s.truncated) for s in samples] == [(True, False), (False, True)]
 
 
@@ -783,7 +786,7 @@ def test_index_never_crashes_on_arbitrary_lines(tmp_path: Path, lines: list[byte
     index.poll()
     index.summary()
     for line in range(len(index)):
-        index.groups(line)
+        groups_of(index, line)
     os.remove(path)
 
 

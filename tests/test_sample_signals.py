@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import repetition
+from helpers import groups_of, repetition
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -154,7 +154,7 @@ class TestRolePrefixes:
         kind = BatchFolder(trl_completions.FILE_PATTERN, trl_completions.convert)
         index = CompletionsIndex(folder, source=FolderBatches(folder, kind))
         index.poll()
-        (group,) = index.groups(0)
+        (group,) = groups_of(index, 0)
         assert all(sample.text.startswith("assistant: ") for sample in group.completions)
         contents = [row["completion"][0]["content"] for row in _dump_rows(TRL_MESSAGES)]
         assert group.pairwise_overlap == pytest.approx(text_diversity(contents).overlap)
@@ -197,7 +197,7 @@ class TestAllZeroIsAllFail:
             _write_line(path, step, [("p1", zeros), ("p2", zeros)])
         index = CompletionsIndex(path)
         index.poll()
-        groups = index.groups(-1)
+        groups = groups_of(index, -1)
         assert [(g.zero_spread, g.all_fail, g.all_pass) for g in groups] == [
             (True, True, False)
         ] * 2
@@ -213,7 +213,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p1", zeros), ("p2", spread)])
         index = CompletionsIndex(path)
         index.poll()
-        assert [g.all_fail for g in index.groups(-1)] == [True, False]
+        assert [g.all_fail for g in groups_of(index, -1)] == [True, False]
         (stats,) = index.summary().steps
         assert (stats.zero_spread_fraction, stats.zero_spread_all_fail) == (0.5, 0.5)
 
@@ -222,7 +222,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p", {"accuracy": [0.0] * 4, "judge": [None] * 4})])
         index = CompletionsIndex(path)
         index.poll()
-        (group,) = index.groups(-1)
+        (group,) = groups_of(index, -1)
         assert group.all_fail and not group.all_pass
 
     def test_a_total_of_zero_from_other_scores_is_judged_on_the_range(self, tmp_path: Path) -> None:
@@ -231,7 +231,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p", {"accuracy": [1.0] * 4, "penalty": [-1.0] * 4})])
         index = CompletionsIndex(path)
         index.poll()
-        (group,) = index.groups(-1)
+        (group,) = groups_of(index, -1)
         assert group.zero_spread and not group.all_fail and not group.all_pass
         (stats,) = index.summary().steps
         assert stats.zero_spread_all_fail == 0.0
@@ -241,7 +241,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p", {"accuracy": [0.5] * 4})])
         index = CompletionsIndex(path)
         index.poll()
-        (group,) = index.groups(-1)
+        (group,) = groups_of(index, -1)
         assert group.zero_spread and not group.all_fail and not group.all_pass
 
 

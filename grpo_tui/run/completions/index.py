@@ -31,7 +31,7 @@ Which batches count for the per-step summary (ms-swift 4.x gives no mode field):
 - A batch that `extends` the one before (Megatron-Ray: a line per completion) grows that
   entry; it is tallied once the next batch shows it is complete.
 
-Every batch stays reachable through `groups(entry)`; `line_info(entry).kind` says which
+Every batch stays reachable through `page(entry)`; `line_info(entry).kind` says which
 role it was given.
 
 The reader thread reads into the index while the completions panel asks it for pages
@@ -77,7 +77,6 @@ from grpo_tui.run.completions.entries import (
 )
 from grpo_tui.run.completions.groups import (
     Analysed,
-    Group,
     analyse,
     build_group,
     group_contains,
@@ -505,18 +504,10 @@ class CompletionsIndex:
     def _span(self) -> tuple[float, float] | None:
         return None if self._total_max < self._total_min else (self._total_min, self._total_max)
 
-    def groups(self, line: int = -1) -> list[Group]:
-        """The groups of one entry (newest by default; negative counts from the newest).
-
-        Parses the entry if it is not cached. Returns [] for an empty index or when the
-        batch changed under the index (the next read restarts it).
-        """
-        page = self.page(line)
-        return [] if page is None else list(page.groups)
-
     def page(self, line: int = -1) -> Page | None:
         """One entry with its groups (negative counts from the newest); None when the index
-        is empty or the batch changed under it."""
+        is empty or the batch changed under it (the next read restarts it). Parses the
+        entry if it is not cached."""
         with self._locked():
             if not self._count:
                 return None
