@@ -237,7 +237,8 @@ class CompletionsIndex:
         if batch.extends and last >= 0 and self._entries[last]["growing"]:
             self._extend(last, batch, rows)
             return
-        self._finish_growing()
+        if last >= 0:
+            self._ensure_tally(last)  # a growing batch is complete once the next one comes
         step = rows.steps[-1] if rows.steps else "?"
         key = step_key(step)
         analysed = None if batch.growing else analyse(rows, self.group_size)
@@ -311,12 +312,6 @@ class CompletionsIndex:
         entry["tallied"] = False
         self._untallied.add(index)
         self._cache.pop(index, None)
-
-    def _finish_growing(self) -> None:
-        """Tally the growing batch once the next entry shows it is complete."""
-        last = self._count - 1
-        if last >= 0 and not self._entries[last]["tallied"]:
-            self._ensure_tally(last)
 
     def _label(self, index: int) -> str:
         """The step label of an entry's newest row, as logged."""
