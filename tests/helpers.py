@@ -42,7 +42,13 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.run.completions import CompletionsIndex, Group
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import Buckets, MetricStore
-from grpo_tui.run.text_stats import group_text_stats
+from grpo_tui.run.text_stats import (
+    SHINGLE_CHARS,
+    Diversity,
+    group_text_stats,
+    measured_text,
+    shingle_diversity,
+)
 from grpo_tui.sim import write_run
 from grpo_tui.sources.completion_batches import BatchSource
 from grpo_tui.sources.records import BatchChunk, ColumnGroup, Record, RowBlock
@@ -862,3 +868,9 @@ def groups_of(index: CompletionsIndex, line: int = -1) -> list[Group]:
     under it."""
     page = index.page(line)
     return [] if page is None else list(page.groups)
+
+
+def diversity_of(texts: Sequence[str], n: int = SHINGLE_CHARS) -> Diversity:
+    """The shingle statistics of completions, each measured as a group's are
+    (`measured_text`)."""
+    return shingle_diversity([measured_text(text) for text in texts], n)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import groups_of, restarts_of
+from helpers import diversity_of, groups_of, restarts_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,6 @@ from grpo_tui.run.text_stats import (
     group_text_stats,
     measured_text,
     sampled_pairs,
-    text_diversity,
 )
 from grpo_tui.sources.completion_batches import JsonlBatches
 from grpo_tui.sources.formats.msswift_completions import (
@@ -622,32 +621,32 @@ def test_format_rate_known_once_the_run_uses_tags(tmp_path: Path) -> None:
 
 def test_identical_completions() -> None:
     texts = ["the cat sat on the mat"] * 4
-    assert text_diversity(texts).overlap == 1.0
+    assert diversity_of(texts).overlap == 1.0
     # 11 distinct 12-character shingles out of 4 x 11
-    assert text_diversity(texts).distinct == pytest.approx(0.25)
+    assert diversity_of(texts).distinct == pytest.approx(0.25)
 
 
 def test_disjoint_completions() -> None:
     texts = ["a b c d", "e f g h", "i j k l"]
-    assert text_diversity(texts).overlap == 0.0
-    assert text_diversity(texts, 2).distinct == 1.0
+    assert diversity_of(texts).overlap == 0.0
+    assert diversity_of(texts, 2).distinct == 1.0
 
 
 def test_partial_overlap_known_answer() -> None:
     # character 3-gram sets {abc, bcd} and {abc, bce}: 1 shared of 3
-    assert text_diversity(["abcd", "abce"], 3).overlap == pytest.approx(1 / 3)
+    assert diversity_of(["abcd", "abce"], 3).overlap == pytest.approx(1 / 3)
     # character bigrams ab bc cd | ab bc ce: 4 unique of 6
-    assert text_diversity(["abcd", "abce"], 2).distinct == pytest.approx(4 / 6)
+    assert diversity_of(["abcd", "abce"], 2).distinct == pytest.approx(4 / 6)
 
 
 def test_short_and_degenerate_completions() -> None:
-    assert text_diversity(["yes", "yes"]).overlap == 1.0
-    assert text_diversity(["yes", "no"]).overlap == 0.0
-    assert text_diversity(["", ""]).overlap == 1.0
-    assert text_diversity(["yes it is", "yes"]).overlap == 0.0
-    assert math.isnan(text_diversity(["only one"]).overlap)
-    assert math.isnan(text_diversity([]).distinct)
-    assert text_diversity(["", "", "", ""]).distinct == pytest.approx(0.25)
+    assert diversity_of(["yes", "yes"]).overlap == 1.0
+    assert diversity_of(["yes", "no"]).overlap == 0.0
+    assert diversity_of(["", ""]).overlap == 1.0
+    assert diversity_of(["yes it is", "yes"]).overlap == 0.0
+    assert math.isnan(diversity_of(["only one"]).overlap)
+    assert math.isnan(diversity_of([]).distinct)
+    assert diversity_of(["", "", "", ""]).distinct == pytest.approx(0.25)
 
 
 def test_large_groups_compare_a_bounded_even_subset_of_pairs() -> None:
@@ -658,8 +657,8 @@ def test_large_groups_compare_a_bounded_even_subset_of_pairs() -> None:
     counts = np.bincount(np.array(pairs).ravel(), minlength=100)
     assert counts.min() == counts.max()  # every completion compared equally often
     assert len(sampled_pairs(1000)) == 1000
-    assert text_diversity(["same words here"] * 100).overlap == 1.0
-    assert text_diversity([f"w{i} x{i} y{i}" for i in range(100)]).overlap == 0.0
+    assert diversity_of(["same words here"] * 100).overlap == 1.0
+    assert diversity_of([f"w{i} x{i} y{i}" for i in range(100)]).overlap == 0.0
 
 
 def _reference_grams(text: str, n: int) -> list[str]:
@@ -684,17 +683,17 @@ _small_texts = st.lists(
 def test_diversity_matches_a_plain_python_reference(texts: list[str]) -> None:
     grams = [_reference_grams(t, 2) for t in texts]
     unique = {g for gs in grams for g in gs}
-    assert text_diversity(texts, 2).distinct == pytest.approx(
+    assert diversity_of(texts, 2).distinct == pytest.approx(
         len(unique) / sum(len(gs) for gs in grams)
     )
     pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
     for n in (3, SHINGLE_CHARS):
         if not pairs:
-            assert math.isnan(text_diversity(texts, n).overlap)
+            assert math.isnan(diversity_of(texts, n).overlap)
             continue
         sets = [set(_reference_grams(t, n)) for t in texts]
         expected = np.mean([len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in pairs])
-        assert text_diversity(texts, n).overlap == pytest.approx(expected)
+        assert diversity_of(texts, n).overlap == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(

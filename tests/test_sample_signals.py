@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import groups_of, repetition
+from helpers import diversity_of, groups_of, repetition
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -24,7 +24,6 @@ from grpo_tui.run.text_stats import (
     group_text_stats,
     measured_text,
     one_token,
-    text_diversity,
 )
 from grpo_tui.sim import write_run
 from grpo_tui.sources.completion_batches import FolderBatches
@@ -81,7 +80,7 @@ class TestLoopWithoutSpaces:
 
     def test_loops_of_different_lengths_still_overlap(self) -> None:
         texts = ["<answer>" + "8>" * (60 + 7 * i) + "</answer>" for i in range(8)]
-        assert text_diversity(texts).overlap > 0.8
+        assert diversity_of(texts).overlap > 0.8
 
     def test_ordinary_prose_is_not_repetitive(self) -> None:
         prose = "First add 3 and 5 to get 8, then subtract 2: the answer is 6."
@@ -94,12 +93,12 @@ class TestTextWithoutSpaces:
     def test_near_identical_chinese_completions_overlap(self) -> None:
         texts = [CHINESE_STEPS.format(n) for n in "六七八九五四三二"]
         # whitespace saw each completion as one different word: overlap 0
-        assert text_diversity(texts).overlap > 0.8
-        assert text_diversity(texts).distinct < 0.25
+        assert diversity_of(texts).overlap > 0.8
+        assert diversity_of(texts).distinct < 0.25
 
     def test_different_chinese_completions_do_not(self) -> None:
-        assert text_diversity(CHINESE_DIFFERENT).overlap < 0.1
-        assert text_diversity(CHINESE_DIFFERENT).distinct > 0.9
+        assert diversity_of(CHINESE_DIFFERENT).overlap < 0.1
+        assert diversity_of(CHINESE_DIFFERENT).distinct > 0.9
         assert all(
             share < REPETITIVE_SHARE for share in group_text_stats(CHINESE_DIFFERENT).repetition
         )
@@ -135,7 +134,7 @@ class TestRolePrefixes:
     def test_a_prefix_shared_by_every_completion_is_no_overlap(self) -> None:
         texts = ["the first answer reads 17", "a second one says 23 today", "third: 41"]
         prefixed = [f"assistant: {text}" for text in texts]
-        assert text_diversity(prefixed).overlap == text_diversity(texts).overlap == 0.0
+        assert diversity_of(prefixed).overlap == diversity_of(texts).overlap == 0.0
 
     def test_a_completion_of_markers_only_is_empty(self) -> None:
         for text in ("assistant: ", "<|im_start|>assistant\n<|im_end|>", "<|im_end|>", ""):
@@ -157,8 +156,8 @@ class TestRolePrefixes:
         (group,) = groups_of(index, 0)
         assert all(sample.text.startswith("assistant: ") for sample in group.completions)
         contents = [row["completion"][0]["content"] for row in _dump_rows(TRL_MESSAGES)]
-        assert group.pairwise_overlap == pytest.approx(text_diversity(contents).overlap)
-        assert group.distinct_2 == pytest.approx(text_diversity(contents).distinct)
+        assert group.pairwise_overlap == pytest.approx(diversity_of(contents).overlap)
+        assert group.distinct_2 == pytest.approx(diversity_of(contents).distinct)
         stripped = group_text_stats([content.strip() for content in contents])
         assert [s.repetition for s in group.completions] == pytest.approx(list(stripped.repetition))
 

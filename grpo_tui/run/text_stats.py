@@ -14,7 +14,7 @@ The diversity statistics cut text into character n-grams (shingles of `SHINGLE_C
 characters), not words: no tokenizer is needed, a loop without spaces (`8>8>8>8…`) is seen,
 and text without spaces (Chinese, Japanese) is measured like any other.
 
-- Diversity (`text_diversity`): `distinct` (unique shingles / all shingles across the
+- Diversity (`shingle_diversity`): `distinct` (unique shingles / all shingles across the
   group) and `overlap` (mean Jaccard overlap of shingle sets over pairs of completions). A
   completion shorter than a shingle counts as one shingle of all its characters, so short
   or empty completions still compare (two identical empty completions overlap fully).
@@ -200,7 +200,20 @@ class Diversity:
     own_total: np.ndarray
 
 
-def _diversity(texts: Sequence[str], n: int) -> Diversity:
+def shingle_diversity(texts: Sequence[str], n: int = SHINGLE_CHARS) -> Diversity:
+    """The character n-gram statistics of a group's measured texts (`measured_text`).
+
+    `distinct`: unique n-grams / all n-grams across the completions (NaN for no
+    completions); 1.0 when no n-gram repeats; 1/k for k identical completions without
+    internal repeats.
+
+    `overlap`: mean Jaccard overlap of their n-gram sets over pairs of completions; 1.0
+    when all completions are identical, 0.0 when no two share an n-gram; NaN with fewer
+    than two completions (no pair to compare). Groups with more than `MAX_EXACT_PAIRS`
+    pairs are judged on an evenly spread subset of pairs.
+    """
+    if n < 1:
+        raise ValueError(f"n-grams need n >= 1, not {n}")
     if not texts:
         return Diversity(math.nan, math.nan, np.empty(0), np.empty(0))
     hashes, owner = _shingles(texts, n)
@@ -232,23 +245,6 @@ def _diversity(texts: Sequence[str], n: int) -> Diversity:
     # never empty sets (a short text is one shingle), so the union is never 0
     union = sizes[first] + sizes[second] - shared
     return Diversity(distinct, float(np.mean(shared / union)), sizes, totals)
-
-
-def text_diversity(texts: Sequence[str], n: int = SHINGLE_CHARS) -> Diversity:
-    """The character n-gram statistics of the completions' measured texts.
-
-    `distinct`: unique n-grams / all n-grams across the completions (NaN for no
-    completions); 1.0 when no n-gram repeats; 1/k for k identical completions without
-    internal repeats.
-
-    `overlap`: mean Jaccard overlap of their n-gram sets over pairs of completions; 1.0
-    when all completions are identical, 0.0 when no two share an n-gram; NaN with fewer
-    than two completions (no pair to compare). Groups with more than `MAX_EXACT_PAIRS`
-    pairs are judged on an evenly spread subset of pairs.
-    """
-    if n < 1:
-        raise ValueError(f"n-grams need n >= 1, not {n}")
-    return _diversity([measured_text(text) for text in texts], n)
 
 
 def _repetitions(texts: Sequence[str], diversity: Diversity) -> tuple[float, ...]:
@@ -356,7 +352,7 @@ def check_format(text: str) -> FormatCheck:
 class GroupTextStats:
     """All text statistics of one group, computed in one pass over its completions."""
 
-    #: distinct shingles / all shingles across the group (see `text_diversity`)
+    #: distinct shingles / all shingles across the group (see `shingle_diversity`)
     distinct_2: float
     #: mean pairwise Jaccard overlap of the completions' shingle sets (1 = identical)
     pairwise_overlap: float
@@ -376,7 +372,7 @@ def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
     """Diversity and format of one group; each completion is measured once."""
     measured = [measured_text(text) for text in texts]
     checks = tuple(check_format(text) for text in texts)
-    diversity = _diversity(measured, SHINGLE_CHARS)
+    diversity = shingle_diversity(measured)
     return GroupTextStats(
         distinct_2=diversity.distinct,
         pairwise_overlap=diversity.overlap,
