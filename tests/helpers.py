@@ -39,11 +39,19 @@ from hypothesis import strategies as st
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
+from grpo_tui.run.completions import CompletionsIndex, Group
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.metrics import Buckets, MetricStore
-from grpo_tui.run.text_stats import group_text_stats
+from grpo_tui.run.text_stats import (
+    SHINGLE_CHARS,
+    Diversity,
+    group_text_stats,
+    measured_text,
+    shingle_diversity,
+)
 from grpo_tui.sim import write_run
-from grpo_tui.sources.records import ColumnGroup, Record, RowBlock
+from grpo_tui.sources.completion_batches import BatchSource
+from grpo_tui.sources.records import BatchChunk, ColumnGroup, Record, RowBlock
 from grpo_tui.vocabulary import LineKind
 
 if TYPE_CHECKING:
@@ -837,3 +845,32 @@ def repetition(text: str) -> float:
     """Share of a completion's shingles that repeat an earlier one (0 ... <1), as the text
     statistics of a group of it alone give it."""
     return group_text_stats([text]).repetition[0]
+
+
+def restarts_of(source: BatchSource) -> list[str]:
+    """Why `source` started over, each time it is read from now on (the list grows)."""
+    reasons: list[str] = []
+    read = source.read
+
+    def recording(max_bytes: int | None = None) -> BatchChunk:
+        chunk = read(max_bytes)
+        if chunk.restarted is not None:
+            reasons.append(chunk.restarted)
+        return chunk
+
+    source.read = recording  # type: ignore[method-assign]
+    return reasons
+
+
+def groups_of(index: CompletionsIndex, line: int = -1) -> list[Group]:
+    """The groups of one entry of the index (negative counts from the newest), read as the
+    completions panel reads them (`page`); [] for an empty index or a batch that changed
+    under it."""
+    page = index.page(line)
+    return [] if page is None else list(page.groups)
+
+
+def diversity_of(texts: Sequence[str], n: int = SHINGLE_CHARS) -> Diversity:
+    """The shingle statistics of completions, each measured as a group's are
+    (`measured_text`)."""
+    return shingle_diversity([measured_text(text) for text in texts], n)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import groups_of, restarts_of
 
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.sources.completion_batches import KEEP_BYTES, FolderBatches
@@ -108,10 +109,10 @@ def test_real_trl_parquet_file_read_through_the_index(
     info = index.line_info(0)
     assert (info.step, info.rows, info.kind, info.groups) == (str(step), 4, "new", 1)
     assert info.shape == ("prompt_messages" if messages else "columns")
-    assert tuple(index.groups(-1)[0].rewards) == REWARD_FNS
+    assert tuple(groups_of(index, -1)[0].rewards) == REWARD_FNS
 
     rows = _dump_rows(fixture)
-    (group,) = index.groups(0)
+    (group,) = groups_of(index, 0)
     assert group.size == 4 and group.step == str(step)
     assert group.prompt == _rendered(rows[0]["prompt"])
     assert [sample.text for sample in group.completions] == [
@@ -175,7 +176,7 @@ def test_eval_rewrite_of_a_step_is_a_line_of_its_own(tmp_path: Path) -> None:
     _stamp(path, 1)
     index, _ = _trl_index(folder)
     assert index.poll() == 1
-    train_texts = [s.text for s in index.groups(0)[0].completions]
+    train_texts = [s.text for s in groups_of(index, 0)[0].completions]
 
     # TRL's eval log() at step 3 rewrites the file: other completions, equal rewards
     table = pq.read_table(path)
@@ -189,10 +190,10 @@ def test_eval_rewrite_of_a_step_is_a_line_of_its_own(tmp_path: Path) -> None:
     first, second = index.line_info(0), index.line_info(1)
     assert (first.step, first.kind) == ("3", "new")
     assert (second.step, second.kind) == ("3", "eval_or_end")
-    assert [s.text for s in index.groups(1)[0].completions] == [
+    assert [s.text for s in groups_of(index, 1)[0].completions] == [
         f"assistant: eval answer {i}" for i in range(4)
     ]
-    assert index.groups(1)[0].zero_spread
+    assert groups_of(index, 1)[0].zero_spread
     # the summary keeps the train rollouts read first; the eval line is left out of it
     (stats,) = index.summary().steps
     assert (stats.step, stats.groups, stats.zero_spread_fraction) == (3.0, 1, 0.0)
@@ -219,9 +220,9 @@ def test_rewritten_version_is_gone_once_out_of_the_window(tmp_path: Path) -> Non
     assert index.page(0) is not None  # converted again from the file (nothing kept)
     _write_trl(path, 2, ["p", "q"], 4, tick=2)
     assert index.poll() == 1
-    assert index.page(1) is not None and len(index.groups(1)) == 2
+    assert index.page(1) is not None and len(groups_of(index, 1)) == 2
     assert index.page(0) is None  # that version cannot be had any more: no page, no crash
-    assert index.groups(0) == []
+    assert groups_of(index, 0) == []
 
 
 def test_a_batch_read_again_from_its_file_keeps_its_extra_columns(tmp_path: Path) -> None:
@@ -232,9 +233,9 @@ def test_a_batch_read_again_from_its_file_keeps_its_extra_columns(tmp_path: Path
     _write_trl(folder / "completions_00002.parquet", 2, ["q"], 4, tick=2)
     index, _ = _trl_index(folder, keep_bytes=0)
     assert index.poll() == 2
-    first = [(s.rewards, s.extras) for g in index.groups(0) for s in g.completions]
-    index.groups(1)  # the one cached page is now step 2's: step 1 is read from its file
-    again = [(s.rewards, s.extras) for g in index.groups(0) for s in g.completions]
+    first = [(s.rewards, s.extras) for g in groups_of(index, 0) for s in g.completions]
+    groups_of(index, 1)  # the one cached page is now step 2's: step 1 is read from its file
+    again = [(s.rewards, s.extras) for g in groups_of(index, 0) for s in g.completions]
     assert again == first and len(again) == 4
     assert all(set(rewards) == {"format_reward", "noisy_length_reward"} for rewards, _ in again)
     assert dict(again[1][1]) == {"pred": "1", "num_tool_calls": "1"}
@@ -245,14 +246,15 @@ def test_a_started_over_folder_restarts_the_stream(tmp_path: Path) -> None:
     for step in (1, 2, 3):
         _write_trl(folder / f"completions_{step:05d}.parquet", step, ["old"], 2, tick=step)
     index, source = _trl_index(folder)
+    restarts = restarts_of(source)
     index.poll()
     assert len(index) == 3
     # a new run in the same output_dir writes step 1 again (steps 2, 3 are the old run's)
     new = _write_trl(folder / "completions_00001.parquet", 1, ["new"], 2, tick=10)
     index.poll()
-    assert (index.restarts, index.last_restart) == (1, "started over")
+    assert (restarts, source.generation) == (["started over"], 1)
     assert [index.line_info(i).step for i in range(len(index))] == ["1"]
-    assert [s.text for s in index.groups(0)[0].completions] == new
+    assert [s.text for s in groups_of(index, 0)[0].completions] == new
     _write_trl(folder / "completions_00002.parquet", 2, ["new"], 2, tick=11)
     index.poll()
     assert [index.line_info(i).step for i in range(len(index))] == ["1", "2"]
@@ -263,15 +265,15 @@ def test_a_started_over_folder_restarts_the_stream(tmp_path: Path) -> None:
         path.unlink()
     _write_trl(folder / "completions_00001.parquet", 1, ["third"], 2, tick=20)
     index.poll()
-    assert (index.restarts, index.last_restart) == (2, "started over")
-    assert len(index) == 1 and index.groups(0)[0].prompt == "third"
+    assert (restarts, source.generation) == (["started over"] * 2, 2)
+    assert len(index) == 1 and groups_of(index, 0)[0].prompt == "third"
     # every file gone at a poll: emptied; what comes next is a stream of its own
     (folder / "completions_00001.parquet").unlink()
     assert index.poll() == 0
-    assert (index.restarts, index.last_restart, len(index)) == (3, "emptied", 0)
+    assert (restarts[2:], source.generation, len(index)) == (["emptied"], 3, 0)
     _write_trl(folder / "completions_00001.parquet", 1, ["fourth"], 2, tick=30)
     assert index.poll() == 1
-    assert index.restarts == 3 and index.groups(0)[0].prompt == "fourth"
+    assert len(restarts) == 3 and groups_of(index, 0)[0].prompt == "fourth"
     assert source.generation == 3
 
 
@@ -323,11 +325,11 @@ def test_folder_growing_file_by_file_no_loss_no_duplicates(tmp_path: Path) -> No
     assert (index.state().lines, index.state().bad_line_count) == (7, 0)
     assert [index.line_info(i).kind for i in range(7)] == ["new"] * 7
     for i, step in enumerate(steps):
-        groups = index.groups(i)
+        groups = groups_of(index, i)
         assert [g.size for g in groups] == [4, 4, 4]
         assert [s.text for g in groups for s in g.completions] == written[int(step)]
     # the log_extra columns (text, int) are not reward functions
-    assert tuple(index.groups(-1)[0].rewards) == ("format_reward", "noisy_length_reward")
+    assert tuple(groups_of(index, -1)[0].rewards) == ("format_reward", "noisy_length_reward")
     summary = index.summary()
     assert sorted(s.step for s in summary.steps) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
     assert all(s.groups == 3 and s.completions == 12 for s in summary.steps)
@@ -444,7 +446,7 @@ def test_verl_rollouts_grouped_by_input_with_reward_spread(tmp_path: Path) -> No
 
     info = index.line_info(0)
     assert (info.step, info.rows, info.groups) == ("12", 16, 4)
-    groups = index.groups(0)
+    groups = groups_of(index, 0)
     assert sum(group.zero_spread for group in groups) == 2
     assert [g.prompt for g in groups] == sorted({str(r["input"]) for r in rows})
     assert [g.size for g in groups] == [4, 4, 4, 4]
@@ -455,7 +457,7 @@ def test_verl_rollouts_grouped_by_input_with_reward_spread(tmp_path: Path) -> No
     assert by_prompt["What is 9/3?"].spread == pytest.approx(float(np.std([1, 0, 0, 0])))
     assert not by_prompt["What is 9/3?"].zero_spread
     # the score is the logged total; the numeric extras are reward functions, `pred` is not
-    assert tuple(index.groups(-1)[0].rewards) == ("acc", "format_score")
+    assert tuple(groups_of(index, -1)[0].rewards) == ("acc", "format_score")
     for group in groups:
         for sample in group.completions:
             assert sample.solution == "4"
@@ -504,7 +506,8 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     good = _verl_lines(_verl_rows(2)).split(b"\n")
     (folder / "2.jsonl").write_bytes(b"\n".join([*good[:3], b"{not json", *good[3:]]))
     assert not verl_rollouts.looks_like_rollouts(folder / "1.jsonl")
-    index = _verl_index(folder)
+    source = FolderBatches(folder, BatchFolder(verl_rollouts.FILE_PATTERN, verl_rollouts.convert))
+    index = CompletionsIndex(folder, source=source)
     # 1.jsonl is no rollout dump; 2.jsonl's bad line is counted, its other responses kept
     assert index.poll() == 3
     assert (index.state().lines, index.state().bad_line_count) == (1, 2)
@@ -520,5 +523,5 @@ def test_verl_file_that_is_not_rollouts_is_a_bad_line(tmp_path: Path) -> None:
     (folder / "2.jsonl").write_bytes(_verl_lines(_verl_rows(2)))
     _stamp(folder / "2.jsonl", 5)
     assert index.poll() == 0
-    assert (index.state().lines, index.restarts) == (1, 0)
-    assert sum(group.size for group in index.groups(0)) == len(_verl_rows(2))
+    assert (index.state().lines, source.generation) == (1, 0)  # not started over
+    assert sum(group.size for group in groups_of(index, 0)) == len(_verl_rows(2))

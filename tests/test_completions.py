@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import diversity_of, groups_of, restarts_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,12 +23,11 @@ from grpo_tui.run.text_stats import (
     SHINGLE_CHARS,
     STATS_CHAR_CAP,
     check_format,
-    distinct_n,
     group_text_stats,
     measured_text,
-    pairwise_overlap,
     sampled_pairs,
 )
+from grpo_tui.sources.completion_batches import JsonlBatches
 from grpo_tui.sources.formats.msswift_completions import (
     NON_REWARD_KEYS,
     NotCompletionsError,
@@ -81,8 +81,8 @@ def test_run1_lines_rows_steps_and_rewards() -> None:
     assert index.state().bad_line_count == 0
     assert [index.line_info(i).step for i in range(7)] == ["1", "2", "3", "4", "6", "6", "6"]
     assert all(index.line_info(i).rows == 8 for i in range(7))
-    assert tuple(index.groups(-1)[0].rewards) == ("Format", "LengthBonus", "CoinFlip")
-    for group in index.groups(-1):
+    assert tuple(groups_of(index, -1)[0].rewards) == ("Format", "LengthBonus", "CoinFlip")
+    for group in groups_of(index, -1):
         assert set(group.rewards) == {"Format", "LengthBonus", "CoinFlip"}
         for sample in group.completions:
             assert sample.advantage is not None
@@ -98,19 +98,19 @@ def test_run1_grouping_by_full_prompt() -> None:
     index = _index(RUN1)
     raw = [json.loads(line) for line in RUN1.read_text(encoding="utf-8").splitlines()]
     for i, record in enumerate(raw):
-        groups = index.groups(i)
+        groups = groups_of(index, i)
         distinct_prompts = list(dict.fromkeys(record["prompt"]))
         assert [g.prompt for g in groups] == distinct_prompts
         assert sum(g.size for g in groups) == 8
     # step 1 drew the same prompt for both micro-batches: one prompt group of 8 rows ...
-    assert [g.size for g in index.groups(0)] == [8]
+    assert [g.size for g in groups_of(index, 0)] == [8]
     # ... every later line holds 2 prompts x 4 generations
     for i in range(1, 7):
-        assert [g.size for g in index.groups(i)] == [4, 4]
+        assert [g.size for g in groups_of(index, i)] == [4, 4]
     # the advantages of step 1 sum to ~0 per 4 rows: two GRPO groups, split when the
     # group size (num_generations) is known
     split = _index(RUN1, group_size=4)
-    groups = split.groups(0)
+    groups = groups_of(split, 0)
     assert [g.size for g in groups] == [4, 4]
     for group in groups:
         assert sum(s.advantage or 0.0 for s in group.completions) == pytest.approx(0.0, abs=1e-5)
@@ -145,20 +145,20 @@ def test_run2_num_iterations_repeats_collapsed() -> None:
         "repeat",
         "repeat",
     ]
-    assert tuple(index.groups(-1)[0].rewards) == ("Format", "CoinFlip")
+    assert tuple(groups_of(index, -1)[0].rewards) == ("Format", "CoinFlip")
     summary = index.summary()
     assert summary.lines == 5
     # rollouts generated at steps 1 and 3 (each reused by the next step, then the end line)
     assert [s.step for s in summary.steps] == [1.0, 3.0]
     assert all(s.groups == 2 and s.completions == 8 for s in summary.steps)
-    for group in index.groups(-1):
+    for group in groups_of(index, -1):
         assert all(sample.entropy is None for sample in group.completions)  # no --log_entropy
         assert all(sample.advantage is not None for sample in group.completions)
 
 
 def test_fixture_completions_with_control_chars_survive() -> None:
     index = _index(RUN1)
-    texts = [s.text for i in range(len(index)) for g in index.groups(i) for s in g.completions]
+    texts = [s.text for i in range(len(index)) for g in groups_of(index, i) for s in g.completions]
     assert any("\ufffd" in t for t in texts)
     assert any(any(ord(ch) < 32 and ch != "\n" for ch in t) for t in texts)
 
@@ -183,8 +183,8 @@ def test_v31_messages_and_reward_total(tmp_path: Path) -> None:
     }
     _write_lines(path, [first, second])
     index = _index(path)
-    assert tuple(index.groups(-1)[0].rewards) == ()
-    groups = index.groups(0)
+    assert tuple(groups_of(index, -1)[0].rewards) == ()
+    groups = groups_of(index, 0)
     assert len(groups) == 1
     assert groups[0].prompt == "system: Be brief.\nuser: 1+1?"
     assert [s.total for s in groups[0].completions] == [1.0, 0.0]
@@ -210,7 +210,7 @@ def test_v33_prompt_as_message_list(tmp_path: Path) -> None:
     _write_lines(path, [record])
     index = _index(path)
     assert index.line_info(0).shape == "prompt_messages"
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     assert group.prompt == "user: Name a colour.\n[image]"
     assert group.zero_spread and group.spread == 0.0
     assert [s.advantage for s in group.completions] == [None, None, None]
@@ -229,8 +229,8 @@ def test_v37_advantage_singular_and_trajectory_infos(tmp_path: Path) -> None:
     }
     _write_lines(path, [record])
     index = _index(path)
-    assert tuple(index.groups(-1)[0].rewards) == ("accuracy",)
-    (group,) = index.groups()
+    assert tuple(groups_of(index, -1)[0].rewards) == ("accuracy",)
+    (group,) = groups_of(index)
     assert [s.advantage for s in group.completions] == [0.7, -0.7]
     assert [s.entropy for s in group.completions] == [1.5, 1.25]
     assert index.line_info(0).shape == "advantage_singular"
@@ -258,7 +258,7 @@ def test_megatron_gen_step_int_lists(tmp_path: Path) -> None:
     index = _index(path)
     assert index.line_info(0).shape == "megatron"
     assert [index.line_info(i).step for i in range(2)] == ["3", "4"]
-    assert [(g.prompt, g.size) for g in index.groups(0)] == [("a", 2), ("b", 2)]
+    assert [(g.prompt, g.size) for g in groups_of(index, 0)] == [("a", 2), ("b", 2)]
     assert [s.step for s in index.summary().steps] == [3.0, 4.0]
 
 
@@ -274,13 +274,13 @@ def test_megatron_ray_rows_form_one_batch_per_gen_step(tmp_path: Path) -> None:
     assert len(index) == 1
     info = index.line_info(0)
     assert (info.shape, info.rows, info.step) == ("ray", 4, "1")
-    groups = index.groups(0)
+    groups = groups_of(index, 0)
     assert [(g.prompt, g.size, g.zero_spread) for g in groups] == [("a", 2, False), ("b", 2, True)]
     # more rows of the same generation step arrive later: the open batch grows
     _write_lines(path, [{"gen_step": 1, "prompt": "b", "completion": "v", "reward": 0.0}], mode="a")
     assert index.poll() == 1
     assert len(index) == 1 and index.line_info(0).rows == 5
-    assert [g.size for g in index.groups(0)] == [2, 3]
+    assert [g.size for g in groups_of(index, 0)] == [2, 3]
     assert index.summary().steps[-1].completions == 5
     _write_lines(path, [{"gen_step": 2, "prompt": "c", "completion": "u", "reward": 0.5}], mode="a")
     index.poll()
@@ -300,8 +300,11 @@ def test_nan_tokens_null_rewards_and_unknown_text_columns(tmp_path: Path) -> Non
     _write_lines(path, [text])
     index = _index(path)
     assert index.state().bad_line_count == 0
-    assert tuple(index.groups(-1)[0].rewards) == ("fmt", "acc")  # tool_log holds text: not a reward
-    (group,) = index.groups()
+    assert tuple(groups_of(index, -1)[0].rewards) == (
+        "fmt",
+        "acc",
+    )  # tool_log holds text: not a reward
+    (group,) = groups_of(index)
     totals = [s.total for s in group.completions]
     assert totals[0] == 1.0 and totals[1] == math.inf and totals[2] is None
     assert group.completions[0].rewards == {"fmt": None, "acc": 1.0}
@@ -315,7 +318,7 @@ def test_invalid_utf8_and_lone_surrogates(tmp_path: Path) -> None:
     )
     path.write_bytes(good + b"\n")
     index = _index(path)
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     texts = [s.text for s in group.completions]
     assert "\ufffd" in texts[0]
     for t in texts:
@@ -343,7 +346,7 @@ def test_unequal_lengths_use_shortest_and_count_malformed(tmp_path: Path) -> Non
     assert "1 batch with lists of unequal length, cut to the shortest" in shown.getvalue()
     assert index.line_info(0).malformed
     assert index.line_info(0).rows == 2
-    assert [s.text for s in index.groups()[0].completions] == ["a", "b"]
+    assert [s.text for s in groups_of(index)[0].completions] == ["a", "b"]
 
 
 def test_parse_record_rejects_objects_without_completions() -> None:
@@ -375,7 +378,7 @@ def test_bad_line_in_the_middle_keeps_neighbours(tmp_path: Path) -> None:
     assert "not a JSON object" in index.bad_lines[1].reason
     assert "completion" in index.bad_lines[2].reason
     assert [s.step for s in index.summary().steps] == [1.0, 2.0]
-    assert index.groups(0)[0].prompt == "p" and index.groups(1)[0].prompt == "q"
+    assert groups_of(index, 0)[0].prompt == "p" and groups_of(index, 1)[0].prompt == "q"
 
 
 def test_file_appended_in_pieces(tmp_path: Path) -> None:
@@ -400,7 +403,7 @@ def test_file_appended_in_pieces(tmp_path: Path) -> None:
         counts.append(index.poll())
     assert counts == [0, 0, 1, 0, 0, 1]
     assert len(index) == 2 and index.state().bad_line_count == 0
-    assert [s.text for s in index.groups(-1)[0].completions] == ["ä", "ö"]
+    assert [s.text for s in groups_of(index, -1)[0].completions] == ["ä", "ö"]
 
 
 def test_truncation_restarts_the_index(tmp_path: Path) -> None:
@@ -409,16 +412,18 @@ def test_truncation_restarts_the_index(tmp_path: Path) -> None:
         _columns(str(step), ["p", "p"], ["a", "b"], {"r": [float(step), 0.0]}) for step in (1, 2, 3)
     ]
     _write_lines(path, [*lines, "garbage"])
-    index = _index(path)
+    source = JsonlBatches(path)
+    restarts = restarts_of(source)
+    index = _index(path, source=source)
     assert len(index) == 3 and index.state().bad_line_count == 1
     _write_lines(path, [_columns("1", ["new prompt"] * 2, ["x", "y"], {"r": [3.0, 3.0]})])
     index.poll()
-    assert index.restarts == 1 and index.last_restart is not None
+    assert len(restarts) == 1
     assert len(index) == 1 and index.state().lines == 1 and index.state().bad_line_count == 0
-    assert index.groups()[0].prompt == "new prompt"
+    assert groups_of(index)[0].prompt == "new prompt"
     # the old file's totals (0 to 3) are forgotten: the new one's only tie is at no bottom
     # or top (remembered, 3 would be the top)
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert [s.step for s in index.summary().steps] == [1.0]
 
@@ -453,8 +458,8 @@ def test_rewritten_file_under_the_cache_yields_no_groups(tmp_path: Path) -> None
     assert index.cached_lines == 1
     # same size, different content, before any poll notices: never show the wrong texts
     path.write_bytes(path.read_bytes().replace(b"aaa", b"zzz"))
-    assert index.groups(0) == []
-    assert [s.text for s in index.groups(1)[0].completions] == ["ccc", "ddd"]
+    assert groups_of(index, 0) == []
+    assert [s.text for s in groups_of(index, 1)[0].completions] == ["ccc", "ddd"]
 
 
 def test_memory_stays_bounded(tmp_path: Path) -> None:
@@ -470,7 +475,7 @@ def test_memory_stays_bounded(tmp_path: Path) -> None:
     assert len(index) == 2000
     assert index.cached_lines <= 5
     for line in (0, 500, 1999, -7, 3, 1000, 1500):
-        groups = index.groups(line)
+        groups = groups_of(index, line)
         assert len(groups) == 8 and all(g.size == 8 for g in groups)
         assert index.cached_lines <= 5
     assert groups[0].prompt == "prompt 1500 0"
@@ -537,11 +542,11 @@ def test_index_missing_file_then_created(tmp_path: Path) -> None:
     path = tmp_path / "completions.jsonl"
     index = CompletionsIndex(path)
     assert index.poll() == 0 and len(index) == 0
-    assert index.groups() == [] and len(index.summary().steps) == 0
+    assert groups_of(index) == [] and len(index.summary().steps) == 0
     _write_lines(path, [_columns("1", ["p"], ["a"], {"r": [1.0]})])
     assert index.poll() == 1
     with pytest.raises(IndexError):
-        index.groups(5)
+        groups_of(index, 5)
 
 
 # --------------------------------------------------------------------------- group verdicts
@@ -556,7 +561,7 @@ def test_all_fail_all_pass_against_observed_range(tmp_path: Path) -> None:
     }
     _write_lines(path, [_columns("1", prompts, ["a", "b", "c"] * 3, rewards)])
     index = _index(path)
-    by_prompt = {g.prompt: g for g in index.groups()}
+    by_prompt = {g.prompt: g for g in groups_of(index)}
     assert (
         by_prompt["fail"].zero_spread
         and by_prompt["fail"].all_fail
@@ -581,12 +586,12 @@ def test_tie_position_is_rejudged_as_the_range_grows(tmp_path: Path) -> None:
     index = _index(path)
     # every total seen is 0.5: bottom or top cannot be told yet (a tie at 0 would be all-fail
     # already: every completion scored 0)
-    (group,) = index.groups()
+    (group,) = groups_of(index)
     assert group.zero_spread and not group.all_fail and not group.all_pass
     assert index.summary().steps[0].zero_spread_all_fail == 0.0
     _write_lines(path, [_columns("2", ["q"] * 2, ["c", "d"], {"acc": [1.0, 0.5]})], mode="a")
     index.poll()
-    assert index.groups(0)[0].all_fail
+    assert groups_of(index, 0)[0].all_fail
     assert index.summary().steps[0].zero_spread_all_fail == 1.0
 
 
@@ -606,8 +611,8 @@ def test_format_rate_known_once_the_run_uses_tags(tmp_path: Path) -> None:
     # the run uses tags, so the untagged step followed the format 0 % (not "unknown")
     assert first.format_rate == 0.0 and first.truncated_rate is None
     # per group, a group with no marker stays unknown
-    assert all(sample.follows_format is None for sample in index.groups(0)[0].completions)
-    samples = index.groups(1)[0].completions
+    assert all(sample.follows_format is None for sample in groups_of(index, 0)[0].completions)
+    samples = groups_of(index, 1)[0].completions
     assert [(s.follows_format, s.truncated) for s in samples] == [(True, False), (False, True)]
 
 
@@ -616,32 +621,32 @@ def test_format_rate_known_once_the_run_uses_tags(tmp_path: Path) -> None:
 
 def test_identical_completions() -> None:
     texts = ["the cat sat on the mat"] * 4
-    assert pairwise_overlap(texts) == 1.0
+    assert diversity_of(texts).overlap == 1.0
     # 11 distinct 12-character shingles out of 4 x 11
-    assert distinct_n(texts) == pytest.approx(0.25)
+    assert diversity_of(texts).distinct == pytest.approx(0.25)
 
 
 def test_disjoint_completions() -> None:
     texts = ["a b c d", "e f g h", "i j k l"]
-    assert pairwise_overlap(texts) == 0.0
-    assert distinct_n(texts, 2) == 1.0
+    assert diversity_of(texts).overlap == 0.0
+    assert diversity_of(texts, 2).distinct == 1.0
 
 
 def test_partial_overlap_known_answer() -> None:
     # character 3-gram sets {abc, bcd} and {abc, bce}: 1 shared of 3
-    assert pairwise_overlap(["abcd", "abce"], 3) == pytest.approx(1 / 3)
+    assert diversity_of(["abcd", "abce"], 3).overlap == pytest.approx(1 / 3)
     # character bigrams ab bc cd | ab bc ce: 4 unique of 6
-    assert distinct_n(["abcd", "abce"], 2) == pytest.approx(4 / 6)
+    assert diversity_of(["abcd", "abce"], 2).distinct == pytest.approx(4 / 6)
 
 
 def test_short_and_degenerate_completions() -> None:
-    assert pairwise_overlap(["yes", "yes"]) == 1.0
-    assert pairwise_overlap(["yes", "no"]) == 0.0
-    assert pairwise_overlap(["", ""]) == 1.0
-    assert pairwise_overlap(["yes it is", "yes"]) == 0.0
-    assert math.isnan(pairwise_overlap(["only one"]))
-    assert math.isnan(distinct_n([]))
-    assert distinct_n(["", "", "", ""]) == pytest.approx(0.25)
+    assert diversity_of(["yes", "yes"]).overlap == 1.0
+    assert diversity_of(["yes", "no"]).overlap == 0.0
+    assert diversity_of(["", ""]).overlap == 1.0
+    assert diversity_of(["yes it is", "yes"]).overlap == 0.0
+    assert math.isnan(diversity_of(["only one"]).overlap)
+    assert math.isnan(diversity_of([]).distinct)
+    assert diversity_of(["", "", "", ""]).distinct == pytest.approx(0.25)
 
 
 def test_large_groups_compare_a_bounded_even_subset_of_pairs() -> None:
@@ -652,8 +657,8 @@ def test_large_groups_compare_a_bounded_even_subset_of_pairs() -> None:
     counts = np.bincount(np.array(pairs).ravel(), minlength=100)
     assert counts.min() == counts.max()  # every completion compared equally often
     assert len(sampled_pairs(1000)) == 1000
-    assert pairwise_overlap(["same words here"] * 100) == 1.0
-    assert pairwise_overlap([f"w{i} x{i} y{i}" for i in range(100)]) == 0.0
+    assert diversity_of(["same words here"] * 100).overlap == 1.0
+    assert diversity_of([f"w{i} x{i} y{i}" for i in range(100)]).overlap == 0.0
 
 
 def _reference_grams(text: str, n: int) -> list[str]:
@@ -678,15 +683,17 @@ _small_texts = st.lists(
 def test_diversity_matches_a_plain_python_reference(texts: list[str]) -> None:
     grams = [_reference_grams(t, 2) for t in texts]
     unique = {g for gs in grams for g in gs}
-    assert distinct_n(texts, 2) == pytest.approx(len(unique) / sum(len(gs) for gs in grams))
+    assert diversity_of(texts, 2).distinct == pytest.approx(
+        len(unique) / sum(len(gs) for gs in grams)
+    )
     pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))]
     for n in (3, SHINGLE_CHARS):
         if not pairs:
-            assert math.isnan(pairwise_overlap(texts, n))
+            assert math.isnan(diversity_of(texts, n).overlap)
             continue
         sets = [set(_reference_grams(t, n)) for t in texts]
         expected = np.mean([len(sets[i] & sets[j]) / len(sets[i] | sets[j]) for i, j in pairs])
-        assert pairwise_overlap(texts, n) == pytest.approx(expected)
+        assert diversity_of(texts, n).overlap == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -778,7 +785,7 @@ def test_index_never_crashes_on_arbitrary_lines(tmp_path: Path, lines: list[byte
     index.poll()
     index.summary()
     for line in range(len(index)):
-        index.groups(line)
+        groups_of(index, line)
     os.remove(path)
 
 

@@ -21,6 +21,7 @@ from helpers import (
     MS_SWIFT,
     THREE_REWARDS,
     THREE_REWARDS_ARGS,
+    groups_of,
     msswift_run_dir,
     records_block,
 )
@@ -219,7 +220,7 @@ class TestWeightedCompletionTotals:
         follower = RunFollower(msswift_run_dir(tmp_path, THREE_REWARDS, args, completions=True))
         load_run(follower.path, follower=follower)
         assert follower.completions is not None
-        groups = follower.completions.groups()
+        groups = groups_of(follower.completions)
         assert groups
         for group in groups:
             coin = group.rewards["CoinFlip"]

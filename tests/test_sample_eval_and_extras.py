@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from helpers import FIXTURE_LOG, RUN_DIR_NAME, make_run
+from helpers import FIXTURE_LOG, RUN_DIR_NAME, groups_of, make_run
 
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.follow import load_run
@@ -162,7 +162,7 @@ class TestRolePrefixFolded:
         """TRL 1.16 logs messages, rendered `assistant: …`: the sample shows without it."""
         run = load_run(_trl_run(tmp_path, (TRL_STEP3, 3)))
         assert run.completions is not None
-        (group,) = run.completions.groups(0)
+        (group,) = groups_of(run.completions, 0)
         for sample in group.completions:
             assert sample.text.startswith("assistant: ")
             assert not sample.shown_text.startswith("assistant")
@@ -205,7 +205,7 @@ class TestExtraColumns:
         _trl_with_extras(folder / "completions_00001.parquet")
         index = CompletionsIndex(folder, source=FolderBatches(folder, TRL_COMPLETIONS))
         index.poll()
-        (group,) = index.groups(0)
+        (group,) = groups_of(index, 0)
         first, second = group.completions[:2]
         assert first.extras == (("extracted", "13"), ("gold", "13"), ("tool_calls", "0.0"))
         assert ("extracted", "") not in second.extras  # an empty value is left out

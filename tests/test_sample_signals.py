@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import repetition
+from helpers import diversity_of, groups_of, repetition
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -21,11 +21,9 @@ from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.text_stats import (
     REPETITIVE_SHARE,
-    distinct_n,
     group_text_stats,
     measured_text,
     one_token,
-    pairwise_overlap,
 )
 from grpo_tui.sim import write_run
 from grpo_tui.sources.completion_batches import FolderBatches
@@ -82,7 +80,7 @@ class TestLoopWithoutSpaces:
 
     def test_loops_of_different_lengths_still_overlap(self) -> None:
         texts = ["<answer>" + "8>" * (60 + 7 * i) + "</answer>" for i in range(8)]
-        assert pairwise_overlap(texts) > 0.8
+        assert diversity_of(texts).overlap > 0.8
 
     def test_ordinary_prose_is_not_repetitive(self) -> None:
         prose = "First add 3 and 5 to get 8, then subtract 2: the answer is 6."
@@ -95,12 +93,12 @@ class TestTextWithoutSpaces:
     def test_near_identical_chinese_completions_overlap(self) -> None:
         texts = [CHINESE_STEPS.format(n) for n in "六七八九五四三二"]
         # whitespace saw each completion as one different word: overlap 0
-        assert pairwise_overlap(texts) > 0.8
-        assert distinct_n(texts) < 0.25
+        assert diversity_of(texts).overlap > 0.8
+        assert diversity_of(texts).distinct < 0.25
 
     def test_different_chinese_completions_do_not(self) -> None:
-        assert pairwise_overlap(CHINESE_DIFFERENT) < 0.1
-        assert distinct_n(CHINESE_DIFFERENT) > 0.9
+        assert diversity_of(CHINESE_DIFFERENT).overlap < 0.1
+        assert diversity_of(CHINESE_DIFFERENT).distinct > 0.9
         assert all(
             share < REPETITIVE_SHARE for share in group_text_stats(CHINESE_DIFFERENT).repetition
         )
@@ -136,7 +134,7 @@ class TestRolePrefixes:
     def test_a_prefix_shared_by_every_completion_is_no_overlap(self) -> None:
         texts = ["the first answer reads 17", "a second one says 23 today", "third: 41"]
         prefixed = [f"assistant: {text}" for text in texts]
-        assert pairwise_overlap(prefixed) == pairwise_overlap(texts) == 0.0
+        assert diversity_of(prefixed).overlap == diversity_of(texts).overlap == 0.0
 
     def test_a_completion_of_markers_only_is_empty(self) -> None:
         for text in ("assistant: ", "<|im_start|>assistant\n<|im_end|>", "<|im_end|>", ""):
@@ -155,11 +153,11 @@ class TestRolePrefixes:
         kind = BatchFolder(trl_completions.FILE_PATTERN, trl_completions.convert)
         index = CompletionsIndex(folder, source=FolderBatches(folder, kind))
         index.poll()
-        (group,) = index.groups(0)
+        (group,) = groups_of(index, 0)
         assert all(sample.text.startswith("assistant: ") for sample in group.completions)
         contents = [row["completion"][0]["content"] for row in _dump_rows(TRL_MESSAGES)]
-        assert group.pairwise_overlap == pytest.approx(pairwise_overlap(contents))
-        assert group.distinct_2 == pytest.approx(distinct_n(contents))
+        assert group.pairwise_overlap == pytest.approx(diversity_of(contents).overlap)
+        assert group.distinct_2 == pytest.approx(diversity_of(contents).distinct)
         stripped = group_text_stats([content.strip() for content in contents])
         assert [s.repetition for s in group.completions] == pytest.approx(list(stripped.repetition))
 
@@ -198,7 +196,7 @@ class TestAllZeroIsAllFail:
             _write_line(path, step, [("p1", zeros), ("p2", zeros)])
         index = CompletionsIndex(path)
         index.poll()
-        groups = index.groups(-1)
+        groups = groups_of(index, -1)
         assert [(g.zero_spread, g.all_fail, g.all_pass) for g in groups] == [
             (True, True, False)
         ] * 2
@@ -214,7 +212,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p1", zeros), ("p2", spread)])
         index = CompletionsIndex(path)
         index.poll()
-        assert [g.all_fail for g in index.groups(-1)] == [True, False]
+        assert [g.all_fail for g in groups_of(index, -1)] == [True, False]
         (stats,) = index.summary().steps
         assert (stats.zero_spread_fraction, stats.zero_spread_all_fail) == (0.5, 0.5)
 
@@ -223,7 +221,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p", {"accuracy": [0.0] * 4, "judge": [None] * 4})])
         index = CompletionsIndex(path)
         index.poll()
-        (group,) = index.groups(-1)
+        (group,) = groups_of(index, -1)
         assert group.all_fail and not group.all_pass
 
     def test_a_total_of_zero_from_other_scores_is_judged_on_the_range(self, tmp_path: Path) -> None:
@@ -232,7 +230,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p", {"accuracy": [1.0] * 4, "penalty": [-1.0] * 4})])
         index = CompletionsIndex(path)
         index.poll()
-        (group,) = index.groups(-1)
+        (group,) = groups_of(index, -1)
         assert group.zero_spread and not group.all_fail and not group.all_pass
         (stats,) = index.summary().steps
         assert stats.zero_spread_all_fail == 0.0
@@ -242,7 +240,7 @@ class TestAllZeroIsAllFail:
         _write_line(path, 1, [("p", {"accuracy": [0.5] * 4})])
         index = CompletionsIndex(path)
         index.poll()
-        (group,) = index.groups(-1)
+        (group,) = groups_of(index, -1)
         assert group.zero_spread and not group.all_fail and not group.all_pass
 
 

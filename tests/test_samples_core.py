@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import repetition
+from helpers import groups_of, repetition, restarts_of
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -323,7 +323,7 @@ def test_page_matches_groups_and_carries_line_info() -> None:
         assert page is not None and not page.preview
         assert page.info == index.line_info(line)
         assert page.info.index == line
-        assert _page_view(page) == [_group_view(g) for g in index.groups(line)]
+        assert _page_view(page) == [_group_view(g) for g in groups_of(index, line)]
         assert page.info.groups == len(page.groups)
     assert index.page(-1).info.index == len(index) - 1  # type: ignore[union-attr]
 
@@ -558,7 +558,7 @@ def test_neighbour_zero_spread_only_finds_entries_with_a_tied_group(tmp_path: Pa
     assert index.neighbour(3, forward=True, zero_spread_only=True) is None
     assert index.neighbour(3, forward=True) == 5
     for entry in (0, 3):
-        assert sum(group.zero_spread for group in index.groups(entry)) == 1
+        assert sum(group.zero_spread for group in groups_of(index, entry)) == 1
 
 
 # --------------------------------------------------------------------------- search
@@ -681,12 +681,14 @@ def test_summary_revision_changes_when_the_file_starts_over(tmp_path: Path) -> N
     """A truncated and rewritten file makes every earlier summary stale."""
     path = tmp_path / "completions.jsonl"
     _write(path, [_line(1, [("A", ["a", "b"], [0.0, 1.0])]), _line(2, [("B", ["c"], [1.0])])])
-    index = _index(path)
+    source = batches_module.JsonlBatches(path)
+    restarts = restarts_of(source)
+    index = _index(path, source=source)
     before = index.summary()
     _write(path, [_line(1, [("Z", ["z", "y"], [0.0, 1.0])])])
     index.poll()
     after = index.summary()
-    assert index.restarts == 1
+    assert len(restarts) == 1
     assert after.revision != before.revision
     assert len(after.steps) == 1
 

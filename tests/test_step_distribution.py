@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXTURE_COMPLETIONS, MS_SWIFT, TRL, simulated_run
+from helpers import FIXTURE_COMPLETIONS, MS_SWIFT, TRL, groups_of, simulated_run
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -53,7 +53,7 @@ class TestRealMsSwift:
         assert shown is not None
         assert (shown.step, shown.kind, shown.entries) == ("6", "new", (4,))
         assert (shown.completions, shown.groups) == (8, 2)
-        groups = index.groups(4)
+        groups = groups_of(index, 4)
         want_totals = np.concatenate([group.totals for group in groups])
         np.testing.assert_array_equal(shown.totals, want_totals)
         assert list(shown.rewards) == ["Format", "LengthBonus", "CoinFlip"]
@@ -160,7 +160,7 @@ class TestGroupSplit:
         assert shown is not None and shown.groups == 4
         assert shown.split[kind] == 4  # type: ignore[index]
         assert shown.no_signal == (0 if kind == "mixed" else 4)
-        groups = index.groups(-1)
+        groups = groups_of(index, -1)
         assert [group_kind(group) for group in groups] == [kind] * 4
         for group in groups:
             assert (kind == "all_fail") == group.all_fail

@@ -14,8 +14,8 @@ The diversity statistics cut text into character n-grams (shingles of `SHINGLE_C
 characters), not words: no tokenizer is needed, a loop without spaces (`8>8>8>8…`) is seen,
 and text without spaces (Chinese, Japanese) is measured like any other.
 
-- Diversity: `distinct_n` (unique shingles / all shingles across the group) and
-  `pairwise_overlap` (mean Jaccard overlap of shingle sets over pairs of completions). A
+- Diversity (`shingle_diversity`): `distinct` (unique shingles / all shingles across the
+  group) and `overlap` (mean Jaccard overlap of shingle sets over pairs of completions). A
   completion shorter than a shingle counts as one shingle of all its characters, so short
   or empty completions still compare (two identical empty completions overlap fully).
 - Repetition: the share of a completion's shingles that repeat an earlier one of the same
@@ -147,11 +147,6 @@ def one_token(measured: str) -> bool:
     return len(measured) <= ONE_TOKEN_CHARS and (not measured or len(measured.split()) == 1)
 
 
-def _check_n(n: int) -> None:
-    if n < 1:
-        raise ValueError(f"n-grams need n >= 1, not {n}")
-
-
 def _short_hash(text: str) -> int:
     """The hash of a text shorter than a shingle (one shingle of all its characters)."""
     value = _SHORT_SEED + len(text)
@@ -193,7 +188,7 @@ def _shingles(texts: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Diversity:
+class Diversity:
     """The shingle statistics of one group of measured texts."""
 
     #: distinct shingles / all shingles across the group (NaN for no texts)
@@ -205,9 +200,22 @@ class _Diversity:
     own_total: np.ndarray
 
 
-def _diversity(texts: Sequence[str], n: int) -> _Diversity:
+def shingle_diversity(texts: Sequence[str], n: int = SHINGLE_CHARS) -> Diversity:
+    """The character n-gram statistics of a group's measured texts (`measured_text`).
+
+    `distinct`: unique n-grams / all n-grams across the completions (NaN for no
+    completions); 1.0 when no n-gram repeats; 1/k for k identical completions without
+    internal repeats.
+
+    `overlap`: mean Jaccard overlap of their n-gram sets over pairs of completions; 1.0
+    when all completions are identical, 0.0 when no two share an n-gram; NaN with fewer
+    than two completions (no pair to compare). Groups with more than `MAX_EXACT_PAIRS`
+    pairs are judged on an evenly spread subset of pairs.
+    """
+    if n < 1:
+        raise ValueError(f"n-grams need n >= 1, not {n}")
     if not texts:
-        return _Diversity(math.nan, math.nan, np.empty(0), np.empty(0))
+        return Diversity(math.nan, math.nan, np.empty(0), np.empty(0))
     hashes, owner = _shingles(texts, n)
     # shingle ids in one sort (as int64: the same bits, a faster sort than uint64)
     distinct_hashes, ids = np.unique(hashes.view(np.int64), return_inverse=True)
@@ -233,23 +241,13 @@ def _diversity(texts: Sequence[str], n: int) -> _Diversity:
         sizes = np.array([len(s) for s in sets], dtype=np.float64)
         shared = np.array([len(sets[i] & sets[j]) for i, j in pairs], dtype=np.float64)
     if count < 2:
-        return _Diversity(distinct, math.nan, sizes, totals)
+        return Diversity(distinct, math.nan, sizes, totals)
     # never empty sets (a short text is one shingle), so the union is never 0
     union = sizes[first] + sizes[second] - shared
-    return _Diversity(distinct, float(np.mean(shared / union)), sizes, totals)
+    return Diversity(distinct, float(np.mean(shared / union)), sizes, totals)
 
 
-def distinct_n(texts: Sequence[str], n: int = SHINGLE_CHARS) -> float:
-    """Unique character n-grams / all character n-grams across the completions' measured
-    texts (NaN for no completions).
-
-    1.0 when no n-gram repeats; 1/k for k identical completions without internal repeats.
-    """
-    _check_n(n)
-    return _diversity([measured_text(text) for text in texts], n).distinct
-
-
-def _repetitions(texts: Sequence[str], diversity: _Diversity) -> tuple[float, ...]:
+def _repetitions(texts: Sequence[str], diversity: Diversity) -> tuple[float, ...]:
     """Per measured text: the share of its shingles that repeat an earlier one, from the
     group's `diversity` (its shingles are `SHINGLE_CHARS` long). A text shorter than four
     shingles uses shingles of a quarter of its length instead (at least one character;
@@ -279,18 +277,6 @@ def sampled_pairs(count: int) -> list[tuple[int, int]]:
         return [(i, j) for i in range(count) for j in range(i + 1, count)]
     neighbours = max(1, min(MAX_EXACT_PAIRS // count, (count - 1) // 2))
     return [(i, (i + d) % count) for d in range(1, neighbours + 1) for i in range(count)]
-
-
-def pairwise_overlap(texts: Sequence[str], n: int = SHINGLE_CHARS) -> float:
-    """Mean Jaccard overlap of character n-gram sets of the measured texts over pairs of
-    completions.
-
-    1.0 when all completions are identical, 0.0 when no two share an n-gram; NaN with
-    fewer than two completions (no pair to compare). Groups with more than
-    `MAX_EXACT_PAIRS` pairs are judged on an evenly spread subset of pairs.
-    """
-    _check_n(n)
-    return _diversity([measured_text(text) for text in texts], n).overlap
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,7 +352,7 @@ def check_format(text: str) -> FormatCheck:
 class GroupTextStats:
     """All text statistics of one group, computed in one pass over its completions."""
 
-    #: distinct shingles / all shingles across the group (see `distinct_n`)
+    #: distinct shingles / all shingles across the group (see `shingle_diversity`)
     distinct_2: float
     #: mean pairwise Jaccard overlap of the completions' shingle sets (1 = identical)
     pairwise_overlap: float
@@ -386,7 +372,7 @@ def group_text_stats(texts: Sequence[str]) -> GroupTextStats:
     """Diversity and format of one group; each completion is measured once."""
     measured = [measured_text(text) for text in texts]
     checks = tuple(check_format(text) for text in texts)
-    diversity = _diversity(measured, SHINGLE_CHARS)
+    diversity = shingle_diversity(measured)
     return GroupTextStats(
         distinct_2=diversity.distinct,
         pairwise_overlap=diversity.overlap,

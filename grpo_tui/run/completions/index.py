@@ -31,7 +31,7 @@ Which batches count for the per-step summary (ms-swift 4.x gives no mode field):
 - A batch that `extends` the one before (Megatron-Ray: a line per completion) grows that
   entry; it is tallied once the next batch shows it is complete.
 
-Every batch stays reachable through `groups(entry)`; `line_info(entry).kind` says which
+Every batch stays reachable through `page(entry)`; `line_info(entry).kind` says which
 role it was given.
 
 The reader thread reads into the index while the completions panel asks it for pages
@@ -77,7 +77,6 @@ from grpo_tui.run.completions.entries import (
 )
 from grpo_tui.run.completions.groups import (
     Analysed,
-    Group,
     analyse,
     build_group,
     group_contains,
@@ -124,9 +123,6 @@ class CompletionsIndex:
         self.more = False
         #: reads so far
         self.polls = 0
-        #: times the source started over, and why the last time
-        self.restarts = 0
-        self.last_restart: str | None = None
         self._lock = threading.RLock()
         #: threads waiting for the lock (a read gives way to them between chunks)
         self._waiting = 0
@@ -185,8 +181,6 @@ class CompletionsIndex:
             with self._lock:
                 chunk = self._source.read(max_bytes)
                 if chunk.restarted is not None:
-                    self.restarts += 1
-                    self.last_restart = chunk.restarted
                     self._preview = None
                     self._reset()
                 for batch in chunk.batches:
@@ -243,7 +237,8 @@ class CompletionsIndex:
         if batch.extends and last >= 0 and self._entries[last]["growing"]:
             self._extend(last, batch, rows)
             return
-        self._finish_growing()
+        if last >= 0:
+            self._ensure_tally(last)  # a growing batch is complete once the next one comes
         step = rows.steps[-1] if rows.steps else "?"
         key = step_key(step)
         analysed = None if batch.growing else analyse(rows, self.group_size)
@@ -317,12 +312,6 @@ class CompletionsIndex:
         entry["tallied"] = False
         self._untallied.add(index)
         self._cache.pop(index, None)
-
-    def _finish_growing(self) -> None:
-        """Tally the growing batch once the next entry shows it is complete."""
-        last = self._count - 1
-        if last >= 0 and not self._entries[last]["tallied"]:
-            self._ensure_tally(last)
 
     def _label(self, index: int) -> str:
         """The step label of an entry's newest row, as logged."""
@@ -510,18 +499,10 @@ class CompletionsIndex:
     def _span(self) -> tuple[float, float] | None:
         return None if self._total_max < self._total_min else (self._total_min, self._total_max)
 
-    def groups(self, line: int = -1) -> list[Group]:
-        """The groups of one entry (newest by default; negative counts from the newest).
-
-        Parses the entry if it is not cached. Returns [] for an empty index or when the
-        batch changed under the index (the next read restarts it).
-        """
-        page = self.page(line)
-        return [] if page is None else list(page.groups)
-
     def page(self, line: int = -1) -> Page | None:
         """One entry with its groups (negative counts from the newest); None when the index
-        is empty or the batch changed under it."""
+        is empty or the batch changed under it (the next read restarts it). Parses the
+        entry if it is not cached."""
         with self._locked():
             if not self._count:
                 return None
