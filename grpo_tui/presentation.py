@@ -10,6 +10,7 @@ and answers are the vocabulary's (grpo_tui.vocabulary).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,12 +118,8 @@ _SHARED_HEAD_CHARS = 3
 
 
 def _shared_head(texts: Iterable[str]) -> int:
-    """How many first characters all `texts` share."""
-    ordered = sorted(texts)
-    # the sorted first and last differ earliest: their shared head is everyone's
-    first, last = ordered[0], ordered[-1]
-    pairs = enumerate(zip(first, last, strict=False))
-    return next((i for i, (a, b) in pairs if a != b), len(first))
+    """How many first characters all `texts` share (compared character by character)."""
+    return len(os.path.commonprefix(list(texts)))  # noqa: RUF071
 
 
 def _fit_middle(head: str, middle: str, last: str, width: int) -> str | None:
