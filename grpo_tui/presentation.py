@@ -10,6 +10,7 @@ and answers are the vocabulary's (grpo_tui.vocabulary).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,12 +118,8 @@ _SHARED_HEAD_CHARS = 3
 
 
 def _shared_head(texts: Iterable[str]) -> int:
-    """How many first characters all `texts` share."""
-    ordered = sorted(texts)
-    # the sorted first and last differ earliest: their shared head is everyone's
-    first, last = ordered[0], ordered[-1]
-    pairs = enumerate(zip(first, last, strict=False))
-    return next((i for i, (a, b) in pairs if a != b), len(first))
+    """How many first characters all `texts` share (compared character by character)."""
+    return len(os.path.commonprefix(list(texts)))  # noqa: RUF071
 
 
 def _fit_middle(head: str, middle: str, last: str, width: int) -> str | None:
@@ -199,27 +196,25 @@ def fit_names(names: Sequence[str], width: int) -> dict[str, str]:
     shapes: dict[tuple[str, int], list[str]] = {}
     for text in shown.values():
         shapes.setdefault(shape[text], []).append(text)
+    # a cut is of the printable text: names shown alike are cut alike
     cuts = {
-        name: text if len(text) <= width else _segment_cut(text, shapes[shape[text]], width)
-        for name, text in shown.items()
+        text: text if len(text) <= width else _segment_cut(text, shapes[shape[text]], width)
+        for text in shown.values()
     }
     # look-alikes are told apart; when their new cuts meet others', the two groups are
     # told apart together. In a column too narrow for any window to show where names
     # differ (under 18 cells, a terminal under 54 columns) some may stay alike: the
     # rounds end when one changes nothing.
-    for _ in range(len(cuts)):
+    for _ in range(len(shown)):
         alike: dict[str, set[str]] = {}
-        for name, cut in cuts.items():
-            alike.setdefault(cut, set()).add(shown[name])
+        for text, cut in cuts.items():
+            alike.setdefault(cut, set()).add(text)
         before = dict(cuts)
         for texts in (texts for texts in alike.values() if len(texts) > 1):
-            windows = _tell_apart(texts, width)
-            for name, text in shown.items():
-                if text in windows:
-                    cuts[name] = windows[text]
+            cuts.update(_tell_apart(texts, width))
         if cuts == before:
             break
-    return cuts
+    return {name: cuts[text] for name, text in shown.items()}
 
 
 # -- sparkline bars ----------------------------------------------------------------------------

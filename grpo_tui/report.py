@@ -220,9 +220,8 @@ def _json_float(value: float | None) -> float | None:
 
 def _json_step(value: float | None) -> float | int | None:
     """Steps are whole numbers but for the odd fractional one."""
-    if value is None or not math.isfinite(value):
-        return None
-    return int(value) if float(value).is_integer() else float(value)
+    value = _json_float(value)
+    return int(value) if value is not None and value.is_integer() else value
 
 
 def _evidence_json(evidence: Evidence) -> dict[str, Any]:

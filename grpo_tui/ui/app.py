@@ -220,9 +220,7 @@ class GrpoTuiApp(GrpoApp[None]):
 
     @on(Tabs.TabActivated, "#panel-tabs")
     def _tab_activated(self, event: Tabs.TabActivated) -> None:
-        pane = (event.tab.id or "tab-metrics").removeprefix("tab-")
-        if pane != self._pane:
-            self._show_pane(pane)
+        self._show_pane((event.tab.id or "tab-metrics").removeprefix("tab-"))
 
     # -- reading (the session takes what core's follow loop reads) ------------------------
     @on(FromReader)

@@ -309,11 +309,9 @@ class BoardApp(GrpoApp[BoardChoice]):
 
     def _selected_run(self) -> RunRef | None:
         table = self._table
-        if not table.row_count:
-            return None
         try:
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        except Exception:  # the table is being refilled
+        except Exception:  # no rows, or the table is being refilled
             return None
         return self._keyed.get(key) if key else None
 

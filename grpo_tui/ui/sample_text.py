@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
-from itertools import pairwise
 
 from rich.console import Console
 from rich.text import Text
@@ -49,10 +48,8 @@ def prompt_turns(prompt: str) -> list[Turn]:
             turns = found
             break
     if not turns and _MESSAGE_LINE.match(prompt):
-        starts = [m.start() for m in _MESSAGE_LINE.finditer(prompt)] + [len(prompt)]
-        for begin, end in pairwise(starts):
-            role, _, content = prompt[begin:end].partition(": ")
-            turns.append(Turn(role, content.strip()))
+        pieces = _MESSAGE_LINE.split(prompt)  # "", a role, its content, the next role, ...
+        turns = [Turn(role, content.strip()) for role, content in zip(pieces[1::2], pieces[2::2])]
     if not turns:
         return [Turn("text", _SPECIAL_TOKEN.sub("", prompt).strip())]
     if turns[-1].role in ("assistant", "model") and not turns[-1].content:

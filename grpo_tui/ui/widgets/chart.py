@@ -101,13 +101,11 @@ def _draw_zoned(
     ys = view.drawn(line.y)
     codes = np.asarray(zones, dtype=np.int8)
     for stretch in line.stretches():
-        start = stretch.start
-        for pos in range(stretch.start, stretch.stop):
-            if pos == stretch.stop - 1 or codes[pos + 1] != codes[pos]:
-                stop = min(pos + 2, stretch.stop)
-                marker = plt.marker("braille", pixel(Zone(int(codes[pos]))))
-                draw_line(fig, line.x[start:stop], ys[start:stop], marker)
-                start = pos + 1
+        changes = stretch.start + 1 + np.flatnonzero(np.diff(codes[stretch]))
+        for start, end in pairwise([stretch.start, *changes.tolist(), stretch.stop]):
+            stop = min(end + 1, stretch.stop)
+            marker = plt.marker("braille", pixel(Zone(int(codes[start]))))
+            draw_line(fig, line.x[start:stop], ys[start:stop], marker)
 
 
 def new_figure(width: int, height: int) -> Any:

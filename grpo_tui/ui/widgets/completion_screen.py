@@ -28,13 +28,11 @@ SHOWN_CHARS = 1 << 18
 
 def _shown(text: str) -> str:
     """Up to SHOWN_CHARS of `text`, made inert, saying what is left out."""
-    if len(text) <= SHOWN_CHARS:
-        return printable(text, single_line=False)
-    left = len(text) - SHOWN_CHARS
-    return (
-        printable(text[:SHOWN_CHARS], single_line=False)
-        + f"\n── {left:,} more characters not shown ({len(text):,} in all) ──"
-    )
+    shown = printable(text[:SHOWN_CHARS], single_line=False)
+    if len(text) > SHOWN_CHARS:
+        left = len(text) - SHOWN_CHARS
+        shown += f"\n── {left:,} more characters not shown ({len(text):,} in all) ──"
+    return shown
 
 
 def whole_text(group: Group, row: int, *, with_prompt: bool) -> str:

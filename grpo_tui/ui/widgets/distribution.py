@@ -159,8 +159,7 @@ def split_text(shown: StepDistribution, width: int, palette: ZonePalette) -> Tex
     cells = stacked_cells(counts, max(8, width - len(label)))
     for kind, size in zip(GROUP_KINDS, cells, strict=True):
         fill, zone = SPLIT_FILL[kind]
-        if size:
-            text.append(fill * size, style=palette.style(zone))
+        text.append(fill * size, style=palette.style(zone))
     if not shown.groups:
         text.append("no groups in this batch", style="dim")
     text.append("\n")

@@ -125,7 +125,6 @@ class MetricGrid(ScrollView, can_focus=True):
         self._fit_layout()
         self.rows.clear()
         self._row_version.clear()
-        self.virtual_size = Size(0, len(self.names))
         self.refresh()
 
     def _fit_layout(self) -> None:
