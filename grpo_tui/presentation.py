@@ -168,14 +168,15 @@ def _window(text: str, start: int, width: int) -> str:
 def _tell_apart(texts: set[str], width: int) -> dict[str, str]:
     """Cuts of look-alike `texts` (all longer than `width`) that differ: each shown from
     the first character where some of them differ, and those still alike in that window
-    from where they differ in turn (a longer shared head each time, so this ends)."""
+    from where they differ in turn (fewer each time, so this ends: one name that is
+    another's head and ends as it does may stay alike with it)."""
     start = _shared_head(texts)
     windows = {text: _window(text, start, width) for text in texts}
     alike: dict[str, set[str]] = {}
     for text, window in windows.items():
         alike.setdefault(window, set()).add(text)
     for group in alike.values():
-        if len(group) > 1:
+        if 1 < len(group) < len(texts):
             windows.update(_tell_apart(group, width))
     return windows
 
