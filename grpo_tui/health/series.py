@@ -50,10 +50,6 @@ class SeriesView:
         return int(self.values.shape[0]) == 0
 
     @property
-    def last(self) -> float:
-        return float(self.values[-1]) if self.values.size else math.nan
-
-    @property
     def latest_nonfinite(self) -> bool:
         """The newest logged value is NaN or ±Infinity (news the finite points hide)."""
         if self.nonfinite_steps.size == 0:
