@@ -267,11 +267,8 @@ def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Sc
 def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
     """Too few points for a verdict: what the rules already see is an early warning."""
     reward = f.reward
-    points = (
-        reward.shape.points
-        if reward is not None and reward.shape is not None
-        else f.snap.train_rows
-    )
+    # the points `find` counted the warm-up on: the reward's finite ones, else the train rows
+    points = (len(reward.view) if reward is not None else 0) or f.snap.train_rows
     window = reward.window if reward is not None else Window(None, None, f.snap.train_rows)
     counted = f"{points} train point{'s' if points != 1 else ''}"
     needed = f"a verdict needs {f.rules.window.warmup_points}"
