@@ -333,7 +333,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     # nothing about all completions scoring the top, so it is no evidence of the range
     rng = total_range(reward_view, list(functions), rules) if reward_view is not None else None
     logged = len(reward_view) if reward_view is not None else 0
-    warming_up = (logged or snap.train_rows) < rules.window.warmup_points
+    warming_up = (logged or snap.train_steps.size) < rules.window.warmup_points
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
     cap = jd.cap_of(

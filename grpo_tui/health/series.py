@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 
 import numpy as np
 
@@ -114,10 +113,6 @@ class RunSnapshot:
 
     def get(self, name: str) -> SeriesView | None:
         return self.series.get(name)
-
-    @cached_property
-    def train_rows(self) -> int:
-        return int(self.train_steps.shape[0])
 
     def upto(self, step: float) -> RunSnapshot:
         """The snapshot as it was when `step` had been logged."""
