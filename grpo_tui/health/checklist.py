@@ -29,6 +29,8 @@ QUESTIONS = (
 #: answers from a zone, the same glyph the grid gives the metric; healthy and n/a
 #: (nothing wrong) answer "yes"
 _ZONE_ANSWERS = {Zone.BAD: Answer.NO, Zone.CAUTION: Answer.CAUTION, Zone.UNKNOWN: Answer.UNKNOWN}
+#: answers from a course: any other phase than these (flat, falling, ...) answers "no"
+_PHASE_ANSWERS = {Phase.WARMUP: Answer.UNKNOWN, Phase.RISING: Answer.YES, Phase.PLATEAU: Answer.YES}
 
 
 def _zone_answer(label: str, judgement: Judgement | None) -> tuple[Answer, str]:
@@ -45,15 +47,10 @@ def _course_answer(judgement: Judgement | None, missing: str, *, ended: bool) ->
     # a run that ended in its warm-up is not warming up any more: it has too few points
     phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.value
     text = f"{judgement.name} {phase}: {shape.describe()}"
-    if shape.phase is Phase.WARMUP:
-        return Answer.UNKNOWN, text
-    if shape.phase in (Phase.RISING, Phase.PLATEAU):
-        return Answer.YES, text
-    return Answer.NO, text
+    return _PHASE_ANSWERS.get(shape.phase, Answer.NO), text
 
 
 def checklist(f: Findings) -> list[CheckItem]:
-    frac = f.frac_zero_std
     length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")
@@ -68,7 +65,7 @@ def checklist(f: Findings) -> list[CheckItem]:
     answers = [
         _course_answer(f.reward, "reward not logged", ended=f.snap.ended),
         _zone_answer("reward_std", f.reward_std),
-        _zone_answer("frac_reward_zero_std", frac),
+        _zone_answer("frac_reward_zero_std", f.frac_zero_std),
         _zone_answer("clip_ratio", f.clip),
         length_answer,
         _samples_answer(f),

@@ -267,12 +267,9 @@ def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Sc
 def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
     """Too few points for a verdict: what the rules already see is an early warning."""
     reward = f.reward
-    points = (
-        reward.shape.points
-        if reward is not None and reward.shape is not None
-        else f.snap.train_rows
-    )
-    window = reward.window if reward is not None else Window(None, None, f.snap.train_rows)
+    # the points `find` counted the warm-up on: the reward's finite ones, else the train rows
+    points = (len(reward.view) if reward is not None else 0) or f.snap.train_steps.size
+    window = reward.window if reward is not None else Window(None, None, f.snap.train_steps.size)
     counted = f"{points} train point{'s' if points != 1 else ''}"
     needed = f"a verdict needs {f.rules.window.warmup_points}"
     # an ended run gets no more points: waiting for them would be wrong advice
@@ -290,7 +287,7 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
         for s in found
         if s.severity.warns
     )
-    first_step = float(f.snap.train_steps[0]) if f.snap.train_rows else None
+    first_step = float(f.snap.train_steps[0]) if f.snap.train_steps.size else None
     return Scenario(
         ScenarioId.WARMING_UP,
         ENDED_TOO_SHORT if ended else ScenarioId.WARMING_UP.title,

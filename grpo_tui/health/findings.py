@@ -51,17 +51,13 @@ BANDED = {
 
 @dataclass(frozen=True, slots=True)
 class BlowUp:
-    """A policy collapse: what it was, where the reward began to fall, and how many signals
-    ran off with it (entropy, the sampling ratio, lengths to the cap)."""
+    """A policy collapse: what it was, where the reward began to fall, and whether enough
+    signals ran off with it (entropy, the sampling ratio, lengths to the cap) to be certain."""
 
     text: str
     step: float | None
-    companions: int
-
-    @property
-    def certain(self) -> bool:
-        """The reward at its floor while two signals ran off with it cannot be noise."""
-        return self.companions >= 2
+    #: the reward at its floor while two signals ran off with it cannot be noise
+    certain: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +265,7 @@ class Findings:
         view = reward.view
         after = (view.steps > high.last_step) & (view.values < (high.value + now) / 2)
         step = float(view.steps[np.flatnonzero(after)[0]]) if after.any() else None
-        return BlowUp(text, step, len(companions))
+        return BlowUp(text, step, certain=len(companions) >= 2)
 
     def _entropy_ran_off(self) -> str | None:
         """Entropy ×blow_up.entropy_factor over its early level (the lowest of its first
@@ -337,7 +333,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     # nothing about all completions scoring the top, so it is no evidence of the range
     rng = total_range(reward_view, list(functions), rules) if reward_view is not None else None
     logged = len(reward_view) if reward_view is not None else 0
-    warming_up = (logged or snap.train_rows) < rules.window.warmup_points
+    warming_up = (logged or snap.train_steps.size) < rules.window.warmup_points
     clipped = _maybe(view("clipped_ratio"), lambda v: jd.banded(v, rules, context))
     length_view = view("completion_length")
     cap = jd.cap_of(

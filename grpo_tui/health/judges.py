@@ -103,7 +103,7 @@ def _window(steps: np.ndarray) -> Window:
 def base_judgement(view: SeriesView, rules: Rules, zone: Zone, reason: str) -> Judgement:
     """A judgement with the window, level, direction and shape filled in."""
     recent = window_of(view, rules)
-    last = math.nan if view.latest_nonfinite else (view.last if not view.empty else None)
+    last = math.nan if view.latest_nonfinite else (None if view.empty else float(view.values[-1]))
     return Judgement(
         view.name,
         zone,

@@ -355,7 +355,7 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
         rose_to_top = (
             at_top
             and shape is not None
-            and any(shape.below(s, shape.end) for s in shape.stretches[:-1])
+            and any(shape.above(shape.end, s) for s in shape.stretches[:-1])
         )
         found.append(
             RewardFunction(

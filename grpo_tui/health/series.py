@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 
 import numpy as np
 
@@ -48,10 +47,6 @@ class SeriesView:
     @property
     def empty(self) -> bool:
         return int(self.values.shape[0]) == 0
-
-    @property
-    def last(self) -> float:
-        return float(self.values[-1]) if self.values.size else math.nan
 
     @property
     def latest_nonfinite(self) -> bool:
@@ -118,10 +113,6 @@ class RunSnapshot:
 
     def get(self, name: str) -> SeriesView | None:
         return self.series.get(name)
-
-    @cached_property
-    def train_rows(self) -> int:
-        return int(self.train_steps.shape[0])
 
     def upto(self, step: float) -> RunSnapshot:
         """The snapshot as it was when `step` had been logged."""

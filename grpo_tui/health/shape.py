@@ -122,9 +122,6 @@ class Shape:
         """`a` clearly above `b`."""
         return a.value - b.value > self.apart(a, b)
 
-    def below(self, a: Level, b: Level) -> bool:
-        return b.value - a.value > self.apart(a, b)
-
     @property
     def change(self) -> float:
         """Last level minus first (observed medians)."""
@@ -204,9 +201,9 @@ def analyse(
         or shape.above(end, first)
         or any(shape.above(s, start) for s in stretches[1:])
     )
-    fell = shape.below(end, start) or shape.below(end, first)
+    fell = shape.above(start, end) or shape.above(first, end)
     peak_before_end = peak.last_step < end.first_step
-    declined = peak_before_end and shape.below(end, peak)
+    declined = peak_before_end and shape.above(peak, end)
     # at about its peak: within two standard errors of the difference (the highest of up
     # to eight noisy stretch medians sits about 1.4 of its errors above its true level)
     near_peak = peak.value - end.value <= 2.0 * math.hypot(peak.error, end.error)

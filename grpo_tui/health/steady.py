@@ -35,11 +35,10 @@ class _Track:
 
     present: int = 0
     absent: int = 0
-    active: bool = False
     streak_start: float = math.nan
     absent_since: float = math.nan
     last: Scenario | None = None
-    span: int | None = None  # index in the history while active
+    span: int | None = None  # index in the history while shown (None: not shown)
 
 
 class VerdictTracker:
@@ -73,9 +72,9 @@ class VerdictTracker:
                 self._missed(track, scenario_id, at)
         # a verdict shown says since when it holds: the start of its span in the history
         scenarios = [
-            replace(t.last, onset_step=self.history[t.span].start) if t.span is not None else t.last
+            replace(t.last, onset_step=self.history[t.span].start)
             for t in self._tracks.values()
-            if t.active and t.last is not None
+            if t.span is not None and t.last is not None
         ]
         scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
         return replace(
@@ -103,10 +102,9 @@ class VerdictTracker:
         track.last = scenario
         rules = self.rules.steady
         lasted = step - track.streak_start >= rules.enter_fraction * self._run_so_far(step)
-        if not track.active and (
+        if track.span is None and (
             scenario.immediate or (track.present >= rules.enter_points and lasted)
         ):
-            track.active = True
             onset = scenario.onset_step if scenario.onset_step is not None else track.streak_start
             # back again, with evidence that began before its last span ended: it never
             # really cleared, so that span goes on (the spans of one verdict never overlap)
@@ -121,7 +119,7 @@ class VerdictTracker:
             else:
                 track.span = len(self.history)
                 self.history.append(Span(scenario.id, scenario.severity, onset, None))
-        elif track.active and track.span is not None:
+        elif track.span is not None:
             held = self.history[track.span]
             if scenario.severity.rank < held.severity.rank:
                 self.history[track.span] = replace(held, severity=scenario.severity)
@@ -133,16 +131,14 @@ class VerdictTracker:
         track.absent += 1
         rules = self.rules.steady
         cleared = step - track.absent_since >= rules.leave_fraction * self._run_so_far(step)
-        if track.active and track.absent >= rules.leave_points and cleared:
-            track.active = False
-            if track.span is not None:
-                self.history[track.span] = replace(self.history[track.span], end=step)
-                track.span = None
+        if track.span is not None and track.absent >= rules.leave_points and cleared:
+            self.history[track.span] = replace(self.history[track.span], end=step)
+            track.span = None
 
     @property
     def holding(self) -> frozenset[ScenarioId]:
         """The verdicts shown now (judged with their staying thresholds)."""
-        return frozenset(scenario_id for scenario_id, t in self._tracks.items() if t.active)
+        return frozenset(key for key, track in self._tracks.items() if track.span is not None)
 
     def replay(
         self,

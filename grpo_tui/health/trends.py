@@ -271,11 +271,8 @@ def sustained_zone(codes: np.ndarray, sustained: float) -> WindowZone:
 def rolling_share(flags: np.ndarray, width: int) -> np.ndarray:
     """For each point, the share of True among it and the up-to `width - 1` points before it."""
     flags = np.asarray(flags, dtype=np.int64)
-    n = flags.size
-    if n == 0:
-        return np.zeros(0)
     csum = np.concatenate([[0], np.cumsum(flags)])
-    idx = np.arange(1, n + 1)
+    idx = np.arange(1, flags.size + 1)  # none for no flags: an empty share
     lo = np.maximum(idx - width, 0)
     shares: np.ndarray = (csum[idx] - csum[lo]) / (idx - lo)
     return shares
