@@ -375,20 +375,19 @@ fi"""
         status, _, rest = section.partition(b"\n")
         head_hex, _, data = rest.partition(b"\n")
         start, checked_to = plan
-        if status == b"R" and head_hex == b"=" and checked_to is not None:
+        if status != b"R":
+            return cursor
+        to_end = len(data) < READ_AHEAD
+        if head_hex == b"=" and checked_to is not None:
             # the far side matched the bytes the reader checks (rn): they are the kept ones
             kept = self._content[key]
-            back = kept.data[start - kept.start : checked_to - kept.start]
-            self._content[key] = _Content(
-                _signature(known.info), kept.head, start, back + data, len(data) < READ_AHEAD
-            )
-        elif status == b"R":
+            head, data = kept.head, kept.data[start - kept.start : checked_to - kept.start] + data
+        else:
             try:
                 head = bytes.fromhex(head_hex.decode("ascii"))
             except (UnicodeDecodeError, ValueError):
                 return cursor
-            content = _Content(_signature(known.info), head, start, data, len(data) < READ_AHEAD)
-            self._content[key] = content
+        self._content[key] = _Content(_signature(known.info), head, start, data, to_end)
         return cursor
 
     def _checked_bytes(self, key: str, known: _Known, start: int) -> tuple[int, bytes] | None:

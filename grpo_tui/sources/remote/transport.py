@@ -138,9 +138,8 @@ class Connection:
         self._retry_at = 0.0
         self._lock = threading.Lock()
 
-    def argv(self, *control: str) -> list[str]:
-        """The ssh command line of one call (the script goes on its stdin), or of a
-        `-O` control command to the shared connection."""
+    def argv(self) -> list[str]:
+        """The ssh command line of one call (the script goes on its stdin)."""
         # %C: a hash of the address, port and user; %n: the name as given, so two names
         # for one address (two ssh_config entries, two identities) do not share one
         socket = control_dir() / "%n.%C"
@@ -155,8 +154,6 @@ class Connection:
         }
         options = [item for key, value in ours.items() for item in ("-o", f"{key}={value}")]
         where = self.target.ssh_arguments()
-        if control:
-            return [*ssh_command(), *options, *control, *where]
         return [*ssh_command(), "-T", "-x", *options, *where, "sh"]
 
     def run(self, script: str) -> bytes:
