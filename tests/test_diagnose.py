@@ -707,6 +707,15 @@ class TestKlOffsetIsNotDrift:
         d = diagnose(make_run(columns, context=ON_POLICY), RULES)
         assert "offset between the policy and its reference" in d.metrics["kl"].reason
 
+    def test_the_note_writes_its_step_as_every_message_does(self) -> None:
+        """A run resumed at step 100 000 says "to step 100003", not "1.00e+05"."""
+        columns = healthy_columns()
+        columns["kl"] = list(0.5 + noise(200, 0.01))
+        columns["learning_rate"] = list(np.minimum(1.0, np.arange(200) / 20) * 1e-6)
+        steps = [100_001 + i for i in range(200)]
+        d = diagnose(make_run(columns, context=ON_POLICY, steps=steps), RULES)
+        assert "points to step 100003)" in d.metrics["kl"].reason
+
     def test_a_kl_that_rose_far_above_its_offset_is_drift(self) -> None:
         columns = healthy_columns()
         x = np.arange(200) / 200

@@ -286,7 +286,7 @@ def kl_offset(kl: Judgement, lr: SeriesView | None, rules: Rules) -> str | None:
     lr_words = " while the learning rate was still warming up" if lr is not None else ""
     return (
         f"kl already {num(early)} at the first steps ({head.steps.size} points to step "
-        f"{num(float(head.steps[-1]))}){lr_words}, and no more than {num(caution)} above it "
+        f"{format_step(float(head.steps[-1]))}){lr_words}, and no more than {num(caution)} above it "
         f"since ({shape.describe()}): "
         "an offset between the policy and its reference (chat template, adapter, precision), "
         "not an update that went too far"
