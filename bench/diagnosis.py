@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from grpo_tui.health.diagnose import Diagnosis, diagnose, diagnose_snapshot
+from grpo_tui.health.diagnose import Diagnosis, diagnose, diagnose_snapshot, finish
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import snapshot
 from grpo_tui.health.steady import VerdictTracker
@@ -123,6 +123,93 @@ def label_problems(diagnosis: Diagnosis, label: dict[str, Any]) -> list[str]:
     return problems
 
 
+#: our own held-back check: labels committed before the tool ran on the runs (their files
+#: are read from --blind DIR, not kept in the repository)
+BLIND_LABELS = ROOT / "tests" / "blind" / "labels.json"
+
+#: judges labelled runs with another tree's grpo_tui (PYTHONPATH), one JSON line per run:
+#: what `label_problems` reads (a baseline revision's package has the same few names)
+_JUDGE_ELSEWHERE = """
+import json, sys
+from pathlib import Path
+from grpo_tui.health.diagnose import diagnose
+from grpo_tui.health.rules import Rules
+from grpo_tui.run.follow import load_run
+for path in sys.argv[1:]:
+    d = diagnose(load_run(Path(path)), Rules())
+    print(json.dumps({"path": path, "status": d.status.word, "ids": list(d.ids),
+        "zones": {k: m.zone.word for k, m in d.metrics.items()}}))
+"""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What a label is checked against: a diagnosis's status, verdict ids and zones."""
+
+    status: str
+    ids: list[str]
+    zones: dict[str, str]
+
+
+def judged_problems(judged: Judged, label: dict[str, Any]) -> list[str]:
+    """`label_problems` for a diagnosis made elsewhere (another tree's package)."""
+    shown = set(judged.ids)
+    problems = [f"missing {needed}" for needed in label.get("must", []) if needed not in shown]
+    any_of = label.get("any_of")
+    if any_of and not shown & set(any_of):
+        problems.append(f"none of {', '.join(any_of)}")
+    problems += [f"has {banned}" for banned in label.get("never", []) if banned in shown]
+    if "status" in label and judged.status not in label["status"]:
+        problems.append(f"status {judged.status}, expected {' or '.join(label['status'])}")
+    for metric, zones in label.get("zones", {}).items():
+        zone = judged.zones.get(metric, "absent")
+        if zone not in zones:
+            problems.append(f"{metric} {zone}, expected {' or '.join(zones)}")
+    return problems
+
+
+def blind_agreement(data: Path, tree: Path | None = None) -> list[LabelResult]:
+    """The blind set judged by this tree's grpo_tui, or by the one in `tree` (a checkout of
+    a baseline revision), each run read from `data/<name>`."""
+    import subprocess
+
+    runs = [(n, label) for n, label in labelled_runs(BLIND_LABELS.parent) if (data / n).is_dir()]
+    env = dict(os.environ, PYTHONPATH=str(tree if tree is not None else ROOT))
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", _JUDGE_ELSEWHERE, *(str(data / n) for n, _ in runs)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=tree or ROOT,
+    ).stdout
+    seconds = (time.perf_counter() - started) / max(len(runs), 1)
+    results = []
+    for (name, label), line in zip(runs, out.splitlines(), strict=True):
+        found = json.loads(line)
+        judged = Judged(found["status"], found["ids"], found["zones"])
+        results.append(
+            LabelResult(
+                f"blind/{name}", judged.status, judged.ids, judged_problems(judged, label), seconds
+            )
+        )
+    return results
+
+
+def baseline_tree(rev: str, scratch: Path) -> Path:
+    """A checkout of revision `rev` of this repository (a detached worktree in `scratch`)."""
+    import subprocess
+
+    tree = scratch / f"baseline-{rev}"
+    if not tree.exists():
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev],
+            check=True,
+        )
+    return tree
+
+
 def label_agreement(label_dirs: Iterable[Path], rules: Rules) -> list[LabelResult]:
     results = []
     with tempfile.TemporaryDirectory(prefix="grpo-tui-labels-") as tmp:
@@ -158,8 +245,8 @@ LIVE_VERDICTS = frozenset(
         ScenarioId.LOW_DIVERSITY,
     )
 )
-#: the cuts, as shares of a run's logged train points
-CUTS = tuple(tenth / 10 for tenth in range(1, 11))
+#: the cuts, as shares of a run's logged train points: 5 %, 10 %, ... 100 %
+CUTS = tuple(twentieth / 20 for twentieth in range(1, 21))
 
 
 @dataclass
@@ -169,6 +256,10 @@ class ReplayResult:
     moments: list[tuple[float, float, str, list[str]]] = field(default_factory=list)
     #: per cut after warm-up that raised a false alarm: "30%: not_learning"
     false_alarms: list[str] = field(default_factory=list)
+    #: statuses that dropped and came back while the label does not allow the drop
+    flips: list[str] = field(default_factory=list)
+    #: per cut, what two surfaces said differently (bench/consistency.py)
+    contradictions: list[str] = field(default_factory=list)
 
     @property
     def judged(self) -> int:
@@ -206,6 +297,29 @@ def _cut_lines(top: Path, path: Path, upto: float) -> None:
     path.write_bytes(b"".join(lines[:low]))
 
 
+def _cut_events(path: Path, upto: float) -> None:
+    """A TensorBoard event file as it stood once step `upto` was written: its records up
+    to the first one of a later step (re-framed as TFRecords, the bytes of each kept)."""
+    from grpo_tui.sources.tensorboard import load_tensorboard
+    from grpo_tui.sources.tfrecord import RecordReader, masked_crc
+
+    tb = load_tensorboard()
+    assert not isinstance(tb, str), tb
+    with path.open("rb") as handle:
+        records = RecordReader().read(handle, path.stat().st_size, 1 << 30)
+    kept = []
+    for data in records:
+        if tb.parse_event(data).step > upto:
+            break
+        kept.append(data)
+    out = bytearray()
+    for data in kept:
+        header = len(data).to_bytes(8, "little")
+        out += header + masked_crc(header).to_bytes(4, "little")
+        out += data + masked_crc(data).to_bytes(4, "little")
+    path.write_bytes(bytes(out))
+
+
 def cut_run(top: Path, upto: float, scratch: Path) -> Path:
     """A copy of the run folder `top` as it stood when step `upto` had just been logged
     (the original is never written)."""
@@ -219,10 +333,14 @@ def cut_run(top: Path, upto: float, scratch: Path) -> Path:
     stat = layout.metrics_file.stat()
     if metrics.name == "trainer_state.json":
         _cut_trainer_state(metrics, upto)
+    elif metrics.is_dir() or "tfevents" in metrics.name:
+        for events in sorted(metrics.rglob("*tfevents*")) if metrics.is_dir() else [metrics]:
+            _cut_events(events, upto)
     else:
         _cut_lines(copy, metrics, upto)
     # the file keeps its time, so discovery picks it as it did in the whole run
-    os.utime(metrics, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    if not metrics.is_dir():
+        os.utime(metrics, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert discover(copy).metrics_file == metrics, f"{top}: the cut is read from another file"
     return copy
 
@@ -238,21 +356,66 @@ def live_problems(
     return wrong
 
 
-def replay_run(top: Path, label: dict[str, Any], rules: Rules, scratch: Path) -> ReplayResult:
+def _consistency() -> Any:
+    """bench/consistency.py, beside this file (a script's folder is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_consistency", ROOT / "bench" / "consistency.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: how bad a status is (a flip is a drop in this, and a return)
+_RANK = {"unknown": 0, "healthy": 0, "caution": 1, "problem": 2}
+
+
+def flips(statuses: Sequence[str], allowed: Sequence[str]) -> list[int]:
+    """Indexes of moments whose status dropped below one shown before and came back
+    later, where the label does not allow the status it dropped to."""
+    found = []
+    for i, status in enumerate(statuses):
+        before = max((_RANK[s] for s in statuses[:i]), default=0)
+        after = max((_RANK[s] for s in statuses[i + 1 :]), default=0)
+        if _RANK[status] < before and _RANK[status] < after and status not in allowed:
+            found.append(i)
+    return found
+
+
+def replay_run(
+    top: Path, label: dict[str, Any], rules: Rules, scratch: Path, *, consistency: bool = True
+) -> ReplayResult:
+    contradictions = _consistency().contradictions
+
     result = ReplayResult(top.name)
     steps = np.unique(snapshot(load_run(top)).train_steps)
     cuts: dict[float, float] = {}  # step -> the first share that cuts there (short runs)
     for share in CUTS:
         cuts.setdefault(float(steps[max(0, math.ceil(share * steps.size) - 1)]), share)
+    statuses: list[str] = []
+    shares: list[float] = []
     for upto, share in cuts.items():
-        d = diagnose(load_run(cut_run(top, upto, scratch)), rules)
+        run = load_run(cut_run(top, upto, scratch))
+        d = diagnose(run, rules)
         ids = list(d.ids)
         result.moments.append((share, upto, d.status.word, ids))
+        if consistency:
+            result.contradictions += [
+                f"{_pct(share)}: {c}" for c in contradictions(run, d, rules, time.time())
+            ]
         if WARMING_UP in ids:
             continue
+        statuses.append(d.status.word)
+        shares.append(share)
         wrong = live_problems(d, label)
         if wrong:
             result.false_alarms.append(f"{_pct(share)}: {'+'.join(wrong)}")
+    for i in flips(statuses, label.get("status", [])):
+        result.flips.append(f"{_pct(shares[i])}: {statuses[i]}")
     return result
 
 
@@ -304,7 +467,7 @@ def judge_live(run_dir: Path, rules: Rules) -> list[tuple[float, Diagnosis]]:
     moments = []
     for step in np.unique(snap.train_steps).tolist():
         raw = diagnose_snapshot(snap.upto(step), rules, tracker.holding, full=False)
-        moments.append((float(step), tracker.feed(raw, step)))
+        moments.append((float(step), finish(raw, tracker.feed(raw, step))))
     return moments
 
 
@@ -362,7 +525,8 @@ def evaluate_sim(
                 result.false_alarms += 1
                 if len(result.false_alarm_examples) < 3:
                     result.false_alarm_examples.append(f"step {step:g}: {', '.join(wrong)}")
-        headline = d.scenarios[0].id.word if d.scenarios else "none"
+        verdicts = d.verdicts
+        headline = verdicts[0].id.word if verdicts else "none"
         if previous is None and headline == "none":
             continue  # no verdict yet after warm-up: the first one named is no change
         if previous is not None and headline != previous:
@@ -480,8 +644,23 @@ def report(
             if verbose:
                 for share, upto, status, ids in r.moments:
                     print(f"      {_pct(share):>4} step {upto:g}: {status} {' '.join(ids) or '-'}")
+        flipped = sum(len(r.flips) for r in replays)
+        contradicted = sum(len(r.contradictions) for r in replays)
+        moments = sum(len(r.moments) for r in replays)
+        for r in replays:
+            for flip in r.flips:
+                print(f"  FLIP {r.name} {flip}")
+            for c in r.contradictions[: 3 if not verbose else None]:
+                print(f"  CONTRADICTION {r.name} {c}")
         print(f"  false alarms after warm-up: {false} of {judged} judged moments (target 0)")
-        ok &= false == 0
+        print(
+            f"  flips (a status dropping and coming back, not allowed by the label): {flipped} (target 0)"
+        )
+        print(
+            f"  contradictions between surfaces: {contradicted} in {moments} moments of "
+            f"{len(replays)} runs (target 0)"
+        )
+        ok &= false == 0 and flipped == 0 and contradicted == 0
     if not sims:
         return ok
     print()

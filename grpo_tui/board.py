@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
 from grpo_tui.alerts import AlertSettings, CommandSink, RunAlerts, command_sink
 from grpo_tui.compare import RunToCompare
 from grpo_tui.context import RunContext
@@ -51,9 +49,6 @@ from grpo_tui.vocabulary import RunState, Status
 
 #: the reward a row shows, first → now, with its sparkline
 BOARD_REWARD = "reward"
-#: points at each end of the reward that "first" and "now" are the medians of (one noisy
-#: step does not make a run look better or worse than it is)
-END_POINTS = 5
 #: cells of a row's reward sparkline
 SPARK_CELLS = 12
 
@@ -85,7 +80,8 @@ class _SlowParts:
     framework: str
     status: Status
     verdict: VerdictLine
-    #: the reward's first and latest level (medians of END_POINTS points), None unlogged
+    #: the reward's course, early level → late (the means of its first and last third, as
+    #: every surface quotes them), None unlogged
     reward_first: float | None
     reward_now: float | None
     #: the reward in SPARK_CELLS bucket means over the run's steps (NaN: nothing there)
@@ -129,9 +125,10 @@ class BoardRow(_SlowParts):
 
 
 def _slow_parts(run: Run, diagnosis: Diagnosis | None, pending: str) -> _SlowParts:
-    reward = run.store.points(BOARD_REWARD).values
-    first = float(np.median(reward[:END_POINTS])) if reward.size else None
-    latest = float(np.median(reward[-END_POINTS:])) if reward.size else None
+    # the reward's course as the diagnosis reads it: the numbers every surface quotes
+    health = diagnosis.metrics.get(BOARD_REWARD) if diagnosis is not None else None
+    first = health.course_start if health is not None else None
+    latest = health.course_end if health is not None else None
     levels = run.store.buckets(BOARD_REWARD, SPARK_CELLS).mean
     return _SlowParts(
         framework=printable(run.framework or ""),

@@ -24,7 +24,7 @@ from grpo_tui.run.live import Progress, Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
 from grpo_tui.run.state import run_state, stall_words
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import RunState, ScenarioId, Severity, Status
+from grpo_tui.vocabulary import LearningState, RunState, ScenarioId, Severity, Status
 
 #: seconds between groups while the completions panel follows the newest batch (`--cycle`):
 #: long enough to read a group's rewards and the start of its texts
@@ -414,10 +414,11 @@ def severity_sections(diagnosis: Diagnosis) -> tuple[tuple[str, list[tuple[Sever
 
 
 def no_verdict_words(diagnosis: Diagnosis) -> str:
-    """Why no scenario is named (what the panel and `check` say instead)."""
-    if "reward" not in diagnosis.metrics:
-        return "No verdict: no reward is logged, and the GRPO verdicts rest on it."
-    return "No verdict yet: nothing is wrong, and the reward shows no clear course so far."
+    """Why no verdict is named (what the panel and `check` say under the status)."""
+    block = diagnosis.state_block
+    if block is not None and block.id in (ScenarioId.TOO_EARLY, ScenarioId.WARMING_UP):
+        return f"No verdict yet: {block.title.lower()}."
+    return "No verdict yet."
 
 
 # -- the verdict line ---------------------------------------------------------------------
@@ -426,10 +427,6 @@ def no_verdict_words(diagnosis: Diagnosis) -> str:
 VERDICT_SEPARATOR = FACT_SEPARATOR
 #: the facts with numbers a verdict line quotes at most
 VERDICT_NUMBERS = 2
-#: the words a course's evidence text names it by ("reward flat: 0.25 … → 0.75 …")
-_COURSE_WORDS = ("rising", "falling", "flat", "plateau", "rose", "fell")
-#: the note a diagnosis carries when a verdict of not learning would be early
-TOO_EARLY = "not learning? too early to say"
 
 
 @dataclass(frozen=True)
@@ -480,12 +477,6 @@ def metric_words(name: str) -> str:
     return name[len("rewards/") : -len("/mean")] if is_function_reward(name) else name
 
 
-def _course_word(evidence: Evidence) -> str:
-    """The course an evidence text names ("flat" in "reward flat: …"), or ""."""
-    rest = evidence.text.removeprefix(evidence.metric).split(":", 1)[0].split()
-    return rest[0] if rest and rest[0] in _COURSE_WORDS else ""
-
-
 def evidence_figure(evidence: Evidence) -> str:
     """One evidence item as a name and its numbers, in a few words ("reward 0.63→1.05
     rising", "clipped_ratio 0.84", "valid_json_reward 1.88 at its top"), or "" when it
@@ -494,7 +485,7 @@ def evidence_figure(evidence: Evidence) -> str:
     first = numbers.get("first")
     last = numbers.get("last")
     if first is not None and last is not None:
-        word = _course_word(evidence)
+        word = evidence.word
         return f"{name} {num(first)}→{num(last)}" + (f" {word}" if word else "")
     early, recent = numbers.get("early"), numbers.get("recent")
     if early is not None and recent is not None:
@@ -538,47 +529,67 @@ def _verdict_title(scenario: Scenario) -> str:
     return title
 
 
+#: the status word while the run is in a state with no verdict, by that state's block
+_NO_VERDICT_WORDS = {
+    LearningState.TOO_EARLY: "TOO EARLY TO SAY",
+    LearningState.TOO_SHORT: "TOO SHORT TO JUDGE",
+    LearningState.NO_REWARD: "NO VERDICT",
+}
+
+
 def status_word(diagnosis: Diagnosis) -> str:
     """The status as a word, the same on the verdict line, the diagnosis pane and `check`:
-    its headline ("PROBLEM"), or why there is none yet ("WARMING UP") or none at all
-    ("TOO SHORT": the run ended before it logged enough points)."""
-    if diagnosis.status is not Status.UNKNOWN or diagnosis.scenario(ScenarioId.WARMING_UP) is None:
+    its headline ("PROBLEM"), or, with no verdict, the state that says why ("WARMING UP",
+    "TOO EARLY TO SAY", "TOO SHORT TO JUDGE": the run ended before it was clear)."""
+    if diagnosis.status is not Status.UNKNOWN:
         return diagnosis.status.headline
-    return "TOO SHORT" if diagnosis.ended else "WARMING UP"
+    if diagnosis.scenario(ScenarioId.WARMING_UP) is not None:
+        return "TOO SHORT TO JUDGE" if diagnosis.ended else "WARMING UP"
+    if diagnosis.state_block is None:
+        return diagnosis.status.headline
+    return _NO_VERDICT_WORDS.get(diagnosis.state, diagnosis.status.headline)
 
 
 def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLine:
-    """What the verdict line says about `diagnosis` (None: not diagnosed yet): the verdicts
-    that warn (the first with since when, the others by name), the first one's numbers; a
-    healthy run's course; else "too early to say", warming up, or why there is no verdict;
-    then a caution note that makes the status a caution when no verdict does."""
+    """What the verdict line says about `diagnosis` (None: not diagnosed yet): what warns
+    (the worst with since when, the others by name) and the worst one's numbers, and the
+    state beside them when it does not warn ("still learning"); with nothing that warns,
+    the state: learning and its course, the late stage, too early to say and why, warming
+    up; then a caution note that makes the status a caution when nothing else does. Every
+    part is a block of the diagnosis, quoted: the line computes nothing of its own."""
     if diagnosis is None:
         return VerdictLine(Status.UNKNOWN, "DIAGNOSING", (pending,) if pending else ())
-    status = diagnosis.status
     warning = [s for s in diagnosis.scenarios if s.severity.warns]
-    healthy = diagnosis.scenario(ScenarioId.HEALTHY)
-    warming = diagnosis.scenario(ScenarioId.WARMING_UP)
-    early = next((n for n in diagnosis.notes if n.text.startswith(TOO_EARLY)), None)
+    state = diagnosis.state_block
     word = status_word(diagnosis)
     # (part, rank): the verdict, then its first number, the second number, a note
     parts: list[tuple[str, int]] = []
-    lead = warning[0] if warning else healthy
-    if lead is not None:
+    if warning:
+        lead = warning[0]
         titles = [_verdict_title(lead), *(s.title for s in warning[1:])]
         parts.append((" + ".join(titles), 0))
         parts.extend((figure, rank) for rank, figure in enumerate(_figures(lead), 1))
-    elif early is not None:
-        parts.append((TOO_EARLY, 0))
-        if rest := early.text.removeprefix(TOO_EARLY).lstrip(": ").split(", but", 1)[0]:
-            parts.append((rest, 1))
-    elif warming is not None:
-        if status is not Status.UNKNOWN:
-            parts.append((warming.title.lower(), 0))
-        parts.extend((e.text, 1) for e in warming.evidence[:1])
-    else:
-        # "No verdict yet: nothing is wrong, …": the word before says "no verdict" already
-        why = no_verdict_words(diagnosis).split(": ", 1)[-1].removesuffix(".")
-        parts.append((why, 0))
+        if state is not None and not state.severity.warns and state.id is not ScenarioId.WARMING_UP:
+            # the state beside the findings: the one story, said last (first to go)
+            figures = _figures(state, 1)
+            said = state.title.lower() if state.id is not ScenarioId.LEARNING else "still learning"
+            parts.append((f"{said}: {figures[0]}" if figures else said, VERDICT_NUMBERS + 1))
+    elif state is not None and state.id is ScenarioId.WARMING_UP:
+        if diagnosis.status is not Status.UNKNOWN:
+            parts.append((state.title.lower(), 0))
+        parts.extend((e.text, 1) for e in state.evidence[:1])
+    elif state is not None:
+        title = _verdict_title(state)
+        if state.id not in (ScenarioId.TOO_EARLY,) or diagnosis.status is not Status.UNKNOWN:
+            parts.append(
+                (title[0].lower() + title[1:] if state.id is ScenarioId.TOO_EARLY else title, 0)
+            )
+        figures = (
+            _figures(state)
+            if state.id is not ScenarioId.TOO_EARLY
+            else [evidence_figure(e) or e.text for e in state.evidence[:1]]
+        )
+        parts.extend((figure, rank) for rank, figure in enumerate(figures, 1))
     if not warning:
         caution = next((n for n in diagnosis.notes if n.severity.warns), None)
         if caution is not None:
@@ -586,7 +597,7 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
             parts = [(part, rank + 1 if rank else 0) for part, rank in parts]
             parts.append((caution.short or _first_clause(caution.text), 1))
     return VerdictLine(
-        status,
+        diagnosis.status,
         word,
         tuple(printable(part) for part, _ in parts),
         tuple(rank for _, rank in parts),

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from grpo_tui.health.diagnose import Diagnosis, Evidence, zone_of_values
 from grpo_tui.health.rules import Rules
+from grpo_tui.health.verdict import Scenario
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.presentation import (
     FACT_SEPARATOR,
@@ -33,7 +34,7 @@ from grpo_tui.presentation import (
 )
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import run_state
-from grpo_tui.vocabulary import LineKind, Zone
+from grpo_tui.vocabulary import LineKind, ScenarioId, Zone
 
 SPARK_WIDTH = 24
 
@@ -117,7 +118,7 @@ def scenario_block(diagnosis: Diagnosis, *, verbose: bool = False) -> list[Rende
             lines.append(Hanging(Text("•", style="dim"), evidence.text))
             if verbose and evidence.detail:
                 lines.append(Hanging(Text(" ", style="dim"), Text(evidence.detail, style="dim")))
-        if scenario.severity.warns:
+        if scenario.severity.warns or scenario.id in (ScenarioId.TOO_EARLY, ScenarioId.WARMING_UP):
             for advice in scenario.advice:
                 lines.append(Hanging(Text("→", style="dim"), advice))
     return lines
@@ -148,23 +149,25 @@ def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[Renderab
     """Key metrics, one line each: name, last value, zone glyph, trend and a zone-coloured
     sparkline of the whole run (fixed columns, about 70 characters)."""
     header = Text(
-        f"{_cell('metric', 22)} {_cell('last', 9, right=True)}   {_cell('trend', 9)} run",
+        f"{_cell('metric', 22)} {_cell('now', 9, right=True)}   {_cell('course', 9)} run",
         style="dim",
     )
-    # the trend column reads a short recent window, the checklist the whole course: say so
-    # (the train metrics share one window size; the reward's stands for them)
+    # the zone and "now" read the recent window, the course the whole run: say so (the
+    # train metrics share one window size; the reward's stands for them)
     reward = diagnosis.metrics.get("reward")
     title = Text("Metrics", style="bold underline")
     if reward is not None and reward.points:
-        title.append(f"  (zone and trend: the latest {reward.points} points)", style="dim")
+        title.append(
+            f"  (zone and now: the latest {reward.points} points; course: the whole run)",
+            style="dim",
+        )
     lines: list[RenderableType] = [title, header]
     for name in table_metrics(name for name in run.store.names() if name in diagnosis.metrics):
         health = diagnosis.metrics[name]
-        line = Text(
-            f"{_cell(_metric_label(name), 22)} {_cell(format_value(health.last), 9, right=True)} "
-        )
+        now = health.level if health.level is not None else health.last
+        line = Text(f"{_cell(_metric_label(name), 22)} {_cell(format_value(now), 9, right=True)} ")
         line.append(health.zone.glyph, style=ZONE_STYLES[health.zone])
-        line.append(f" {_cell(health.trend.word, 9)} ")
+        line.append(f" {_cell(health.course.word, 9)} ")
         line.append_text(zone_sparkline(run, name, rules))
         line.rstrip()
         lines.append(line)
@@ -240,7 +243,20 @@ def _evidence_json(evidence: Evidence) -> dict[str, Any]:
 
 
 #: the version of `check --json`'s layout: raised when a field changes meaning or goes
-CHECK_JSON_SCHEMA = 1
+#: (2: the run's one `state`; the history's spans are states and findings, the learning
+#: state's span named "learning")
+CHECK_JSON_SCHEMA = 2
+
+
+def _scenario_json(s: Scenario) -> dict[str, Any]:
+    return {
+        "id": s.id.word,
+        "title": s.title,
+        "severity": s.severity.word,
+        "onset_step": _json_step(s.onset_step),
+        "evidence": [_evidence_json(e) for e in s.evidence],
+        "advice": list(s.advice),
+    }
 
 
 def diagnosis_to_json(
@@ -256,17 +272,12 @@ def diagnosis_to_json(
         "schema": CHECK_JSON_SCHEMA,
         "path": str(run.path),
         "status": diagnosis.status.word,
-        "scenarios": [
-            {
-                "id": s.id.word,
-                "title": s.title,
-                "severity": s.severity.word,
-                "onset_step": _json_step(s.onset_step),
-                "evidence": [_evidence_json(e) for e in s.evidence],
-                "advice": list(s.advice),
-            }
-            for s in diagnosis.scenarios
-        ],
+        # the run's one state: its word, and the block the screen shows for it
+        "state": {
+            "word": diagnosis.state.word,
+            **(_scenario_json(block) if (block := diagnosis.state_block) is not None else {}),
+        },
+        "scenarios": [_scenario_json(s) for s in diagnosis.verdicts],
         "notes": [
             {
                 "severity": n.severity.word,
@@ -296,7 +307,14 @@ def diagnosis_to_json(
             for c in diagnosis.checklist
         ],
         "metrics": {
-            name: {"zone": m.zone.word, "last": _json_float(m.last), "trend": m.trend.word}
+            name: {
+                "zone": m.zone.word,
+                "last": _json_float(m.last),
+                "level": _json_float(m.level),
+                "trend": m.trend.word,
+                "course": m.course_word,
+                "course_text": m.course_text,
+            }
             for name, m in diagnosis.metrics.items()
         },
         "run": {
@@ -309,7 +327,7 @@ def diagnosis_to_json(
                 "count": train_rows,
             },
             "max_steps": run.max_steps,
-            "finished": run.finished,
+            "finished": run.ended(),
             # reading, live, stalled, finished or waiting (see run/state.py)
             "state": state.value,
             "data_age_s": _json_float(age),

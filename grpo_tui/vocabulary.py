@@ -144,6 +144,8 @@ class Direction(Worded):
     FLAT = "flat"
     FALLING = "falling"
     EXPLODING = "exploding"
+    #: it moved, but not beyond its noise: no course to name yet
+    UNCLEAR = "unclear"
     UNKNOWN = "unknown"
 
     @property
@@ -165,6 +167,7 @@ _DIRECTION_GLYPHS = {
     Direction.FLAT: "→",
     Direction.FALLING: "↘",
     Direction.EXPLODING: "⇈",
+    Direction.UNCLEAR: "~",
     Direction.UNKNOWN: " ",
 }
 
@@ -182,6 +185,10 @@ class ScenarioId(Worded):
     NOT_LEARNING = "not_learning"
     SATURATED = "saturated"
     WARMING_UP = "warming_up"
+    #: past warm-up, and no course clear enough for a state yet (what would decide it)
+    TOO_EARLY = "too_early"
+    #: learning, with a finding beside it that warns (else it is HEALTHY)
+    LEARNING = "learning"
     HEALTHY = "healthy"
 
     @property
@@ -192,6 +199,36 @@ class ScenarioId(Worded):
     def rank(self) -> int:
         """Order among scenarios of equal severity (the order above)."""
         return list(ScenarioId).index(self)
+
+    @property
+    def is_state(self) -> bool:
+        """One of the run's states (HEALTH.md, "One run, one story"): exactly one holds at a
+        time. The others (truncation, length collapse, low diversity) are findings beside it."""
+        return self not in _FINDINGS
+
+    @property
+    def is_verdict(self) -> bool:
+        """Named in `check --json`'s scenarios (the blocks that say no verdict yet, or
+        learning with a warning beside it, are the `state` alone)."""
+        return self not in (ScenarioId.TOO_EARLY, ScenarioId.LEARNING)
+
+
+_FINDINGS = frozenset({ScenarioId.TRUNCATION, ScenarioId.LENGTH_COLLAPSE, ScenarioId.LOW_DIVERSITY})
+
+
+class LearningState(Worded):
+    """Where the run is as a learner: exactly one at a time (HEALTH.md, "One run, one story").
+    The value is the word `check --json` gives as `state`."""
+
+    TOO_EARLY = "too early"
+    LEARNING = "learning"
+    NOT_LEARNING = "not learning"
+    UNSTABLE = "unstable"
+    POSSIBLE_REWARD_HACKING = "possible reward hacking"
+    REWARD_HACKING = "reward hacking"
+    CONVERGED = "converged"
+    TOO_SHORT = "too short to judge"
+    NO_REWARD = "no reward logged"
 
 
 #: the warming-up scenario's title once the run has ended with too few points for a verdict
@@ -206,6 +243,8 @@ _SCENARIO_TITLES = {
     ScenarioId.LOW_DIVERSITY: "Low diversity",
     ScenarioId.SATURATED: "Saturated (late stage)",
     ScenarioId.WARMING_UP: "Warming up",
+    ScenarioId.TOO_EARLY: "Too early to say",
+    ScenarioId.LEARNING: "Learning",
     ScenarioId.HEALTHY: "Healthy",
 }
 

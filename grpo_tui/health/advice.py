@@ -34,6 +34,8 @@ class Advice(enum.Enum):
     )
     CHECK_TRAINING = "Check that the parameters really train (LoRA targets, frozen layers, optimizer): no gradient reaches them while groups differ."
     WEAK_UPDATES = "The updates barely move the policy: check the learning rate{lr} and that the parameters train (LoRA targets, frozen layers)."
+    RAISE_LR = "Raise the learning rate moderately{lr}: groups differ on every step, yet the updates do not move the task reward."
+    WEAKER_KL = "Weaken the KL penalty (beta{beta}): it may hold the policy where it started."
     HARDER_DATA = "Use harder prompts: most groups pass on every completion and teach nothing more."
     FINER_REWARD = "Use a finer-grained reward so good completions still differ from better ones."
     EVALUATE_CHECKPOINTS = "Evaluate the latest checkpoints: this data has little left to teach."
@@ -58,6 +60,8 @@ class Advice(enum.Enum):
     READ_SAMPLES = "Read the completions: the easy reward may be gamed."
     EVAL_SET = "Add an eval set and evaluate checkpoints for real."
     WAIT = "Wait for more steps: a verdict needs a few logged points."
+    WAIT_COURSE = "Wait for more steps: the reward's course is not yet clear beyond its noise."
+    TRAIN_LONGER = "Train longer, or with larger batches: the run ended before the reward's course was clear beyond its noise."
     LOG_MORE = "Log more often or train longer: the run ended before it logged enough points for a verdict."
     WATCH = "Keep watching reward_std, frac_reward_zero_std and the samples as the run goes on."
 

@@ -49,11 +49,9 @@ class Builder:
         if not self.findings:
             return None
         severity = min((finding.severity for finding in self.findings), key=lambda s: s.rank)
-        onsets = [finding.onset for finding in self.findings if finding.onset is not None] or [
-            finding.evidence.window.first_step
-            for finding in self.findings
-            if finding.evidence.window.first_step is not None
-        ]
+        # the first step at which cited evidence held; a finding that cannot say (a course,
+        # a window's share) dates nothing: the steady tracker takes the step it first saw it
+        onsets = [finding.onset for finding in self.findings if finding.onset is not None]
         ordered = sorted(self.findings, key=lambda finding: finding.severity.rank)
         said = [finding.evidence.text for finding in ordered]
         supporting = []
@@ -146,8 +144,8 @@ def reward_fact(f: Findings, text: str) -> Evidence:
 
 
 def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence:
-    """A metric's course over the run, in stretch medians (`what`: instead of its phase,
-    what the course shows)."""
+    """A metric's course over the run: its word and its two levels, as every surface quotes
+    them (`what`: instead of its word, what the course shows)."""
     shape = judgement.shape
     if shape is None:
         return Evidence(name, judgement.window, {}, f"{name}: no points")
@@ -155,14 +153,15 @@ def course(name: str, judgement: Judgement, what: str | None = None) -> Evidence
         "first": shape.start.value,
         "peak": shape.peak.value,
         "last": shape.end.value,
-        "noise": shape.noise,
+        "noise": shape.noise.sigma,
     }
     return Evidence(
         name,
         Window(shape.start.first_step, shape.end.last_step, shape.points),
         {k: finite_or_none(v) for k, v in numbers.items()},
-        f"{name} {what or shape.phase.value}: {shape.describe()}",
+        f"{name} {what or shape.word}: {shape.describe()}",
         shape.detail,
+        word=shape.word,
     )
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from grpo_tui.health.course import Phase
 from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement
 from grpo_tui.health.samples import Getter, format_rate, overlap
-from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import CheckItem, num, pct
 from grpo_tui.vocabulary import Answer, Zone
 
@@ -30,7 +30,13 @@ QUESTIONS = (
 #: (nothing wrong) answer "yes"
 _ZONE_ANSWERS = {Zone.BAD: Answer.NO, Zone.CAUTION: Answer.CAUTION, Zone.UNKNOWN: Answer.UNKNOWN}
 #: answers from a course: any other phase than these (flat, falling, ...) answers "no"
-_PHASE_ANSWERS = {Phase.WARMUP: Answer.UNKNOWN, Phase.RISING: Answer.YES, Phase.PLATEAU: Answer.YES}
+_PHASE_ANSWERS = {
+    Phase.WARMUP: Answer.UNKNOWN,
+    Phase.RISING: Answer.YES,
+    Phase.PLATEAU: Answer.YES,
+    # it rose, and now sits below its peak without clearly declining: watch it
+    Phase.UNSTEADY: Answer.CAUTION,
+}
 
 
 def _zone_answer(label: str, judgement: Judgement | None) -> tuple[Answer, str]:
@@ -40,17 +46,35 @@ def _zone_answer(label: str, judgement: Judgement | None) -> tuple[Answer, str]:
 
 
 def _course_answer(judgement: Judgement | None, missing: str, *, ended: bool) -> tuple[Answer, str]:
-    """Rising (or levelled off after a rise: the late stage) from the whole course."""
+    """Rising (or levelled off after a rise: the late stage) from the whole course, in the
+    course's own words; a move not yet beyond noise is not known yet, not a "no"."""
     if judgement is None or judgement.shape is None:
         return Answer.UNKNOWN, missing
-    shape = judgement.shape
-    # a run that ended in its warm-up is not warming up any more: it has too few points
-    phase = "too few points" if shape.phase is Phase.WARMUP and ended else shape.phase.value
-    text = f"{judgement.name} {phase}: {shape.describe()}"
-    return _PHASE_ANSWERS.get(shape.phase, Answer.NO), text
+    course = judgement.shape
+    if course.phase is Phase.WARMUP or course.unclear:
+        # a run that ended in its warm-up is not warming up any more: it has too few points
+        word = "too few points" if course.phase is Phase.WARMUP and ended else course.word
+        return Answer.UNKNOWN, f"{judgement.name} {word}: {course.describe()}"
+    text = f"{judgement.name} {course.word}: {course.describe()}"
+    return _PHASE_ANSWERS.get(course.phase, Answer.NO), text
 
 
 def checklist(f: Findings) -> list[CheckItem]:
+    """The 8 answers. While the run warms up, nothing is a "no" yet: what would be one is a
+    caution (an early warning, as the warming-up block says), never a red ✗ beside "no
+    verdict yet"."""
+    items = _answers(f)
+    if f.warming_up:
+        items = [
+            CheckItem(i.id, i.question, Answer.CAUTION, f"so far: {i.evidence}")
+            if i.answer is Answer.NO
+            else i
+            for i in items
+        ]
+    return items
+
+
+def _answers(f: Findings) -> list[CheckItem]:
     length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")

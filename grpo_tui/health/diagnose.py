@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from grpo_tui.health.advice import Advice, pick
+from grpo_tui.health.building import course as course_evidence
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import BANDED, Findings, find
+from grpo_tui.health.judges import Judgement
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note
 from grpo_tui.health.rules import Rules
@@ -32,12 +34,22 @@ from grpo_tui.health.verdict import (
     Note,
     Scenario,
     Window,
+    finite_or_none,
     says_nothing_new,
     status_of,
 )
 from grpo_tui.health.zones import zone_of_values
 from grpo_tui.run.live import Run
-from grpo_tui.vocabulary import ENDED_TOO_SHORT, Answer, ScenarioId, Severity, Status
+from grpo_tui.vocabulary import (
+    ENDED_TOO_SHORT,
+    Answer,
+    Direction,
+    LearningState,
+    ScenarioId,
+    Severity,
+    Status,
+    Zone,
+)
 
 __all__ = [
     "Diagnosis",
@@ -61,6 +73,7 @@ def _replay(tracker: VerdictTracker, snap: RunSnapshot, rules: Rules) -> Diagnos
         snap,
         lambda moment, held, full: diagnose_snapshot(moment, rules, held, full=full),
         replay_steps(snap, rules),
+        finish,
     )
 
 
@@ -98,8 +111,10 @@ def diagnose_snapshot(
     *,
     full: bool = True,
 ) -> Diagnosis:
-    """One moment of a run judged on its own. The verdicts in `holding` (those the steady
-    tracker shows now) are judged with their staying thresholds (health/steady.py).
+    """One moment of a run judged on its own: every verdict whose evidence holds now (the
+    states and the findings, raw), and the "too early to say" block the steady tracker
+    shows while no state has held (health/steady.py picks one state and the findings).
+    The verdicts in `holding` (those shown now) are judged with their staying thresholds.
     `full` False leaves out the checklist, metric table and notes (a replay's earlier
     moments need only the verdicts)."""
     if not snap.series:
@@ -110,16 +125,16 @@ def diagnose_snapshot(
         return Diagnosis(Status.UNKNOWN, [], unanswered, {}, step=None)
     f = find(snap, rules)
     staying = find(snap, staying_rules(rules)) if holding else f
-    found = _explained(
+    found = _raw(
         [
             scenario
             for scenario_id, rule in RULES
             if (scenario := rule(staying if scenario_id in holding else f)) is not None
-        ],
-        holding,
+        ]
     )
     if f.warming_up:
-        scenarios = [_warming_up(f, found)]
+        # the early warnings ride along: the steady tracker counts their streaks
+        scenarios = [_warming_up(f, found), *found]
     else:
         scenarios = found
         well = healthy(
@@ -129,24 +144,128 @@ def diagnose_snapshot(
         )
         if well is not None:
             scenarios.append(well)
+        scenarios.append(_too_early(f))
     scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
+    span = _window_span(f)
     if not full:
         return Diagnosis(
-            status_of(scenarios, []), scenarios, [], {}, [], step=snap.step, ended=snap.ended
+            status_of(scenarios, []),
+            scenarios,
+            [],
+            {},
+            [],
+            step=snap.step,
+            ended=snap.ended,
+            window_span=span,
         )
     f = _as_shown(f, staying, scenarios, holding)
-    notes = _notes(f)
-    if (watch := kl_watch(f, scenarios)) is not None:
-        notes.insert(0, Note(Severity.CAUTION, "kl", watch, short=watch.split(", ", 1)[0]))
     return Diagnosis(
-        status_of(scenarios, notes),
+        status_of(scenarios, []),
         scenarios,
         checklist(f),
         _metric_health(f),
-        notes,
+        _notes(f),
         step=snap.step,
         ended=snap.ended,
+        window_span=span,
+        findings=f,
     )
+
+
+def _window_span(f: Findings) -> float:
+    """Steps the judging window spans now: the reward's, else the train rows' latest."""
+    window = f.reward.window if f.reward is not None else None
+    if window is not None and window.first_step is not None and window.last_step is not None:
+        return window.last_step - window.first_step
+    steps = f.snap.train_steps
+    recent = steps[-f.rules.window_size(steps.size) :] if steps.size else steps
+    return float(recent[-1] - recent[0]) if recent.size else 0.0
+
+
+def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
+    """The steady diagnosis as every surface shows it: findings that are a symptom of the
+    state shown folded into it, the notes that depend on what is shown (a KL to watch, when
+    no verdict took it up), the state's word, the status of all of it."""
+    f = raw.findings
+    scenarios = _folded(steady.scenarios)
+    if f is not None:
+        scenarios = [_current_courses(s, f) for s in scenarios]
+    notes = list(steady.notes)
+    if f is not None and (watch := kl_watch(f, scenarios)) is not None:
+        notes.insert(0, Note(Severity.CAUTION, "kl", watch, short=watch.split(", ", 1)[0]))
+    return replace(
+        steady,
+        scenarios=scenarios,
+        notes=notes,
+        status=status_of(scenarios, notes),
+        state=state_of(scenarios, ended=steady.ended),
+    )
+
+
+def _current_courses(scenario: Scenario, f: Findings) -> Scenario:
+    """A block's course evidence as the reading says the course now: a verdict held from an
+    earlier moment (or judged with its staying thresholds) quotes the metric's one course,
+    the same two numbers and word as every other surface."""
+    judged = {**f.judged(), **{fn.fn: fn.judgement for fn in f.functions}}
+    evidence = []
+    for e in scenario.evidence:
+        judgement = judged.get(e.metric)
+        if e.word and judgement is not None and e.text.startswith(f"{e.metric} {e.word}: "):
+            e = course_evidence(e.metric, judgement)
+        evidence.append(e)
+    return replace(scenario, evidence=evidence)
+
+
+def state_of(scenarios: list[Scenario], *, ended: bool) -> LearningState:
+    """The run's state in a word, from the state block among `scenarios`."""
+    block = next((s for s in scenarios if s.id.is_state), None)
+    if block is None:
+        return LearningState.TOO_SHORT if ended else LearningState.TOO_EARLY
+    if block.id is ScenarioId.REWARD_HACKING:
+        return (
+            LearningState.REWARD_HACKING
+            if block.severity is Severity.PROBLEM
+            else LearningState.POSSIBLE_REWARD_HACKING
+        )
+    if block.id is ScenarioId.TOO_EARLY and block.evidence and block.evidence[0].metric == "":
+        return LearningState.NO_REWARD
+    if block.id in (ScenarioId.TOO_EARLY, ScenarioId.WARMING_UP):
+        return LearningState.TOO_SHORT if ended else LearningState.TOO_EARLY
+    return _STATES[block.id]
+
+
+_STATES = {
+    ScenarioId.TOO_AGGRESSIVE: LearningState.UNSTABLE,
+    ScenarioId.NOT_LEARNING: LearningState.NOT_LEARNING,
+    ScenarioId.SATURATED: LearningState.CONVERGED,
+    ScenarioId.LEARNING: LearningState.LEARNING,
+    ScenarioId.HEALTHY: LearningState.LEARNING,
+}
+
+
+def _too_early(f: Findings) -> Scenario:
+    """The state while no other holds: what the reward's course shows so far, and, where
+    there is no learning signal yet, what would decide "not learning". A run that ended is
+    "too short to judge", never "too early"."""
+    ended = f.snap.ended
+    reward = f.reward
+    if reward is None:
+        evidence = [
+            Evidence(
+                "",
+                Window(None, None, 0),
+                {},
+                "no reward is logged, and the GRPO verdicts rest on it",
+            )
+        ]
+        return Scenario(ScenarioId.TOO_EARLY, "No reward logged", Severity.INFO, None, evidence, [])
+    evidence = [course_evidence("reward", reward)]
+    early = too_early_to_say(f)
+    if early is not None:
+        evidence.append(early)
+    title = ENDED_TOO_SHORT if ended else ScenarioId.TOO_EARLY.title
+    advice = pick([(Advice.TRAIN_LONGER if ended else Advice.WAIT_COURSE, "")], f.snap.context)
+    return Scenario(ScenarioId.TOO_EARLY, title, Severity.INFO, None, evidence, advice, findings=1)
 
 
 #: the Findings field that holds each banded metric's judgement
@@ -179,15 +298,13 @@ def _as_shown(
 
 @dataclass(frozen=True, slots=True)
 class _Fold:
-    """A verdict that is the consequence of another: shown inside its cause, not beside it
-    (one mechanism, one verdict; the symptom's advice would treat the symptom)."""
+    """A finding that is the consequence of the state shown: shown inside it, not beside
+    it (one mechanism, one verdict; the symptom's advice would treat the symptom)."""
 
     symptom: ScenarioId
     causes: tuple[ScenarioId, ...]
     #: how the symptom's first evidence reads inside the cause
     words: str
-    #: fold only when the cause holds at least as badly (else it may be a second problem)
-    cause_as_bad: bool
     #: a symptom at PROBLEM stays a verdict of its own (what the user must see first)
     keep_problem: bool = False
 
@@ -195,10 +312,11 @@ class _Fold:
 _FOLDS = (
     # the gamed form is a template: the completions converge on it
     _Fold(
-        ScenarioId.LOW_DIVERSITY,
-        (ScenarioId.REWARD_HACKING,),
-        "and the completions converge on it",
-        False,
+        ScenarioId.LOW_DIVERSITY, (ScenarioId.REWARD_HACKING,), "and the completions converge on it"
+    ),
+    # a policy converged at the top is near deterministic: the late stage's own sign
+    _Fold(
+        ScenarioId.LOW_DIVERSITY, (ScenarioId.SATURATED,), "and the policy is near deterministic"
     ),
     # an unstable policy's outputs shorten, and a gamed reward's template is short: part of
     # the instability or the hack (HEALTH.md: "length anomaly"), not a second finding
@@ -208,60 +326,46 @@ _FOLDS = (
         ScenarioId.LENGTH_COLLAPSE,
         (ScenarioId.TOO_AGGRESSIVE, ScenarioId.REWARD_HACKING),
         "and the completions shorten",
-        True,
         keep_problem=True,
-    ),
-    # these mechanisms also kill the learning signal
-    _Fold(
-        ScenarioId.NOT_LEARNING,
-        (
-            ScenarioId.TOO_AGGRESSIVE,
-            ScenarioId.LENGTH_COLLAPSE,
-            ScenarioId.REWARD_HACKING,
-            ScenarioId.LOW_DIVERSITY,
-        ),
-        "and so no learning signal",
-        True,
     ),
 )
 
 
-def _explained(found: list[Scenario], holding: frozenset[ScenarioId]) -> list[Scenario]:
-    """Verdicts that are another's consequence folded into it (_FOLDS): the symptom's first
-    evidence joins the cause's, and the cause takes the worse severity; a cause the steady
-    tracker still shows (`holding`) takes its symptom too while its own evidence wavers,
-    or the symptom would stand alone for a moment and take the headline. And no "saturated"
-    while the run is unstable (too_aggressive): a reward that stopped rising under a
-    runaway policy has not learned what the data can teach, and harder data would not help."""
+def _raw(found: list[Scenario]) -> list[Scenario]:
+    """The verdicts of one moment as the tracker takes them: no "saturated" while the run
+    is unstable (a reward that stopped rising under a runaway policy has not learned what
+    the data can teach, and harder data would not help)."""
     if any(s.id is ScenarioId.TOO_AGGRESSIVE for s in found):
         found = [s for s in found if s.id is not ScenarioId.SATURATED]
-    for fold in _FOLDS:
-        symptom = next((s for s in found if s.id is fold.symptom), None)
-        if symptom is None or (fold.keep_problem and symptom.severity is Severity.PROBLEM):
-            continue
-        causes = [
-            s
-            for s in found
-            if s.id in fold.causes
-            and (not fold.cause_as_bad or s.severity.rank <= symptom.severity.rank)
-        ]
-        if not causes:
-            if holding & set(fold.causes):
-                found = [s for s in found if s is not symptom]
-            continue
-        cause = min(causes, key=lambda s: (s.severity.rank, s.id.rank))
-        first = symptom.evidence[0]
-        consequence = replace(first, text=f"{fold.words}: {first.text}")
-        known = [e.text for e in cause.evidence]
-        # the symptom's fact joins the cause unless the cause already quotes its numbers
-        added = [] if says_nothing_new(first.text, known) else [consequence]
-        folded = replace(
-            cause,
-            severity=min(cause.severity, symptom.severity, key=lambda v: v.rank),
-            evidence=[*cause.evidence, *added],
-        )
-        found = [folded if s is cause else s for s in found if s is not symptom]
     return found
+
+
+def _folded(shown: list[Scenario]) -> list[Scenario]:
+    """Findings that are a symptom of the state shown, folded into it (_FOLDS): the
+    symptom's first evidence joins the state's. Only a symptom no worse than the state
+    folds: the screen never shows a severity the history does not have."""
+    state = next((s for s in shown if s.id.is_state), None)
+    if state is None:
+        return shown
+    folded = state
+    keep = []
+    for scenario in shown:
+        if scenario is state:
+            continue
+        fold = next((f for f in _FOLDS if f.symptom is scenario.id and state.id in f.causes), None)
+        if (
+            fold is None
+            or scenario.severity.rank < state.severity.rank
+            or (fold.keep_problem and scenario.severity is Severity.PROBLEM)
+        ):
+            keep.append(scenario)
+            continue
+        first = scenario.evidence[0]
+        known = [e.text for e in folded.evidence]
+        if not says_nothing_new(first.text, known):
+            consequence = replace(first, text=f"{fold.words}: {first.text}")
+            folded = replace(folded, evidence=[*folded.evidence, consequence])
+    return sorted([folded, *keep], key=lambda s: (s.severity.rank, s.id.rank))
 
 
 def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
@@ -317,9 +421,6 @@ def _notes(f: Findings) -> list[Note]:
         notes.append(Note(Severity.INFO, "rewards", text))
     if f.kl_offset is not None:
         notes.append(Note(Severity.CAUTION, "kl", f.kl_offset))
-    early = too_early_to_say(f)
-    if early is not None:
-        notes.append(Note(Severity.INFO, early.metric, early.text))
     if f.cap is not None and f.cap.inferred:
         inferred = f"cap {f.cap.tokens:g} tokens inferred: {f.cap.source}"
         notes.append(Note(Severity.INFO, "completion_length", inferred))
@@ -329,7 +430,29 @@ def _notes(f: Findings) -> list[Note]:
 
 
 def _metric_health(f: Findings) -> dict[str, MetricHealth]:
+    """The reading of every metric. While the run warms up, a metric in its bad band is a
+    caution: an early warning (as the warming-up block calls it), not a ✗ beside "no
+    verdict yet"."""
+
+    def zone(j: Judgement) -> Zone:
+        return Zone.CAUTION if f.warming_up and j.zone is Zone.BAD else j.zone
+
     return {
-        name: MetricHealth(j.zone, j.last, j.direction, j.reason, j.window.points)
+        name: MetricHealth(
+            zone(j),
+            j.last,
+            j.direction,
+            j.reason,
+            j.window.points,
+            finite_or_none(j.level),
+            j.trend
+            if j.trend is not None
+            else (c.direction if (c := j.shape) else Direction.UNKNOWN),
+            c.word if c is not None else "",
+            c.describe() if c is not None else "",
+            finite_or_none(c.start.value) if c is not None else None,
+            finite_or_none(c.end.value) if c is not None else None,
+            c.recent_window if c is not None else None,
+        )
         for name, j in f.judged().items()
     }

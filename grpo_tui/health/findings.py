@@ -12,7 +12,7 @@ import numpy as np
 
 from grpo_tui.health import judges as jd
 from grpo_tui.health import trends as tr
-from grpo_tui.health.improvement import Improvement, improvement
+from grpo_tui.health.course import Improvement, Phase
 from grpo_tui.health.judges import Cap, Collapse, Judgement
 from grpo_tui.health.rewards import (
     RewardFunction,
@@ -27,7 +27,6 @@ from grpo_tui.health.rewards import (
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.samples import Samples
 from grpo_tui.health.series import RunSnapshot, SeriesView
-from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Note, num, pct, value_range
 from grpo_tui.vocabulary import Zone
 
@@ -56,6 +55,9 @@ class BlowUp:
 
     text: str
     step: float | None
+    #: the reward's level before the fall (a stretch median) and now (the recent median)
+    high: float
+    now: float
     #: the reward at its floor while two signals ran off with it cannot be noise
     certain: bool
 
@@ -142,19 +144,22 @@ class Findings:
         """The rise of every task reward (else of the reward) bounded by its confidence
         interval: what "not learning" rests on (empty: too few points for a bound)."""
         rules = self.rules.learning
-        series: list[tuple[str, str, RewardRange | None]] = [
-            (t.key, t.fn, t.range) for t in self.tasks
-        ] or [("reward", "reward", self.reward_range)]
+        series: list[tuple[str, Judgement | None, RewardRange | None]] = [
+            (t.fn, t.judgement, t.range) for t in self.tasks
+        ] or [("reward", self.reward, self.reward_range)]
         bounds = []
-        for key, name, rng in series:
-            view = self.snap.get(key)
-            if view is None or view.empty:
+        for name, judgement, rng in series:
+            course = judgement.shape if judgement is not None else None
+            # the course's own two levels, bounded: the numbers every surface quotes
+            if (
+                judgement is None
+                or course is None
+                or course.phase is Phase.WARMUP
+                or course.start.last_step >= course.end.first_step
+            ):
                 continue
-            found = improvement(view.steps, view.values, rules.z)
-            if found is None:
-                continue
-            amount, why = self._meaningful(key, view, rng)
-            bounds.append(RiseBound(key, name, found, amount, why))
+            amount, why = self._meaningful(judgement.name, judgement.view, rng)
+            bounds.append(RiseBound(judgement.name, name, course.bound(rules.z), amount, why))
         return bounds
 
     def _meaningful(self, key: str, view: SeriesView, rng: RewardRange | None) -> tuple[float, str]:
@@ -265,7 +270,7 @@ class Findings:
         view = reward.view
         after = (view.steps > high.last_step) & (view.values < (high.value + now) / 2)
         step = float(view.steps[np.flatnonzero(after)[0]]) if after.any() else None
-        return BlowUp(text, step, certain=len(companions) >= 2)
+        return BlowUp(text, step, high.value, now, certain=len(companions) >= 2)
 
     def _entropy_ran_off(self) -> str | None:
         """Entropy ×blow_up.entropy_factor over its early level (the lowest of its first
@@ -349,6 +354,14 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
     if kl is not None and offset is not None:
         # one judgement of the metric: the grid, the checklist and the verdicts read it
         kl = replace(kl, zone=Zone.CAUTION, reason=f"{kl.reason}; {offset}")
+    eval_reward = _maybe(_eval_view(snap, functions), lambda v: jd.no_bands(v, _eval_rules(rules)))
+    if (
+        collapse is not None
+        and not collapse.short
+        and not _task_falls(reward, functions, eval_reward, rules.learning.meaningful_fraction)
+    ):
+        # concision, not collapse: answers shorten while the task holds or rises (HEALTH.md)
+        collapse = None
     covered = {"reward", *BANDED, "eval_reward", "loss", "grad_norm", IS_RATIO_MEAN, IS_RATIO_MIN}
     covered |= {f.key for f in functions}
     others = {
@@ -375,9 +388,7 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         loss=_maybe(view("loss"), lambda v: jd.judge_finite(v, rules)),
         grad_norm=grad,
         grad_zero_share=jd.zero_share(grad, rules) if grad is not None else math.nan,
-        eval_reward=_maybe(
-            _eval_view(snap, functions), lambda v: jd.no_bands(v, _eval_rules(rules))
-        ),
+        eval_reward=eval_reward,
         is_ratio=_maybe(view(IS_RATIO_MEAN), lambda v: jd.no_bands(v, rules)),
         is_ratio_min=_maybe(view(IS_RATIO_MIN), lambda v: jd.no_bands(v, rules)),
         functions=functions,
@@ -386,6 +397,32 @@ def find(snap: RunSnapshot, rules: Rules) -> Findings:
         samples=Samples.of(snap.samples, rules),
         others=others,
     )
+
+
+#: the phases of a course that fell
+_FALLEN = (Phase.FALLING, Phase.DECLINING)
+
+
+def _task_falls(
+    reward: Judgement | None,
+    functions: tuple[RewardFunction, ...],
+    eval_reward: Judgement | None,
+    fraction: float,
+) -> bool:
+    """The task reward (each task function, else the reward) or the eval fell, beyond its
+    noise and by more than `fraction` of its scale (its observed range, or its size): what
+    makes shorter answers a collapse rather than concision."""
+    tasks = [fn.judgement for fn in functions if fn.role is Role.TASK] or [reward]
+    for judgement in (*tasks, eval_reward):
+        course = judgement.shape if judgement is not None else None
+        if course is None or not (course.phase in _FALLEN or course.fell):
+            continue
+        assert judgement is not None
+        top = max(course.start.value, course.peak.value)
+        scale = max(float(np.ptp(judgement.view.values)), abs(top))
+        if top - course.end.value > fraction * scale:
+            return True
+    return False
 
 
 def _eval_view(snap: RunSnapshot, functions: tuple[RewardFunction, ...]) -> SeriesView | None:

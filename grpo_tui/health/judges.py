@@ -28,9 +28,9 @@ import numpy as np
 
 from grpo_tui.context import RunContext
 from grpo_tui.health import trends as tr
+from grpo_tui.health.course import Course, analyse, point_noise
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.series import SeriesView
-from grpo_tui.health.shape import Shape, analyse, point_noise
 from grpo_tui.health.verdict import Note, Window, num, pct
 from grpo_tui.health.zones import relative_scale
 from grpo_tui.numbers import format_step
@@ -62,7 +62,7 @@ class Judgement:
     steps: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
 
     @cached_property
-    def shape(self) -> Shape | None:
+    def shape(self) -> Course | None:
         """The whole run's course (None for a metric with no finite point)."""
         # eval points are rare and each averages a whole eval set: fewer make a course
         evaluated = self.name.startswith("eval_")
@@ -236,11 +236,15 @@ def judge_kl(view: SeriesView, rules: Rules, context: RunContext) -> Judgement:
         and (own_scale or bounds.caution_above is None or level > bounds.caution_above)
     )
     if own_scale:
-        why = (
-            f"{view.source_key}: drift from the rollout policy, not KL to the reference"
-            if own_key
-            else f"median {num(level)} > {num(rules.kl.per_token_max)}: a per-sequence sum, not per-token"
-        )
+        if not own_key:
+            why = f"median {num(level)} > {num(rules.kl.per_token_max)}: a per-sequence sum, not per-token"
+        elif "ppo_kl" in view.source_key:
+            why = f"{view.source_key}: drift from the rollout policy, not KL to the reference"
+        else:
+            why = (
+                f"{view.source_key}: a KL term folded into the reward (to the reference, or to "
+                "a teacher), whose level the task sets"
+            )
         zone, reason = Zone.HEALTHY, f"{why}; judged on its own history"  # unless exploding
         events = (Note(Severity.INFO, "kl", f"kl: {why}"),)
     else:

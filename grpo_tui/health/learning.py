@@ -1,6 +1,6 @@
 """Not learning: no learning signal that holds, and a rise that matters ruled out.
 
-The claim is bounded (LearningRules, health/improvement.py): the verdict needs its
+The claim is bounded (LearningRules, health/course.py): the verdict needs its
 no-signal evidence (zero spread sustained, every group tied, the task at its floor, no
 gradient while groups differ, a rise only through auxiliary rewards) and the rise of every
 task reward since its start bounded below the meaningful amount. Without the bound the
@@ -25,19 +25,21 @@ from grpo_tui.health.building import (
     onset,
     reward_fact,
 )
+from grpo_tui.health.course import Phase
 from grpo_tui.health.findings import Findings, RiseBound
 from grpo_tui.health.rewards import SpreadKind
-from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num
 from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
 
 
 def not_learning(f: Findings) -> Scenario | None:
-    """No learning signal that holds, and a rise that matters ruled out (LearningRules):
-    both, or the data cannot tell a slow rise from none yet (`too_early_to_say`)."""
+    """Not learning, in its two forms (HEALTH.md): no learning signal that holds, and a rise
+    that matters ruled out (LearningRules); or, on a long stretch, a learning signal on
+    every step and still a rise that matters ruled out (`_no_progress`). Without the bound
+    the data cannot tell a slow rise from none yet (`too_early_to_say`)."""
     b = _no_signal(f)
     if b is None:
-        return None
+        return _no_progress(f)
     if f.warming_up:
         return b.build(f)  # an early warning only (diagnose's warming-up verdict)
     bounds = f.rise_bounds
@@ -59,6 +61,49 @@ def _bound_evidence(bound: RiseBound, text: str | None = None) -> Evidence:
     return Evidence(bound.key, window, numbers, text or bound.describe(), found.detail)
 
 
+def _no_progress(f: Findings) -> Scenario | None:
+    """Signal without progress: groups differ (no no-signal evidence), yet over a long
+    stretch (a finished run, or `progress_points` points) the rise of every task reward
+    is bounded below the amount that matters. The updates do not move the policy: a
+    learning rate too small, a KL penalty too strong, parameters that do not train."""
+    rules = f.rules.learning
+    reward = f.reward
+    if f.warming_up or f.learned or f.blow_up is not None or reward is None:
+        return None
+    points = len(reward.view)
+    needed = rules.progress_points_ended if f.snap.ended else rules.progress_points
+    bounds = f.rise_bounds
+    if points < needed or not bounds or not all(bound.ruled_out for bound in bounds):
+        return None
+    b = Builder(ScenarioId.NOT_LEARNING)
+    first = bounds[0]
+    std = f.reward_std
+    spread = f" while groups differ (reward_std {num(std.level)}, recent median)" if std else ""
+    b.add(
+        Severity.CAUTION,
+        _bound_evidence(
+            first,
+            f"no progress over {points} points{spread}: {first.describe()}",
+        ),
+    )
+    for bound in bounds[1:]:
+        b.support(_bound_evidence(bound))
+    b.support(course("reward", reward))
+    context = f.snap.context
+    clip = f.clip
+    if (
+        clip is not None
+        and clip.zone in (Zone.NA, Zone.UNKNOWN, Zone.CAUTION)
+        and clip.level < 1e-3
+    ):
+        b.advise(Advice.WEAK_UPDATES)
+    b.advise(Advice.RAISE_LR)
+    if context.beta is not None and context.beta > 0:
+        b.advise(Advice.WEAKER_KL)
+    b.advise(Advice.CHECK_TRAINING)
+    return b.build(f)
+
+
 def too_early_to_say(f: Findings) -> Evidence | None:
     """The no-learning-signal evidence is there, but the reward's course does not yet rule
     out a rise that matters (and does not show one either): the early facts, and about how
@@ -71,13 +116,22 @@ def too_early_to_say(f: Findings) -> Evidence | None:
     if any(bound.rising for bound in bounds):
         return None  # it rises: nothing to decide
     bound = next((bound for bound in bounds if not bound.ruled_out), None)
-    text = "not learning? too early to say: no learning signal in the recent window"
+    ended = f.snap.ended
+    text = (
+        "not learning? the run ended undecided: no learning signal in the recent window"
+        if ended
+        else "not learning? too early to say: no learning signal in the recent window"
+    )
     if bound is not None:
         more = bound.improvement.points_to_decide(bound.amount)
         text += f", but {bound.describe()}"
         steps = _points_as_steps(f, bound.key, more)
         if steps is not None:
-            text += f"; about {steps:g} more steps at this noise would decide it"
+            text += (
+                f"; about {steps:g} more steps at this noise would have decided it"
+                if ended
+                else f"; about {steps:g} more steps at this noise would decide it"
+            )
         return _bound_evidence(bound, text)
     return reward_fact(f, text + " (too few points for a bound)")
 

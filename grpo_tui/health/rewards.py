@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from grpo_tui.context import RunContext
+from grpo_tui.health.course import Course, Phase
 from grpo_tui.health.judges import Judgement, no_bands, window_of
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import RunSnapshot, SeriesView
-from grpo_tui.health.shape import Phase, Shape
 from grpo_tui.health.verdict import num, pct, value_range
 
 #: per-function reward means (adapters map legacy `rewards/<fn>` onto this)
@@ -187,7 +187,7 @@ class RewardFunction:
     weight: float | None = None
 
     @property
-    def shape(self) -> Shape | None:
+    def shape(self) -> Course | None:
         return self.judgement.shape
 
     @property
@@ -196,18 +196,30 @@ class RewardFunction:
 
     @property
     def stalled(self) -> bool:
-        """At its floor, or, with enough points, flat: never clearly improved and its end
-        within two standard errors of its start. A rise not yet clear in the noise is not
-        "stalled": absence of evidence is not evidence of absence."""
+        """At its floor, or, with enough points, no clear improvement: never clearly improved
+        and its late level within two standard errors of its early one. A rise not yet clear
+        in the noise is not "stalled": absence of evidence is not evidence of absence."""
+        return self._within(2.0)
+
+    @property
+    def flat(self) -> bool:
+        """At its floor, or flat in its course's own words: within one standard error (a move
+        of more than that, not beyond noise, is "not yet beyond noise", not flat)."""
+        return self._within(1.0, enough=0)
+
+    def _within(self, errors: float, *, enough: int | None = None) -> bool:
         if self.at_floor:
             return True
-        shape = self.shape
-        enough = 2 * self.judgement.rules.trend.min_points  # points to tell if it improved
-        if shape is None or shape.points < enough or self.improved:
+        course = self.shape
+        if enough is None:
+            enough = 2 * self.judgement.rules.trend.min_points  # points to tell if it improved
+        if course is None or course.points < enough or self.improved:
             return False
+        if course.phase is Phase.WARMUP or course.end.first_step <= course.start.last_step:
+            return False  # too few points for two levels: no course to read
         # within two standard errors: a flat reward drifts past one often enough by chance
         # that a verdict resting on "stalled" would come and go with it
-        return shape.change <= 2.0 * math.hypot(shape.end.error, shape.start.error)
+        return course.change <= errors * course.error
 
 
 #: a logged total is a weighted sum of the function means when the median gap between the

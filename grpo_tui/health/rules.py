@@ -250,8 +250,10 @@ class LengthRules:
     """Recent length more than this fraction below the early level is caution."""
     collapse_bad_drop: float = 0.6
     """More than this fraction below the early level, and short, is a collapse (bad)."""
-    collapse_short_fraction: float = 0.25
-    """"Short" for a collapse: below this fraction of max_completion_length (when known)."""
+    collapse_short_fraction: float = 0.05
+    """"Short" for a collapse: below this fraction of max_completion_length (when known): a
+    few tokens (6 of a 128 cap, 51 of 1024). Shorter answers that are not this short are a
+    collapse only while the task reward or eval falls (concision otherwise)."""
     identical_spread: float = 0.5
     """completion_length_max - completion_length_min below this many tokens, sustained, while
     not truncated, means every completion has the same length (a sign of identical outputs)."""
@@ -268,9 +270,14 @@ class LengthRules:
 class KlRules:
     """KL scale: the zones hold for the per-token estimator of KL to the reference only."""
 
-    own_scale_keys: list[str] = field(default_factory=lambda: ["actor/ppo_kl", "ppo_kl"])
-    """Source keys mapped onto `kl` that measure something else (drift from the rollout policy):
-    judged only against their own history (exploding), never against the absolute zones."""
+    own_scale_keys: list[str] = field(
+        default_factory=lambda: ["actor/ppo_kl", "ppo_kl", "actor/reward_kl_penalty", "critic/kl"]
+    )
+    """Source keys mapped onto `kl` whose level says nothing of an update gone too far:
+    the drift from the rollout policy (`ppo_kl`), and a KL term folded into the reward
+    (verl's `use_kl_in_reward`: to the reference, or to a teacher in on-policy
+    distillation, whose level the task sets). Judged only against their own history
+    (exploding), never against the absolute zones."""
     per_token_max: float = 10.0
     """Per-token KL estimators are clamped at this; larger values prove a per-sequence sum
     (e.g. ms-swift kl_in_reward), judged on its own scale."""
@@ -331,7 +338,7 @@ class LearningRules:
     """ "Not learning" as a bounded claim: the rise of the task reward (the reward, when no
     task reward is named) since its start is bounded below an amount that matters, by a
     confidence interval allowing for the run's own noise and autocorrelation
-    (health/improvement.py). Without that bound the verdict is withheld: "too early to say".
+    (health/course.py). Without that bound the verdict is withheld: "too early to say".
 
     Stated error rate: a run whose reward truly rose by the meaningful amount gets a bound
     below it at one moment with probability 1 - Φ(z) (z 2.33: 1 %), and the verdict also
@@ -345,7 +352,14 @@ class LearningRules:
     unit GRPO's advantages are measured in), or of the observed range when no std is logged."""
     z: float = 2.33
     """One-sided normal quantile of the bound (2.33: a rise that large is missed 1 % of the
-    time at one moment; Student's t is used for few effective points)."""
+    time at one moment); the bound is built with Student's t at that probability, exact,
+    for the degrees of freedom the noise was measured with."""
+    progress_points: int = 150
+    """"Not learning" without its no-signal evidence (groups differ on every step, yet the
+    task reward does not rise by the amount that matters): only on a long stretch, this many
+    logged reward points..."""
+    progress_points_ended: int = 40
+    """...or this many once the run has ended (a whole run's course; never early)."""
 
 
 @dataclass(frozen=True, slots=True)

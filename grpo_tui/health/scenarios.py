@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from grpo_tui.health import trends as tr
 from grpo_tui.health.advice import Advice
@@ -49,12 +50,12 @@ from grpo_tui.health.building import (
     severity_of,
     upper,
 )
+from grpo_tui.health.course import Phase
 from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement, window_of
 from grpo_tui.health.learning import not_learning
 from grpo_tui.health.rewards import SpreadKind
 from grpo_tui.health.samples import Getter, format_rate, overlap
-from grpo_tui.health.shape import Phase
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num, pct
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
@@ -75,6 +76,8 @@ def saturated(f: Findings) -> Scenario | None:
     reward, rng = f.reward, f.reward_range
     if reward is None or reward.shape is None or f.blow_up is not None:
         return None
+    if f.spread_kind is SpreadKind.ALL_FAIL or (f.tasks and all(t.at_floor for t in f.tasks)):
+        return None  # a floor is not a top: still groups of failures, not saturation
     shape = reward.shape
     position = rng.position(reward.level) if rng is not None else None
     at_top = rng is not None and rng.reaches(reward.level, f.rules.rewards.saturation_position)
@@ -117,11 +120,12 @@ def saturated(f: Findings) -> Scenario | None:
         text = f"reward at the top of its range: {num(reward.level)} (recent median) of {rng.text}, {pct(position or 0)}"
     else:
         text = f"reward levelled off after rising: {shape.describe()}"
-    b.add(
-        severity,
-        evidence(reward, text, position=position),
-        shape.recent_window.first_step if plateau else None,
-    )
+    if at_top and rng is not None:
+        top_from = rng.low + f.rules.rewards.saturation_position * rng.span
+        since = onset(f, "reward", at_least(top_from))
+    else:
+        since = shape.recent_window.first_step
+    b.add(severity, evidence(reward, text, position=position), since)
     if eval_reward is not None and eval_reward.shape is not None:
         b.support(course(eval_reward.name, eval_reward))
     if eval_reward is not None and not eval_stalled and eval_reward.direction.up:
@@ -139,7 +143,12 @@ def too_aggressive(f: Findings) -> Scenario | None:
     blow_up = f.blow_up
     if blow_up is not None:
         text, step = blow_up.text, blow_up.step
-        b.add(Severity.PROBLEM, reward_fact(f, text), step)
+        fact = reward_fact(f, text)
+        b.add(
+            Severity.PROBLEM,
+            replace(fact, numbers={"early": blow_up.high, "recent": blow_up.now}),
+            step,
+        )
         b.advise(Advice.LOWER_LR)
         at = f"step {format_step(step)}" if step is not None else ""
         b.advise(Advice.RESUME_EARLIER, detail=at)
@@ -227,6 +236,8 @@ def _eval_stalled_while_train_rose(reward: Judgement, eval_reward: Judgement, f:
         return False
     if held_out.phase is not Phase.FLAT or held_out.points < 2 * f.rules.trend.eval_min_points:
         return False
+    if held_out.unclear and held_out.change > 0:
+        return False  # it "rose, not yet beyond noise": not a stall the words could say
     # even at two standard errors above what it showed, eval rose less than a third of train
     error = math.hypot(held_out.start.error, held_out.end.error)
     return held_out.change + 2.0 * error < train.change / 3
@@ -464,8 +475,11 @@ def low_diversity(f: Findings) -> Scenario | None:
     # near zero, or collapsed to a tenth of where it started (the zone's reason says which)
     low = max(bounds_of(f, "entropy").bad_below or 0.0, rules.entropy.collapse_ceiling)
     if entropy is not None and entropy.zone is Zone.BAD and entropy.level < low:
+        # a policy converged on what it solves (the reward at its top, groups all passing)
+        # is near deterministic by right: worth knowing, not a failure
+        converged = f.spread_kind is SpreadKind.ALL_PASS and _reward_at_top(f)
         b.add(
-            Severity.PROBLEM,
+            Severity.CAUTION if converged else Severity.PROBLEM,
             evidence(
                 entropy,
                 f"entropy {num(entropy.level)} (recent median): the policy is near deterministic — {entropy.reason}",
@@ -501,6 +515,15 @@ def low_diversity(f: Findings) -> Scenario | None:
         b.add(*identical)
     b.advise(Advice.MORE_DIVERSITY, Advice.MORE_GENERATIONS, Advice.FINER_REWARD)
     return b.build(f)
+
+
+def _reward_at_top(f: Findings) -> bool:
+    reward, rng = f.reward, f.reward_range
+    return (
+        reward is not None
+        and rng is not None
+        and rng.reaches(reward.level, f.rules.rewards.saturation_position)
+    )
 
 
 def _identical_lengths(f: Findings) -> tuple[Severity, Evidence] | None:
@@ -539,7 +562,10 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     """Rising with its spread intact; once it holds, it stays while the reward keeps what
     it gained (a plateau or a noisy stretch is no reason to drop it; a fall or any warning
     is)."""
-    if any(s.severity.warns for s in others) or any(s.id is ScenarioId.SATURATED for s in others):
+    # one state at a time: another state that warns, or the late stage, is not learning;
+    # a finding (truncation, a collapse of the lengths) warns beside it
+    states = [s for s in others if s.id.is_state]
+    if any(s.severity.warns or s.id is ScenarioId.SATURATED for s in states):
         return None
     reward = f.reward
     if reward is None or reward.shape is None:
@@ -551,12 +577,12 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)
     # every task flat: not healthy yet; once healthy holds, a task that is for a while flat
     # again is no evidence against it (a verdict that needs one, not_learning, takes over)
-    stalled = bool(f.tasks) and all(t.stalled for t in f.tasks)
+    stalled = bool(f.tasks) and all(t.flat for t in f.tasks)
     if not (rising or kept) or (stalled and not holding):
         return None
     std = f.reward_std
     # no reward_std logged: a reward that rose is itself proof that groups differed
-    held = (std, f.frac_zero_std, f.clip, f.length, f.kl)
+    held = (std, f.frac_zero_std, f.clip, f.kl)
     if any(judgement is not None and judgement.zone is Zone.BAD for judgement in held):
         return None
     b = Builder(ScenarioId.HEALTHY)

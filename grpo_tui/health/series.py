@@ -149,5 +149,5 @@ def snapshot(run: Run) -> RunSnapshot:
         run.samples,
         np.asarray(train, dtype=np.float64),
         math.nan if last is None else last,
-        ended=run.finished or run.reached_max_steps(),
+        ended=run.ended(),
     )

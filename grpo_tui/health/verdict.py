@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from grpo_tui.numbers import format_step
-from grpo_tui.vocabulary import Answer, Direction, ScenarioId, Severity, Status, Zone
+from grpo_tui.vocabulary import Answer, Direction, LearningState, ScenarioId, Severity, Status, Zone
 
 # -- public result types -------------------------------------------------------------
 
@@ -56,6 +57,9 @@ class Evidence:
     detail: str = ""
     """How the numbers were read (windows, medians, noise): `check --verbose` shows it,
     the headline text leaves it out."""
+    word: str = ""
+    """For a metric's course: its word ("rising", "rose, not yet beyond noise"), the one
+    every surface quotes beside the course's two numbers."""
 
 
 @dataclass(slots=True)
@@ -93,15 +97,29 @@ class CheckItem:
 
 @dataclass(frozen=True, slots=True)
 class MetricHealth:
-    """A metric's zone on its recent window, latest value, trend and why."""
+    """What the reading says of one metric, for every surface that shows it: its zone on
+    its recent window and why, its level there, its whole-run course (word, numbers, arrow)
+    and its recent trend, with the windows named."""
 
     zone: Zone
     last: float | None
+    #: the recent trend: the direction over the latest third of the points (`recent`)
     trend: Direction
     reason: str
     points: int = 0
-    """How many latest points the zone and the trend were judged on (the trend is of
-    this recent window, not of the whole run: the checklist reads the whole course)."""
+    """How many latest points the zone was judged on."""
+    level: float | None = None
+    """The recent level the verdicts quote: the median of the latest quarter of the zone's
+    window (the grid's number)."""
+    #: the whole run's course: its arrow (the grid's), its word and its numbers
+    course: Direction = Direction.UNKNOWN
+    course_word: str = ""
+    course_text: str = ""
+    #: the course's two levels (the means of its first and last third), as `course_text` says them
+    course_start: float | None = None
+    course_end: float | None = None
+    #: the window the recent trend was read on
+    recent: Window | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,14 +163,33 @@ class Diagnosis:
     """The step the diagnosis judged the run at (its newest row)."""
     ended: bool = False
     """The run was over when judged: a warm-up then is "too short to judge", for good."""
+    window_span: float = 0.0
+    """Steps the judging window spanned at this moment (the reward's, else the train
+    rows'): a verdict shown leaves once its evidence has been gone that long."""
+    state: LearningState = LearningState.TOO_EARLY
+    """The run's one state (the state block among `scenarios` in a word)."""
+    findings: Any = field(default=None, compare=False, repr=False)
+    """The moment's health.findings.Findings, for what is decided once the steady verdicts
+    are known (None once finished, and for a moment judged for its verdicts only)."""
 
     def scenario(self, scenario_id: ScenarioId) -> Scenario | None:
         return next((s for s in self.scenarios if s.id is scenario_id), None)
 
     @property
+    def state_block(self) -> Scenario | None:
+        """The scenario that is the run's state (None before any data)."""
+        return next((s for s in self.scenarios if s.id.is_state), None)
+
+    @property
+    def verdicts(self) -> list[Scenario]:
+        """The scenarios that are verdicts (`check --json`'s scenarios): all but the state
+        blocks that say "too early to say" or "learning, with a warning beside it"."""
+        return [s for s in self.scenarios if s.id.is_verdict]
+
+    @property
     def ids(self) -> list[str]:
-        """The scenario ids as words (what JSON and the labels use), worst first."""
-        return [s.id.word for s in self.scenarios]
+        """The verdicts' ids as words (what JSON and the labels use), worst first."""
+        return [s.id.word for s in self.verdicts]
 
 
 # -- number formatting (evidence text) -----------------------------------------------
@@ -188,7 +225,9 @@ def status_of(scenarios: list[Scenario], notes: list[Note]) -> Status:
         return Status.PROBLEM
     if Severity.CAUTION in severities or any(n.severity is Severity.CAUTION for n in notes):
         return Status.CAUTION
-    if any(s.id in (ScenarioId.HEALTHY, ScenarioId.SATURATED) for s in scenarios):
+    if any(
+        s.id in (ScenarioId.HEALTHY, ScenarioId.SATURATED, ScenarioId.LEARNING) for s in scenarios
+    ):
         return Status.HEALTHY
     return Status.UNKNOWN
 

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 #: bad lines kept verbatim (the first ones, then the most recent): enough to show, bounded
 _BAD_LINES_KEPT = 20
+#: a learning rate at most this share of its peak, at the newest of at least SCHEDULE_POINTS
+#: logged values, is a decaying schedule run to its end (linear and cosine decay end at 0)
+SCHEDULE_END = 0.01
+SCHEDULE_POINTS = 10
 
 
 @dataclass(slots=True, frozen=True)
@@ -186,6 +190,23 @@ class Run:
     @property
     def max_steps(self) -> int | None:
         return self._max_steps or self.context.max_steps
+
+    def ended(self) -> bool:
+        """The run is over: its log says so, its newest step is max_steps, or its learning
+        rate schedule ran to its end (a format that writes no end marker, TensorBoard's)."""
+        return self.finished or self.reached_max_steps() or self.schedule_ended()
+
+    def schedule_ended(self) -> bool:
+        """The learning rate decayed to at most SCHEDULE_END of its peak at the newest of
+        at least SCHEDULE_POINTS logged values: a decaying schedule run to its end."""
+        if "learning_rate" not in self.store:
+            return False
+        values = self.store.points("learning_rate").values
+        values = values[np.isfinite(values)]
+        if values.size < SCHEDULE_POINTS:
+            return False
+        peak = float(values.max())
+        return peak > 0 and float(values[-1]) <= SCHEDULE_END * peak
 
     def reached_max_steps(self) -> bool:
         """The newest train step is max_steps: the training loop is over. A run read from

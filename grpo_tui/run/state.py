@@ -31,7 +31,7 @@ def run_state(run: Run, now: float) -> tuple[RunState, float | None]:
         return RunState.UNREADABLE, age
     if run.reading is not None:
         return RunState.READING, age
-    if run.finished or run.reached_max_steps():
+    if run.ended():
         return RunState.FINISHED, age
     if age is None or not len(run.store):
         return RunState.WAITING, age  # nothing yet, or only lines that are no metrics

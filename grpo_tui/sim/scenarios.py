@@ -323,8 +323,11 @@ SCENARIO_REGIMES: dict[str, tuple[Regime, ...]] = {
         Regime(_BLOW_UP_ONSET[1], "too_aggressive", frozenset({"truncation"})),
     ),
     # collapsed from the first update on: only the step-1 line (before any update) looks
-    # normal, and one point is warming up, not a verdict
-    "early_collapse": (Regime(0.0, "length_collapse", frozenset({"low_diversity"})),),
+    # normal, and one point is warming up, not a verdict. The run's state is "not
+    # learning" (rewards 0, groups tied), the collapse and the alike outputs its findings
+    "early_collapse": (
+        Regime(0.0, "length_collapse", frozenset({"low_diversity", "not_learning"})),
+    ),
     # rising, then at its top with eval risen too: the late stage (healthy is right while it
     # levels off); reward hacking never
     "fast_convergence": (

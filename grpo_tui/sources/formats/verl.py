@@ -79,6 +79,8 @@ VERL_ALIASES: dict[str, tuple[str, ...]] = {
 VERL_FAMILIES: tuple[tuple[str, str], ...] = (
     (r"val-core/.+/(?:acc|reward)/mean@\d+", "eval_reward"),
     (r"val/test_score/.+", "eval_reward"),
+    # a run whose val-core holds only best@N / maj@N statistics: the mean in val-aux
+    (r"val-aux/.+/(?:acc|reward|score)/mean@\d+", "eval_reward"),
 )
 
 
@@ -204,6 +206,10 @@ _STEP = re.compile(r"(?:^\s*|\)\s+)step:(\d+)\s+-\s+")
 #: one `key:value` field; values are numbers, nan/inf, or np.float64(…)
 _FIELD = re.compile(r"^([^\s:][^:]*):(\S+)$")
 #: a wrapped line's rest: key characters and ` - ` separators, no prefix, no other text
+#: what verl's trainer prints after its last step (RayPPOTrainer.fit)
+_FINAL = re.compile(r"Final validation metrics")
+#: the record the console parser makes of that line: an end-of-training line (no metric)
+TRAINING_DONE = "_training_done"
 _CONTINUATION = re.compile(r"^[\w/@.+\-:()]+(?: - [\w/@.+\-:()]*)*(?: -)?$")
 
 
@@ -243,6 +249,10 @@ class VerlConsoleParser:
             self._read_config(_RAY_PREFIX.sub("", text))
         match = _STEP.search(text)
         if match is None:
+            if _FINAL.search(text) and self._step:
+                # ray_trainer.fit prints this once the last step is trained: the run ended
+                self._end_step_line()
+                return [TextDict(line_no, {"step": self._step, TRAINING_DONE: 1})]
             if self._body is not None and _CONTINUATION.match(text.strip()):
                 self._body += text.strip()
                 self._length = len(text)
@@ -362,6 +372,8 @@ VERL_CONSOLE = replace(
     reading=Reading.CONSOLE,
     flatten=None,
     parser=VerlConsoleParser,
+    end_keys=(TRAINING_DONE,),
+    ignored_keys=frozenset({"training/global_step", TRAINING_DONE}),
     claim=console_claim_verl,
     find=console_find_verl,
 )

@@ -55,12 +55,19 @@ def detail_title(
     style = source.palette.style(zone)
     text = Text(no_wrap=False)
     text.append(printable(name), style="bold")
-    text.append(
-        f"  {format_value(latest[1] if (latest := store.latest(name)) else None)} ", style=style
-    )
+    newest = format_value(latest[1] if (latest := store.latest(name)) else None)
+    if health is not None and health.level is not None:
+        # the grid's number (the recent level the verdicts quote), and the newest value
+        text.append(f"  now {format_value(health.level)} ", style=style)
+        text.append(f"(last {newest}) ", style="dim")
+    else:
+        text.append(f"  {newest} ", style=style)
     text.append(f"{zone.glyph} {zone.word}", style=style)
-    if health is not None and health.trend.known:
-        text.append(f"  {health.trend.word}", style="dim")
+    if health is not None and health.course_word:
+        # the whole run's course as every surface quotes it, and the recent trend by its window
+        text.append(f"  {health.course.glyph} {printable(health.course_word)}", style="dim")
+        if health.recent is not None and health.trend.known:
+            text.append(f", {health.recent.span}: {health.trend.word}", style="dim")
     count = store.count(name)
     text.append(f"  {count} point{'' if count == 1 else 's'}", style="dim")
     if (last := store.last(name)) is not None:
@@ -71,6 +78,9 @@ def detail_title(
         fits = text.cell_len + 2 + len(block) <= width
         text.append("  " if fits else "\n", style="bold")
         text.append(block, style="bold")
+    if health is not None and health.course_text:
+        text.append("\n")
+        text.append(f"course: {printable(health.course_text)}", style="dim")
     if health is not None and health.reason:
         text.append("\n")
         text.append(f"{printable(name)} {printable(health.reason)}", style="dim")

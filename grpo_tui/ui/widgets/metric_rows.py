@@ -84,7 +84,10 @@ def build_row(
     latest = store.latest(name)
     value = None if latest is None else latest[1]
     if health is not None:
-        zone, trend = health.zone, health.trend
+        # the level the verdicts quote (the recent median), and the whole run's course
+        zone, trend = health.zone, health.course
+        if health.level is not None:
+            value = health.level
     elif diagnosis is None:
         zone, trend = Zone.UNKNOWN, Direction.UNKNOWN
     else:

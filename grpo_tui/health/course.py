@@ -1,0 +1,489 @@
+"""The course of a whole series: one reading of where it went, quoted on every surface.
+
+Every sentence about a metric's course (the diagnosis, the checklist, the grid's arrow, the
+detail chart, the board, the events) quotes one `Course`: one pair of levels, one statistic
+and one word, so two parts of the screen cannot tell two stories about one series.
+
+- **The two levels** are the means of the first and the last third of the points (at least
+  3 each): values the series took, averaged, with the steps they were seen at.
+- **Their standard errors** allow for the run's own noise and autocorrelation. The noise of
+  one point is measured around the local trend (the residuals of a straight line through
+  each of up to eight consecutive stretches, so that a rise does not count as noise), with
+  its lag-1 autocorrelation ρ; a part of n points counts as n (1 − ρ) / (1 + ρ) independent
+  ones.
+- **The word follows that statistic.** The late level minus the early one is compared with
+  `noise_multiple` standard errors of the difference: "rising" (or "falling") only beyond
+  them. A change of more than one standard error that is not beyond them reads
+  "rose 0.11 → 0.39, not yet beyond noise", never "flat"; "flat" is a change within one
+  standard error.
+- **Stretch medians** (up to eight) locate the peak: a rise that fell back ("rose, then
+  declined"), a plateau ("levelled off after rising").
+- **The latest third** gives the recent direction (trends.classify_trend), which the rules
+  read and the detail view names with its window.
+
+`Course.bound(z)` is the same difference as a one-sided bound: how far the series may have
+risen at most, what "not learning" rests on (health/learning.py). Its stated rate: a series
+whose level truly rose by `amount` gets a bound below `amount` with probability 1 − Φ(z) at
+one moment, when its noise is a stationary AR(1) around a straight course
+(tests/test_course.py measures it).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+
+from grpo_tui.health import trends as tr
+from grpo_tui.health.rules import TrendRules
+from grpo_tui.health.verdict import Window, num
+from grpo_tui.vocabulary import Direction
+
+#: a median of k normal points has a standard error of about this × σ / √k
+_MEDIAN_EFFICIENCY = 1.2533
+#: the series is read in at most this many stretches (levels: where its peak and trough were)
+MAX_STRETCHES = 8
+#: points per stretch at the least (fewer points: fewer stretches)
+MIN_STRETCH_POINTS = 5
+#: the early and late levels are means of this share of the points...
+PART_SHARE = 1 / 3
+#: ...and of at least this many
+MIN_PART_POINTS = 3
+#: a plateau's flat stretch has at least this many points
+PLATEAU_POINTS = 10
+#: lag-1 autocorrelation is capped here (a near random walk would leave no effective points)
+MAX_RHO = 0.9
+
+
+class Phase(enum.Enum):
+    """Where a series is in its course."""
+
+    WARMUP = "warming up"
+    RISING = "rising"
+    #: flat, after a clear rise, at about its peak level
+    PLATEAU = "plateau"
+    #: rose, then wandered below its peak without clearly declining
+    UNSTEADY = "unsteady"
+    DECLINING = "declining"
+    FLAT = "flat"
+    FALLING = "falling"
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """A level of a stretch of points (a mean, or a stretch's median), with where it was seen."""
+
+    value: float
+    first_step: float
+    last_step: float
+    points: int
+    #: standard error of `value` as an estimate of the stretch's level
+    error: float
+
+    @property
+    def window(self) -> Window:
+        return Window(self.first_step, self.last_step, self.points)
+
+
+@dataclass(frozen=True, slots=True)
+class Noise:
+    """The noise of one point around the local trend, and how well it is known."""
+
+    sigma: float
+    #: lag-1 autocorrelation of the residuals, in [0, MAX_RHO]
+    rho: float
+    #: degrees of freedom of `sigma`, lowered for the autocorrelation
+    df: float
+
+    def effective(self, points: int) -> float:
+        """Independent points `points` autocorrelated ones are worth."""
+        return max(1.0, points * (1 - self.rho) / (1 + self.rho))
+
+    def error(self, points: int, *, median: bool = False) -> float:
+        """Standard error of the mean (or the median) of `points` consecutive points."""
+        if not math.isfinite(self.sigma):
+            return 0.0
+        factor = _MEDIAN_EFFICIENCY if median else 1.0
+        return factor * self.sigma / math.sqrt(self.effective(points))
+
+
+@lru_cache(maxsize=512)
+def _t(p: float, df: float) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, p))
+
+
+def t_quantile(z: float, df: float) -> float:
+    """Student's t quantile at the normal's probability Φ(z), for `df` degrees of freedom
+    (at least 1; exact, scipy.special.stdtrit)."""
+    p = 0.5 * math.erfc(-z / math.sqrt(2.0))
+    return _t(round(p, 12), round(max(df, 1.0), 2))
+
+
+def point_noise(values: np.ndarray) -> float:
+    """σ of one point around its neighbours, from first differences: robust to a trend and
+    to spikes. When most differences are exactly 0 (a pinned series), the mean absolute
+    deviation stands in."""
+    if values.size < 3:
+        return math.nan
+    diffs = np.diff(values)
+    centred = np.abs(diffs - tr.median_of(diffs))
+    mad = 1.4826 * tr.median_of(centred)
+    mean_ad = _MEDIAN_EFFICIENCY * float(np.mean(centred))
+    return max(mad, mean_ad) / math.sqrt(2.0)
+
+
+def _lag1(residuals: list[np.ndarray]) -> float:
+    """Pooled lag-1 autocorrelation of residual pieces (each around its own line)."""
+    products = sum(float(np.dot(r[:-1], r[1:])) for r in residuals if r.size > 1)
+    total = sum(float(np.dot(r, r)) for r in residuals)
+    if total <= 0:
+        return 0.0
+    return min(MAX_RHO, max(0.0, products / total))
+
+
+def measure_noise(steps: np.ndarray, values: np.ndarray, parts: list[np.ndarray]) -> Noise:
+    """The noise of one point around a straight line through each part, pooled; with too
+    few points for lines, the first differences' (point_noise), autocorrelation unknown."""
+    residuals = []
+    fitted = 0
+    for idx in parts:
+        if idx.size < 3:
+            continue
+        x, y = steps[idx], values[idx]
+        x = x - x.mean()
+        slope = float(np.dot(x, y - y.mean()) / np.dot(x, x)) if np.dot(x, x) > 0 else 0.0
+        residuals.append(y - y.mean() - slope * x)
+        fitted += 2
+    used = sum(r.size for r in residuals)
+    df = used - fitted
+    if df < 3:
+        sigma = point_noise(values)
+        return Noise(sigma, 0.0, max(1.0, values.size - 1.0))
+    sigma = math.sqrt(sum(float(np.dot(r, r)) for r in residuals) / df)
+    rho = _lag1(residuals)
+    if sigma <= 0:
+        # a pinned series (every stretch on a line): the point-to-point deviation is what
+        # noise there is, so that one odd point is not "beyond noise"
+        sigma = point_noise(values) if values.size >= 3 else 0.0
+    return Noise(sigma, rho, max(1.0, df * (1 - rho) / (1 + rho)))
+
+
+@dataclass(frozen=True, slots=True)
+class Improvement:
+    """The late level minus the early one as a one-sided bound: the largest rise the data
+    leave possible at `z` (the same two levels the course quotes)."""
+
+    early: Level
+    recent: Level
+    #: Student's t quantile the bound is built with (for the rule's z)
+    quantile: float
+    #: the rule's one-sided z (the stated error rate is 1 − Φ(z))
+    z: float
+    noise: Noise
+
+    @property
+    def change(self) -> float:
+        return self.recent.value - self.early.value
+
+    @property
+    def error(self) -> float:
+        return math.hypot(self.early.error, self.recent.error)
+
+    @property
+    def high(self) -> float:
+        """The upper end of the interval: the largest rise the data leave possible."""
+        return self.change + self.quantile * self.error
+
+    @property
+    def low(self) -> float:
+        return self.change - self.quantile * self.error
+
+    def rules_out(self, amount: float) -> bool:
+        """The data bound the rise below `amount`: no rise that large happened."""
+        return self.high < amount
+
+    def points_to_decide(self, amount: float) -> int | None:
+        """About how many more points per part would bound the rise below `amount` if the
+        change stays where it is (None: it would not, the change is that large already)."""
+        room = amount - self.change
+        if room <= 0 or not math.isfinite(self.error) or self.error <= 0:
+            return None
+        # the error shrinks as 1/√n: the parts need (q·error/room)² times their points
+        factor = (self.quantile * self.error / room) ** 2
+        now = min(self.early.points, self.recent.points)
+        return max(1, math.ceil(now * factor) - now)
+
+    def describe(self) -> str:
+        """The change in plain words (the course's two levels, the largest rise the data
+        leave possible); how it was bounded is `detail`."""
+        return (
+            f"{num(self.early.value)} at {self.early.window.span} → {num(self.recent.value)} at "
+            f"{self.recent.window.span}, a rise of at most {num(self.high)}"
+        )
+
+    @property
+    def detail(self) -> str:
+        miss = 0.5 * math.erfc(self.z / math.sqrt(2.0))
+        return (
+            f"means of the first and last {self.early.points} points; a {100 * (1 - miss):.0f} % "
+            f"one-sided bound on their difference (Student's t {num(self.quantile)}, "
+            f"{num(self.noise.df)} degrees of freedom) with its standard error {num(self.error)}, "
+            f"from the noise around the local trend (σ {num(self.noise.sigma)}, lag-1 "
+            f"autocorrelation {num(self.noise.rho)})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Course:
+    """What a whole series did: its two levels, the peak between, a phase and its word."""
+
+    points: int
+    noise: Noise
+    stretches: tuple[Level, ...]
+    #: the mean of the first third of the points
+    start: Level
+    #: the mean of the last third
+    end: Level
+    #: the highest stretch median
+    peak: Level
+    #: the late level clearly above the early one (or a stretch clearly above the start)
+    rose: bool
+    #: the late level clearly below the early one
+    fell: bool
+    #: the last level clearly below the peak that came before it
+    declined: bool
+    #: direction over the latest third of the points
+    recent: Direction
+    recent_window: Window
+    phase: Phase
+    #: how many standard errors of their difference two levels must be apart by
+    threshold: float
+
+    def apart(self, a: Level, b: Level) -> float:
+        """How far apart two levels must be to differ clearly."""
+        error = math.hypot(a.error, b.error)
+        scale = max(abs(a.value), abs(b.value), 1e-12)
+        return max(self.threshold * error, 1e-9 * scale)
+
+    def above(self, a: Level, b: Level) -> bool:
+        """`a` clearly above `b`."""
+        return a.value - b.value > self.apart(a, b)
+
+    @property
+    def change(self) -> float:
+        """Late level minus early."""
+        return self.end.value - self.start.value
+
+    @property
+    def error(self) -> float:
+        """Standard error of `change`."""
+        return math.hypot(self.start.error, self.end.error)
+
+    @property
+    def beyond_noise(self) -> bool:
+        return self.rose or self.fell
+
+    @property
+    def unclear(self) -> bool:
+        """Moved by more than one standard error, but not beyond noise: neither a course
+        nor "flat" (the phase says flat, the words must not)."""
+        return (
+            self.phase is Phase.FLAT
+            and abs(self.change) > self.error
+            and self.end.first_step > self.start.last_step
+        )
+
+    @property
+    def word(self) -> str:
+        """The course in a word or two, decided by the numbers `describe` quotes."""
+        if self.phase is Phase.WARMUP:
+            return "too few points"
+        if self.unclear:
+            verb = "rose" if self.change > 0 else "fell"
+            return f"{verb}, not yet beyond noise"
+        return _WORDS[self.phase]
+
+    @property
+    def direction(self) -> Direction:
+        """The course as an arrow (the grid's): unclear when it moved within noise."""
+        if self.phase is Phase.WARMUP:
+            return Direction.UNKNOWN
+        if self.unclear:
+            return Direction.UNCLEAR
+        return _DIRECTIONS[self.phase]
+
+    def describe(self) -> str:
+        """The course in numbers: the two levels and where they were seen (the peak
+        between, when it rose and the peak was not at either end)."""
+        if self.end.first_step <= self.start.last_step or not math.isfinite(self.noise.sigma):
+            # too few points for an early and a late part apart: one level, said as what it is
+            return f"{num(self.end.value)} at {self.end.window.span} (mean of {self.end.points} points)"
+        parts = [f"{num(self.start.value)} at {self.start.window.span}"]
+        peak = self.peak
+        if (
+            (self.rose or self.declined)
+            and peak.last_step < self.end.first_step
+            and peak.first_step > self.start.last_step
+            and peak.value > max(self.start.value, self.end.value)
+        ):
+            parts.append(f"peak {num(peak.value)} at {peak.window.span}")
+        parts.append(f"{num(self.end.value)} at {self.end.window.span}")
+        return " → ".join(parts)
+
+    @property
+    def detail(self) -> str:
+        """How the levels of `describe` were read (for `check --verbose`)."""
+        if not math.isfinite(self.noise.sigma):
+            return f"mean of {self.points} points"
+        return (
+            f"means of the first and last {self.start.points} of {self.points} points (the peak: "
+            f"the highest of {len(self.stretches)} stretch medians); noise {num(self.noise.sigma)} "
+            f"per point around the local trend, lag-1 autocorrelation {num(self.noise.rho)}; two "
+            f"levels differ clearly beyond {num(self.threshold)} standard errors"
+        )
+
+    def bound(self, z: float) -> Improvement:
+        """The rise since the start as a one-sided bound at `z`."""
+        return Improvement(self.start, self.end, t_quantile(z, self.noise.df), z, self.noise)
+
+
+_WORDS = {
+    Phase.RISING: "rising",
+    Phase.PLATEAU: "levelled off after rising",
+    Phase.UNSTEADY: "rose, then wandered below its peak",
+    Phase.DECLINING: "rose, then declined",
+    Phase.FLAT: "flat",
+    Phase.FALLING: "falling",
+}
+_DIRECTIONS = {
+    Phase.RISING: Direction.RISING,
+    Phase.PLATEAU: Direction.FLAT,
+    Phase.UNSTEADY: Direction.UNCLEAR,
+    Phase.DECLINING: Direction.FALLING,
+    Phase.FLAT: Direction.FLAT,
+    Phase.FALLING: Direction.FALLING,
+}
+
+
+def _mean_level(steps: np.ndarray, values: np.ndarray, noise: Noise) -> Level:
+    return Level(
+        float(np.mean(values)),
+        float(steps[0]),
+        float(steps[-1]),
+        int(values.size),
+        noise.error(int(values.size)),
+    )
+
+
+def _median_level(steps: np.ndarray, values: np.ndarray, noise: Noise) -> Level:
+    return Level(
+        tr.median_of(values),
+        float(steps[0]),
+        float(steps[-1]),
+        int(values.size),
+        noise.error(int(values.size), median=True),
+    )
+
+
+def analyse(
+    steps: np.ndarray, values: np.ndarray, rules: TrendRules, *, warmup: int
+) -> Course | None:
+    """The course of a series (finite points, oldest first); None without points."""
+    steps = np.asarray(steps, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    n = int(values.size)
+    if n == 0:
+        return None
+    # at least two stretches from 4 points (a short eval series still has a course)
+    count = max(2 if n >= 4 else 1, min(MAX_STRETCHES, n // MIN_STRETCH_POINTS))
+    parts = [idx for idx in np.array_split(np.arange(n), count) if idx.size]
+    noise = measure_noise(steps, values, parts)
+    q = min(n, max(MIN_PART_POINTS, int(n * PART_SHARE)))
+    start = _mean_level(steps[:q], values[:q], noise)
+    end = _mean_level(steps[-q:], values[-q:], noise)
+    stretches = [_median_level(steps[idx], values[idx], noise) for idx in parts]
+    peak = max(stretches, key=lambda s: s.value)
+    recent_n = min(n, max(rules.min_points, n // 3))
+    recent_trend = tr.classify_trend(steps[-recent_n:], values[-recent_n:], rules)
+    recent_window = Window(float(steps[-recent_n]), float(steps[-1]), recent_n)
+    threshold = rules.noise_multiple
+    course = Course(
+        n, noise, tuple(stretches), start, end, peak, False, False, False,
+        recent_trend.direction, recent_window, Phase.WARMUP, threshold,
+    )  # fmt: skip
+    if n < 2 * q or len(stretches) < 2:
+        return course
+    # the late level against the early one; a stretch clearly above the start is a rise
+    # too (one that fell back: a peak mid-run)
+    rose = course.above(end, start) or any(course.above(s, start) for s in stretches[1:-1])
+    fell = course.above(start, end)
+    peak_before_end = peak.last_step < end.first_step
+    declined = peak_before_end and course.above(peak, end)
+    # at about its peak: within two standard errors of the difference (the highest of up
+    # to eight noisy stretch medians sits about 1.4 of its errors above its true level)
+    near_peak = peak.value - end.value <= 2.0 * math.hypot(peak.error, end.error)
+    slowed = _slowed(course, recent_trend, rules.plateau_multiple)
+    course = replace(course, rose=rose, fell=fell and not rose, declined=declined)
+    return replace(course, phase=_phase(course, warmup, near_peak, slowed))
+
+
+def _slowed(course: Course, recent: tr.Trend, multiple: float) -> bool:
+    """The rise has clearly slowed: the recent slope is below the average pace the series
+    rose at before the recent window, by more than `multiple` standard errors. A steady
+    slow rise leaves its latest third too short to show a significant rise on its own;
+    "flat" there is a lack of evidence, not a plateau.
+
+    The earlier pace is read from levels (the first stretch to the stretch just before the
+    recent window), not from a fitted slope: a robust slope ignores a rise that took only
+    the first tenth of the run, which is exactly the run that has levelled off longest."""
+    window = course.recent_window
+    if window.first_step is None or window.last_step is None:
+        return False
+    start = window.first_step
+    before = [s for s in course.stretches if s.last_step < start]
+    if (
+        len(before) < 2
+        or recent.points < 2
+        or not math.isfinite(recent.slope)
+        or not math.isfinite(recent.noise)
+    ):
+        return False
+    first, last = before[0], before[-1]
+    distance = _middle(last) - _middle(first)
+    span = window.last_step - start
+    if distance <= 0 or span <= 0:
+        return False
+    expected = (last.value - first.value) / distance * span
+    observed = recent.slope * span
+    se_recent = recent.noise * math.sqrt(12.0 / recent.points)
+    se_before = math.hypot(first.error, last.error) * span / distance
+    return expected - observed > multiple * math.hypot(se_recent, se_before)
+
+
+def _middle(level: Level) -> float:
+    return (level.first_step + level.last_step) / 2
+
+
+def _phase(course: Course, warmup: int, near_peak: bool, slowed: bool) -> Phase:
+    recent = course.recent
+    if course.points < warmup:
+        return Phase.WARMUP
+    if course.rose and course.declined:
+        return Phase.DECLINING
+    if course.rose:
+        if not course.above(course.end, course.start):
+            # it rose mid-run and came back about to where it began: no rise to quote
+            return Phase.UNSTEADY
+        if recent.up or (near_peak and not slowed):
+            return Phase.RISING
+        if near_peak and course.recent_window.points >= PLATEAU_POINTS:
+            return Phase.PLATEAU
+        return Phase.UNSTEADY if not near_peak else Phase.RISING
+    if course.fell:
+        return Phase.FALLING
+    return Phase.FLAT
