@@ -40,7 +40,7 @@ from grpo_tui.ui.widgets.metric_rows import build_row
 from grpo_tui.vocabulary import Answer, ScenarioId, Severity, Status, Zone
 
 #: the words that tell a user the run is not finished yet
-_EARLY = re.compile(r"too early|warming up|wait for more steps", re.IGNORECASE)
+_EARLY = re.compile(r"(?i:too early to say|wait for more steps)|WARMING UP")
 
 
 @dataclass(frozen=True)

@@ -137,11 +137,9 @@ def diagnose_snapshot(
         scenarios = [_warming_up(f, found), *found]
     else:
         scenarios = found
-        well = healthy(
-            staying if ScenarioId.HEALTHY in holding else f,
-            found,
-            holding=ScenarioId.HEALTHY in holding,
-        )
+        # learning is judged with the run's own thresholds, held or not: the staying ones
+        # ease what warns, which would end a held "learning" as easily as keep a warning
+        well = healthy(f, found, holding=ScenarioId.HEALTHY in holding)
         if well is not None:
             scenarios.append(well)
         scenarios.append(_too_early(f))
@@ -193,6 +191,7 @@ def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
     notes = list(steady.notes)
     if f is not None and (watch := kl_watch(f, scenarios)) is not None:
         notes.insert(0, Note(Severity.CAUTION, "kl", watch, short=watch.split(", ", 1)[0]))
+    notes[:0] = _unexplained(steady.metrics, scenarios, notes)
     return replace(
         steady,
         scenarios=scenarios,
@@ -205,15 +204,39 @@ def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
 def _current_courses(scenario: Scenario, f: Findings) -> Scenario:
     """A block's course evidence as the reading says the course now: a verdict held from an
     earlier moment (or judged with its staying thresholds) quotes the metric's one course,
-    the same two numbers and word as every other surface."""
+    the same two numbers and word as every other surface (a rule's own words for what the
+    course shows stay before them)."""
     judged = {**f.judged(), **{fn.fn: fn.judgement for fn in f.functions}}
     evidence = []
     for e in scenario.evidence:
         judgement = judged.get(e.metric)
-        if e.word and judgement is not None and e.text.startswith(f"{e.metric} {e.word}: "):
-            e = course_evidence(e.metric, judgement)
+        if e.word and judgement is not None and judgement.shape is not None:
+            now = course_evidence(e.metric, judgement)
+            head = e.text.split(": ", 1)[0]
+            if head != f"{e.metric} {e.word}":  # "shaped_reward (...) rose": the rule's words
+                now = replace(now, text=f"{head}: {now.text.split(': ', 1)[1]}")
+            e = now
         evidence.append(e)
     return replace(scenario, evidence=evidence)
+
+
+def _unexplained(
+    metrics: dict[str, MetricHealth], shown: list[Scenario], notes: list[Note]
+) -> list[Note]:
+    """A metric the grid marks ✗ that no verdict shown takes up, as a caution note: the
+    status never says less than the grid shows (a verdict whose evidence is still
+    building, a signal no rule reads)."""
+    cited = {e.metric for s in shown for e in s.evidence} | {n.metric for n in notes}
+    return [
+        Note(
+            Severity.CAUTION,
+            name,
+            f"{name} ✗ {health.reason}: no verdict rests on it yet",
+            short=f"{name} ✗",
+        )
+        for name, health in metrics.items()
+        if health.zone is Zone.BAD and name not in cited
+    ]
 
 
 def state_of(scenarios: list[Scenario], *, ended: bool) -> LearningState:
@@ -260,12 +283,17 @@ def _too_early(f: Findings) -> Scenario:
         ]
         return Scenario(ScenarioId.TOO_EARLY, "No reward logged", Severity.INFO, None, evidence, [])
     evidence = [course_evidence("reward", reward)]
+    title = ENDED_TOO_SHORT if ended else ScenarioId.TOO_EARLY.title
+    severity = Severity.INFO
     early = too_early_to_say(f)
     if early is not None:
-        evidence.append(early)
-    title = ENDED_TOO_SHORT if ended else ScenarioId.TOO_EARLY.title
+        # no learning signal now, and the course cannot yet rule a rise in or out: a
+        # caution, not "nothing is wrong"
+        evidence.insert(0, early)
+        severity = Severity.CAUTION
+        title = f"Not learning? {title.lower()}"
     advice = pick([(Advice.TRAIN_LONGER if ended else Advice.WAIT_COURSE, "")], f.snap.context)
-    return Scenario(ScenarioId.TOO_EARLY, title, Severity.INFO, None, evidence, advice, findings=1)
+    return Scenario(ScenarioId.TOO_EARLY, title, severity, None, evidence, advice, findings=1)
 
 
 #: the Findings field that holds each banded metric's judgement

@@ -29,7 +29,7 @@ from grpo_tui.health.course import Phase
 from grpo_tui.health.findings import Findings, RiseBound
 from grpo_tui.health.rewards import SpreadKind
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num
-from grpo_tui.vocabulary import Direction, ScenarioId, Severity, Zone
+from grpo_tui.vocabulary import ScenarioId, Severity, Zone
 
 
 def not_learning(f: Findings) -> Scenario | None:
@@ -101,7 +101,11 @@ def _no_progress(f: Findings) -> Scenario | None:
     if context.beta is not None and context.beta > 0:
         b.advise(Advice.WEAKER_KL)
     b.advise(Advice.CHECK_TRAINING)
-    return b.build(f)
+    scenario = b.build(f)
+    if scenario is not None and f.snap.ended:
+        # a finished run's whole course: no moment of noise, nothing to wait for
+        scenario.immediate = True
+    return scenario
 
 
 def too_early_to_say(f: Findings) -> Evidence | None:
@@ -214,12 +218,7 @@ def _no_signal(f: Findings) -> Builder | None:
     if not b.findings:
         # a weak signal on a run that never moved: caution
         for series in (std, frac):
-            if (
-                series is not None
-                and series.zone is Zone.CAUTION
-                and not all_pass
-                and series.direction is not Direction.FALLING
-            ):
+            if series is not None and series.zone is Zone.CAUTION and not all_pass:
                 b.add(Severity.CAUTION, evidence(series))
     if not b.findings:
         return None

@@ -571,7 +571,8 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     if reward is None or reward.shape is None:
         return None
     shape = reward.shape
-    rising = shape.phase is Phase.RISING or (shape.rose and f.task_rising)
+    # rising, or risen and holding most of it (below its peak, not clearly declining)
+    rising = shape.phase in (Phase.RISING, Phase.UNSTEADY) or (shape.rose and f.task_rising)
     # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
     # is for a while less clear in the noise
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)
@@ -580,10 +581,21 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     stalled = bool(f.tasks) and all(t.flat for t in f.tasks)
     if not (rising or kept) or (stalled and not holding):
         return None
+    held_out = f.eval_reward
+    if (
+        held_out is not None
+        and held_out.shape is not None
+        and (held_out.shape.phase in (Phase.FALLING, Phase.DECLINING))
+    ):
+        return None  # eval is its own evidence: a run whose held-out measure falls is not well
     std = f.reward_std
     # no reward_std logged: a reward that rose is itself proof that groups differed
     held = (std, f.frac_zero_std, f.clip, f.kl)
     if any(judgement is not None and judgement.zone is Zone.BAD for judgement in held):
+        return None
+    # HEALTH.md: reward_std clearly > 0, frac_reward_zero_std falling or moderate
+    weak = [j for j in (std, f.frac_zero_std) if j is not None and j.zone is Zone.CAUTION]
+    if not holding and any(j.direction is not Direction.FALLING for j in weak):
         return None
     b = Builder(ScenarioId.HEALTHY)
     b.add(Severity.OK, course("reward", reward), shape.start.first_step)

@@ -45,6 +45,10 @@ from grpo_tui.vocabulary import ScenarioId, Severity
 
 #: the states a run has before any verdict holds: they give way to one at once
 _NEUTRAL = frozenset({ScenarioId.WARMING_UP, ScenarioId.TOO_EARLY})
+#: the states whose evidence speaks against learning (the late stage follows it)
+_AGAINST_LEARNING = frozenset(
+    {ScenarioId.TOO_AGGRESSIVE, ScenarioId.REWARD_HACKING, ScenarioId.NOT_LEARNING}
+)
 
 
 def state_order(scenario: Scenario) -> tuple[bool, int, int]:
@@ -77,18 +81,6 @@ class _Held:
 
     severity: Severity | None = None
     milder: _Streak = field(default_factory=_Streak)
-
-
-def _titled(scenario: Scenario, severity: Severity) -> Scenario:
-    """`scenario` at the severity shown (reward hacking is "possible" below a problem)."""
-    if severity is scenario.severity:
-        return scenario
-    title = scenario.title
-    if scenario.id is ScenarioId.REWARD_HACKING:
-        title = ScenarioId.REWARD_HACKING.title
-        if severity is not Severity.PROBLEM:
-            title = f"Possible {title[0].lower()}{title[1:]}"
-    return replace(scenario, severity=severity, title=title)
 
 
 @dataclass
@@ -166,6 +158,7 @@ class VerdictTracker:
             onset = self._state_onset
             state = replace(state, onset_step=onset if onset is not None else state.onset_step)
             state = self._held(state, self._state_absent)
+            state = self._building(state, states)
             if state.id is ScenarioId.HEALTHY and any(s.severity.warns for s in shown):
                 # learning, with a warning beside it: not "healthy"
                 state = replace(state, id=ScenarioId.LEARNING, title=ScenarioId.LEARNING.title)
@@ -217,13 +210,37 @@ class VerdictTracker:
             self._reset_challenge()
             return
         entered = self._challenge_with(best, step, new_step)
-        cleared = held is None and self._lasted(self._state_absent, step, leave=True)
+        # a state is held until its evidence has been gone for a window; a good one
+        # ("learning", the late stage) gives way at once to evidence against it (a warning
+        # building up): the screen would say "healthy" beside the ✗ that ended it
+        contrary = not self._state.severity.warns and any(
+            s.severity.warns and s.id in _AGAINST_LEARNING for s in states
+        )
+        cleared = held is None and (contrary or self._lasted(self._state_absent, step, leave=True))
         worse = state_order(best) < state_order(self._state)
         if entered and (cleared or worse or shown.id in _NEUTRAL):
             self._show(best, step)
         elif cleared and shown.id not in _NEUTRAL and ScenarioId.TOO_EARLY in candidates:
             # the shown state's evidence is gone, and no other has held long enough yet
             self._show(candidates[ScenarioId.TOO_EARLY], step)
+
+    def _building(self, shown: Scenario, states: list[Scenario]) -> Scenario:
+        """ "Too early to say" while a verdict's evidence is building up: it says which, and
+        how long it has held (the grid may already show the metric it rests on)."""
+        challenger = next((s for s in states if s.id is self._challenger), None)
+        if shown.id not in _NEUTRAL or challenger is None or not self._challenge.count:
+            return shown
+        needed = self.rules.steady.enter_points
+        held = self._challenge.count
+        title = "learning" if challenger.id is ScenarioId.HEALTHY else challenger.title.lower()
+        text = (
+            f"{title}? its evidence has held at {held} judged step{'s' if held != 1 else ''} "
+            f"in a row; a verdict needs {needed}: {challenger.found[0].text if challenger.found else ''}"
+        ).rstrip(": ")
+        first = challenger.found[0] if challenger.found else None
+        window = first.window if first is not None else Window(None, None, 0)
+        metric = first.metric if first is not None else ""
+        return replace(shown, evidence=[*shown.evidence, Evidence(metric, window, {}, text)])
 
     def _held(self, shown: Scenario, absent: _Streak) -> Scenario:
         """A verdict shown while its evidence is gone (held for a window): it says so, with
@@ -254,16 +271,14 @@ class VerdictTracker:
     def _lasted(self, streak: _Streak, step: float, *, leave: bool) -> bool:
         """Entered: present at enter_points steps spanning enter_fraction of the run so far.
         Cleared: absent at leave_points steps spanning leave_fraction of the run and the
-        judging window (what is shown was judged on a window: it goes once the window has
-        been free of it)."""
+        judging window: what is shown was judged on a window, it goes once the window has
+        been free of it."""
         rules = self.rules.steady
-        points = rules.leave_points if leave else rules.enter_points
-        span = rules.leave_fraction * self._run_so_far(step) if leave else 0.0
-        if leave:
-            span = max(span, self._window_span)
-        else:
+        if not leave:
             span = rules.enter_fraction * self._run_so_far(step)
-        return streak.count >= points and step - streak.since >= span
+            return streak.count >= rules.enter_points and step - streak.since >= span
+        span = max(rules.leave_fraction * self._run_so_far(step), self._window_span)
+        return streak.count >= rules.leave_points and step - streak.since >= span
 
     def _show(self, state: Scenario, step: float) -> None:
         """A new state: the old one's span ends here, the new one's begins at its onset."""
@@ -298,8 +313,9 @@ class VerdictTracker:
         """The shown state judged again: its newest evidence at its steady severity, a new
         span when that changed (the history names only severities the screen showed)."""
         changed = self._steady(self._state_held, state, step, new_step)
-        assert self._state_held.severity is not None
-        self._state = _titled(state, self._state_held.severity)
+        if self._state_held.severity is state.severity or self._state is None:
+            self._state = state
+        # else: milder evidence, not held long enough: the block as it was stays shown
         if changed and self._state_span is not None:
             self._end_span(self._state_span, step)
             self._state_span = self._open_span(self._state, step)
@@ -324,8 +340,8 @@ class VerdictTracker:
                 track.span = self._open_span(scenario, track.onset)
             return
         changed = self._steady(track.held, scenario, step, new_step)
-        assert track.held.severity is not None
-        track.last = _titled(scenario, track.held.severity)
+        if track.held.severity is scenario.severity:
+            track.last = scenario
         if changed:
             self._end_span(track.span, step)
             track.span = self._open_span(track.last, step)
@@ -406,8 +422,9 @@ def staying_rules(rules: Rules) -> Rules:
         ),
         rewards=replace(
             rules.rewards,
+            # (not top_position: it also says when groups all pass, which would end a
+            # held "not learning" as easily as it keeps a held "saturated")
             saturation_position=rules.rewards.saturation_position - margin,
-            top_position=rules.rewards.top_position - margin,
             floor_position=rules.rewards.floor_position + margin,
         ),
         length=replace(
