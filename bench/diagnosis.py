@@ -55,6 +55,7 @@ from grpo_tui.health.diagnose import Diagnosis, diagnose, diagnose_snapshot, fin
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import snapshot
 from grpo_tui.health.steady import VerdictTracker
+from grpo_tui.health.verdict import Scenario
 from grpo_tui.run.follow import load_run
 from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, regime_at, write_run
 from grpo_tui.sources.discover import discover
@@ -471,6 +472,13 @@ def judge_live(run_dir: Path, rules: Rules) -> list[tuple[float, Diagnosis]]:
     return moments
 
 
+def _said(scenario: Scenario) -> str:
+    """The verdict a block warns of: "Not learning? too early to say" is a not_learning."""
+    if scenario.id is ScenarioId.TOO_EARLY:
+        return ScenarioId.NOT_LEARNING.word
+    return scenario.id.word
+
+
 def _accepted(scenario: str, t: float, lag: float) -> set[str]:
     """The verdicts right at progress t: the regime's, and within `lag` of a boundary the
     neighbouring regime's too (a judge reading a window sees the old regime for a while;
@@ -519,7 +527,7 @@ def evaluate_sim(
         if d.status in ALARMS:
             accepted = _accepted(scenario, t, lag)
             wrong = [
-                s.id.word for s in d.scenarios if s.severity.warns and s.id.word not in accepted
+                word for s in d.scenarios if s.severity.warns and (word := _said(s)) not in accepted
             ]
             if wrong:
                 result.false_alarms += 1
@@ -564,6 +572,98 @@ def evaluate_sims(
         return [
             evaluate_sim(s, seed, rules, Path(tmp), max_steps) for s in scenarios for seed in seeds
         ]
+
+
+# -- the demo: every scenario as `grpo-tui demo` runs it ------------------------------------------
+
+#: the demo names the state each scenario simulates by this share of its run...
+DEMO_NAMED_BY = 0.30
+#: ...and the healthy one says "learning" by this share, never showing a ✗
+DEMO_LEARNING_BY = 0.25
+
+
+@dataclass
+class DemoResult:
+    scenario: str
+    seed: int
+    #: what the screen shows at DEMO_NAMED_BY of the run (status and verdict ids)
+    shown: str
+    #: the share of the run at which the regime's state was first named (None: never)
+    named_at: float | None
+    ok: bool
+    why: str = ""
+
+
+def demo_check(scenarios: Sequence[str], seeds: Sequence[int], rules: Rules) -> list[DemoResult]:
+    """Each scenario at the demo's own settings (SimConfig's defaults: 300 steps): at
+    DEMO_NAMED_BY of the run the screen names what the scenario simulates there (its
+    regime's headline or a word it accepts; "learning" for a healthy stretch) and nothing
+    the regime does not accept; the healthy scenario says learning by DEMO_LEARNING_BY and
+    never shows a ✗."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
+        for scenario in scenarios:
+            for seed in seeds:
+                config = SimConfig(scenario=scenario, seed=seed)
+                moments = judge_live(
+                    write_run(Path(tmp) / f"{scenario}-{seed}", config=config), rules
+                )
+                end = config.max_steps
+                at = max((m for m in moments if m[0] / end <= DEMO_NAMED_BY), key=lambda m: m[0])
+                t, d = at[0] / end, at[1]
+                regime = regime_at(scenario, t)
+                accepted = {regime.headline, *regime.also}
+                ids = set(d.ids) | ({"healthy"} if d.state.word == "learning" else set())
+                first = next(
+                    (step / end for step, m in moments if regime.headline in set(m.ids)), None
+                )
+                why = []
+                if not ids & accepted:
+                    why.append(f"names {sorted(ids) or 'nothing'}, not {sorted(accepted)}")
+                warned = {w for s in d.scenarios if s.severity.warns and (w := _said(s))}
+                if warned - accepted:
+                    why.append(f"also warns {sorted(warned - accepted)}")
+                if scenario == "healthy":
+                    learning = next(
+                        (step / end for step, m in moments if m.state.word == "learning"), None
+                    )
+                    if learning is None or learning > DEMO_LEARNING_BY:
+                        why.append(f"learning first at {learning}")
+                    if any(m.status is Status.PROBLEM for _, m in moments):
+                        why.append("shows a ✗ problem")
+                    first = learning
+                results.append(
+                    DemoResult(
+                        scenario,
+                        seed,
+                        f"{d.status.word}: {' + '.join(sorted(ids)) or '-'}",
+                        first,
+                        not why,
+                        "; ".join(why),
+                    )
+                )
+    return results
+
+
+def report_demo(results: list[DemoResult]) -> bool:
+    print()
+    print(
+        f"The demo (each scenario at `grpo-tui demo`'s settings, {len({r.seed for r in results})} "
+        f"seeds): named by {_pct(DEMO_NAMED_BY)} of the run, healthy says learning by "
+        f"{_pct(DEMO_LEARNING_BY)}"
+    )
+    for scenario in dict.fromkeys(r.scenario for r in results):
+        runs = [r for r in results if r.scenario == scenario]
+        firsts = [r.named_at for r in runs]
+        shown = ", ".join(sorted({r.shown for r in runs}))
+        named = " ".join("-" if f is None else _pct(f) for f in firsts)
+        bad = "; ".join(f"seed {r.seed}: {r.why}" for r in runs if not r.ok)
+        print(
+            f"  {'ok ' if not bad else 'BAD'} {scenario:16} at {_pct(DEMO_NAMED_BY)}: {shown:40} first named {named}  {bad}"
+        )
+    met = all(r.ok for r in results)
+    print(f"  {sum(r.ok for r in results)} of {len(results)} demo runs meet the target")
+    return met
 
 
 #: batch sizes the healthy runs are simulated at for the error rates: the simulator's 4
@@ -735,6 +835,8 @@ def main(argv: list[str] | None = None) -> int:
     replays = [] if args.no_live else live_replay(CORPUS, rules)
     sims = evaluate_sims(args.scenarios.split(","), range(args.seeds), rules, args.steps)
     ok = report(labels, replays, sims, verbose=args.verbose)
+    if args.seeds:
+        ok &= report_demo(demo_check(args.scenarios.split(","), range(min(args.seeds, 5)), rules))
     if args.seeds:
         report_error_rates(error_rates(range(args.seeds), rules, args.steps))
     print(

@@ -12,8 +12,9 @@ and one word, so two parts of the screen cannot tell two stories about one serie
   its lag-1 autocorrelation ρ; a part of n points counts as n (1 − ρ) / (1 + ρ) independent
   ones.
 - **The word follows that statistic.** The late level minus the early one is compared with
-  `noise_multiple` standard errors of the difference: "rising" (or "falling") only beyond
-  them. A change of more than one standard error that is not beyond them reads
+  its standard error times Student's t (exact, scipy) at Φ(`course_z`) for the degrees of
+  freedom the noise was measured with: "rising" (or "falling") only beyond it, a claim
+  made by chance at 1 % of moments. A change of more than one standard error that is not beyond them reads
   "rose 0.11 → 0.39, not yet beyond noise", never "flat"; "flat" is a change within one
   standard error.
 - **Stretch medians** (up to eight) locate the peak: a rise that fell back ("rose, then
@@ -411,7 +412,7 @@ def analyse(
     recent_n = min(n, max(rules.min_points, n // 3))
     recent_trend = tr.classify_trend(steps[-recent_n:], values[-recent_n:], rules)
     recent_window = Window(float(steps[-recent_n]), float(steps[-1]), recent_n)
-    threshold = rules.noise_multiple
+    threshold = t_quantile(rules.course_z, noise.df)
     course = Course(
         n, noise, tuple(stretches), start, end, peak, False, False, False,
         recent_trend.direction, recent_window, Phase.WARMUP, threshold,

@@ -239,7 +239,7 @@ class Findings:
         now = reward.level
         end = rng.position(now)
         if end is None or end > self.rules.blow_up.reward_floor_position:
-            return None
+            return self._drift()
         if not high.value - now > shape.apart(high, shape.end):
             return None
         companions = []
@@ -262,7 +262,7 @@ class Findings:
                 f"clipped_ratio {num(start)} → {num(self.clipped.level)} (lengths run to the cap)"
             )
         if not companions:
-            return None
+            return self._drift()
         text = (
             f"policy collapse: reward {num(high.value)} at {high.window.span} (stretch median) → "
             f"{num(now)} at {reward.recent_span} (median) while " + "; ".join(companions)
@@ -271,6 +271,50 @@ class Findings:
         after = (view.steps > high.last_step) & (view.values < (high.value + now) / 2)
         step = float(view.steps[np.flatnonzero(after)[0]]) if after.any() else None
         return BlowUp(text, step, high.value, now, certain=len(companions) >= 2)
+
+    def _drift(self) -> BlowUp | None:
+        """The slow form of a collapse: the reward fell beyond its noise, by a share of its
+        range that matters, while two signals of a runaway policy moved with it (entropy
+        ×blow_up.drift_factor over its early level, the lengths ×drift_factor with the cut
+        share above its caution band). Two signals, never one: a falling reward alone is
+        not "too aggressive"."""
+        rules = self.rules.blow_up
+        reward, rng = self.reward, self.reward_range
+        if reward is None or reward.shape is None or rng is None or not reward.shape.fell:
+            return None
+        course = reward.shape
+        if course.start.value - course.end.value < rules.drift_drop * rng.span:
+            return None
+        companions = []
+        entropy = self.entropy
+        if entropy is not None and len(entropy.view) >= 4:
+            early = tr.median_of(jd.early_head(entropy.view, highest=False).values)
+            if (
+                entropy.level >= rules.drift_factor * max(early, 1e-12)
+                and entropy.level >= rules.entropy_floor
+            ):
+                companions.append(f"entropy {num(early)} → {num(entropy.level)} (medians)")
+        length, clipped = self.length, self.clipped
+        cut = (self.rules.zone_bounds("clipped_ratio") or ZoneBounds()).caution_above or 0.0
+        if (
+            length is not None
+            and length.shape is not None
+            and clipped is not None
+            and length.shape.end.value >= rules.drift_factor * max(length.shape.start.value, 1e-12)
+            and clipped.level > cut
+        ):
+            companions.append(
+                f"completion_length {num(length.shape.start.value)} → {num(length.shape.end.value)} "
+                f"with clipped_ratio {num(clipped.level)} (lengths run toward the cap)"
+            )
+        if len(companions) < 2:
+            return None
+        text = f"policy drift: reward falling ({course.describe()}) while " + "; ".join(companions)
+        view = reward.view
+        below = view.values < (course.start.value + course.end.value) / 2
+        after = below & (view.steps > course.start.last_step)
+        step = float(view.steps[np.flatnonzero(after)[0]]) if after.any() else None
+        return BlowUp(text, step, course.start.value, course.end.value, certain=False)
 
     def _entropy_ran_off(self) -> str | None:
         """Entropy ×blow_up.entropy_factor over its early level (the lowest of its first

@@ -97,6 +97,12 @@ class TrendRules:
     changes)..."""
     min_change: float = 0.5
     """...and exceeds this many noise sigmas, so a trend is also visible by eye."""
+    course_z: float = 2.33
+    """A whole run's course rose (fell) when its late level is above (below) its early one
+    by more than Student's t at the normal probability Φ(course_z), for the degrees of
+    freedom its noise was measured with, times the standard error of their difference:
+    a course claimed by chance at 1 % of moments (the bound behind "not learning" uses
+    the same statistic, learning.z)."""
     plateau_multiple: float = 3.0
     """A series that rose "levelled off" only when its recent slope is below the pace it rose
     at before by this many standard errors: a steady slow rise whose latest third is too
@@ -331,6 +337,12 @@ class BlowUpRules:
     needs entropy.explode_factor)..."""
     entropy_floor: float = 0.5
     """...and at least this many nats per token (0.01 → 0.05 is no run-off)."""
+    drift_drop: float = 0.1
+    """The slow form (a policy drifting off): the reward fell beyond its noise by at least
+    this share of its range, away from its floor..."""
+    drift_factor: float = 2.0
+    """...while entropy and the lengths both grew this many times their early level (the
+    lengths with their cut share above its caution band): two signals, never one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -576,10 +576,13 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     # once held, it leaves on evidence against it (a fall, a warning), not on a rise that
     # is for a while less clear in the noise
     kept = holding and shape.phase in (Phase.RISING, Phase.PLATEAU, Phase.UNSTEADY, Phase.FLAT)
-    # every task flat: not healthy yet; once healthy holds, a task that is for a while flat
-    # again is no evidence against it (a verdict that needs one, not_learning, takes over)
+    # learning is the task learning: to enter, a task reward must have risen beyond its
+    # noise (the format usually comes first, the task after: until then it is too early,
+    # with a note). Once healthy holds, a task that is for a while flat again is no
+    # evidence against it (a verdict that needs one, not_learning, takes over)
+    task_rose = not f.tasks or any(t.improved or f.task_rising for t in f.tasks)
     stalled = bool(f.tasks) and all(t.flat for t in f.tasks)
-    if not (rising or kept) or (stalled and not holding):
+    if not (rising or kept) or (stalled and holding) or not (task_rose or holding):
         return None
     held_out = f.eval_reward
     if (

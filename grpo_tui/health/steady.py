@@ -427,6 +427,12 @@ def staying_rules(rules: Rules) -> Rules:
             saturation_position=rules.rewards.saturation_position - margin,
             floor_position=rules.rewards.floor_position + margin,
         ),
+        # a drift that held stays while its signals keep half of their growth
+        blow_up=replace(
+            rules.blow_up,
+            drift_drop=rules.blow_up.drift_drop / 2,
+            drift_factor=1.0 + (rules.blow_up.drift_factor - 1.0) / 2,
+        ),
         length=replace(
             rules.length,
             collapse_caution_drop=max(0.0, rules.length.collapse_caution_drop - margin),

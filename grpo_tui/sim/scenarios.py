@@ -100,7 +100,7 @@ def _policy_at(scenario: str, t: float) -> _Policy:
     return _Policy(**{name: _at(curve, t) for name, curve in _POLICIES[scenario].items()})
 
 
-_BLOW_UP_ONSET = (0.55, 0.65)  # the collapse starts, and is complete
+_BLOW_UP_ONSET = (0.18, 0.24)  # the collapse starts, and is complete
 
 
 def _blown(t: float) -> float:
@@ -118,11 +118,11 @@ def _geometric(x: float, y: float, s: float) -> float:
 
 #: every scenario's policy: _Policy field -> its curve over training progress t
 _POLICIES: dict[str, dict[str, Curve]] = {
-    # both rewards climb all run long; on-policy (clip 0); KL small, rising no faster
-    # than linearly
+    # both rewards climb all run long, fastest early (as real runs do: the format, then
+    # the answers); on-policy (clip 0); KL small, rising no faster than linearly
     "healthy": dict(
-        acc=_line(-3.4, 5.2),
-        fmt=_line(-3.5, 5.9),
+        acc=lambda t: -2.6 + 4.2 * math.sqrt(t),
+        fmt=lambda t: -2.6 + 4.6 * math.sqrt(t),
         length=_line(0.38, 0.03),
         kl=lambda t: 0.002 + 0.048 * t**0.9,
         entropy=_line(0.78, -0.2),
@@ -140,30 +140,30 @@ _POLICIES: dict[str, dict[str, Curve]] = {
         grad_norm=0.004,
         clip=1.5e-4,
     ),
-    # fast rise in the first 20%, then an erratic policy drifting from the reference.
+    # fast rise in the first 10%, then an erratic policy drifting from the reference.
     # num_iterations 2: with logging_steps 1 the re-use lines (no reward keys) show the
     # clip ratio itself, as in ms-swift; with 5 every line averages it with zeros
     "too_aggressive": dict(
-        acc=_ramped(-2.0, 2.8, 0.0, 0.2),
-        fmt=_ramped(-0.5, 3.0, 0.0, 0.2),
-        length=_ramped(0.45, -0.21, 0.2, 1.0),
-        jitter=_ramped(0.0, 1.0, 0.25, 0.45),
-        repeat=_ramped(0.0, 0.3, 0.3, 1.0),
-        kl=lambda t: 0.005 + 4.0 / (1.0 + math.exp(-(t - 0.45) * 12.0)),
+        acc=_ramped(-2.0, 2.8, 0.0, 0.1),
+        fmt=_ramped(-0.5, 3.0, 0.0, 0.1),
+        length=_ramped(0.45, -0.21, 0.1, 1.0),
+        jitter=_ramped(0.0, 1.0, 0.12, 0.22),
+        repeat=_ramped(0.0, 0.3, 0.15, 1.0),
+        kl=lambda t: 0.005 + 4.0 / (1.0 + math.exp(-(t - 0.22) * 24.0)),
         entropy=_line(0.8, -0.55),
         grad_norm=_line(0.4, 2.2),
         # re-use steps: region clip 0.2 -> 0.92; a 5-step window averages it
         # with the rollout steps' zeros (0.4-0.6 of it)
-        clip=lambda t: min(0.92, 0.2 + 1.1 * t),
+        clip=lambda t: min(0.92, 0.2 + 2.2 * t),
     ),
-    # the templated answer (always well tagged, answer a guess) takes over by t = 0.45;
+    # the templated answer (always well tagged, answer a guess) takes over by t = 0.25;
     # correctness drifts down a little as the reasoning is replaced by boilerplate
     "reward_hacking": dict(
         acc=lambda t: _logit(0.22 - 0.03 * t),
         fmt=_logit(0.1),
         untagged=0.0,
         length=0.23,
-        template=_ramped(0.0, 1.0, 0.0, 0.45),
+        template=_ramped(0.0, 1.0, 0.0, 0.25),
         kl=_line(0.002, 0.075),
         entropy=_line(0.75, -0.45),
         grad_norm=0.25,
@@ -179,11 +179,14 @@ _POLICIES: dict[str, dict[str, Curve]] = {
         entropy=0.85,
         grad_norm=0.2,
     ),
-    # ~400 tokens, then an exponential fall to ~20 from t = 0.12 (LengthBonus pays for it)
+    # ~360 tokens, then from t = 0.1 an exponential fall to ~13 (LengthBonus pays for it),
+    # a few tokens by t = 0.23; the answers cannot be right that short: accuracy falls
     "length_collapse": dict(
-        acc=_line(-1.0, 3.4),
+        acc=lambda t: (
+            -1.0 + 3.4 * t if t < 0.1 else -0.66 - 1.8 * (1 - math.exp(-(t - 0.1) / 0.06))
+        ),
         fmt=2.5,
-        length=lambda t: 0.7 if t < 0.12 else 0.03 + 0.67 * math.exp(-(t - 0.12) / 0.18),
+        length=lambda t: 0.7 if t < 0.1 else 0.025 + 0.675 * math.exp(-(t - 0.1) / 0.04),
         length_sd=0.15,
         kl=_line(0.002, 0.075),
         entropy=_line(0.7, -0.35),
@@ -210,15 +213,15 @@ _POLICIES: dict[str, dict[str, Curve]] = {
         grad_norm=_line(0.15, -0.1),
     ),
     # P(correct) 0.2 -> 0.85 and P(format) 0.35 -> 0.85 for an average prompt over the
-    # first 40%, then level: the batch means plateau near 0.75 and 0.8, below the top of
+    # first 12%, then level: the batch means plateau near 0.75 and 0.8, below the top of
     # their range (reward ~1.55 of 2), and groups keep their spread
     "plateau": dict(
-        acc=_ramped(_logit(0.2), _logit(0.85) - _logit(0.2), 0.0, 0.4),
-        fmt=_ramped(_logit(0.35), _logit(0.85) - _logit(0.35), 0.0, 0.4),
-        length=_ramped(0.36, 0.02, 0.0, 0.4),
-        kl=lambda t: 0.002 + 0.03 * _ramp(t, 0.0, 0.4) + 0.005 * t,
-        entropy=_ramped(0.75, -0.15, 0.0, 0.4),
-        grad_norm=_ramped(0.3, -0.06, 0.0, 0.4),
+        acc=_ramped(_logit(0.2), _logit(0.85) - _logit(0.2), 0.0, 0.12),
+        fmt=_ramped(_logit(0.35), _logit(0.85) - _logit(0.35), 0.0, 0.12),
+        length=_ramped(0.36, 0.02, 0.0, 0.12),
+        kl=lambda t: 0.002 + 0.03 * _ramp(t, 0.0, 0.12) + 0.005 * t,
+        entropy=_ramped(0.75, -0.15, 0.0, 0.12),
+        grad_norm=_ramped(0.3, -0.06, 0.0, 0.12),
     ),
     # healthy learning, then within 10% of the run: token soup running to the cap (reward
     # 0, nothing reaches an </answer>), entropy x15, KL and grad_norm climbing
@@ -268,7 +271,7 @@ _TASK_AND_FORMAT = ("MathAccuracy", "Format")
 #: every scenario's training args: reward functions, learning rate, num_iterations,
 #: temperature; and the rest of _Scenario where it is not the default
 _SCENARIO_SPECS: dict[str, _Scenario] = {
-    "healthy": _Scenario(_TASK_AND_FORMAT, 1e-6, 1, 1.0, group_sd=1.3, eval_shift=-0.2),
+    "healthy": _Scenario(_TASK_AND_FORMAT, 1e-6, 1, 1.0, group_sd=0.8, eval_shift=-0.2),
     "not_learning": _Scenario(_TASK_AND_FORMAT, 5e-8, 2, 1.0, group_sd=0.3),
     "too_aggressive": _Scenario(
         _TASK_AND_FORMAT, 5e-5, 2, 1.0, eval_shift=lambda t: -3.5 * _ramp(t, 0.5, 1.0)
@@ -300,21 +303,29 @@ SCENARIO_REGIMES: dict[str, tuple[Regime, ...]] = {
     # t=0.3 the reward is erratic and KL heads past 1
     "too_aggressive": (
         Regime(0.0, "healthy"),
-        Regime(0.15, "too_aggressive", frozenset({"healthy"})),
-        Regime(0.3, "too_aggressive"),
+        Regime(0.08, "too_aggressive", frozenset({"healthy"})),
+        Regime(0.15, "too_aggressive"),
     ),
     # the template spreads from the start while the task reward stays flat: until Format
-    # saturates (t=0.45) HEALTH.md's rule "auxiliary rises, task flat" also says not_learning
+    # saturates (t=0.25) HEALTH.md's rule "auxiliary rises, task flat" also says not_learning
     "reward_hacking": (
         Regime(0.0, "reward_hacking", frozenset({"not_learning"})),
-        Regime(0.45, "reward_hacking"),
+        Regime(0.25, "reward_hacking"),
     ),
-    "truncation": (Regime(0.0, "truncation"),),  # ~3/4 of completions cut from step 1
-    "length_collapse": (Regime(0.0, "healthy"), Regime(0.12, "length_collapse")),
-    "low_diversity": (Regime(0.0, "low_diversity"),),  # temperature 0.3 from the start
+    # ~3/4 of completions cut from step 1, and the task never moves (accuracy 0.2 all
+    # run long): the state is "not learning" once the course can bound it
+    "truncation": (Regime(0.0, "truncation", frozenset({"not_learning"})),),
+    # the collapse games LengthBonus (at its top while accuracy falls: reward hacking is
+    # right too), and no learning is left
+    "length_collapse": (
+        Regime(0.0, "healthy"),
+        Regime(0.1, "length_collapse", frozenset({"reward_hacking", "not_learning"})),
+    ),
+    # temperature 0.3 from the start: groups of one string tie, so no learning signal
+    "low_diversity": (Regime(0.0, "low_diversity", frozenset({"not_learning"})),),
     "saturated": (Regime(0.0, "saturated"),),  # starts already near the top
     # a plateau after a clear rise is the late stage, never not_learning
-    "plateau": (Regime(0.0, "healthy"), Regime(0.4, "saturated")),
+    "plateau": (Regime(0.0, "healthy"), Regime(0.12, "saturated", frozenset({"healthy"}))),
     # policy collapse from the onset; once every completion sits at the cap (end of the
     # onset) truncation is right too
     "blow_up": (

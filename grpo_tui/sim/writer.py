@@ -56,7 +56,7 @@ class SimConfig:
     """An eval line every this many steps and at the last step; 0 disables eval."""
     num_generations: int = 8
     """Completions per prompt (the GRPO group size)."""
-    prompts_per_step: int = 4
+    prompts_per_step: int = 8
     """Prompts per rollout batch; rows per completions line = this x num_generations.
     Small batches (1-2 prompts x 4 generations) make the per-step reward very noisy, as in
     small real runs: every logged rollout metric comes from that one batch."""
