@@ -125,6 +125,16 @@ def t_quantile(z: float, df: float) -> float:
     return _t(round(p, 12), round(max(df, 1.0), 2))
 
 
+def _bonferroni(z: float, comparisons: int) -> float:
+    """The normal quantile for `comparisons` one-sided tests sharing the error rate of z."""
+    if comparisons <= 1:
+        return z
+    from scipy.special import ndtri
+
+    miss = 0.5 * math.erfc(z / math.sqrt(2.0))
+    return float(ndtri(1.0 - miss / comparisons))
+
+
 def point_noise(values: np.ndarray) -> float:
     """σ of one point around its neighbours, from first differences: robust to a trend and
     to spikes. When most differences are exactly 0 (a pinned series), the mean absolute
@@ -138,39 +148,47 @@ def point_noise(values: np.ndarray) -> float:
     return max(mad, mean_ad) / math.sqrt(2.0)
 
 
+#: points per piece the noise is measured on, around a parabola through each: long enough
+#: for its autocorrelation to be read, short enough that a curved course is near a parabola
+NOISE_PIECE_POINTS = 16
+
+
 def _lag1(residuals: list[np.ndarray]) -> float:
-    """Pooled lag-1 autocorrelation of residual pieces (each around its own line)."""
-    products = sum(float(np.dot(r[:-1], r[1:])) for r in residuals if r.size > 1)
+    """Pooled lag-1 autocorrelation of residual pieces (each around its own parabola), with
+    the bias of short fitted pieces taken out: for pieces of m points the estimate sits
+    near ρ (1 − 4.3/m') − 2/m', m' = m − 4 (measured on AR(1) series, tests/test_course.py)."""
+    products = sum(float(np.dot(r[:-1], r[1:])) for r in residuals)
     total = sum(float(np.dot(r, r)) for r in residuals)
     if total <= 0:
         return 0.0
-    return min(MAX_RHO, max(0.0, products / total))
+    m = sum(r.size for r in residuals) / len(residuals) - 4.0
+    raw = products / total
+    rho = (raw + 2.0 / m) / (1.0 - 4.3 / m) if m > 6 else raw
+    return min(MAX_RHO, max(0.0, rho))
 
 
-def measure_noise(steps: np.ndarray, values: np.ndarray, parts: list[np.ndarray]) -> Noise:
-    """The noise of one point around a straight line through each part, pooled; with too
-    few points for lines, the first differences' (point_noise), autocorrelation unknown."""
+def measure_noise(steps: np.ndarray, values: np.ndarray) -> Noise:
+    """The noise of one point around a parabola through each piece of about
+    NOISE_PIECE_POINTS points, pooled, with its lag-1 autocorrelation: a rising or bending
+    course is not counted as noise, nor its bends as autocorrelation. With fewer points
+    than two pieces, the first differences' noise (robust to a trend and to a step),
+    autocorrelation unknown."""
+    n = int(values.size)
+    count = n // NOISE_PIECE_POINTS
+    if count < 2:
+        return Noise(point_noise(values), 0.0, max(1.0, n - 1.0))
     residuals = []
-    fitted = 0
-    for idx in parts:
-        if idx.size < 3:
-            continue
-        x, y = steps[idx], values[idx]
-        x = x - x.mean()
-        slope = float(np.dot(x, y - y.mean()) / np.dot(x, x)) if np.dot(x, x) > 0 else 0.0
-        residuals.append(y - y.mean() - slope * x)
-        fitted += 2
-    used = sum(r.size for r in residuals)
-    df = used - fitted
-    if df < 3:
-        sigma = point_noise(values)
-        return Noise(sigma, 0.0, max(1.0, values.size - 1.0))
+    for idx in np.array_split(np.arange(n), count):
+        x = (steps[idx] - steps[idx].mean()) / max(float(np.ptp(steps[idx])), 1e-12)
+        fit = np.polynomial.polynomial.polyfit(x, values[idx], 2)
+        residuals.append(values[idx] - np.polynomial.polynomial.polyval(x, fit))
+    df = n - 3 * count
     sigma = math.sqrt(sum(float(np.dot(r, r)) for r in residuals) / df)
-    rho = _lag1(residuals)
-    if sigma <= 0:
-        # a pinned series (every stretch on a line): the point-to-point deviation is what
+    if not sigma > 0:
+        # a pinned series (every piece on a curve): the point-to-point deviation is what
         # noise there is, so that one odd point is not "beyond noise"
-        sigma = point_noise(values) if values.size >= 3 else 0.0
+        return Noise(point_noise(values), 0.0, max(1.0, n - 1.0))
+    rho = _lag1(residuals)
     return Noise(sigma, rho, max(1.0, df * (1 - rho) / (1 + rho)))
 
 
@@ -403,7 +421,7 @@ def analyse(
     # at least two stretches from 4 points (a short eval series still has a course)
     count = max(2 if n >= 4 else 1, min(MAX_STRETCHES, n // MIN_STRETCH_POINTS))
     parts = [idx for idx in np.array_split(np.arange(n), count) if idx.size]
-    noise = measure_noise(steps, values, parts)
+    noise = measure_noise(steps, values)
     q = min(n, max(MIN_PART_POINTS, int(n * PART_SHARE)))
     start = _mean_level(steps[:q], values[:q], noise)
     end = _mean_level(steps[-q:], values[-q:], noise)
@@ -419,10 +437,31 @@ def analyse(
     )  # fmt: skip
     if n < 2 * q or len(stretches) < 2:
         return course
+    # a change done within the first stretch hides in the first third's mean: the first
+    # stretch, at a threshold shared by the two early levels (Bonferroni), is the early
+    # level then, and it is the one quoted (the words follow the numbers shown)
+    first = stretches[0]
+    if len(stretches) > 2 and not (course.above(end, start) or course.above(start, end)):
+        two = t_quantile(_bonferroni(rules.course_z, 2), noise.df)
+        gap = two * math.hypot(first.error, end.error)
+        if abs(end.value - first.value) > max(gap, 1e-9 * max(abs(first.value), 1e-12)):
+            start = first
+            course = replace(course, start=first)
     # the late level against the early one; a stretch clearly above the start is a rise
-    # too (one that fell back: a peak mid-run)
-    rose = course.above(end, start) or any(course.above(s, start) for s in stretches[1:-1])
-    fell = course.above(start, end)
+    # too (one that fell back: a peak mid-run), at a threshold shared among the stretches
+    # compared (Bonferroni), so that more stretches do not mean more rises by chance
+    middle = stretches[1:-1]
+    shared = t_quantile(_bonferroni(rules.course_z, len(middle)), noise.df)
+    scaled = _scaled(values, start, end, course.error)
+    rose = (
+        course.above(end, start)
+        or scaled > 0
+        or any(
+            s.value - start.value > max(shared * math.hypot(s.error, start.error), 1e-9)
+            for s in middle
+        )
+    )
+    fell = course.above(start, end) or scaled < 0
     peak_before_end = peak.last_step < end.first_step
     declined = peak_before_end and course.above(peak, end)
     # at about its peak: within two standard errors of the difference (the highest of up
@@ -431,6 +470,25 @@ def analyse(
     slowed = _slowed(course, recent_trend, rules.plateau_multiple)
     course = replace(course, rose=rose, fell=fell and not rose, declined=declined)
     return replace(course, phase=_phase(course, warmup, near_peak, slowed))
+
+
+#: a quantity that never goes below 0 (a length, a share, an entropy) whose late level is
+#: this many times its early one (or its early level this many times the late) changed
+#: its scale: a change no noise around one level makes, however the points wander
+SCALE_CHANGE = 3.0
+
+
+def _scaled(values: np.ndarray, start: Level, end: Level, error: float) -> int:
+    """+1 when a nonnegative series' level grew SCALE_CHANGE times (from 0: to more than
+    one standard error), −1 when it shrank as much, else 0: "rose" by its scale where a
+    wandering series (a length doubling in bursts) leaves its standard error wide."""
+    if values.size == 0 or float(values.min()) < 0 or abs(end.value - start.value) <= error:
+        return 0
+    if end.value >= SCALE_CHANGE * start.value:
+        return 1
+    if start.value >= SCALE_CHANGE * end.value:
+        return -1
+    return 0
 
 
 def _slowed(course: Course, recent: tr.Trend, multiple: float) -> bool:

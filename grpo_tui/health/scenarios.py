@@ -543,8 +543,13 @@ def _identical_lengths(f: Findings) -> tuple[Severity, Evidence] | None:
     share = float(same.mean()) if n else 0.0
     if share < f.rules.window.sustained:
         return None
-    frac = f.frac_zero_std
-    severity = Severity.PROBLEM if frac is not None and frac.zone.warns else Severity.CAUTION
+    # one length is a template's sign, not a copy's by itself (a 20-token action format):
+    # it counts when the groups tie too (no advantage signal), as copies would make them
+    frac, std = f.frac_zero_std, f.reward_std
+    tied = (frac is not None and frac.zone.warns) or (std is not None and std.zone.warns)
+    if not tied:
+        return None
+    severity = Severity.PROBLEM if frac is not None and frac.zone is Zone.BAD else Severity.CAUTION
     window = Window(float(hi_w.steps[-n]), float(hi_w.steps[-1]), n)
     text = f"every completion of a step has the same length ({num(float(lo_w.values[-1]))} tokens) on {window.share(share)}"
     return severity, Evidence(
