@@ -239,6 +239,8 @@ def _evidence_json(evidence: Evidence) -> dict[str, Any]:
         "numbers": {key: _json_float(value) for key, value in evidence.numbers.items()},
         "text": evidence.text,
         "detail": evidence.detail,
+        # a course's word ("rising", "rose, not yet beyond noise"), else ""
+        "word": evidence.word,
     }
 
 

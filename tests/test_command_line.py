@@ -129,7 +129,7 @@ def test_check_json_says_its_schema_and_path(
     shutil.copy(LOG, run_dir / "logging.jsonl")
     main(["check", str(tmp_path / "output"), "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert (data["schema"], data["path"]) == (1, str(tmp_path / "output"))
+    assert (data["schema"], data["path"]) == (2, str(tmp_path / "output"))
 
 
 def test_check_on_random_bytes_says_so_with_exit_5(

@@ -32,7 +32,7 @@ from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
 from grpo_tui.sim import write_run
 from grpo_tui.sources.records import Batch, Record
-from grpo_tui.vocabulary import LineKind
+from grpo_tui.vocabulary import LearningState, LineKind
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -186,6 +186,7 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
         "schema",
         "path",
         "status",
+        "state",
         "scenarios",
         "checklist",
         "metrics",
@@ -193,6 +194,18 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
         "notes",
         "history",
     }
+    # the run's one state: its word and the block that shows it
+    assert data["state"]["word"] in {s.word for s in LearningState}
+    assert set(data["state"]) == {
+        "word",
+        "id",
+        "title",
+        "severity",
+        "onset_step",
+        "evidence",
+        "advice",
+    }
+    assert data["schema"] == 2
     for scenario in data["scenarios"]:
         assert set(scenario) == {
             "id",
@@ -203,12 +216,15 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
             "advice",
         }
         for evidence in scenario["evidence"]:
-            assert set(evidence) == {"metric", "window", "numbers", "text", "detail"}
+            assert set(evidence) == {"metric", "window", "numbers", "text", "detail", "word"}
             assert set(evidence["window"]) == {"first_step", "last_step", "points"}
     assert [set(item) for item in data["checklist"]] == [
         {"id", "question", "answer", "evidence"}
     ] * 8
-    assert all(set(m) == {"zone", "last", "trend"} for m in data["metrics"].values())
+    assert all(
+        set(m) == {"zone", "last", "level", "trend", "course", "course_text"}
+        for m in data["metrics"].values()
+    )
     age = data["run"].pop("data_age_s")
     assert isinstance(age, float) and age >= 0
     assert data["run"] == {
@@ -249,7 +265,10 @@ def test_json_has_no_nan(tmp_path: Path) -> None:
     assert data["metrics"]["kl"] == {
         "zone": "unknown",
         "last": None,
+        "level": None,
         "trend": "unknown",
+        "course": "",
+        "course_text": "",
     }
 
 
@@ -352,12 +371,14 @@ def test_a_cap_that_is_not_a_positive_number_is_a_usage_error(
 
 
 def test_check_verbose_says_how_the_numbers_were_read(tmp_path: Path) -> None:
-    """The headline quotes levels; `--verbose` adds the medians and noise under them."""
+    """The headline quotes levels; `--verbose` adds how they were read under them (means,
+    the noise around the local course, its autocorrelation, the threshold)."""
     from grpo_tui.commands.check import check_command
 
     corpus = Path(__file__).parent / "corpus" / "trl-redteam-finance-sparse"
     plain, verbose = io.StringIO(), io.StringIO()
     check_command(corpus, as_json=False, rules_file=None, width=100, out=plain)
     check_command(corpus, as_json=False, rules_file=None, width=100, out=verbose, verbose=True)
-    assert "noise" not in plain.getvalue() and "stretch medians" not in plain.getvalue()
-    assert "levels are medians of stretches" in verbose.getvalue()
+    assert "autocorrelation" not in plain.getvalue() and "standard errors" not in plain.getvalue()
+    assert "means of the first and last" in verbose.getvalue()
+    assert "lag-1 autocorrelation" in verbose.getvalue()

@@ -167,6 +167,26 @@ def _lag1(residuals: list[np.ndarray]) -> float:
     return min(MAX_RHO, max(0.0, rho))
 
 
+#: a short series of at least this many points is also measured around one line (fewer:
+#: an eval series of a few points, each a mean over many samples: its differences say it)
+SHORT_LINE_POINTS = 12
+
+
+def _short_noise(steps: np.ndarray, values: np.ndarray) -> Noise:
+    """The noise of a short series (under two pieces): the larger of the first
+    differences' (robust to a step) and the scatter around one straight line through all
+    of it (which keeps the wander a short series cannot tell from autocorrelation): a
+    claim on a few points is made on the wider of the two."""
+    n = int(values.size)
+    noise = point_noise(values)
+    if n >= SHORT_LINE_POINTS:
+        x = steps - steps.mean()
+        slope = float(np.dot(x, values - values.mean()) / np.dot(x, x)) if np.dot(x, x) > 0 else 0.0
+        residual = values - values.mean() - slope * x
+        noise = max(noise, math.sqrt(float(np.dot(residual, residual)) / (n - 2)))
+    return Noise(noise, 0.0, max(1.0, n - 2.0))
+
+
 def measure_noise(steps: np.ndarray, values: np.ndarray) -> Noise:
     """The noise of one point around a parabola through each piece of about
     NOISE_PIECE_POINTS points, pooled, with its lag-1 autocorrelation: a rising or bending
@@ -176,7 +196,7 @@ def measure_noise(steps: np.ndarray, values: np.ndarray) -> Noise:
     n = int(values.size)
     count = n // NOISE_PIECE_POINTS
     if count < 2:
-        return Noise(point_noise(values), 0.0, max(1.0, n - 1.0))
+        return _short_noise(steps, values)
     residuals = []
     for idx in np.array_split(np.arange(n), count):
         x = (steps[idx] - steps[idx].mean()) / max(float(np.ptp(steps[idx])), 1e-12)

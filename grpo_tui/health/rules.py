@@ -387,7 +387,7 @@ class SteadyRules:
     leave_fraction: float = 0.1
     """...spanning at least this fraction of the run so far: slower to leave than to enter,
     so a verdict near its threshold does not flicker."""
-    stay_sustained: float = 0.05
+    stay_sustained: float = 0.2
     """A verdict that holds is judged again with its evidence's "sustained" share lowered to
     this: it leaves when the evidence has cleared, not when it dips below the entry level."""
     stay_margin: float = 0.1
