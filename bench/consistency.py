@@ -148,6 +148,8 @@ def contradictions(run: Run, diagnosis: Diagnosis, rules: Rules, now: float) -> 
             found.append(f"the board's reward is not the course's {board}")
     # the grid's number is the level the verdicts quote, its arrow the course's
     for name, health in diagnosis.metrics.items():
+        if name not in run.store:
+            continue  # a metric the screen has no row for
         number, zone, arrow = shown.grid[name]
         if health.level is not None and number != format_value(health.level):
             found.append(f"grid {name} {number}, its level {format_value(health.level)}")

@@ -15,9 +15,9 @@ and it tells at most one event per `EventRules.min_gap_s` and `per_hour` per run
 inside the gap is not lost: the next event is the net change since the last one told (a
 verdict that came and went in between is not told at all).
 
-The status an event speaks of is the steady verdicts' (`status_of` their scenarios, no
-notes): the diagnosis's notes are judged afresh at every moment, so a note-made caution
-could flap where the verdicts do not.
+The status an event speaks of is the one the header shows (the steady state, its
+findings and the notes that warn, which are whole-run facts: a dead reward function, a KL
+offset), so an alert never says a status the screen did not.
 
 The screen, the bell, `--on-alert` and `watch` are sinks (grpo_tui/alerts.py); none of
 them decides anything.
@@ -33,12 +33,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from grpo_tui.health.verdict import Diagnosis, Scenario, status_of
+from grpo_tui.health.verdict import Diagnosis, Scenario
 from grpo_tui.numbers import format_step
 from grpo_tui.presentation import state_headline, verdict_line
 from grpo_tui.run.live import Run
 from grpo_tui.untrusted import printable
-from grpo_tui.vocabulary import RunState, Status, Worded
+from grpo_tui.vocabulary import RunState, ScenarioId, Status, Worded
 
 #: the JSON form's version: a consumer can tell a changed form from a new field
 SCHEMA = 1
@@ -211,7 +211,10 @@ class Event:
             for v in self.verdicts
         ]
         gone = [v.title for v in self.left]
-        said = " + ".join(parts) if parts else "no verdict warns"
+        # with no verdict: what the header says after its status word ("warming up · an
+        # early warning", "not learning? too early to say"), or that nothing warns
+        header = self.headline.split(" · ", 1)
+        said = " + ".join(parts) if parts else (header[1] if len(header) > 1 else "no verdict warns")
         if gone:
             said += f"; gone: {', '.join(gone)}"
         return printable(f"{name} {word}{at}{was}: {said}")
@@ -359,10 +362,18 @@ class EventDetector:
         diagnosis = moment.diagnosis
         if diagnosis is None:
             return _Told(told.status, told.verdicts, moment.state, told.headline)
-        warning = [s for s in diagnosis.scenarios if s.severity.warns]
+        # the verdicts that warn (a warm-up's early warnings, "too early to say", are none),
+        # and the late stage whatever its severity: its severity moving with the eval is
+        # no verdict entering or leaving (the status says what changed)
+        warning = [
+            s
+            for s in diagnosis.verdicts
+            if (s.severity.warns or s.id is ScenarioId.SATURATED)
+            and s.id is not ScenarioId.WARMING_UP
+        ]
         verdicts = {s.id.word: VerdictFacts.of(s) for s in warning}
         return _Told(
-            status_of(diagnosis.scenarios, []),
+            diagnosis.status,
             verdicts,
             moment.state,
             verdict_line(diagnosis).text(),

@@ -559,7 +559,10 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
     part is a block of the diagnosis, quoted: the line computes nothing of its own."""
     if diagnosis is None:
         return VerdictLine(Status.UNKNOWN, "DIAGNOSING", (pending,) if pending else ())
-    warning = [s for s in diagnosis.scenarios if s.severity.warns]
+    # what warns, but the blocks that say no verdict yet ("warming up", "not learning? too
+    # early to say"): those are the state, said as such below
+    warning = [s for s in diagnosis.scenarios if s.severity.warns and s.id.is_verdict]
+    warning = [s for s in warning if s.id is not ScenarioId.WARMING_UP]
     state = diagnosis.state_block
     word = status_word(diagnosis)
     # (part, rank): the verdict, then its first number, the second number, a note
@@ -578,6 +581,8 @@ def verdict_line(diagnosis: Diagnosis | None, *, pending: str = "") -> VerdictLi
         if diagnosis.status is not Status.UNKNOWN:
             parts.append((state.title.lower(), 0))
         parts.extend((e.text, 1) for e in state.evidence[:1])
+        # the early warning that makes it a caution, in its own words
+        parts.extend((e.text, 0) for e in state.evidence[1:2] if state.severity.warns)
     elif state is not None:
         title = _verdict_title(state)
         if state.id not in (ScenarioId.TOO_EARLY,) or diagnosis.status is not Status.UNKNOWN:

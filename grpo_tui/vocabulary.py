@@ -184,6 +184,8 @@ class ScenarioId(Worded):
     LOW_DIVERSITY = "low_diversity"
     NOT_LEARNING = "not_learning"
     SATURATED = "saturated"
+    #: a signal in its bad band (or KL in its caution band) that no verdict takes up
+    WATCH = "watch"
     WARMING_UP = "warming_up"
     #: past warm-up, and no course clear enough for a state yet (what would decide it)
     TOO_EARLY = "too_early"
@@ -213,7 +215,9 @@ class ScenarioId(Worded):
         return self not in (ScenarioId.TOO_EARLY, ScenarioId.LEARNING)
 
 
-_FINDINGS = frozenset({ScenarioId.TRUNCATION, ScenarioId.LENGTH_COLLAPSE, ScenarioId.LOW_DIVERSITY})
+_FINDINGS = frozenset(
+    {ScenarioId.TRUNCATION, ScenarioId.LENGTH_COLLAPSE, ScenarioId.LOW_DIVERSITY, ScenarioId.WATCH}
+)
 
 
 class LearningState(Worded):
@@ -242,6 +246,7 @@ _SCENARIO_TITLES = {
     ScenarioId.LENGTH_COLLAPSE: "Length collapse",
     ScenarioId.LOW_DIVERSITY: "Low diversity",
     ScenarioId.SATURATED: "Saturated (late stage)",
+    ScenarioId.WATCH: "Watch",
     ScenarioId.WARMING_UP: "Warming up",
     ScenarioId.TOO_EARLY: "Too early to say",
     ScenarioId.LEARNING: "Learning",

@@ -70,8 +70,11 @@ class TestARisingRunIsNeverNotLearning:
         self, bench: ModuleType, tmp_path: Path
     ) -> None:
         d = at(bench, "trl-qwen35-9b-gsm8k-learning", 0.1, tmp_path)
-        assert "too early to say" in notes(d)
-        assert "more steps at this noise would decide it" in notes(d)
+        # the state says it: not learning? too early to say, and what would decide it
+        assert d.state_block is not None and d.state_block.id is ScenarioId.TOO_EARLY
+        said = "\n".join(e.text for e in d.state_block.evidence)
+        assert "too early to say" in said
+        assert "more steps at this noise would decide it" in said
 
 
 class TestKlOffsetIsNotDrift:

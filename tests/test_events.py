@@ -24,7 +24,7 @@ from grpo_tui.events import (
     EventRules,
     RunMoment,
 )
-from grpo_tui.health.diagnose import diagnose_snapshot
+from grpo_tui.health.diagnose import diagnose_snapshot, finish
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.health.steady import VerdictTracker, replay_steps
@@ -33,10 +33,13 @@ from grpo_tui.run.follow import load_run
 from grpo_tui.vocabulary import RunState, Status
 
 CORPUS = Path(__file__).parent / "corpus"
-#: a run that warms up, turns PROBLEM (truncation), gains and loses reward hacking
+#: a run that warms up with an early warning (caution), turns PROBLEM (truncation), then
+#: gains reward hacking, held (never withdrawn while its evidence could come back)
 MINESWEEPER = "aaipl-minesweeper-trl"
-#: length collapse (caution), then reward hacking (problem), then too aggressive
+#: reward hacking (problem), then its length collapse beside it
 LENGTH_HACK = "verl-wandb-opd-qwen25-3b-kl005-lengthhack-collapse"
+#: a verdict that enters and leaves: too aggressive comes (problem) and goes (caution)
+PLATEAU = "trl-tb-wordle-qwen05b-learn-plateau-180st"
 #: healthy all along (labels.json: healthy, never a verdict that warns)
 HEALTHY_RUNS = ("unsloth-gsm8k-llama-imjonezz", "unsloth-gemma3-gsm8k-abdo")
 #: seconds of the run between two judged moments (the rate limit's clock)
@@ -67,7 +70,9 @@ def steady_moments(name: str, cuts: int = 25) -> list[tuple[float, Diagnosis]]:
     moments = []
     for index in picks:
         cut = snap.upto(float(steps[index]))
-        moments.append((float(steps[index]), tracker.replay(cut, _judge, replay_steps(cut, RULES))))
+        moments.append(
+            (float(steps[index]), tracker.replay(cut, _judge, replay_steps(cut, RULES), finish))
+        )
     return moments
 
 
@@ -129,9 +134,8 @@ class TestProblemRuns:
     def test_length_hack_run(self, length_hack: list[tuple[float, Diagnosis]]) -> None:
         events = replay(LENGTH_HACK, moments=length_hack)
         assert told(events) == [
-            ("worse", "unknown", "caution", ["length_collapse"], []),
-            ("worse", "caution", "problem", ["reward_hacking"], []),
-            ("verdicts", "problem", "problem", ["too_aggressive"], []),
+            ("worse", "unknown", "problem", ["reward_hacking"], []),
+            ("verdicts", "problem", "problem", ["length_collapse"], []),
         ]
         steps = [e.step for e in events if e.step is not None]
         assert len(steps) == len(events) and steps == sorted(steps)
@@ -140,34 +144,33 @@ class TestProblemRuns:
         # everything that warns now, worst first, with its evidence lines and advice
         ranks = [{"problem": 0, "caution": 1}[v.severity] for v in last.verdicts]
         assert ranks == sorted(ranks)
-        assert {v.id for v in last.verdicts} == {
-            "length_collapse",
-            "reward_hacking",
-            "too_aggressive",
-        }
+        assert {v.id for v in last.verdicts} == {"length_collapse", "reward_hacking"}
         assert all(v.evidence and v.advice for v in last.verdicts)
         assert last.verdicts[0].severity == "problem"
 
     def test_minesweeper_run(self, minesweeper: list[tuple[float, Diagnosis]]) -> None:
         events = replay(MINESWEEPER, moments=minesweeper)
         assert told(events) == [
-            ("worse", "unknown", "problem", ["truncation"], []),
-            ("verdicts", "problem", "problem", ["reward_hacking"], []),
-            ("verdicts", "problem", "problem", [], ["reward_hacking"]),
-            ("better", "problem", "caution", [], []),
-            ("worse", "caution", "problem", [], []),
+            ("worse", "unknown", "caution", [], []),
+            ("worse", "caution", "problem", ["truncation"], []),
             ("verdicts", "problem", "problem", ["reward_hacking"], []),
         ]
-        left = events[2]
-        assert not left.worsening  # a verdict leaving rings no bell
-        assert "gone: Reward hacking" in left.summary
+        # the warm-up's caution says why in the header's words: an early warning
+        assert "early warning (Truncation)" in events[0].summary
+
+    def test_a_verdict_leaving(self) -> None:
+        events = replay(PLATEAU)
+        left = next(e for e in events if e.left)
+        assert [v.id for v in left.left] == ["too_aggressive"]
+        assert left.kind is EventKind.BETTER and not left.worsening  # no bell for it
+        assert "gone: Too aggressive / unstable" in left.summary
 
     def test_the_json_form(self, length_hack: list[tuple[float, Diagnosis]]) -> None:
-        event = replay(LENGTH_HACK, moments=length_hack)[1]
+        event = replay(LENGTH_HACK, moments=length_hack)[0]
         data = orjson.loads(event_json(event))
         assert data["event"] == "worse"
         assert data["run"] == LENGTH_HACK
-        assert (data["old_status"], data["status"]) == ("caution", "problem")
+        assert (data["old_status"], data["status"]) == ("unknown", "problem")
         assert data["entered"] == [{"id": "reward_hacking", "title": "Reward hacking"}]
         assert data["step"] == event.step and data["state"] == "live"
         hacking = next(v for v in data["verdicts"] if v["id"] == "reward_hacking")
@@ -176,17 +179,21 @@ class TestProblemRuns:
         assert "PROBLEM · Reward hacking since" in data["headline"]
         assert data["time_iso"].endswith("+00:00")
         assert data["summary"] == event.summary
-        assert "PROBLEM" in data["summary"] and "(was caution)" in data["summary"]
+        assert "PROBLEM" in data["summary"] and "(was unknown)" in data["summary"]
 
 
 class TestHealthyRuns:
-    """A healthy run raises nothing, from its first moment to its last."""
+    """A healthy run raises no verdict, from its first moment to its last: what its header
+    says from its first steps (a reward function that is always 0) is told once."""
 
     @pytest.mark.parametrize("name", HEALTHY_RUNS)
-    def test_no_event(self, name: str) -> None:
+    def test_no_verdict_is_told(self, name: str) -> None:
         moments = steady_moments(name)
         assert any("healthy" in d.ids for _, d in moments)  # it was judged healthy
-        assert replay(name, moments=moments) == []
+        events = replay(name, moments=moments)
+        assert all(not e.entered for e in events)
+        assert [e.kind for e in events] in ([], [EventKind.WORSE])
+        assert all("always 0" in e.summary for e in events)
 
 
 class TestDebounce:
@@ -224,7 +231,7 @@ class TestRateLimit:
         clock = Clock()
         events = replay(LENGTH_HACK, moments=length_hack, gap=1.0, clock=clock)
         # 25 moments one second apart: the first event, the rest held for the gap
-        assert told(events) == [("worse", "unknown", "caution", ["length_collapse"], [])]
+        assert told(events) == [("worse", "unknown", "problem", ["reward_hacking"], [])]
         detector = EventDetector(LENGTH_HACK, "", clock=clock)
         step, last = length_hack[-1]
         moment = RunMoment(0.0, RunState.LIVE, "LIVE", step, None, last)
@@ -232,46 +239,45 @@ class TestRateLimit:
         assert detector.observe(moment) is None
         # the held change of the first detector comes once the gap is over, as one event
         held = EventDetector(LENGTH_HACK, "", clock=clock)
-        step, caution = next((s, d) for s, d in length_hack if "length_collapse" in d.ids)
-        first = RunMoment(0.0, RunState.LIVE, "LIVE", step, None, caution)
+        step, first_told = next((s, d) for s, d in length_hack if "reward_hacking" in d.ids)
+        first = RunMoment(0.0, RunState.LIVE, "LIVE", step, None, first_told)
         assert held.observe(first) is not None
         assert held.observe(moment) is None and held.held
         clock.t += EventRules().min_gap_s
         merged = held.observe(moment)
         assert merged is not None and not held.held
-        assert (merged.old_status, merged.status) == (Status.CAUTION, Status.PROBLEM)
-        assert {v.id for v in merged.entered} == {"reward_hacking", "too_aggressive"}
+        assert (merged.old_status, merged.status) == (Status.PROBLEM, Status.PROBLEM)
+        assert {v.id for v in merged.entered} == {"length_collapse"}
 
     def test_hourly_budget(self, minesweeper: list[tuple[float, Diagnosis]]) -> None:
         rules = EventRules(min_gap_s=0.0, per_hour=2)
         clock = Clock()
         events = replay(MINESWEEPER, rules, moments=minesweeper, gap=10.0, clock=clock)
-        assert len(events) == 2  # six changes in four minutes: two told
+        assert len(events) == 2  # three changes in four minutes: two told
         detector_events = replay(MINESWEEPER, rules, moments=minesweeper, gap=3600.0)
-        assert len(detector_events) == 6  # an hour apart, each is told
+        assert len(detector_events) == 3  # an hour apart, each is told
 
     def test_a_change_undone_while_held_is_not_told(
         self, minesweeper: list[tuple[float, Diagnosis]]
     ) -> None:
         clock = Clock()
         detector = EventDetector(MINESWEEPER, "", clock=clock)
+        step, last = minesweeper[-1]
+        without = replace(
+            last,
+            scenarios=[s for s in last.scenarios if s.id.word != "reward_hacking"],
+        )
+        assert without.status is last.status  # truncation is a problem too
 
-        def at(index: int) -> RunMoment:
-            step, diagnosis = minesweeper[index]
+        def at(diagnosis: Diagnosis) -> RunMoment:
             return RunMoment(0.0, RunState.LIVE, "LIVE", step, None, diagnosis)
 
         # reward hacking enters and leaves between two events: the net change is nothing
-        entered = next(i for i, (_, d) in enumerate(minesweeper) if "reward_hacking" in d.ids)
-        left = next(
-            i
-            for i in range(entered, len(minesweeper))
-            if "reward_hacking" not in minesweeper[i][1].ids
-        )
-        assert detector.observe(at(entered - 1)) is not None
-        assert detector.observe(at(entered)) is None  # held
-        assert detector.observe(at(left)) is None
+        assert detector.observe(at(without)) is not None
+        assert detector.observe(at(last)) is None  # held for the gap
+        assert detector.observe(at(without)) is None
         clock.t += 3600
-        assert detector.observe(at(left)) is None  # nothing left to tell
+        assert detector.observe(at(without)) is None  # nothing left to tell
         assert not detector.held
 
 
@@ -318,7 +324,7 @@ class TestStates:
         step, diagnosis = minesweeper[-1]
         assert detector.observe(RunMoment(0, RunState.LIVE, "", step, None, None)) is None
         assert detector.observe(RunMoment(0, RunState.LIVE, "", step, None, diagnosis)) is None
-        better = replace(diagnosis, scenarios=[])
+        better = replace(diagnosis, scenarios=[], status=Status.UNKNOWN)
         event = detector.observe(RunMoment(0, RunState.LIVE, "", step, None, better))
         assert event is not None and event.kind is EventKind.BETTER
         assert event.verdicts == () and "no verdict warns" in event.summary

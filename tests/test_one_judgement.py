@@ -23,7 +23,8 @@ def disagreements(d: Diagnosis) -> list[str]:
     """Every place two parts of the screen say different things about one metric."""
     found = []
     for scenario in d.scenarios:
-        if not scenario.severity.warns:
+        # a verdict held after its evidence went says so, with the step: it quotes then
+        if not scenario.severity.warns or scenario.held_since is not None:
             continue
         for e in scenario.found:
             health = d.metrics.get(e.metric)

@@ -33,7 +33,7 @@ from grpo_tui.vocabulary import ScenarioId
 
 MAX_LEN = 512
 GROUP = 8
-ROWS = 32  # prompts_per_step x num_generations
+ROWS = 64  # prompts_per_step (8) x num_generations (8)
 TRAIN_STEPS = [1, *range(5, 301, 5)]
 EVAL_STEPS = list(range(50, 301, 50))
 
@@ -368,17 +368,19 @@ def test_same_seed_same_bytes_other_seed_other_run(tmp_path: Path) -> None:
 
 
 # sha256 (first 32 hex) of _pinned() for seed 11, 24 steps, eval every 10 on 6 prompts:
-# the output of the original eight scenarios before the later ones were added. Other tests
-# and the UI snapshots depend on these runs; change a value only for a wanted change.
+# the output of the original eight scenarios. Pinned again when the demo's scenarios were
+# made to show their state by 30 % of the run: 8 prompts a step (all eight move), and new
+# curves for healthy, too_aggressive, reward_hacking and length_collapse. Other tests and
+# the UI snapshots depend on these runs; change a value only for a wanted change.
 ORIGINAL_RUNS = {
-    "healthy": "72a229d6eafeafb2ef740b5eefd88d2d",
-    "not_learning": "7dbcd1e7450827449c428e1414101614",
-    "too_aggressive": "d289855467db61d701f7c8624af0aa86",
-    "reward_hacking": "c38b9b8571d2490997658425610f9728",
-    "truncation": "4ceb3e70d9740b3070a7c299c44b0f6f",
-    "length_collapse": "3194eafbaa512e4699c012ba2a2b52f0",
-    "low_diversity": "671cd9734cc8b5becafddfda6711df25",
-    "saturated": "a7ad1ca6feedd0505ce8fc2aa6c10606",
+    "healthy": "4158973b14882ad7f3d016f6cf45e6c5",
+    "not_learning": "222f5f113c56d2e7c039090c31415414",
+    "too_aggressive": "c16fa5d22399194366bc5f02022e73ab",
+    "reward_hacking": "225dfd269fb340685e81e5b04cf10581",
+    "truncation": "c5ee5ac18814c100c4fd8e5e630a9929",
+    "length_collapse": "fdcd16b561f7fd6628661ba16b49c3cb",
+    "low_diversity": "49b263e205fe80fd13a384c81a49fb39",
+    "saturated": "755a80c38039df4ee98abd16bfef7288",
 }
 
 
@@ -505,7 +507,11 @@ def test_healthy(runs: dict[str, RunFiles]) -> None:
     previous = run.series("reward")[-40:-20].mean()
     assert run.recent("reward").mean() > previous + 0.1  # still rising late
     assert 0.2 < run.recent("reward_std").mean() < 0.8
-    assert run.recent("frac_reward_zero_std").mean() < 0.3 < run.early("frac_reward_zero_std") + 0.1
+    # from logit -2.6 with prompts spread 0.8, about 1 group in 8 starts all-fail; late
+    # few groups lack a signal (the all-pass ones, as it nears the top)
+    assert (
+        run.recent("frac_reward_zero_std").mean() < 0.15 < run.early("frac_reward_zero_std") + 0.1
+    )
     assert run.args["num_iterations"] == 1
     assert all(line[k] == 0.0 for line in run.lines[:-1] for k in line if "clip_ratio/" in k)
     assert run.series("kl").max() < 0.1 and run.recent("kl").mean() > 5 * run.early("kl")
@@ -537,7 +543,8 @@ def test_too_aggressive(runs: dict[str, RunFiles]) -> None:
     assert run.args["num_iterations"] == 2 and run.args["learning_rate"] >= 1e-5
     assert _share(run.recent("clip_ratio/region_mean") > 0.3) >= 0.7
     assert run.recent("kl").min() > 1.0 and run.recent("kl").mean() > 20 * run.early("kl")
-    assert run.series("reward")[12:22].mean() > run.early("reward") + 0.4  # fast rise
+    # fast rise: up by ~1 over the first 10% (from the first few lines to just after it)
+    assert _between(run, "reward", 0.1, 0.2).mean() > _between(run, "reward", 0, 0.04).mean() + 0.5
     evals = run.evals()
     assert evals[-1] < evals.max() - 0.3  # eval falls late
     assert run.recent("completions/mean_length").mean() < 0.8 * run.early("completions/mean_length")
@@ -557,7 +564,8 @@ def test_reward_hacking(runs: dict[str, RunFiles]) -> None:
     early = [_group_overlaps(c) for _, c in run.pairs("train")[:10]]
     assert np.mean(early) < 0.3 and 0.6 < np.mean(late) < 0.9
     evals = run.evals()
-    assert evals[-1] - evals[2] < 0.15  # eval flat since the format saturated (step 150)
+    # eval flat since the format saturated (t = 0.25, step 75; the next eval is step 100)
+    assert evals[-1] - evals[1] < 0.15
     length = run.recent("completions/mean_length").mean() / run.early("completions/mean_length")
     assert length > 0.6  # no length collapse
 
@@ -577,11 +585,17 @@ def test_truncation(runs: dict[str, RunFiles]) -> None:
 def test_length_collapse(runs: dict[str, RunFiles]) -> None:
     run = runs["length_collapse"]
     assert "LengthBonus" in run.funcs
-    early, late = run.early("completions/mean_length"), run.recent("completions/mean_length").mean()
+    # the collapse starts at t = 0.1: "early" is the stretch before it
+    early = _between(run, "completions/mean_length", 0, 0.1).mean()
+    late = run.recent("completions/mean_length").mean()
     assert early > 0.6 * MAX_LEN and late < 0.4 * early and late < 0.1 * MAX_LEN
-    assert run.recent("reward").mean() - run.early("reward") > 0.5
+    # a few tokens by t ~ 0.23: from t = 0.25 on no line is past 5% of the cap
+    assert _between(run, "completions/mean_length", 0.25, 1.01).max() < 0.05 * MAX_LEN
+    # LengthBonus pays for it (~+0.7) more than the task loses (~-0.2)
+    assert run.recent("reward").mean() - _between(run, "reward", 0, 0.1).mean() > 0.35
     task = run.recent("rewards/MathAccuracy/mean").mean()
-    assert task > run.early("rewards/MathAccuracy/mean") + 0.2  # the task improves too
+    before = _between(run, "rewards/MathAccuracy/mean", 0, 0.1).mean()
+    assert task < before - 0.1  # the answers cannot be right that short: the task falls
     assert all(len(t) < 100 for t in run.completions[-3]["completion"])
     assert _group_overlaps(run.completions[-3]) < 0.6  # short, but not templated
 
@@ -625,9 +639,10 @@ def _between(run: RunFiles, key: str, t0: float, t1: float) -> np.ndarray:
 
 def test_plateau_rises_then_levels_below_the_top(runs: dict[str, RunFiles]) -> None:
     run = runs["plateau"]
-    first, rise_end = _between(run, "reward", 0, 0.1), _between(run, "reward", 0.3, 0.4)
-    mid, last = _between(run, "reward", 0.4, 0.6), _between(run, "reward", 0.6, 1.01)
-    assert rise_end.mean() > first.mean() + 0.5  # a clear rise over the first 40%
+    # the rise takes the first 12% of the run: its start, then just after it
+    first, rise_end = _between(run, "reward", 0, 0.04), _between(run, "reward", 0.12, 0.2)
+    mid, last = _between(run, "reward", 0.12, 0.6), _between(run, "reward", 0.6, 1.01)
+    assert rise_end.mean() > first.mean() + 0.5  # a clear rise over the first 12%
     # then flat: the late mean is the plateau's mean within its standard error
     se = np.concatenate([mid, last]).std(ddof=1) * math.sqrt(1 / len(mid) + 1 / len(last))
     assert abs(last.mean() - mid.mean()) < 2 * se
@@ -641,16 +656,20 @@ def test_plateau_rises_then_levels_below_the_top(runs: dict[str, RunFiles]) -> N
     assert run.series("kl").max() < 0.1
     length = run.series("completions/mean_length") / MAX_LEN
     assert length.min() > 0.3 and length.max() < 0.5
+    # eval stopped improving: every eval (steps 50-300, t >= 0.17) comes after the rise,
+    # level at the plateau's height, well above where the run started
     evals = run.evals()
-    assert evals[-1] > evals[0] + 0.3 and np.ptp(evals[-3:]) < 0.2  # eval stopped improving
+    assert np.ptp(evals) < 0.25 and evals.min() > first.mean() + 0.6
 
 
 def test_blow_up_collapses_within_a_tenth_of_the_run(runs: dict[str, RunFiles]) -> None:
     run = runs["blow_up"]
-    before = (0.0, 0.55)
-    after = (0.65, 1.01)
-    # healthy learning up to the onset
-    assert _between(run, "reward", 0.45, 0.55).mean() > _between(run, "reward", 0, 0.1).mean() + 0.4
+    before = (0.0, 0.18)  # the onset is t = 0.18 to 0.24
+    after = (0.24, 1.01)
+    # healthy learning up to the onset; that comes early, so the rise is small (~0.13 expected)
+    assert (
+        _between(run, "reward", 0.1, 0.18).mean() > _between(run, "reward", 0, 0.05).mean() + 0.05
+    )
     assert _between(run, "kl", *before).max() < 0.1
     assert _between(run, "completions/clipped_ratio", *before).max() < 0.05
     # then everything at once, and it stays so
@@ -663,11 +682,12 @@ def test_blow_up_collapses_within_a_tenth_of_the_run(runs: dict[str, RunFiles]) 
     assert _between(run, "kl", *after).min() > 10 * _between(run, "kl", *before).max()
     grad = _between(run, "grad_norm", *after)
     assert np.median(grad) > 5 * np.median(_between(run, "grad_norm", *before))
-    # the first collapsed line comes after the onset and no later than 10% of the run past it
-    collapsed = [_t(line) for line in run.train() if line["reward"] < 0.05 and _t(line) > 0.3]
-    assert 0.55 < collapsed[0] <= 0.65
-    evals = run.evals()  # steps 50..300: before the onset it learns, after it is 0
-    assert evals[2] > evals[0] and evals[-3:].max() == 0.0
+    # the first collapsed line comes after the onset starts (t = 0.18) and by its end
+    # (t = 0.24): within 6% of the run, less than a tenth
+    collapsed = [_t(line) for line in run.train() if line["reward"] < 0.05]
+    assert 0.18 < collapsed[0] <= 0.24
+    evals = run.evals()  # steps 50..300: step 50 (t = 0.17) is before the onset, then 0
+    assert evals[0] > 0.2 and evals[1:].max() == 0.0
     late = run.completions[-3]["completion"]
     assert all(len(t) == MAX_LEN * 4 and "</answer>" not in t for t in late)
     assert _group_overlaps(run.completions[-3]) < 0.3  # soup: high entropy, not a template
@@ -843,13 +863,15 @@ def test_every_scenario_has_ordered_regimes_named_in_the_vocabulary() -> None:
 
 def test_regime_at_picks_the_stretch_a_point_falls_in() -> None:
     assert regime_at("blow_up", 0.0).headline == "healthy"
-    assert regime_at("blow_up", 0.549).headline == "healthy"
-    assert regime_at("blow_up", 0.55).headline == "too_aggressive"
-    assert regime_at("blow_up", 0.6).also == frozenset()
+    # blow_up's onset runs from t = 0.18 to 0.24; plateau levels at t = 0.12
+    assert regime_at("blow_up", 0.179).headline == "healthy"
+    assert regime_at("blow_up", 0.18).headline == "too_aggressive"
+    assert regime_at("blow_up", 0.2).also == frozenset()
     assert regime_at("blow_up", 0.9).also == {"truncation"}
-    assert regime_at("plateau", 0.2).headline == "healthy"
-    assert regime_at("plateau", 0.7).headline == "saturated"
-    assert regime_at("early_collapse", 0.5).also == {"low_diversity"}
+    assert regime_at("plateau", 0.1).headline == "healthy"
+    assert regime_at("plateau", 0.12).headline == "saturated"
+    assert regime_at("plateau", 0.7).also == {"healthy"}
+    assert regime_at("early_collapse", 0.5).also == {"low_diversity", "not_learning"}
     assert regime_at("healthy", -1.0) == SCENARIO_REGIMES["healthy"][0]
     with pytest.raises(KeyError):
         regime_at("no_such_scenario", 0.5)

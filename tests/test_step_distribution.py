@@ -150,21 +150,28 @@ class TestGroupSplit:
     """The split uses the groups' own all-fail / all-pass flags (groups.py)."""
 
     @pytest.mark.parametrize(
-        ("scenario", "kind"),
-        [("not_learning", "all_fail"), ("saturated", "all_pass"), ("healthy", "mixed")],
+        ("scenario", "kind", "at_least"),
+        # the end of a 40-step run: not_learning and saturated have every group one kind;
+        # healthy nears the top by then, so a group may be all-pass (seed 0: one of 8)
+        [("not_learning", "all_fail", 8), ("saturated", "all_pass", 8), ("healthy", "mixed", 6)],
     )
-    def test_simulated_runs(self, scenario: str, kind: str) -> None:
+    def test_simulated_runs(self, scenario: str, kind: str, at_least: int) -> None:
         run = simulated_run(scenario, max_steps=40)
         index = _index(run / "completions.jsonl", group_size=8)
         shown = read_step(index, None)
-        assert shown is not None and shown.groups == 4
-        assert shown.split[kind] == 4  # type: ignore[index]
-        assert shown.no_signal == (0 if kind == "mixed" else 4)
         groups = groups_of(index, -1)
-        assert [group_kind(group) for group in groups] == [kind] * 4
+        assert shown is not None and shown.groups == len(groups) == 8  # 8 prompts a step
+        assert shown.split[kind] >= at_least  # type: ignore[index]
+        # every group counted where its own flags put it, and nowhere else
+        assert shown.split["all_fail"] == sum(group.all_fail for group in groups)
+        assert shown.split["all_pass"] == sum(group.all_pass for group in groups)
+        assert shown.split["mixed"] == sum(not group.zero_spread for group in groups)
+        assert shown.split["tied"] == shown.split["unknown"] == 0
+        assert shown.no_signal == sum(group.zero_spread for group in groups)
         for group in groups:
-            assert (kind == "all_fail") == group.all_fail
-            assert (kind == "all_pass") == group.all_pass
+            assert (group_kind(group) == "all_fail") == group.all_fail
+            assert (group_kind(group) == "all_pass") == group.all_pass
+            assert group_kind(group) in (kind, "all_pass")  # healthy's others are all-pass
 
     def test_all_fail_step_is_one_level_at_zero(self) -> None:
         run = simulated_run("not_learning", max_steps=40)

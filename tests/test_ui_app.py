@@ -8,6 +8,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import (
     CORPUS,
@@ -28,6 +29,7 @@ from textual.widgets import Input
 from grpo_tui.context import RunContext
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
+from grpo_tui.numbers import format_value
 from grpo_tui.run.follow import RunFollower, load_run
 from grpo_tui.sim import write_run
 from grpo_tui.ui.app import GrpoTuiApp
@@ -38,6 +40,14 @@ from grpo_tui.ui.widgets.metric_grid import MetricGrid
 from grpo_tui.ui.widgets.metric_rows import MetricsFrame
 from grpo_tui.ui.widgets.metrics_pane import MetricsPane
 from grpo_tui.vocabulary import RunState, ScenarioId
+
+
+def now_of(app: GrpoTuiApp, name: str = "reward") -> str:
+    """What the grid's number should be for the run as the app holds it: the median of the
+    latest 3 values (the latest quarter of a judging window, at least 3: these runs are
+    short), worked out here on its own."""
+    values = app.session.run.store.points(name).values
+    return format_value(float(np.median(values[-3:])))
 
 
 def train_line(step: int, reward: float) -> str:
@@ -214,13 +224,13 @@ class TestKeys:
         """The statistics behind a verdict (stretch medians, noise) are not in its fact but
         one key away in the diagnosis pane, as `check -v` prints them."""
         app = app_for(CORPUS / "trl-redteam-finance-sparse")
-        detail = "levels are medians of stretches of the 100 points"
+        detail = "means of the first and last 33 points"
         async with app.run_test(size=(100, 60)) as pilot:
             await settle(pilot, app, lambda: app.session.diagnosis is not None, what="a diagnosis")
             await pilot.press("2")
             pane = app.main_screen.query_one("#diagnosis-pane")
             await wait_until(pilot, lambda: pane.display, what="the diagnosis pane")
-            assert "reward flat: 0 at steps 1–25" in screen_text(app)
+            assert "not learning" in screen_text(app).lower()
             assert detail not in screen_text(app)
             await pilot.press("v")
             await wait_until(pilot, lambda: detail in screen_text(app), what="the statistics")
@@ -409,7 +419,7 @@ class TestPause:
             assert "PAUSED · 1 new line" in screen_text(app)
             await pilot.press("p")
             await settle(
-                pilot, app, lambda: drawn_value(app, "reward") == "0.777", what="the new reward"
+                pilot, app, lambda: drawn_value(app, "reward") == now_of(app), what="the new reward"
             )
             assert "PAUSED" not in screen_text(app)
 
@@ -427,9 +437,10 @@ class TestPause:
             await wait_until(
                 pilot, lambda: app.session.run.store.last_step() == 4.0, what="step 4 read"
             )
-            assert grid_row_text(app, "reward") == "1.487"  # in the Run, not on screen yet
+            drawn = grid_row_text(app, "reward")
+            assert drawn != now_of(app)  # in the Run, not on screen yet
             await pilot.press("p")
-            assert grid_row_text(app, "reward") == "0.777"  # the moment of the pause
+            assert grid_row_text(app, "reward") == now_of(app)  # the moment of the pause
             layout = grid.row_layout
             await pilot.resize_terminal(100, 30)
             await wait_until(
@@ -437,7 +448,7 @@ class TestPause:
                 lambda: grid.row_layout != layout and "reward" in grid.rows,
                 what="the grid laid out anew",
             )
-            assert grid_row_text(app, "reward") == "0.777"
+            assert grid_row_text(app, "reward") == now_of(app)
             assert "PAUSED" in screen_text(app)
 
 
@@ -522,7 +533,7 @@ class TestLive:
         monkeypatch.setattr(MetricsPane, "show", recording_show)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot, app)
-            assert grid_row_text(app, "reward") == "1.506"
+            assert grid_row_text(app, "reward") == now_of(app)
         assert drawn_rows[0] == len(load_run(finished_run).store) > 0
 
     async def test_appended_lines_reach_the_screen(self, tmp_path: Path) -> None:
@@ -531,22 +542,36 @@ class TestLive:
         app = app_for(output, now=time.time)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot, app)
-            assert grid_row_text(app, "reward") == "1.487"
+            before = grid_row_text(app, "reward")
+            assert before == now_of(app)
             append(log, train_line(4, 0.777))
             await settle(
-                pilot, app, lambda: drawn_value(app, "reward") == "0.777", what="the new reward"
+                pilot,
+                app,
+                lambda: (
+                    app.session.run.store.last_step() == 4.0
+                    and drawn_value(app, "reward") == now_of(app)
+                ),
+                what="the new reward",
             )
-            assert "0.777" in screen_text(app)
+            assert grid_row_text(app, "reward") != before
             assert "step 4/6" in screen_text(app)
             # half a line waits for the rest
             line = train_line(5, 0.555)
             append(log, line[:40])
             await read_again(pilot, app)
             assert app.session.run.store.last_step() == 4.0
-            assert grid_row_text(app, "reward") == "0.777"
+            held = grid_row_text(app, "reward")
+            assert held == now_of(app)
             append(log, line[40:])
             await settle(
-                pilot, app, lambda: drawn_value(app, "reward") == "0.555", what="the whole line"
+                pilot,
+                app,
+                lambda: (
+                    app.session.run.store.last_step() == 5.0
+                    and drawn_value(app, "reward") == now_of(app)
+                ),
+                what="the whole line",
             )
 
     async def test_stalled_run_says_stalled(self, tmp_path: Path) -> None:
@@ -579,7 +604,13 @@ class TestLive:
             # the trainer restarts: the file is truncated and written again from step 1
             log.write_text(train_line(1, 0.111) + train_line(2, 0.222), encoding="utf-8")
             await settle(
-                pilot, app, lambda: drawn_value(app, "reward") == "0.222", what="the new start"
+                pilot,
+                app,
+                lambda: (
+                    app.session.run.store.last_step() == 2.0
+                    and drawn_value(app, "reward") == now_of(app)
+                ),
+                what="the new start",
             )
             store = app.session.run.store
             assert store.last_step() == 2.0  # the old history from step 1 on was replaced

@@ -124,8 +124,9 @@ class TestOpening:
         async with app.run_test(size=(80, 24)) as pilot:
             await _open(pilot, app)
             text = screen_text(app)
-            assert "all fail 4 (100%)" in text and "mixed 0 (0%)" in text
-            assert "MathAccuracy  n 32 · mean 0 · std 0" in text
+            # 8 prompts a step, 8 completions each
+            assert "all fail 8 (100%)" in text and "mixed 0 (0%)" in text
+            assert "MathAccuracy  n 64 · mean 0 · std 0" in text
 
     async def test_key_without_completions_says_so(self, tmp_path: Path) -> None:
         app = app_for(make_run(tmp_path, FIXTURE_LOG.read_text().splitlines(keepends=True)))

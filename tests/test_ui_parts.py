@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import threading
 from pathlib import Path
 
@@ -255,15 +256,15 @@ def _store(values: dict[str, list[float]]) -> MetricStore:
 
 
 def test_row_uses_core_zones_and_the_latest_logged_value() -> None:
+    """The grid's arrow is the whole run's course; its number the level the verdicts quote,
+    or the latest logged value where the reading has none (a NaN last line is news)."""
     store = _store({"kl": [0.01, 0.02, 5.0, math.nan], "epoch": [1.0, 2.0, 3.0, 4.0]})
-    diagnosis = Diagnosis(
-        Status.CAUTION,
-        [],
-        [],
-        {"kl": MetricHealth(Zone.BAD, math.nan, Direction.EXPLODING, "kl > 1")},
-    )
+    kl = MetricHealth(Zone.BAD, math.nan, Direction.FLAT, "kl > 1", course=Direction.EXPLODING)
+    diagnosis = Diagnosis(Status.CAUTION, [], [], {"kl": kl})
     row = build_row(store, "kl", 40, Rules(), RunContext(), diagnosis)
     assert row.value_text == "NaN"  # the last line logged NaN: that is news
+    leveled = Diagnosis(Status.CAUTION, [], [], {"kl": replace(kl, level=2.5)})
+    assert build_row(store, "kl", 40, Rules(), RunContext(), leveled).value_text == "2.5"
     assert (row.zone, row.zone.glyph, row.trend) == (Zone.BAD, "✗", Direction.EXPLODING)
     zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
     assert zones.tolist()[:3] == [Zone.HEALTHY, Zone.HEALTHY, Zone.BAD]
@@ -280,7 +281,11 @@ def test_one_frame_draws_the_detail_title_as_the_grid_row() -> None:
         Status.CAUTION,
         [],
         [],
-        {"kl": MetricHealth(Zone.BAD, math.nan, Direction.EXPLODING, "kl > 1")},
+        {
+            "kl": MetricHealth(
+                Zone.BAD, math.nan, Direction.FLAT, "kl > 1", course=Direction.EXPLODING
+            )
+        },
     )
     palette = load_themes()["default"].palette
     frame = MetricsFrame(store, 3, Rules(), RunContext(), diagnosis, palette)

@@ -4,7 +4,6 @@ not depend on the run's state; ages that tick once a minute past the first."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from grpo_tui.vocabulary import RunState, Status
 #: not learning: every group scores alike (reward_std 0)
 PROBLEM_RUN = CORPUS / "trl-redteam-finance-sparse"
 #: rising reward, every band healthy
-HEALTHY_RUN = CORPUS / "verl-qwen3-8b-dapomath-grpo-A"
+HEALTHY_RUN = CORPUS / "verl-wandb-opd-qwen25-3b-kl00005-learning"
 #: learned, then levelled off at the top: saturated
 SATURATED_RUN = CORPUS / "trl-qwen35-9b-gsm8k-learning"
 #: one logged step
@@ -63,12 +62,12 @@ class TestVerdictWords:
         line = verdict_line(diagnosis_of(PROBLEM_RUN))
         assert line.status is Status.PROBLEM
         assert line.text() == (
-            "✗ PROBLEM · Not learning since 16 · reward_std 0 · frac_reward_zero_std 1"
+            "✗ PROBLEM · Not learning since 10 · reward_std 0 · frac_reward_zero_std 1"
         )
 
     def test_healthy_says_so_plainly(self) -> None:
         line = verdict_line(diagnosis_of(HEALTHY_RUN))
-        assert line.text().startswith("✓ HEALTHY · learning · reward -0.375→-0.0312 rising")
+        assert line.text().startswith("✓ HEALTHY · learning · reward -0.244→-0.0204 rising")
 
     def test_a_saturated_run_says_it_levelled_off(self) -> None:
         line = verdict_line(diagnosis_of(SATURATED_RUN))
@@ -76,20 +75,23 @@ class TestVerdictWords:
 
     def test_warming_up_says_what_a_verdict_waits_for(self) -> None:
         line = verdict_line(diagnosis_of(WARMING_RUN))
-        assert line.text() == "? WARMING UP · 1 train point so far; a verdict needs 10"
+        # its one point already warns (every group tied): a caution, never a problem
+        assert line.text().startswith(
+            "! CAUTION · warming up · 1 train point so far; a verdict needs 10 · early warning"
+        )
 
     def test_too_early_to_say_is_the_words_when_no_verdict_holds(self) -> None:
-        held = diagnosis_of(CORPUS / "aaipl-minesweeper-trl")
-        # its note alone, no verdict: what a run carries while its reward may still rise
-        line = verdict_line(replace(held, status=Status.UNKNOWN, scenarios=[]))
-        assert line.text().startswith(
-            "? NO VERDICT YET · not learning? too early to say · no learning signal"
+        """Past warm-up, no state held: the line says so, with the course that keeps it
+        undecided (a flat reward, live, no no-signal evidence)."""
+        line = verdict_line(
+            diagnosis_of(CORPUS / "verl-filelogger-qwen3-1p7b-intercode-debug-flat")
         )
+        assert line.text().startswith("? TOO EARLY TO SAY · reward 0.717→0.718 flat")
 
     def test_no_verdict_says_why_in_a_few_words(self) -> None:
         sft = Path(__file__).parent / "fixtures/ms-swift/deepclima-r1_sft-v3.x_logging.jsonl"
         assert verdict_line(diagnosis_of(sft)).text() == (
-            "? NO VERDICT YET · no reward is logged, and the GRPO verdicts rest on it"
+            "? NO VERDICT · no reward is logged, and the GRPO verdicts rest on it"
         )
 
     def test_before_the_first_diagnosis_it_says_diagnosing(self) -> None:
@@ -100,7 +102,7 @@ class TestVerdictWords:
         the note in a few words when its figures must go: the status is never unexplained."""
         line = verdict_line(diagnosis_of(CORPUS / "unsloth-gemma3-gsm8k-abdo"))
         assert line.text(78) == "! CAUTION · learning · soft_format_reward_func always 0 …"
-        assert line.text(158).startswith("! CAUTION · learning · reward 0.63→1.18 rising · ")
+        assert line.text(158).startswith("! CAUTION · learning · reward 0.711→1.22 rising · ")
         assert line.text(158).endswith(" · soft_format_reward_func always 0")
 
     def test_every_corpus_run_fits_80_columns_with_its_verdict_first(self) -> None:
@@ -193,9 +195,9 @@ class TestOnScreen:
     @pytest.mark.parametrize(
         ("run", "start"),
         [
-            (PROBLEM_RUN, "✗ PROBLEM · Not learning since 16 · reward_std 0"),
-            (HEALTHY_RUN, "✓ HEALTHY · learning · reward -0.375→-0.0312"),
-            (WARMING_RUN, "? WARMING UP · 1 train point so far"),
+            (PROBLEM_RUN, "✗ PROBLEM · Not learning since 10 · reward_std 0"),
+            (HEALTHY_RUN, "✓ HEALTHY · learning · reward -0.244→-0.0204"),
+            (WARMING_RUN, "! CAUTION · warming up · 1 train point so far"),
         ],
         ids=("problem", "healthy", "warming-up"),
     )

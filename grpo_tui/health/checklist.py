@@ -60,21 +60,6 @@ def _course_answer(judgement: Judgement | None, missing: str, *, ended: bool) ->
 
 
 def checklist(f: Findings) -> list[CheckItem]:
-    """The 8 answers. While the run warms up, nothing is a "no" yet: what would be one is a
-    caution (an early warning, as the warming-up block says), never a red ✗ beside "no
-    verdict yet"."""
-    items = _answers(f)
-    if f.warming_up:
-        items = [
-            CheckItem(i.id, i.question, Answer.CAUTION, f"so far: {i.evidence}")
-            if i.answer is Answer.NO
-            else i
-            for i in items
-        ]
-    return items
-
-
-def _answers(f: Findings) -> list[CheckItem]:
     length = f.length if f.length is not None else f.clipped
     kl: tuple[Answer, str] = (
         (Answer.YES, "beta 0: no KL penalty")

@@ -341,7 +341,7 @@ class Course:
     def word(self) -> str:
         """The course in a word or two, decided by the numbers `describe` quotes."""
         if self.phase is Phase.WARMUP:
-            return "too few points"
+            return "warming up"
         if self.unclear:
             verb = "rose" if self.change > 0 else "fell"
             return f"{verb}, not yet beyond noise"

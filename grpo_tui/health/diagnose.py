@@ -23,7 +23,7 @@ from grpo_tui.health.judges import Judgement
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note
 from grpo_tui.health.rules import Rules
-from grpo_tui.health.scenarios import RULES, healthy, kl_watch
+from grpo_tui.health.scenarios import RULES, healthy, watch
 from grpo_tui.health.series import RunSnapshot, snapshot
 from grpo_tui.health.steady import VerdictTracker, replay_steps, staying_rules
 from grpo_tui.health.verdict import (
@@ -132,6 +132,8 @@ def diagnose_snapshot(
             if (scenario := rule(staying if scenario_id in holding else f)) is not None
         ]
     )
+    if not f.warming_up and (watched := watch(f, found)) is not None:
+        found.append(watched)
     if f.warming_up:
         # the early warnings ride along: the steady tracker counts their streaks
         scenarios = [_warming_up(f, found), *found]
@@ -181,17 +183,14 @@ def _window_span(f: Findings) -> float:
 
 
 def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
-    """The steady diagnosis as every surface shows it: findings that are a symptom of the
-    state shown folded into it, the notes that depend on what is shown (a KL to watch, when
-    no verdict took it up), the state's word, the status of all of it."""
+    """The steady diagnosis as every surface shows it: the state with what its mechanism
+    also does now, findings that are its symptom folded into it, courses as the reading
+    says them now, the state's word, the status of all of it."""
     f = raw.findings
-    scenarios = _folded(steady.scenarios)
+    scenarios = _folded(_with_consequences(steady.scenarios, raw.scenarios))
     if f is not None:
         scenarios = [_current_courses(s, f) for s in scenarios]
     notes = list(steady.notes)
-    if f is not None and (watch := kl_watch(f, scenarios)) is not None:
-        notes.insert(0, Note(Severity.CAUTION, "kl", watch, short=watch.split(", ", 1)[0]))
-    notes[:0] = _unexplained(steady.metrics, scenarios, notes)
     return replace(
         steady,
         scenarios=scenarios,
@@ -199,6 +198,31 @@ def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
         status=status_of(scenarios, notes),
         state=state_of(scenarios, ended=steady.ended),
     )
+
+
+#: states that are a consequence of another: when the other is the state shown, their
+#: first evidence is shown inside it (these mechanisms also kill the learning signal)
+_CONSEQUENCES = {ScenarioId.NOT_LEARNING: (ScenarioId.TOO_AGGRESSIVE, ScenarioId.REWARD_HACKING)}
+
+
+def _with_consequences(shown: list[Scenario], raw: list[Scenario]) -> list[Scenario]:
+    """The state shown with what its mechanism also does now: a "not learning" judged at
+    this moment beside a blow-up or a gamed reward is said inside it ("and so no learning
+    signal: …"), never as a second state."""
+    state = next((s for s in shown if s.id.is_state), None)
+    if state is None:
+        return shown
+    added = []
+    for candidate in raw:
+        if state.id in _CONSEQUENCES.get(candidate.id, ()):
+            first = candidate.evidence[0]
+            known = [e.text for e in (*state.evidence, *added)]
+            if not says_nothing_new(first.text, known):
+                added.append(replace(first, text=f"and so no learning signal: {first.text}"))
+    if not added:
+        return shown
+    grown = replace(state, evidence=[*state.evidence, *added])
+    return [grown if s is state else s for s in shown]
 
 
 def _current_courses(scenario: Scenario, f: Findings) -> Scenario:
@@ -218,25 +242,6 @@ def _current_courses(scenario: Scenario, f: Findings) -> Scenario:
             e = now
         evidence.append(e)
     return replace(scenario, evidence=evidence)
-
-
-def _unexplained(
-    metrics: dict[str, MetricHealth], shown: list[Scenario], notes: list[Note]
-) -> list[Note]:
-    """A metric the grid marks ✗ that no verdict shown takes up, as a caution note: the
-    status never says less than the grid shows (a verdict whose evidence is still
-    building, a signal no rule reads)."""
-    cited = {e.metric for s in shown for e in s.evidence} | {n.metric for n in notes}
-    return [
-        Note(
-            Severity.CAUTION,
-            name,
-            f"{name} ✗ {health.reason}: no verdict rests on it yet",
-            short=f"{name} ✗",
-        )
-        for name, health in metrics.items()
-        if health.zone is Zone.BAD and name not in cited
-    ]
 
 
 def state_of(scenarios: list[Scenario], *, ended: bool) -> LearningState:
@@ -342,10 +347,6 @@ _FOLDS = (
     _Fold(
         ScenarioId.LOW_DIVERSITY, (ScenarioId.REWARD_HACKING,), "and the completions converge on it"
     ),
-    # a policy converged at the top is near deterministic: the late stage's own sign
-    _Fold(
-        ScenarioId.LOW_DIVERSITY, (ScenarioId.SATURATED,), "and the policy is near deterministic"
-    ),
     # an unstable policy's outputs shorten, and a gamed reward's template is short: part of
     # the instability or the hack (HEALTH.md: "length anomaly"), not a second finding
     # ...unless they collapsed to a few tokens: that is the loudest fact of the run, named
@@ -420,10 +421,13 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
         if s.severity.warns
     )
     first_step = float(f.snap.train_steps[0]) if f.snap.train_steps.size else None
+    # early warnings make it a caution, never a problem: the facts are there (the grid
+    # shows them), a verdict waits for enough points
+    early = any(s.severity.warns for s in found)
     return Scenario(
         ScenarioId.WARMING_UP,
         ENDED_TOO_SHORT if ended else ScenarioId.WARMING_UP.title,
-        Severity.INFO,
+        Severity.CAUTION if early else Severity.INFO,
         first_step,
         evidence,
         pick([(Advice.LOG_MORE if ended else Advice.WAIT, "")], f.snap.context),
@@ -458,16 +462,11 @@ def _notes(f: Findings) -> list[Note]:
 
 
 def _metric_health(f: Findings) -> dict[str, MetricHealth]:
-    """The reading of every metric. While the run warms up, a metric in its bad band is a
-    caution: an early warning (as the warming-up block calls it), not a ✗ beside "no
-    verdict yet"."""
-
-    def zone(j: Judgement) -> Zone:
-        return Zone.CAUTION if f.warming_up and j.zone is Zone.BAD else j.zone
+    """The reading of every metric: its zone and why, its level, its course."""
 
     return {
         name: MetricHealth(
-            zone(j),
+            j.zone,
             j.last,
             j.direction,
             j.reason,

@@ -363,11 +363,13 @@ class Findings:
             "reward": self.reward,
             **{metric: getattr(self, field) for metric, field in BANDED.items()},
             **{fn.key: fn.judgement for fn in self.functions},
-            "eval_reward": self.eval_reward,
             "loss": self.loss,
             "grad_norm": self.grad_norm,
             **self.others,
         }
+        if self.eval_reward is not None:
+            # by the series it is (eval_reward, or the held-out measure of the task reward)
+            named[self.eval_reward.name] = self.eval_reward
         return {name: j for name, j in named.items() if j is not None}
 
 

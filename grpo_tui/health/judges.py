@@ -30,7 +30,8 @@ from grpo_tui.context import RunContext
 from grpo_tui.health import trends as tr
 from grpo_tui.health.course import Course, analyse, point_noise
 from grpo_tui.health.rules import Rules, ZoneBounds
-from grpo_tui.health.series import SeriesView
+from grpo_tui.health.series import MAX_POINTS, SeriesView
+from grpo_tui.run.metrics import MetricStore
 from grpo_tui.health.verdict import Note, Window, num, pct
 from grpo_tui.health.zones import relative_scale
 from grpo_tui.numbers import format_step
@@ -91,6 +92,19 @@ def window_of(view: SeriesView, rules: Rules) -> SeriesView:
 def latest_quarter(values: np.ndarray) -> np.ndarray:
     """The latest quarter of the values, at least the last 3 (all of fewer)."""
     return values[-max(min(3, values.size), values.size // 4) :]
+
+
+def recent_level(store: MetricStore, name: str, rules: Rules) -> float | None:
+    """A metric's recent level read off the store as its judgement reads it off the view
+    (`base_judgement`'s `level`: the median of the latest quarter of its judging window):
+    the grid's number, fresh at every frame, the one the verdicts quote (None: no finite
+    value)."""
+    logged = store.count(name)
+    if not logged:
+        return None
+    # a thinned view of a long run has MAX_POINTS points: its window is sized on those
+    window = store.window(name, rules.window_size(min(logged, MAX_POINTS))).values
+    return tr.median_of(latest_quarter(window))
 
 
 def _window(steps: np.ndarray) -> Window:

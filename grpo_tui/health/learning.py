@@ -43,10 +43,14 @@ def not_learning(f: Findings) -> Scenario | None:
     if f.warming_up:
         return b.build(f)  # an early warning only (diagnose's warming-up verdict)
     bounds = f.rise_bounds
-    if not bounds or not all(bound.ruled_out for bound in bounds):
+    held = not f.rules.learning.bound_to_stay
+    if held and bounds and not any(bound.rising for bound in bounds):
+        pass  # held: its no-signal evidence holds and no rise shows, it stays
+    elif not bounds or not all(bound.ruled_out for bound in bounds):
         return None
-    for bound in bounds:
-        b.support(_bound_evidence(bound))
+    # the bound quotes the course's two levels and what it rules out: it comes first, the
+    # course itself is then said once
+    b.supporting[:0] = [_bound_evidence(bound) for bound in bounds]
     return b.build(f)
 
 
@@ -70,6 +74,8 @@ def _no_progress(f: Findings) -> Scenario | None:
     reward = f.reward
     if f.warming_up or f.learned or f.blow_up is not None or reward is None:
         return None
+    if aux_only_rise(f, done=False) is not None:
+        return None  # the format still being learned, the task after it: a note for now
     points = len(reward.view)
     needed = rules.progress_points_ended if f.snap.ended else rules.progress_points
     bounds = f.rise_bounds

@@ -366,6 +366,10 @@ class LearningRules:
     """One-sided normal quantile of the bound (2.33: a rise that large is missed 1 % of the
     time at one moment); the bound is built with Student's t at that probability, exact,
     for the degrees of freedom the noise was measured with."""
+    bound_to_stay: bool = True
+    """A held "not learning" stays while its no-signal evidence holds and no rise is shown
+    (the bound is what it needs to enter; the steady tracker's staying rules set this
+    False: it leaves on a rise, not on a bound that widened with the noise)."""
     progress_points: int = 150
     """"Not learning" without its no-signal evidence (groups differ on every step, yet the
     task reward does not rise by the amount that matters): only on a long stretch, this many

@@ -199,7 +199,7 @@ def too_aggressive(f: Findings) -> Scenario | None:
         b.add(Severity.CAUTION, course(eval_reward.name, eval_reward))
     if kl is not None and kl_warns and kl.zone is Zone.CAUTION and not kl.direction.up:
         if not b.findings:
-            return None  # a KL in its caution band and nothing else unstable: kl_watch's note
+            return None  # a KL in its caution band and nothing else unstable: watch()
         add_above(b, f, kl, "kl")
         b.advise(Advice.STRONGER_KL)
     b.advise(Advice.LOWER_LR)
@@ -212,16 +212,38 @@ def too_aggressive(f: Findings) -> Scenario | None:
     return scenario
 
 
-def kl_watch(f: Findings, shown: list[Scenario]) -> str | None:
-    """A KL in its caution band (not an offset) that no verdict takes up: nothing else is
-    unstable, so it is a caution to watch, not "too aggressive" (a verdict needs the KL in
-    its bad band, or a second sign of instability)."""
+def watch(f: Findings, found: list[Scenario]) -> Scenario | None:
+    """What the grid marks that no verdict takes up: a metric in its bad band no verdict
+    cites (a signal no rule reads, or a verdict's evidence still building), and a KL in
+    its caution band (not an offset) with nothing else unstable, which is a caution to
+    watch, not "too aggressive" (that needs the KL in its bad band, climbing, or a second
+    sign). A finding like the others, held as they are: the status never says less than
+    the grid shows, and never flickers with it."""
+    b = Builder(ScenarioId.WATCH)
+    cited = {e.metric for s in found for e in s.evidence}
     kl = f.kl
-    if kl is None or kl.zone is not Zone.CAUTION or f.kl_offset is not None or kl.direction.up:
-        return None
-    if any(s.id is ScenarioId.TOO_AGGRESSIVE for s in shown):
-        return None
-    return f"kl {kl.reason}, no longer climbing, with nothing else unstable (clip, entropy, reward and eval hold): watch it; a verdict needs it in its bad band, climbing, or a second sign"
+    if (
+        kl is not None
+        and kl.zone is Zone.CAUTION
+        and f.kl_offset is None
+        and not kl.direction.up
+        and not any(s.id is ScenarioId.TOO_AGGRESSIVE for s in found)
+    ):
+        b.add(
+            Severity.CAUTION,
+            evidence(
+                kl,
+                f"kl {kl.reason}, no longer climbing, with nothing else unstable: watch it; a "
+                "verdict needs it in its bad band, climbing, or a second sign",
+            ),
+        )
+    for name, judgement in f.judged().items():
+        if judgement.zone is Zone.BAD and name not in cited and judgement is not f.kl:
+            b.add(
+                Severity.CAUTION,
+                evidence(judgement, f"{name} {judgement.reason}: no verdict rests on it yet"),
+            )
+    return b.build(f)
 
 
 # -- reward hacking ---------------------------------------------------------------------------------
@@ -569,8 +591,10 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     is)."""
     # one state at a time: another state that warns, or the late stage, is not learning;
     # a finding (truncation, a collapse of the lengths) warns beside it
+    # (held, it is judged on its own evidence: the steady tracker weighs it against a
+    # state whose evidence is only building, and lets that one in once it has held)
     states = [s for s in others if s.id.is_state]
-    if any(s.severity.warns or s.id is ScenarioId.SATURATED for s in states):
+    if not holding and any(s.severity.warns or s.id is ScenarioId.SATURATED for s in states):
         return None
     reward = f.reward
     if reward is None or reward.shape is None:

@@ -194,11 +194,15 @@ class VerdictTracker:
             # the first moment after warm-up: "too early to say" until a state has held
             # (one whose early warnings held through warm-up enters at once, below)
             challenger, streak = self._challenger, self._challenge
-            first = best if best.immediate else candidates.get(ScenarioId.TOO_EARLY, best)
-            self._show(first, step)
+            first = best if best.immediate else candidates.get(ScenarioId.TOO_EARLY)
+            if first is not None:
+                self._show(first, step)
             self._challenger, self._challenge = challenger, streak
         shown = self._state
         if shown is None:
+            # nothing to show until a state has held (no "too early" block was judged)
+            if self._challenge_with(best, step, new_step):
+                self._show(best, step)
             return
         held = candidates.get(shown.id)
         if held is not None:
@@ -253,7 +257,7 @@ class VerdictTracker:
             f"been gone for a judging window ({format_step(self._window_span)} steps)"
         )
         note = Evidence("", Window(since, self._last_step, absent.count), {}, text)
-        return replace(shown, evidence=[*shown.evidence, note])
+        return replace(shown, evidence=[*shown.evidence, note], held_since=since)
 
     def _challenge_with(self, best: Scenario, step: float, new_step: bool) -> bool:
         """Count `best` as the challenger at this step; whether it has held long enough."""
@@ -356,8 +360,17 @@ class VerdictTracker:
     # -- the history -------------------------------------------------------------------------
 
     def _open_span(self, scenario: Scenario, start: float) -> int:
+        """A span from `start`; back at the severity it left with, with evidence that began
+        before that span ended, it never really cleared: that span goes on (the spans of
+        one verdict never overlap)."""
         # the learning state is "Learning" in the history, whatever warned beside it
         kind = ScenarioId.LEARNING if scenario.id is ScenarioId.HEALTHY else scenario.id
+        last = max((i for i, span in enumerate(self.history) if span.id is kind), default=None)
+        if last is not None:
+            span = self.history[last]
+            if span.end is not None and span.severity is scenario.severity and start <= span.end:
+                self.history[last] = replace(span, end=None)
+                return last
         self.history.append(Span(kind, scenario.severity, start, None))
         return len(self.history) - 1
 
@@ -427,6 +440,7 @@ def staying_rules(rules: Rules) -> Rules:
             saturation_position=rules.rewards.saturation_position - margin,
             floor_position=rules.rewards.floor_position + margin,
         ),
+        learning=replace(rules.learning, bound_to_stay=False),
         # a drift that held stays while its signals keep half of their growth
         blow_up=replace(
             rules.blow_up,

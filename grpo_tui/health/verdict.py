@@ -78,6 +78,9 @@ class Scenario:
     findings: int | None = None
     """How many of the first `evidence` items are what it found (the rest support it:
     a course, a fact that explains); None: not said."""
+    held_since: float | None = None
+    """Shown, held, while its evidence no longer holds: the step from which it did not
+    (the steady tracker keeps a verdict a judging window after its evidence is gone)."""
 
     @property
     def found(self) -> list[Evidence]:

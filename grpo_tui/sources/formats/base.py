@@ -132,9 +132,14 @@ class FormatAdapter:
         return key
 
     def priority(self, key: str) -> int:
-        """Where a key stands among the aliases of its metric (0: the first choice)."""
+        """Where a key stands among the aliases of its metric, or among the families that
+        map onto one name (0: the first choice; verl's val-core before its val-aux)."""
         bare = key.removeprefix(self.eval_prefix)
-        return next((keys.index(bare) for keys in self.aliases.values() if bare in keys), 0)
+        alias = next((keys.index(bare) for keys in self.aliases.values() if bare in keys), None)
+        if alias is not None:
+            return alias
+        family = (i for i, (pattern, _) in enumerate(self.families) if re.fullmatch(pattern, key))
+        return next(family, 0)
 
     # -- lines ------------------------------------------------------------------------
     def classify(self, obj: Mapping[str, Any]) -> LineKind:

@@ -66,7 +66,12 @@ def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[
     threshold = stall_threshold(usual_interval)
     return [
         f"Zones: {zones} (not applicable: no bands, or the context makes them meaningless).",
-        f"Trends: {trends}.",
+        (
+            f"Courses (the arrow): {trends}, over the whole run, in the words the diagnosis "
+            "uses (unclear: it moved, not yet beyond its noise). The number is now: the median "
+            "of the latest points, the level the verdicts quote; the detail view (enter) also "
+            "shows the newest value."
+        ),
         (
             f"STALLED: no new data for more than {threshold:.0f} s now ({STALL_INTERVALS} × the usual "
             f"interval between lines, at least {STALL_FLOOR_S:.0f} s; {STALL_UNKNOWN_INTERVAL_S:.0f} s "

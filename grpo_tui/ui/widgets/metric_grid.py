@@ -1,4 +1,4 @@
-"""The metric grid: one row per logged metric (name, last value, zone glyph, trend,
+"""The metric grid: one row per logged metric (name, its recent level, zone glyph, course,
 zone-coloured sparkline), GRPO signals first.
 
 Drawn with Textual's line API: a row is computed only when it is on screen, and after new

@@ -7,6 +7,7 @@ lays the row out. Nothing here loops over a metric's history.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +15,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from grpo_tui.context import RunContext
+from grpo_tui.health.judges import recent_level
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_of_values
@@ -84,10 +86,8 @@ def build_row(
     latest = store.latest(name)
     value = None if latest is None else latest[1]
     if health is not None:
-        # the level the verdicts quote (the recent median), and the whole run's course
+        # the whole run's course; the number below is the level the verdicts quote
         zone, trend = health.zone, health.course
-        if health.level is not None:
-            value = health.level
     elif diagnosis is None:
         zone, trend = Zone.UNKNOWN, Direction.UNKNOWN
     else:
@@ -95,6 +95,11 @@ def build_row(
         finite = np.flatnonzero(np.isfinite(means))
         zone = Zone(int(zones[finite[-1]])) if finite.size else Zone.UNKNOWN
         trend = Direction.UNKNOWN
+    # the recent level (the median the verdicts quote, fresh from the store), or the newest
+    # value when that is NaN / ±Infinity: news the median would hide
+    level = recent_level(store, name, rules)
+    if level is not None and value is not None and math.isfinite(value):
+        value = level
     return MetricRow(
         name=name,
         value_text=format_value(value),

@@ -88,7 +88,7 @@ class MetricsPane(Vertical):
     def _draw_caption(self) -> None:
         grid = self.grid
         text = Text(no_wrap=True, overflow="ellipsis", style="dim")
-        text.append("metric".ljust(grid.row_layout.name) + " " + "last".rjust(VALUE_WIDTH) + "    ")
+        text.append("metric".ljust(grid.row_layout.name) + " " + "now".rjust(VALUE_WIDTH) + "    ")
         store = self._source.store if self._source is not None else None
         if store is not None and len(store):
             first, last = float(store.steps[0]), store.last_step()
