@@ -146,12 +146,15 @@ def contradictions(run: Run, diagnosis: Diagnosis, rules: Rules, now: float) -> 
         board = f"{format_value(reward.course_start)}→{format_value(reward.course_end)}"
         if reward.course_start is not None and board not in _board_reward(run, diagnosis, now):
             found.append(f"the board's reward is not the course's {board}")
-    # the grid's number is the level the verdicts quote, its arrow the course's
+    # the grid's number is the level the verdicts quote (a newest NaN, the news), its arrow
+    # the course's
     for name, health in diagnosis.metrics.items():
         if name not in run.store:
             continue  # a metric the screen has no row for
         number, zone, arrow = shown.grid[name]
-        if health.level is not None and number != format_value(health.level):
+        latest = run.store.latest(name)
+        news = latest is not None and not math.isfinite(latest[1])  # a NaN shown as itself
+        if health.level is not None and number != format_value(health.level) and not news:
             found.append(f"grid {name} {number}, its level {format_value(health.level)}")
         if zone is not health.zone:
             found.append(f"grid {name} zone {zone.word}, the reading's {health.zone.word}")

@@ -214,7 +214,9 @@ class Event:
         # with no verdict: what the header says after its status word ("warming up · an
         # early warning", "not learning? too early to say"), or that nothing warns
         header = self.headline.split(" · ", 1)
-        said = " + ".join(parts) if parts else (header[1] if len(header) > 1 else "no verdict warns")
+        said = (
+            " + ".join(parts) if parts else (header[1] if len(header) > 1 else "no verdict warns")
+        )
         if gone:
             said += f"; gone: {', '.join(gone)}"
         return printable(f"{name} {word}{at}{was}: {said}")

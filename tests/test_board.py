@@ -197,7 +197,13 @@ class TestTheBoard:
 
     def test_the_filter_matches_name_framework_and_verdict(self, judged: Board) -> None:
         rows = judged.rows(FIXED_NOW)
-        assert [r.name for r in rows if r.matches("not learning")] == ["trl-redteam-finance-sparse"]
+        # every word is looked for: "learning · … not yet beyond noise" has both words too
+        assert [r.name for r in rows if r.matches("problem not learning")] == [
+            "trl-redteam-finance-sparse"
+        ]
+        assert "verl-qwen3-8b-dapomath-grpo-A" in {
+            r.name for r in rows if r.matches("not learning")
+        }
         assert {r.name for r in rows if r.matches("verl")} == {"verl-qwen3-8b-dapomath-grpo-A"}
 
 

@@ -730,7 +730,9 @@ class TestKlOffsetIsNotDrift:
         columns["kl"] = list(np.minimum(0.15, 0.005 + 0.6 * x) + noise(200, 0.003))
         d = diagnose(make_run(columns, context=ON_POLICY), RULES)
         assert "too_aggressive" not in ids(d)
-        assert "watch it" in notes(d) and d.status is Status.CAUTION
+        watched = [s for s in d.scenarios if s.id is ScenarioId.WATCH]
+        assert watched and "watch it" in watched[0].evidence[0].text
+        assert d.status is Status.CAUTION
 
 
 def test_a_tiny_kl_growing_fast_is_never_too_aggressive_and_a_falling_one_is_settling() -> None:
@@ -976,11 +978,12 @@ def test_verdicts_that_begin_together_keep_one_order_in_every_process() -> None:
         for seed in range(4)
     }
     assert len(orders) == 1
-    # the three findings, and one state: never two at once (the worst, a blow-up)
+    # the four findings, and one state: never two at once (the worst, a blow-up)
     assert orders.pop().split() == [
         "length_collapse",
         "truncation",
         "low_diversity",
+        "watch",
         "too_aggressive",
     ]
 

@@ -62,13 +62,15 @@ def test_verl_new_engine_line_maps_the_concepts_not_the_names() -> None:
 
 
 def test_verl_step0_holds_only_validation_and_is_an_eval_row() -> None:
-    """val_before_train: the step-0 record holds only val-* keys (an eval row, its core
-    score the eval reward); step 1 is a train row with .3f values."""
+    """val_before_train: the step-0 record holds only val-* keys (an eval row, its
+    validation reward the eval reward, on the train reward's scale); step 1 is a train row
+    with .3f values."""
     run = load_run(VERL / "verl_issue2060_step0_val_and_step1.log")
     store = run.store
     assert list(store.steps) == [0.0, 1.0]
     assert list(store.kinds) == [LineKind.EVAL, LineKind.TRAIN]
-    assert values(run, "eval_reward")[0] == pytest.approx(0.508)  # val-core/…/acc/mean@1
+    # val-aux/…/reward/mean@1: the reward first, one quantity on every line (acc is 0.508)
+    assert values(run, "eval_reward")[0] == pytest.approx(0.565)
     assert values(run, "reward")[1] == pytest.approx(0.558)
     assert values(run, "kl")[1] == 0.0  # actor/kl_loss:0.000 (.3f rounds it away)
     assert values(run, "actor/ppo_kl")[1] == 0.0  # "-0.000"

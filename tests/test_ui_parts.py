@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import threading
 from pathlib import Path
 
@@ -255,16 +254,18 @@ def _store(values: dict[str, list[float]]) -> MetricStore:
     return store
 
 
-def test_row_uses_core_zones_and_the_latest_logged_value() -> None:
-    """The grid's arrow is the whole run's course; its number the level the verdicts quote,
-    or the latest logged value where the reading has none (a NaN last line is news)."""
+def test_row_uses_core_zones_and_the_recent_level() -> None:
+    """The grid's arrow is the whole run's course; its number the recent level the verdicts
+    quote (the median of the judging window's latest quarter), or the newest value when
+    that is NaN (news the median would hide)."""
     store = _store({"kl": [0.01, 0.02, 5.0, math.nan], "epoch": [1.0, 2.0, 3.0, 4.0]})
     kl = MetricHealth(Zone.BAD, math.nan, Direction.FLAT, "kl > 1", course=Direction.EXPLODING)
     diagnosis = Diagnosis(Status.CAUTION, [], [], {"kl": kl})
     row = build_row(store, "kl", 40, Rules(), RunContext(), diagnosis)
     assert row.value_text == "NaN"  # the last line logged NaN: that is news
-    leveled = Diagnosis(Status.CAUTION, [], [], {"kl": replace(kl, level=2.5)})
-    assert build_row(store, "kl", 40, Rules(), RunContext(), leveled).value_text == "2.5"
+    finite = _store({"kl": [0.01, 0.02, 5.0, 0.03, 0.04]})
+    # 5 points, all in the window: its latest quarter is the newest 3 (5, 0.03, 0.04)
+    assert build_row(finite, "kl", 40, Rules(), RunContext(), diagnosis).value_text == "0.04"
     assert (row.zone, row.zone.glyph, row.trend) == (Zone.BAD, "✗", Direction.EXPLODING)
     zones = np.frombuffer(row.bucket_zones, dtype=np.int8)
     assert zones.tolist()[:3] == [Zone.HEALTHY, Zone.HEALTHY, Zone.BAD]
@@ -292,7 +293,7 @@ def test_one_frame_draws_the_detail_title_as_the_grid_row() -> None:
     row = build_row(frame.store, "kl", 40, frame.rules, frame.context, frame.diagnosis)
     view = chart_view(frame.store, "kl", ChartModes(), 80, 20)
     title = detail_title("kl", frame, ChartModes(), view, 80).plain
-    assert title.startswith(f"kl  {row.value_text} {row.zone.glyph} {row.zone.word}")
+    assert title.startswith(f"kl  now {row.value_text} (last 5) {row.zone.glyph} {row.zone.word}")
     assert "3 points, latest at step 3" in title and "kl kl > 1" in title
     with pytest.raises(AttributeError):
         frame.version = 4  # type: ignore[misc]

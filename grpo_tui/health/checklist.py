@@ -45,9 +45,12 @@ def _zone_answer(label: str, judgement: Judgement | None) -> tuple[Answer, str]:
     return _ZONE_ANSWERS.get(judgement.zone, Answer.YES), f"{label} {judgement.reason}"
 
 
-def _course_answer(judgement: Judgement | None, missing: str, *, ended: bool) -> tuple[Answer, str]:
+def _course_answer(
+    judgement: Judgement | None, missing: str, *, ended: bool, flat: Answer = Answer.NO
+) -> tuple[Answer, str]:
     """Rising (or levelled off after a rise: the late stage) from the whole course, in the
-    course's own words; a move not yet beyond noise is not known yet, not a "no"."""
+    course's own words; a move not yet beyond noise is not known yet, not a "no"; a flat
+    course is `flat`'s answer."""
     if judgement is None or judgement.shape is None:
         return Answer.UNKNOWN, missing
     course = judgement.shape
@@ -56,6 +59,8 @@ def _course_answer(judgement: Judgement | None, missing: str, *, ended: bool) ->
         word = "too few points" if course.phase is Phase.WARMUP and ended else course.word
         return Answer.UNKNOWN, f"{judgement.name} {word}: {course.describe()}"
     text = f"{judgement.name} {course.word}: {course.describe()}"
+    if course.phase is Phase.FLAT:
+        return flat, text
     return _PHASE_ANSWERS.get(course.phase, Answer.NO), text
 
 
@@ -78,7 +83,9 @@ def checklist(f: Findings) -> list[CheckItem]:
         _zone_answer("clip_ratio", f.clip),
         length_answer,
         _samples_answer(f),
-        _course_answer(f.eval_reward, "no eval logged", ended=f.snap.ended),
+        # a held-out measure that has not moved yet is one to watch, not a "no": only its
+        # fall says the training does not carry over (and a reward-hacking verdict its stall)
+        _course_answer(f.eval_reward, "no eval logged", ended=f.snap.ended, flat=Answer.CAUTION),
         kl,
     ]
     return [

@@ -19,7 +19,6 @@ from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.building import course as course_evidence
 from grpo_tui.health.checklist import QUESTIONS, checklist
 from grpo_tui.health.findings import BANDED, Findings, find
-from grpo_tui.health.judges import Judgement
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note
 from grpo_tui.health.rules import Rules
@@ -48,7 +47,6 @@ from grpo_tui.vocabulary import (
     ScenarioId,
     Severity,
     Status,
-    Zone,
 )
 
 __all__ = [
@@ -132,8 +130,8 @@ def diagnose_snapshot(
             if (scenario := rule(staying if scenario_id in holding else f)) is not None
         ]
     )
-    if not f.warming_up and (watched := watch(f, found)) is not None:
-        found.append(watched)
+    if (watched := watch(f, found)) is not None:
+        found.append(watched)  # in warm-up, an early warning like the others
     if f.warming_up:
         # the early warnings ride along: the steady tracker counts their streaks
         scenarios = [_warming_up(f, found), *found]
@@ -187,7 +185,7 @@ def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
     also does now, findings that are its symptom folded into it, courses as the reading
     says them now, the state's word, the status of all of it."""
     f = raw.findings
-    scenarios = _folded(_with_consequences(steady.scenarios, raw.scenarios))
+    scenarios = _unwatched(_folded(_with_consequences(steady.scenarios, raw.scenarios)))
     if f is not None:
         scenarios = [_current_courses(s, f) for s in scenarios]
     notes = list(steady.notes)
@@ -212,7 +210,7 @@ def _with_consequences(shown: list[Scenario], raw: list[Scenario]) -> list[Scena
     state = next((s for s in shown if s.id.is_state), None)
     if state is None:
         return shown
-    added = []
+    added: list[Evidence] = []
     for candidate in raw:
         if state.id in _CONSEQUENCES.get(candidate.id, ()):
             first = candidate.evidence[0]
@@ -358,6 +356,15 @@ _FOLDS = (
         keep_problem=True,
     ),
 )
+
+
+def _unwatched(shown: list[Scenario]) -> list[Scenario]:
+    """ "Watch" is what nothing else says: beside another block that warns it goes (the
+    status already says at least as much as the grid; a twin of a cited metric, such as
+    eval_clipped_ratio beside truncation, is the same news)."""
+    if any(s.severity.warns and s.id is not ScenarioId.WATCH for s in shown):
+        return [s for s in shown if s.id is not ScenarioId.WATCH]
+    return shown
 
 
 def _raw(found: list[Scenario]) -> list[Scenario]:

@@ -458,7 +458,8 @@ def _task_falls(
     """The task reward (each task function, else the reward) or the eval fell, beyond its
     noise and by more than `fraction` of its scale (its observed range, or its size): what
     makes shorter answers a collapse rather than concision."""
-    tasks = [fn.judgement for fn in functions if fn.role is Role.TASK] or [reward]
+    tasks: list[Judgement | None] = [fn.judgement for fn in functions if fn.role is Role.TASK]
+    tasks = tasks or [reward]
     for judgement in (*tasks, eval_reward):
         course = judgement.shape if judgement is not None else None
         if course is None or not (course.phase in _FALLEN or course.fell):

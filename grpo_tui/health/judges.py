@@ -31,10 +31,10 @@ from grpo_tui.health import trends as tr
 from grpo_tui.health.course import Course, analyse, point_noise
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.series import MAX_POINTS, SeriesView
-from grpo_tui.run.metrics import MetricStore
-from grpo_tui.health.verdict import Note, Window, num, pct
+from grpo_tui.health.verdict import Diagnosis, Note, Window, num, pct
 from grpo_tui.health.zones import relative_scale
 from grpo_tui.numbers import format_step
+from grpo_tui.run.metrics import MetricStore
 from grpo_tui.vocabulary import Direction, Severity, Zone
 
 
@@ -105,6 +105,28 @@ def recent_level(store: MetricStore, name: str, rules: Rules) -> float | None:
     # a thinned view of a long run has MAX_POINTS points: its window is sized on those
     window = store.window(name, rules.window_size(min(logged, MAX_POINTS))).values
     return tr.median_of(latest_quarter(window))
+
+
+def now_value(
+    store: MetricStore, name: str, rules: Rules, diagnosis: Diagnosis | None = None
+) -> float | None:
+    """The number a metric's "now" shows everywhere (the grid, the detail chart's title):
+    the level the diagnosis quotes while no newer point came in since it was judged (one
+    statistic, whatever view the judge read: clip_ratio on re-use steps only), else the
+    recent level read off the store as the judge would (fresh at every frame); the newest
+    value when that is NaN / ±Infinity, news the median would hide (None: nothing logged)."""
+    latest = store.latest(name)
+    if latest is None:
+        return None
+    step, value = latest
+    if not math.isfinite(value):
+        return value
+    health = diagnosis.metrics.get(name) if diagnosis is not None else None
+    judged = diagnosis.step if diagnosis is not None else None
+    if health is not None and health.level is not None and judged is not None and step <= judged:
+        return health.level
+    level = recent_level(store, name, rules)
+    return level if level is not None else value
 
 
 def _window(steps: np.ndarray) -> Window:

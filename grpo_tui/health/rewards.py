@@ -358,11 +358,21 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
         shape = judgement.shape
         # learned, at least partly: some stretch clearly above the start, and the end has not
         # fallen back to where it began
+        role = reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.series) is not None)
+        # a task's rise over a known range counts from the amount that matters (5 % of it):
+        # a 0/1 accuracy at 0 that a rare success lifts to 4e-4 rose beyond its noise (none)
+        # but learned nothing (a bonus is weighted in the total: any clear rise of it counts)
+        meaningful = (
+            rules.learning.meaningful_fraction * rng.span
+            if role is Role.TASK and rng is not None and rng.known
+            else 0.0
+        )
         improved = (
             shape is not None
             and shape.phase is not Phase.WARMUP
             and shape.rose
             and shape.end.value - shape.start.value > math.hypot(shape.end.error, shape.start.error)
+            and shape.end.value - shape.start.value >= meaningful
         )
         rose_to_top = (
             at_top
@@ -373,7 +383,7 @@ def reward_functions(snap: RunSnapshot, rules: Rules) -> list[RewardFunction]:
             RewardFunction(
                 fn,
                 name,
-                reward_role(fn, rules, evaluated=eval_counterpart(fn, snap.series) is not None),
+                role,
                 judgement,
                 rng,
                 dead,

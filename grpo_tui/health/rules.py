@@ -579,8 +579,8 @@ def _convert(value: Any, hint: Any) -> tuple[Any, bool]:
     if origin is list:
         ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
         return (list(value), True) if ok else (None, False)
-    if isinstance(value, bool):  # no field is a flag, and TOML's true is no number
-        return None, False
+    if hint is bool or isinstance(value, bool):  # TOML's true is a flag, never a number
+        return (value, True) if hint is bool and isinstance(value, bool) else (None, False)
     if hint is float:
         ok = isinstance(value, (int, float)) and not math.isnan(value)
         return (float(value), True) if ok else (None, False)
@@ -608,7 +608,9 @@ def _describe(hint: Any) -> str:
         return f'{_describe(inner)} or "{OFF}"'
     if typing.get_origin(hint) is list:
         return "a list of strings"
-    return {int: "an integer", float: "a number", str: "a string"}.get(hint, str(hint))
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        hint, str(hint)
+    )
 
 
 def _type_name(value: Any) -> str:
@@ -710,6 +712,8 @@ def _section_lines(name: str, section: Any, default: Any | None) -> list[str]:
 def _toml_value(value: Any) -> str:
     if value is None:
         return f'"{OFF}"'
+    if isinstance(value, bool):  # before int: a bool is one
+        return "true" if value else "false"
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, int):

@@ -218,7 +218,8 @@ def watch(f: Findings, found: list[Scenario]) -> Scenario | None:
     its caution band (not an offset) with nothing else unstable, which is a caution to
     watch, not "too aggressive" (that needs the KL in its bad band, climbing, or a second
     sign). A finding like the others, held as they are: the status never says less than
-    the grid shows, and never flickers with it."""
+    the grid shows, and never flickers with it. Beside a block that warns it is not shown
+    (diagnose.finish): the status already says at least as much."""
     b = Builder(ScenarioId.WATCH)
     cited = {e.metric for s in found for e in s.evidence}
     kl = f.kl
@@ -243,7 +244,12 @@ def watch(f: Findings, found: list[Scenario]) -> Scenario | None:
                 Severity.CAUTION,
                 evidence(judgement, f"{name} {judgement.reason}: no verdict rests on it yet"),
             )
-    return b.build(f)
+    scenario = b.build(f)
+    if scenario is not None:
+        # shown at once: each zone it quotes is already sustained over its window, and the
+        # grid shows that zone at once (the steady tracker still holds it once it entered)
+        scenario.immediate = True
+    return scenario
 
 
 # -- reward hacking ---------------------------------------------------------------------------------

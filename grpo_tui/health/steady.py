@@ -217,11 +217,11 @@ class VerdictTracker:
         # a state is held until its evidence has been gone for a window; a good one
         # ("learning", the late stage) gives way at once to evidence against it (a warning
         # building up): the screen would say "healthy" beside the ✗ that ended it
-        contrary = not self._state.severity.warns and any(
+        contrary = not shown.severity.warns and any(
             s.severity.warns and s.id in _AGAINST_LEARNING for s in states
         )
         cleared = held is None and (contrary or self._lasted(self._state_absent, step, leave=True))
-        worse = state_order(best) < state_order(self._state)
+        worse = state_order(best) < state_order(shown)
         if entered and (cleared or worse or shown.id in _NEUTRAL):
             self._show(best, step)
         elif cleared and shown.id not in _NEUTRAL and ScenarioId.TOO_EARLY in candidates:
@@ -230,21 +230,38 @@ class VerdictTracker:
 
     def _building(self, shown: Scenario, states: list[Scenario]) -> Scenario:
         """ "Too early to say" while a verdict's evidence is building up: it says which, and
-        how long it has held (the grid may already show the metric it rests on)."""
+        how long it has held. The grid already shows the metric it rests on, so a warning
+        building up makes the block a caution ("Not learning? too early to say"): the status
+        never says less than the grid."""
+        if shown.id not in _NEUTRAL:
+            return shown
+        building: list[tuple[Scenario, int]] = []
         challenger = next((s for s in states if s.id is self._challenger), None)
-        if shown.id not in _NEUTRAL or challenger is None or not self._challenge.count:
+        if challenger is not None and self._challenge.count:
+            building.append((challenger, self._challenge.count))
+        building += [
+            (track.last, track.present.count)
+            for track in self._findings.values()
+            if track.span is None and track.last is not None and track.present.count
+        ]
+        if not building:
             return shown
         needed = self.rules.steady.enter_points
-        held = self._challenge.count
-        title = "learning" if challenger.id is ScenarioId.HEALTHY else challenger.title.lower()
-        text = (
-            f"{title}? its evidence has held at {held} judged step{'s' if held != 1 else ''} "
-            f"in a row; a verdict needs {needed}: {challenger.found[0].text if challenger.found else ''}"
-        ).rstrip(": ")
-        first = challenger.found[0] if challenger.found else None
-        window = first.window if first is not None else Window(None, None, 0)
-        metric = first.metric if first is not None else ""
-        return replace(shown, evidence=[*shown.evidence, Evidence(metric, window, {}, text)])
+        evidence = list(shown.evidence)
+        for scenario, held in building:
+            name = "learning" if scenario.id is ScenarioId.HEALTHY else scenario.title.lower()
+            first = scenario.found[0] if scenario.found else None
+            text = (
+                f"{name}? its evidence has held at {held} judged step{'s' if held != 1 else ''} "
+                f"in a row; a verdict needs {needed}: {first.text if first is not None else ''}"
+            ).rstrip(": ")
+            window = first.window if first is not None else Window(None, None, 0)
+            evidence.append(Evidence(first.metric if first is not None else "", window, {}, text))
+        warning = next((s for s, _ in building if s.severity.warns), None)
+        if warning is None or shown.severity.warns:
+            return replace(shown, evidence=evidence)
+        title = f"{warning.title}? {shown.title[0].lower()}{shown.title[1:]}"
+        return replace(shown, evidence=evidence, severity=Severity.CAUTION, title=title)
 
     def _held(self, shown: Scenario, absent: _Streak) -> Scenario:
         """A verdict shown while its evidence is gone (held for a window): it says so, with
@@ -346,7 +363,7 @@ class VerdictTracker:
         changed = self._steady(track.held, scenario, step, new_step)
         if track.held.severity is scenario.severity:
             track.last = scenario
-        if changed:
+        if changed and track.last is not None:
             self._end_span(track.span, step)
             track.span = self._open_span(track.last, step)
 

@@ -74,13 +74,19 @@ VERL_ALIASES: dict[str, tuple[str, ...]] = {
     "epoch": ("training/epoch",),
 }
 
-#: the core validation score (`acc` when the data has it, else `reward`) at the largest N,
-#: and ≤ 0.3's `val/test_score/<data>`: the eval reward (the first data source's wins)
+#: the eval reward: one quantity, whichever group holds it on a line. The validation reward
+#: first (val-core's, else the val-aux mean of a run whose val-core holds only best@N /
+#: maj@N statistics), then its accuracy: a W&B console cuts lines at 4096 characters, and
+#: a step-0 line that kept `val-core/…/acc` beside later lines that kept only
+#: `val-aux/…/reward` must not make one series of two quantities (the first data source's
+#: wins); ≤ 0.3's `val/test_score/<data>` is the reward too
 VERL_FAMILIES: tuple[tuple[str, str], ...] = (
-    (r"val-core/.+/(?:acc|reward)/mean@\d+", "eval_reward"),
+    (r"val-core/.+/reward/mean@\d+", "eval_reward"),
     (r"val/test_score/.+", "eval_reward"),
-    # a run whose val-core holds only best@N / maj@N statistics: the mean in val-aux
-    (r"val-aux/.+/(?:acc|reward|score)/mean@\d+", "eval_reward"),
+    (r"val-aux/.+/reward/mean@\d+", "eval_reward"),
+    (r"val-aux/.+/score/mean@\d+", "eval_reward"),
+    (r"val-core/.+/acc/mean@\d+", "eval_reward"),
+    (r"val-aux/.+/acc/mean@\d+", "eval_reward"),
 )
 
 

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from grpo_tui.health.judges import now_value
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_bands, zone_of_values
 from grpo_tui.numbers import format_step, format_value
@@ -56,12 +57,11 @@ def detail_title(
     text = Text(no_wrap=False)
     text.append(printable(name), style="bold")
     newest = format_value(latest[1] if (latest := store.latest(name)) else None)
-    if health is not None and health.level is not None:
-        # the grid's number (the recent level the verdicts quote), and the newest value
-        text.append(f"  now {format_value(health.level)} ", style=style)
+    # the grid's number (the recent level the verdicts quote), and the newest value
+    now = format_value(now_value(store, name, source.rules, source.diagnosis))
+    text.append(f"  now {now} ", style=style)
+    if newest != now:
         text.append(f"(last {newest}) ", style="dim")
-    else:
-        text.append(f"  {newest} ", style=style)
     text.append(f"{zone.glyph} {zone.word}", style=style)
     if health is not None and health.course_word:
         # the whole run's course as every surface quotes it, and the recent trend by its window

@@ -7,7 +7,6 @@ lays the row out. Nothing here loops over a metric's history.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from grpo_tui.context import RunContext
-from grpo_tui.health.judges import recent_level
+from grpo_tui.health.judges import now_value
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_of_values
@@ -83,8 +82,6 @@ def build_row(
     means = store.buckets(name, spark_width).mean
     zones = zone_of_values(name, means, rules, context).astype(np.int8)
     health = diagnosis.metrics.get(name) if diagnosis is not None else None
-    latest = store.latest(name)
-    value = None if latest is None else latest[1]
     if health is not None:
         # the whole run's course; the number below is the level the verdicts quote
         zone, trend = health.zone, health.course
@@ -95,14 +92,10 @@ def build_row(
         finite = np.flatnonzero(np.isfinite(means))
         zone = Zone(int(zones[finite[-1]])) if finite.size else Zone.UNKNOWN
         trend = Direction.UNKNOWN
-    # the recent level (the median the verdicts quote, fresh from the store), or the newest
-    # value when that is NaN / ±Infinity: news the median would hide
-    level = recent_level(store, name, rules)
-    if level is not None and value is not None and math.isfinite(value):
-        value = level
     return MetricRow(
         name=name,
-        value_text=format_value(value),
+        # the recent level the verdicts quote, fresh from the store (NaN when that is news)
+        value_text=format_value(now_value(store, name, rules, diagnosis)),
         zone=zone,
         trend=trend,
         levels_values=np.ascontiguousarray(means).tobytes(),
