@@ -503,7 +503,11 @@ def evidence_figure(evidence: Evidence) -> str:
 
 
 def _figures(scenario: Scenario, limit: int = VERDICT_NUMBERS) -> list[str]:
-    """The numbers a verdict rests on, what it found first, one figure per metric."""
+    """The numbers a verdict rests on, what it found first, one figure per metric; for a
+    verdict held while its evidence is gone, that fact (its numbers are of an earlier step,
+    and the grid's "now" beside them would tell another story)."""
+    if scenario.held_since is not None:
+        return [f"evidence gone since step {format_step(scenario.held_since)}"][:limit]
     figures: dict[str, str] = {}  # by metric
     found = scenario.found
     for evidence in [*found, *(e for e in scenario.evidence if e not in found)]:
