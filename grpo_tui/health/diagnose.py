@@ -33,6 +33,7 @@ from grpo_tui.health.verdict import (
     Note,
     Scenario,
     Window,
+    block_order,
     finite_or_none,
     says_nothing_new,
     status_of,
@@ -143,7 +144,7 @@ def diagnose_snapshot(
         if well is not None:
             scenarios.append(well)
         scenarios.append(_too_early(f))
-    scenarios.sort(key=lambda s: (s.severity.rank, s.id.rank))
+    scenarios.sort(key=block_order)
     span = _window_span(f)
     if not full:
         return Diagnosis(
@@ -401,7 +402,7 @@ def _folded(shown: list[Scenario]) -> list[Scenario]:
         if not says_nothing_new(first.text, known):
             consequence = replace(first, text=f"{fold.words}: {first.text}")
             folded = replace(folded, evidence=[*folded.evidence, consequence])
-    return sorted([folded, *keep], key=lambda s: (s.severity.rank, s.id.rank))
+    return sorted([folded, *keep], key=block_order)
 
 
 def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:

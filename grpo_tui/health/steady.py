@@ -39,12 +39,21 @@ import numpy as np
 
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import RunSnapshot
-from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Span, Window, status_of
+from grpo_tui.health.verdict import (
+    NO_VERDICT,
+    Diagnosis,
+    Evidence,
+    Scenario,
+    Span,
+    Window,
+    block_order,
+    status_of,
+)
 from grpo_tui.numbers import format_step
-from grpo_tui.vocabulary import ScenarioId, Severity
+from grpo_tui.vocabulary import ScenarioId, Severity, Zone
 
 #: the states a run has before any verdict holds: they give way to one at once
-_NEUTRAL = frozenset({ScenarioId.WARMING_UP, ScenarioId.TOO_EARLY})
+_NEUTRAL = NO_VERDICT
 #: the states whose evidence speaks against learning (the late stage follows it)
 _AGAINST_LEARNING = frozenset(
     {ScenarioId.TOO_AGGRESSIVE, ScenarioId.REWARD_HACKING, ScenarioId.NOT_LEARNING}
@@ -158,12 +167,12 @@ class VerdictTracker:
             onset = self._state_onset
             state = replace(state, onset_step=onset if onset is not None else state.onset_step)
             state = self._held(state, self._state_absent)
-            state = self._building(state, states)
+            state = self._building(state, states, raw)
             if state.id is ScenarioId.HEALTHY and any(s.severity.warns for s in shown):
                 # learning, with a warning beside it: not "healthy"
                 state = replace(state, id=ScenarioId.LEARNING, title=ScenarioId.LEARNING.title)
             shown.append(state)
-        shown.sort(key=state_order)
+        shown.sort(key=block_order)
         return replace(
             raw, scenarios=shown, status=status_of(shown, raw.notes), history=self.timeline
         )
@@ -228,11 +237,11 @@ class VerdictTracker:
             # the shown state's evidence is gone, and no other has held long enough yet
             self._show(candidates[ScenarioId.TOO_EARLY], step)
 
-    def _building(self, shown: Scenario, states: list[Scenario]) -> Scenario:
+    def _building(self, shown: Scenario, states: list[Scenario], raw: Diagnosis) -> Scenario:
         """ "Too early to say" while a verdict's evidence is building up: it says which, and
-        how long it has held. The grid already shows the metric it rests on, so a warning
-        building up makes the block a caution ("Not learning? too early to say"): the status
-        never says less than the grid."""
+        how long it has held. A warning building on a metric the grid already marks bad
+        makes the block a caution ("Not learning? too early to say"): the status never says
+        less than the grid, and no more than it either."""
         if shown.id not in _NEUTRAL:
             return shown
         building: list[tuple[Scenario, int]] = []
@@ -257,7 +266,11 @@ class VerdictTracker:
             ).rstrip(": ")
             window = first.window if first is not None else Window(None, None, 0)
             evidence.append(Evidence(first.metric if first is not None else "", window, {}, text))
-        warning = next((s for s, _ in building if s.severity.warns), None)
+        bad = {name for name, health in raw.metrics.items() if health.zone is Zone.BAD}
+        warning = next(
+            (s for s, _ in building if s.severity.warns and {e.metric for e in s.evidence} & bad),
+            None,
+        )
         if warning is None or shown.severity.warns:
             return replace(shown, evidence=evidence)
         title = f"{warning.title}? {shown.title[0].lower()}{shown.title[1:]}"

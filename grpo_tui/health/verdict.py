@@ -220,6 +220,23 @@ def finite_or_none(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
+#: the blocks that say no verdict yet: shown after any verdict
+NO_VERDICT = frozenset({ScenarioId.WARMING_UP, ScenarioId.TOO_EARLY})
+
+
+def block_order(scenario: Scenario) -> tuple[bool, int, bool, int]:
+    """The order of the blocks on every surface (the headline leads with the first): any
+    verdict before "too early to say"; worst first; among equal severities the state before
+    its findings (the story, then what is seen beside it), then the mechanism first
+    (ScenarioId's order)."""
+    return (
+        scenario.id in NO_VERDICT,
+        scenario.severity.rank,
+        not scenario.id.is_state,
+        scenario.id.rank,
+    )
+
+
 def status_of(scenarios: list[Scenario], notes: list[Note]) -> Status:
     """Problem if any scenario is one; caution if any scenario or note warns; healthy when
     the run is healthy or in a calm late stage; no verdict otherwise."""

@@ -308,9 +308,11 @@ SCENARIO_REGIMES: dict[str, tuple[Regime, ...]] = {
     ),
     # the template spreads from the start while the task reward stays flat: until Format
     # saturates (t=0.25) HEALTH.md's rule "auxiliary rises, task flat" also says not_learning
+    # (the completions converge on the template: low diversity is seen before the hack is
+    # named, and folds into it once it is)
     "reward_hacking": (
-        Regime(0.0, "reward_hacking", frozenset({"not_learning"})),
-        Regime(0.25, "reward_hacking"),
+        Regime(0.0, "reward_hacking", frozenset({"not_learning", "low_diversity"})),
+        Regime(0.25, "reward_hacking", frozenset({"low_diversity"})),
     ),
     # ~3/4 of completions cut from step 1, and the task never moves (accuracy 0.2 all
     # run long): the state is "not learning" once the course can bound it
