@@ -186,7 +186,9 @@ def finish(raw: Diagnosis, steady: Diagnosis) -> Diagnosis:
     also does now, findings that are its symptom folded into it, courses as the reading
     says them now, the state's word, the status of all of it."""
     f = raw.findings
-    scenarios = _unwatched(_folded(_with_consequences(steady.scenarios, raw.scenarios)))
+    scenarios = _unwatched(
+        _folded(_with_consequences(steady.scenarios, raw.scenarios), steady.lead)
+    )
     if f is not None:
         scenarios = [_current_courses(s, f) for s in scenarios]
     notes = list(steady.notes)
@@ -377,7 +379,7 @@ def _raw(found: list[Scenario]) -> list[Scenario]:
     return found
 
 
-def _folded(shown: list[Scenario]) -> list[Scenario]:
+def _folded(shown: list[Scenario], lead: ScenarioId | None = None) -> list[Scenario]:
     """Findings that are a symptom of the state shown, folded into it (_FOLDS): the
     symptom's first evidence joins the state's. Only a symptom no worse than the state
     folds: the screen never shows a severity the history does not have."""
@@ -402,7 +404,7 @@ def _folded(shown: list[Scenario]) -> list[Scenario]:
         if not says_nothing_new(first.text, known):
             consequence = replace(first, text=f"{fold.words}: {first.text}")
             folded = replace(folded, evidence=[*folded.evidence, consequence])
-    return sorted([folded, *keep], key=block_order)
+    return sorted([folded, *keep], key=lambda s: block_order(s, lead))
 
 
 def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:

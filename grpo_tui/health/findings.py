@@ -62,6 +62,10 @@ class BlowUp:
     certain: bool
 
 
+#: the amount that matters for a series with one value on every point: any rise at all
+ONE_VALUE = "any rise: one value throughout"
+
+
 @dataclass(frozen=True, slots=True)
 class RiseBound:
     """How far one reward series rose since its start, against the rise that would matter."""

@@ -119,6 +119,8 @@ class VerdictTracker:
         self._challenger: ScenarioId | None = None
         self._challenge = _Streak()
         self._findings: dict[ScenarioId, _Finding] = {}
+        #: the block the headline led with at the last moment (see block_order)
+        self._lead: ScenarioId | None = None
         self._last_step = -math.inf
         self._first_step = math.nan
         self._window_span = 0.0
@@ -172,9 +174,14 @@ class VerdictTracker:
                 # learning, with a warning beside it: not "healthy"
                 state = replace(state, id=ScenarioId.LEARNING, title=ScenarioId.LEARNING.title)
             shown.append(state)
-        shown.sort(key=block_order)
+        shown.sort(key=lambda s: block_order(s, self._lead))
+        self._lead = shown[0].id if shown else None
         return replace(
-            raw, scenarios=shown, status=status_of(shown, raw.notes), history=self.timeline
+            raw,
+            scenarios=shown,
+            status=status_of(shown, raw.notes),
+            history=self.timeline,
+            lead=self._lead,
         )
 
     def _count_early(self, scenarios: list[Scenario], step: float) -> None:

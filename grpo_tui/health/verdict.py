@@ -174,6 +174,9 @@ class Diagnosis:
     findings: Any = field(default=None, compare=False, repr=False)
     """The moment's health.findings.Findings, for what is decided once the steady verdicts
     are known (None once finished, and for a moment judged for its verdicts only)."""
+    lead: ScenarioId | None = field(default=None, compare=False)
+    """The block the headline led with before: among blocks of the worst severity it keeps
+    the lead (a finding escalating beside the state does not swap the headline)."""
 
     def scenario(self, scenario_id: ScenarioId) -> Scenario | None:
         return next((s for s in self.scenarios if s.id is scenario_id), None)
@@ -224,14 +227,17 @@ def finite_or_none(value: float | None) -> float | None:
 NO_VERDICT = frozenset({ScenarioId.WARMING_UP, ScenarioId.TOO_EARLY})
 
 
-def block_order(scenario: Scenario) -> tuple[bool, int, bool, int]:
+def block_order(
+    scenario: Scenario, lead: ScenarioId | None = None
+) -> tuple[bool, int, bool, bool, int]:
     """The order of the blocks on every surface (the headline leads with the first): any
-    verdict before "too early to say"; worst first; among equal severities the state before
-    its findings (the story, then what is seen beside it), then the mechanism first
-    (ScenarioId's order)."""
+    verdict before "too early to say"; worst first; among equal severities the block that
+    led before (`lead`), then the state before its findings (the story, then what is seen
+    beside it), then the mechanism first (ScenarioId's order)."""
     return (
         scenario.id in NO_VERDICT,
         scenario.severity.rank,
+        scenario.id is not lead,
         not scenario.id.is_state,
         scenario.id.rank,
     )

@@ -226,8 +226,9 @@ _POLICIES: dict[str, dict[str, Curve]] = {
     # healthy learning, then within 10% of the run: token soup running to the cap (reward
     # 0, nothing reaches an </answer>), entropy x15, KL and grad_norm climbing
     "blow_up": dict(
-        acc=lambda t: _toward(-2.6 + 4.5 * t, -9.0, _blown(t)),
-        fmt=lambda t: _toward(-2.0 + 6.0 * t, -9.0, _blown(t)),
+        # (before the onset, the healthy scenario's rise: the task clearly learning)
+        acc=lambda t: _toward(-2.6 + 4.2 * math.sqrt(t), -9.0, _blown(t)),
+        fmt=lambda t: _toward(-2.6 + 4.6 * math.sqrt(t), -9.0, _blown(t)),
         length=_ramped(0.35, 0.6, *_BLOW_UP_ONSET),
         untagged=_ramped(0.5, 0.5, *_BLOW_UP_ONSET),
         garble=_blown,
