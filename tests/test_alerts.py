@@ -168,7 +168,8 @@ class TestCommand:
         assert env["GRPO_TUI_STATUS"] == "problem"
         assert env["GRPO_TUI_OLD_STATUS"] == "unknown"
         assert env["GRPO_TUI_STEP"] == "500"
-        assert env["GRPO_TUI_VERDICT"] == event.verdict == "reward_hacking"
+        # the lead: the first of its two problems
+        assert env["GRPO_TUI_VERDICT"] == event.verdict == "truncation"
         assert env["GRPO_TUI_EVENT"] == "worse" and env["GRPO_TUI_WORSENING"] == "1"
         assert env["GRPO_TUI_SUMMARY"] == event.summary
         assert reports == []  # it ran once (one event on its stdin) and worked

@@ -36,7 +36,19 @@ def test_every_labelled_real_run_agrees(bench: ModuleType) -> None:
         "fixtures/chaos-economy",
         "fixtures/deepclima-sft",
     } <= names
-    assert [(r.name, r.problems) for r in results if not r.agreed] == []
+    assert {r.name: r.problems for r in results if not r.agreed} == DISAGREEMENTS
+
+
+#: where the tool and a label part ways, and why the tool's reading is kept (issue 43's
+#: closing note gives the figures)
+DISAGREEMENTS = {
+    # 100 of 2013 steps (the run stopped): the label calls it not learning or truncated. The
+    # reward's noise (σ 4.6 per point) leaves a rise of 0.64 possible at 99 %, above the
+    # quarter of its within-batch spread that matters (0.36): "not learning" would rest on
+    # no evidence; the cut share is 0 on most points (0.03 in the last eighth), no
+    # truncation. The run is "too early to say", its KL offset noted.
+    "corpus/trl-qwen3-8b-verilog-debug-lr2e-5-r32": ["none of not_learning, truncation"],
+}
 
 
 def test_a_label_is_checked_rule_by_rule(bench: ModuleType) -> None:

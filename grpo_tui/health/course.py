@@ -513,7 +513,8 @@ def _scaled(values: np.ndarray, start: Level, end: Level, error: float) -> int:
 
 def _slowed(course: Course, recent: tr.Trend, multiple: float) -> bool:
     """The rise has clearly slowed: the recent slope is below the average pace the series
-    rose at before the recent window, by more than `multiple` standard errors. A steady
+    rose at before the recent window, by more than `multiple` standard errors, and is not
+    itself clearly above 0 (by as many standard errors). A steady
     slow rise leaves its latest third too short to show a significant rise on its own;
     "flat" there is a lack of evidence, not a plateau.
 
@@ -541,7 +542,10 @@ def _slowed(course: Course, recent: tr.Trend, multiple: float) -> bool:
     observed = recent.slope * span
     se_recent = recent.noise * math.sqrt(12.0 / recent.points)
     se_before = math.hypot(first.error, last.error) * span / distance
-    return expected - observed > multiple * math.hypot(se_recent, se_before)
+    # ...and the recent window itself shows no clear rise: a rise that goes on at a slower
+    # pace (a learning curve's √t) is still a rise, not the late stage
+    still_rising = observed > multiple * se_recent
+    return not still_rising and expected - observed > multiple * math.hypot(se_recent, se_before)
 
 
 def _middle(level: Level) -> float:

@@ -140,7 +140,12 @@ def diagnose_snapshot(
         scenarios = found
         # learning is judged with the run's own thresholds, held or not: the staying ones
         # ease what warns, which would end a held "learning" as easily as keep a warning
-        well = healthy(f, found, holding=ScenarioId.HEALTHY in holding)
+        well = healthy(
+            f,
+            found,
+            holding=ScenarioId.HEALTHY in holding,
+            after_top=ScenarioId.SATURATED in holding,
+        )
         if well is not None:
             scenarios.append(well)
         scenarios.append(_too_early(f))
@@ -427,7 +432,7 @@ def _warming_up(f: Findings, found: list[Scenario]) -> Scenario:
     ]
     evidence.extend(
         replace(s.evidence[0], text=f"early warning ({s.title}): {s.evidence[0].text}", detail="")
-        for s in found
+        for s in _unwatched(found)  # a watch beside a warning is the same news
         if s.severity.warns
     )
     first_step = float(f.snap.train_steps[0]) if f.snap.train_steps.size else None

@@ -27,7 +27,7 @@ from grpo_tui.health.rewards import (
 from grpo_tui.health.rules import Rules, ZoneBounds
 from grpo_tui.health.samples import Samples
 from grpo_tui.health.series import RunSnapshot, SeriesView
-from grpo_tui.health.verdict import Note, num, pct, value_range
+from grpo_tui.health.verdict import Note, Window, num, pct, value_range
 from grpo_tui.vocabulary import Zone
 
 #: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler. Its
@@ -90,6 +90,11 @@ class RiseBound:
         return self.improvement.low > 0 and self.improvement.change >= self.amount
 
     def describe(self) -> str:
+        if self.amount_why == ONE_VALUE:
+            # no noise to bound a rise with: the series never moved, which says it all
+            early, recent = self.improvement.early, self.improvement.recent
+            span = Window(early.first_step, recent.last_step, early.points).span
+            return f"{self.name} never moved: {num(recent.value)} on every point ({span})"
         verb = "rose by less than" if self.ruled_out else "may still have risen by"
         return (
             f"{self.name} {verb} {num(self.amount)} ({self.amount_why}): "
@@ -182,7 +187,7 @@ class Findings:
         if span <= 0:
             # one value on every point: any rise at all would show (never an amount of 0,
             # which nothing is below)
-            return 1e-9 * max(1.0, abs(float(view.values[-1]))), "any rise: one value throughout"
+            return 1e-9 * max(1.0, abs(float(view.values[-1]))), ONE_VALUE
         return rules.meaningful_std_fraction * span, (
             f"{pct(rules.meaningful_std_fraction)} of its observed range {num(span)}"
         )

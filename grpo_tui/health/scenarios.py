@@ -591,7 +591,9 @@ def _identical_lengths(f: Findings) -> tuple[Severity, Evidence] | None:
 # -- healthy ---------------------------------------------------------------------------------------------
 
 
-def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Scenario | None:
+def healthy(
+    f: Findings, others: list[Scenario], *, holding: bool = False, after_top: bool = False
+) -> Scenario | None:
     """Rising with its spread intact; once it holds, it stays while the reward keeps what
     it gained (a plateau or a noisy stretch is no reason to drop it; a fall or any warning
     is)."""
@@ -618,6 +620,10 @@ def healthy(f: Findings, others: list[Scenario], *, holding: bool = False) -> Sc
     task_rose = not f.tasks or any(t.improved or f.task_rising for t in f.tasks)
     stalled = bool(f.tasks) and all(t.flat for t in f.tasks)
     if not (rising or kept) or (stalled and holding) or not (task_rose or holding):
+        return None
+    if after_top and reward.direction is not Direction.RISING:
+        # the late stage is shown: learning again needs a rise in the recent window, not a
+        # whole-run course that reads "rising" again as its thirds move on
         return None
     held_out = f.eval_reward
     if (
