@@ -504,9 +504,13 @@ def _scaled(values: np.ndarray, start: Level, end: Level, error: float) -> int:
     wandering series (a length doubling in bursts) leaves its standard error wide."""
     if values.size == 0 or float(values.min()) < 0 or abs(end.value - start.value) <= error:
         return 0
-    if end.value >= SCALE_CHANGE * start.value:
+    # the medians of the two parts must agree: a series at 0 with a spike or two late has a
+    # mean "from 0 to more than its error" but did not change its scale
+    early = float(np.median(values[: max(start.points, 1)]))
+    late = float(np.median(values[-max(end.points, 1) :]))
+    if end.value >= SCALE_CHANGE * start.value and late > early and late >= SCALE_CHANGE * early:
         return 1
-    if start.value >= SCALE_CHANGE * end.value:
+    if start.value >= SCALE_CHANGE * end.value and early > late and early >= SCALE_CHANGE * late:
         return -1
     return 0
 
