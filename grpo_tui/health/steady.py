@@ -251,25 +251,33 @@ class VerdictTracker:
         less than the grid, and no more than it either."""
         if shown.id not in _NEUTRAL:
             return shown
-        building: list[tuple[Scenario, int]] = []
+        building: list[tuple[Scenario, _Streak]] = []
         challenger = next((s for s in states if s.id is self._challenger), None)
         if challenger is not None and self._challenge.count:
-            building.append((challenger, self._challenge.count))
+            building.append((challenger, self._challenge))
         building += [
-            (track.last, track.present.count)
+            (track.last, track.present)
             for track in self._findings.values()
             if track.span is None and track.last is not None and track.present.count
         ]
         if not building:
             return shown
-        needed = self.rules.steady.enter_points
+        rules = self.rules.steady
+        # both conditions of entering (_lasted), so the words never say "held 3, needs 3"
+        span = rules.enter_fraction * self._run_so_far(self._last_step)
+        needed = (
+            f"{rules.enter_points} over at least {format_step(math.ceil(span))} steps "
+            f"({100 * rules.enter_fraction:.0f} % of the run so far)"
+        )
         evidence = list(shown.evidence)
-        for scenario, held in building:
+        for scenario, streak in building:
+            held = streak.count
             name = "learning" if scenario.id is ScenarioId.HEALTHY else scenario.title.lower()
             first = scenario.found[0] if scenario.found else None
             text = (
                 f"{name}? its evidence has held at {held} judged step{'s' if held != 1 else ''} "
-                f"in a row; a verdict needs {needed}: {first.text if first is not None else ''}"
+                f"in a row (steps {format_step(streak.since)}–{format_step(self._last_step)}); "
+                f"a verdict needs {needed}: {first.text if first is not None else ''}"
             ).rstrip(": ")
             window = first.window if first is not None else Window(None, None, 0)
             evidence.append(Evidence(first.metric if first is not None else "", window, {}, text))
