@@ -68,6 +68,7 @@ from grpo_tui.health.verdict import Scenario
 from grpo_tui.run.follow import load_run
 from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, regime_at, write_run
 from grpo_tui.sources.discover import discover
+from grpo_tui.sources.stop_lines import console_logs
 from grpo_tui.vocabulary import ScenarioId, Status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -351,6 +352,10 @@ def cut_run(top: Path, upto: float, scratch: Path) -> Path:
     # the file keeps its time, so discovery picks it as it did in the whole run
     if not metrics.is_dir():
         os.utime(metrics, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    # the console beside the metrics cannot be cut at a step: it goes (its end line, HF's
+    # train_runtime, would finish a run cut half-way)
+    for log in console_logs([copy, metrics.parent], exclude=metrics):
+        log.unlink()
     assert discover(copy).metrics_file == metrics, f"{top}: the cut is read from another file"
     return copy
 

@@ -104,15 +104,16 @@ class BoardRow(_SlowParts):
     age: str
     #: when the newest data was written (epoch s; sorting puts the newest first)
     data_time: float | None
-    #: the run's files could not be read or it stopped without finishing
+    #: the run's files could not be read, or it stalled or stopped without finishing
     troubled: bool
     #: the newest worsening event since the run was last opened ("" none): a marker
     alert: str = ""
 
     @property
     def rank(self) -> int:
-        """0 for the worst: a problem (or unreadable), a caution (or stalled), the rest."""
-        if self.status is Status.PROBLEM or self.state is RunState.UNREADABLE:
+        """0 for the worst: a problem (or stopped, or unreadable), a caution (or stalled),
+        the rest."""
+        if self.status is Status.PROBLEM or self.state in (RunState.UNREADABLE, RunState.STOPPED):
             return 0
         if self.status is Status.CAUTION or self.state is RunState.STALLED:
             return 1
@@ -168,7 +169,7 @@ def board_row(
         eta=eta,
         age="" if age is None else f"{format_age(age)} ago",
         data_time=run.last_data_time,
-        troubled=state in (RunState.UNREADABLE, RunState.STALLED),
+        troubled=state in (RunState.UNREADABLE, RunState.STALLED, RunState.STOPPED),
         **vars(parts),
     )
 
@@ -181,7 +182,10 @@ def board_counts(rows: Sequence[BoardRow]) -> str:
         for s in (Status.PROBLEM, Status.CAUTION, Status.HEALTHY, Status.UNKNOWN)
         if counts[s]
     ]
-    troubled = sum(1 for row in rows if row.troubled)
+    stopped = sum(1 for row in rows if row.state is RunState.STOPPED)
+    if stopped:
+        parts.append(f"{stopped} stopped")
+    troubled = sum(1 for row in rows if row.troubled) - stopped
     if troubled:
         parts.append(f"{troubled} stalled or unreadable")
     return VERDICT_SEPARATOR.join(parts) or "no runs found yet"

@@ -8,8 +8,9 @@ never reaches this module). It emits an `Event` when, since the last event it to
 
 - a verdict that warns (caution or problem) entered or left;
 - the status got worse, or better (a run that recovers is news to whoever was paged);
-- the run stalled, came back after a stall, became unreadable, or ended before its last
-  step (an end line at step 120 of 300);
+- the run stopped (its console says why: out of memory, a signal, a traceback), stalled,
+  came back after a stall or a stop, became unreadable, or ended before its last step (an
+  end line at step 120 of 300);
 
 and it tells at most one event per `EventRules.min_gap_s` and `per_hour` per run. A change
 inside the gap is not lost: the next event is the net change since the last one told (a
@@ -48,6 +49,9 @@ class EventKind(Worded):
     """What an event is mainly about (its other fields say everything that changed). Listed
     worst first: an event that brings several changes is named by the first of them."""
 
+    STOPPED = "stopped"
+    """The run stopped, and its console says why (run/state.py: out of memory, a signal, a
+    traceback): the first thing anyone paged wants to hear."""
     WORSE = "worse"
     """The status got worse (healthy → caution, caution → problem, …)."""
     UNREADABLE = "unreadable"
@@ -61,11 +65,13 @@ class EventKind(Worded):
     BETTER = "better"
     """The status got better (a verdict that warned left)."""
     RESUMED = "resumed"
-    """Data again after a stall."""
+    """Data again after a stall or a stop."""
 
 
 #: the kinds that tell of something worse (the bell rings for them)
-WORSENING = frozenset({EventKind.WORSE, EventKind.STALLED, EventKind.ENDED, EventKind.UNREADABLE})
+WORSENING = frozenset(
+    {EventKind.STOPPED, EventKind.WORSE, EventKind.STALLED, EventKind.ENDED, EventKind.UNREADABLE}
+)
 
 
 def status_rank(status: Status) -> int:
@@ -197,6 +203,9 @@ class Event:
         at step 120 (was healthy): Reward hacking since 24 + Truncation"."""
         name = printable(self.run)
         at = f" at step {format_step(self.step)}" if self.step is not None else ""
+        if self.kind is EventKind.STOPPED:
+            # "STOPPED at step 412: CUDA out of memory (output.log line 9 812)"
+            return printable(f"{name} {self.state_words}")
         if self.kind is EventKind.STALLED or self.kind is EventKind.UNREADABLE:
             return f"{name} {self.state_words}{at}"
         if self.kind is EventKind.ENDED:
@@ -318,11 +327,13 @@ class EventDetector:
             kinds.add(EventKind.VERDICTS)
         state, old_state = moment.state, told.state
         if state is not old_state:
-            if state is RunState.STALLED:
+            if state is RunState.STOPPED:
+                kinds.add(EventKind.STOPPED)
+            elif state is RunState.STALLED:
                 kinds.add(EventKind.STALLED)
             elif state is RunState.UNREADABLE:
                 kinds.add(EventKind.UNREADABLE)
-            elif state is RunState.LIVE and old_state is RunState.STALLED:
+            elif state is RunState.LIVE and old_state in (RunState.STALLED, RunState.STOPPED):
                 kinds.add(EventKind.RESUMED)
             elif state is RunState.FINISHED and _early_end(moment):
                 kinds.add(EventKind.ENDED)

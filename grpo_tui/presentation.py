@@ -22,7 +22,7 @@ from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, num
 from grpo_tui.numbers import format_age, format_duration, format_step
 from grpo_tui.run.live import Progress, Run
 from grpo_tui.run.sample_series import SAMPLE_METRICS
-from grpo_tui.run.state import run_state, stall_words
+from grpo_tui.run.state import run_state, stall_words, stop_words, stopped_by
 from grpo_tui.untrusted import printable
 from grpo_tui.vocabulary import LearningState, RunState, ScenarioId, Severity, Status
 
@@ -257,7 +257,8 @@ def bars(values: np.ndarray) -> str:
 
 def state_headline(run: Run, now: float) -> tuple[RunState, str]:
     """The run's state and how the header badge says it ("LIVE", "READING HISTORY 25%",
-    "STALLED: no data for 6m40s, usually every 30s", "UNREADABLE permission denied: PATH")."""
+    "STALLED: no data for 6m40s, usually every 30s", "STOPPED at step 412: CUDA out of
+    memory (output.log line 9 812)", "UNREADABLE permission denied: PATH")."""
     state, age = run_state(run, now)
     if state is RunState.UNREADABLE and run.unreadable is not None:
         # a remote machine being reconnected to says so itself ("RECONNECTING node1 (3rd try)")
@@ -267,7 +268,9 @@ def state_headline(run: Run, now: float) -> tuple[RunState, str]:
         done, total = run.reading
         label = f"READING HISTORY {100 * done / total:.0f}%" if total else "READING HISTORY"
     elif state is RunState.STALLED and age is not None:
-        label = f"STALLED: {stall_words(run, age)}"
+        label = f"STALLED: {stall_words(run, age, now)}"
+    elif state is RunState.STOPPED and (stop := stopped_by(run, now)) is not None:
+        label = f"STOPPED {stop_words(run, stop)}"
     elif state is RunState.WAITING and run.waiting_for is None and run.status.lines_read:
         label = f"WAITING: {no_metrics_words(run)}"
     elif state is RunState.WAITING:
@@ -310,7 +313,7 @@ def progress_facts(run: Run, now: float) -> tuple[str, ...]:
     step = step_fact(progress)
     if step:
         facts.append(step)
-    if progress.remaining_s is not None and state is not RunState.FINISHED:
+    if progress.remaining_s is not None and state not in (RunState.FINISHED, RunState.STOPPED):
         facts.append(f"ETA {format_duration(progress.remaining_s)}")
     if progress.seconds_per_step is not None and progress.seconds_per_step > 0:
         spi = progress.seconds_per_step

@@ -33,8 +33,9 @@ from grpo_tui.presentation import (
     table_metrics,
 )
 from grpo_tui.run.live import Run
-from grpo_tui.run.state import run_state
-from grpo_tui.vocabulary import LineKind, ScenarioId, Zone
+from grpo_tui.run.state import line_number, run_state, stopped_by
+from grpo_tui.sources.stop_lines import StopLine
+from grpo_tui.vocabulary import LineKind, RunState, ScenarioId, StopKind, Zone
 
 SPARK_WIDTH = 24
 
@@ -78,6 +79,33 @@ def run_line(run: Run, *, now: float | None = None) -> FactLines:
     now = time.time() if now is None else now
     _, headline = state_headline(run, now)
     return FactLines([run.framework or "unknown format", headline, *progress_facts(run, now)])
+
+
+#: lines of the log shown before the line that stopped the run
+STOP_CONTEXT_SHOWN = 2
+
+
+def ending_line(run: Run, now: float) -> StopLine | None:
+    """The console line the run's state rests on: the failure or kill that stopped it, or
+    the line that says it completed (None: its state rests on no such line)."""
+    stop = run.stop
+    if stop is not None and stop.kind is StopKind.COMPLETED and run.ended():
+        return stop
+    return stopped_by(run, now) if run_state(run, now)[0] is RunState.STOPPED else None
+
+
+def stop_block(run: Run, now: float) -> list[RenderableType]:
+    """Where the log says why the run stopped: the file and line, the lines before it and
+    the line itself (the log's text: `print_renderable` makes it inert)."""
+    stop = ending_line(run, now)
+    if stop is None or stop.kind is StopKind.COMPLETED:
+        return []
+    head = Text(f"Why it stopped ({stop.name} line {line_number(stop.line_no)}):", style="bold")
+    lines: list[RenderableType] = [Text(""), head]
+    for context in stop.context[-STOP_CONTEXT_SHOWN:]:
+        lines.append(Hanging("", Text(context, style="dim"), indent=4))
+    lines.append(Hanging(Text(">", style="bold red"), stop.text.strip()))
+    return lines
 
 
 class Hanging:
@@ -186,6 +214,7 @@ def render_check(
     title = Text(f"grpo-tui check {run.path}", style="bold")
     parts: list[RenderableType] = [Hanging("", title, indent=0), run_line(run, now=now)]
     parts += [Hanging(Text("!", style="bold yellow"), note, indent=2) for note in run.notes]
+    parts += stop_block(run, time.time() if now is None else now)
     if len(run.store) == 0:
         if run.unreadable:
             parts.append(Text(f"Cannot read: {run.unreadable}", style="bold"))
@@ -266,7 +295,8 @@ def diagnosis_to_json(
 ) -> dict[str, Any]:
     """The diagnosis as plain JSON data (NaN and ±Inf become null); the README's "check
     --json" section documents every field."""
-    state, age = run_state(run, time.time() if now is None else now)
+    now = time.time() if now is None else now
+    state, age = run_state(run, now)
     store = run.store
     steps = store.steps
     train_rows = int(np.count_nonzero(store.kinds == LineKind.TRAIN))
@@ -330,12 +360,33 @@ def diagnosis_to_json(
             },
             "max_steps": run.max_steps,
             "finished": run.ended(),
-            # reading, live, stalled, finished or waiting (see run/state.py)
+            # reading, live, stalled, stopped, finished or waiting (see run/state.py)
             "state": state.value,
             "data_age_s": _json_float(age),
+            # seconds since the console log last grew (metric records or not), or null
+            "log_age_s": _json_float(run.log_age(now)),
+            # the console line the state rests on (why it stopped, or that it completed)
+            "stopped": _stopped_json(run, now),
             # why the metrics cannot be read (permission denied, not a regular file), or null
             "unreadable": run.unreadable,
             # what else is wrong with the run's files (a malformed args.json, ...)
             "notes": list(run.notes),
         },
+    }
+
+
+def _stopped_json(run: Run, now: float) -> dict[str, Any] | None:
+    """The line that says why the run ended (`run.stopped`), null when none does."""
+    stop = ending_line(run, now)
+    if stop is None:
+        return None
+    step = float(stop.step) if stop.step is not None else run.store.last_step()
+    return {
+        "kind": stop.kind.word,
+        "cause": stop.cause,
+        "step": _json_step(step),
+        "file": stop.file,
+        "line": stop.line_no,
+        "text": stop.text,
+        "context": list(stop.context),
     }

@@ -277,4 +277,18 @@ class RunState(Worded):
     READING = "reading"
     LIVE = "live"
     STALLED = "stalled"
+    #: its console log says it ended by a failure or a kill (an out-of-memory error, a
+    #: traceback, a signal): the cause is said with it (run/state.py)
+    STOPPED = "stopped"
     FINISHED = "finished"
+
+
+class StopKind(Worded):
+    """How a line of a run's console log says the run ended (sources/stop_lines.py)."""
+
+    #: an error ended it: a traceback, out of memory, a collective timeout, a dead actor
+    FAILED = "failed"
+    #: something outside ended it: a signal, the kernel's OOM killer, a scheduler
+    KILLED = "killed"
+    #: it ran to its end ("Training completed", HF's train_runtime line)
+    COMPLETED = "completed"

@@ -56,9 +56,10 @@ EXPECTED: dict[str, Expected] = {
     ),
     "ms-swift-issue-4465_grpo-v3.5_nan.jsonl": Expected("ms-swift", "ms-swift", None, 0),
     "ms-swift-issue-5890_grpo-v3.8plus_no-memory.jsonl": Expected("ms-swift", "ms-swift", None, 0),
-    # log_history items without ms-swift's progress key: no evidence of whose
+    # log_history items without ms-swift's progress key: no evidence of whose, but flat
+    # records with a step and a reward, what a custom trainer writes (formats/custom.py)
     "ms-swift-issue-6295_grpo-v3.10dev_log_history-items.jsonl": Expected(
-        "jsonl", "JSON lines (no framework recognised)", None, 0
+        "jsonl-custom", "JSON lines (custom)", None, 0
     ),
     "ms-swift-issue-5571_grpo-v3.8plus_console-repr.txt": Expected(
         "ms-swift-console",
@@ -181,11 +182,96 @@ EXPECTED: dict[str, Expected] = {
     "verl_sglang_tutorial_issue106_v0.3_zero_adv.log": Expected(
         "verl-console", "verl console log", (83.0,), 0, (("reward", 0.906),)
     ),
+    # NeMo-RL's metrics.json (its json_dump_tb_logs.py): the issue-44 collapse
+    "nemo-rl-7ea279a_grpo-collapse_metrics.json": Expected(
+        "nemo-rl",
+        "NeMo-RL",
+        None,
+        0,
+        (("entropy", 0.6), ("clipped_ratio", 0.1), ("eval_reward", 0.2)),
+    ),
     "openrlhf_dr_grpo_abridged.log": Expected(
         "openrlhf", "OpenRLHF console log", (2.0,), 0, (("grad_norm", 501.68092449284933),)
     ),
     "openrlhf_lfm2_smoke_abridged.log": Expected(
         "openrlhf", "OpenRLHF console log", (1.0, 2.0), 0, (("reward_std", 0.0),)
+    ),
+    # issue 44's trainers (tests/test_slime.py, test_skyrl.py, test_areal.py, test_roll.py,
+    # test_art.py, test_custom_jsonl.py): built from each trainer's source but slime's
+    # issue-1837 line
+    "slime-issue-1837_perf-line.log": Expected(
+        "slime-console",
+        "slime console log",
+        (0.0,),
+        0,
+        (("completion_length", 2773.71484375), ("clipped_ratio", 0.46484375)),
+    ),
+    "slime-624b824_console.log": Expected(
+        "slime-console",
+        "slime console log",
+        None,
+        0,
+        (("reward", 0.23332279251016055), ("frac_reward_zero_std", 0.3125)),
+        "healthy",
+    ),
+    "skyrl-a956457_console.log": Expected(
+        "skyrl-console", "SkyRL console log", None, 0, (("reward", 0.2333),), "healthy"
+    ),
+    "tinker-cookbook-9dfcc3a_metrics.jsonl": Expected(
+        "tinker",
+        "Tinker (tinker-cookbook)",
+        None,
+        0,
+        (("reward", 0.23332279251016055), ("frac_reward_zero_std", 0.65), ("done_frac", 0.025)),
+        "healthy",
+    ),
+    "areal-4aef98d_console.log": Expected(
+        "areal-console",
+        "AReaL console log",
+        None,
+        0,
+        (("reward", 0.23332), ("completion_length", 722.7)),
+        "healthy",
+    ),
+    "roll-8eb27cc_console.log": Expected(
+        "roll-console", "ROLL console log", None, 0, (("reward", 0.23332279251016055),), "healthy"
+    ),
+    "art-0.5.18_history.jsonl": Expected(
+        "art",
+        "OpenPipe ART",
+        None,
+        0,
+        (("reward", 0.23332279251016055), ("frac_reward_zero_std", 0.5625)),
+        "healthy",
+    ),
+    "custom-trainer_train_metrics.jsonl": Expected(
+        "jsonl-custom",
+        "JSON lines (custom)",
+        None,
+        0,
+        (("reward", 0.23332279251016055),),
+        "healthy",
+    ),
+    # the lines that end runs (tests/test_stop_lines.py): console text with no metric
+    # dict but ms-swift's eval line at step 480 before its SIGHUP
+    **{
+        name: Expected("trl-console", "TRL console log", (), 0)
+        for name in (
+            "dmlcloud-issue-47_gloo-timeout.log",
+            "open-r1-issue-620_nccl-watchdog.log",
+            "skyrl-source_training-failed.log",
+            "stoke-issue-31_sigkill.log",
+            "tinker-source_training-completed.log",
+            "toolrl-issue-39_verl-oom.log",
+            "trl-issue-3455_traceback.log",
+            "verl-issue-2987_actor-died.log",
+            "landmark-issue-65_killed.log",
+            "zetta-utils-issue-671_slurm-time-limit.log",
+            "rrhf-issue-35_signal-exception.log",
+        )
+    },
+    "ms-swift-issue-9788_sighup.log": Expected(
+        "ms-swift-console", "ms-swift console log", (480.0,), 0, (("eval_loss", 3.055),)
     ),
 }
 

@@ -338,3 +338,71 @@ class TestFollowing:
         steps = live.store.points("reward").steps.tolist()
         assert steps in ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0, 5.0])
         assert live.store.points("loss").steps.tolist() == steps
+
+
+def monitored_lines(steps: int) -> Iterator[dict[str, Any]]:
+    """The run's rows as the file monitor writes them since prime-rl#3444
+    (src/prime_rl/monitors/file/monitor.py @ ceb33a4): each row tagged with its
+    `producer`, and time-keyed inference rows with `"step": null` between them (the
+    producer names are the two processes'; the exact strings were not confirmed)."""
+    for line in run_lines(steps):
+        producer = (
+            "trainer"
+            if any(k.startswith(("optim/", "perf/", "loss/")) for k in line)
+            else "orchestrator"
+        )
+        yield {**line, "producer": producer}
+        if producer == "orchestrator":
+            yield {
+                "step": None,
+                "time": 1.75e9,
+                "inference/vllm:num_requests_running": 12.0,
+                "producer": "orchestrator",
+            }
+
+
+class TestTheFileMonitorLayout:
+    """prime-rl#3444: `<run>/monitors/file/metrics.jsonl`, `configs/` two levels up."""
+
+    def _run(self, tmp_path: Path) -> Path:
+        run = tmp_path / "outputs" / "run-a"
+        (run / "configs").mkdir(parents=True)
+        (run / "configs" / "orchestrator.json").write_text(json.dumps(ORCHESTRATOR_CONFIG))
+        write(run / "monitors" / "file" / "metrics.jsonl", monitored_lines(6))
+        return run
+
+    def test_found_from_the_run_and_the_output_folder(self, tmp_path: Path) -> None:
+        """The run folder, its output folder and the file itself lead to the same file."""
+        run = self._run(tmp_path)
+        metrics = run / "monitors" / "file" / "metrics.jsonl"
+        for path in (run, run.parent, metrics):
+            layout = discover(path)
+            assert (layout.adapter, layout.metrics_file, layout.run_dir) == (
+                "prime-rl",
+                metrics,
+                run,
+            )
+
+    def test_the_settings_two_levels_up(self, tmp_path: Path) -> None:
+        """max_steps and the group size come from `<run>/configs/`."""
+        context = load_run(self._run(tmp_path)).context
+        assert (context.max_steps, context.num_generations) == (40, 8)
+
+    def test_time_keyed_rows_are_no_bad_lines_and_no_steps(self, tmp_path: Path) -> None:
+        """`"step": null` rows are counted as time-keyed and said, never plotted."""
+        run = load_run(self._run(tmp_path))
+        assert run.bad_line_count == 0
+        assert sorted({int(step) for step in run.store.steps}) == [1, 2, 3, 4, 5, 6]
+        assert "inference/vllm:num_requests_running" not in run.store.names()
+        said = [event for event in run.events if "time-keyed" in event]
+        assert [event.split(":")[1].split(" time-keyed")[0].strip() for event in said] == [
+            "1",
+            "10",
+        ]
+
+    def test_the_producer_is_no_metric(self, tmp_path: Path) -> None:
+        """`producer` is bookkeeping: the eval line stays an eval, no step is re-logged."""
+        run = load_run(self._run(tmp_path))
+        assert "producer" not in run.store.names()
+        assert run.line_counts["eval"] == 1 and run.store.replaced_rows == 0
+        assert np.isfinite(run.store.points("reward").values).all()

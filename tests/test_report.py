@@ -234,6 +234,9 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
         "max_steps": 300,
         "finished": True,
         "state": "finished",
+        # a simulated run writes no console text: no log age, no line it ended by
+        "log_age_s": None,
+        "stopped": None,
         "unreadable": None,
         "notes": [],
     }

@@ -27,6 +27,7 @@ from grpo_tui.commands.output import (
     EXIT_HEALTHY,
     EXIT_NOTHING,
     EXIT_PROBLEM,
+    EXIT_STOPPED,
     EXIT_UNREADABLE,
     EXIT_USAGE,
     print_renderable,
@@ -148,7 +149,7 @@ def check_board_command(
             run.given = given
         diagnosis = diagnose(run, rules)
         rows.append(board_row(run, diagnosis, moment, names[ref], ref))
-        codes.append(exit_code(run, diagnosis))
+        codes.append(exit_code(run, diagnosis, moment))
         if as_json:
             documents.append(diagnosis_to_json(run, diagnosis, now=now))
     if as_json:
@@ -160,8 +161,16 @@ def check_board_command(
 
 
 #: exit codes of single runs, worst first: what several runs exit with is the worst one's
-#: (a run that cannot be read, then a problem, a caution, a run with nothing yet, healthy)
-_WORST_FIRST = (EXIT_UNREADABLE, EXIT_PROBLEM, EXIT_CAUTION, EXIT_NOTHING, EXIT_HEALTHY)
+#: (a run that stopped, one that cannot be read, then a problem, a caution, a run with
+#: nothing yet, healthy)
+_WORST_FIRST = (
+    EXIT_STOPPED,
+    EXIT_UNREADABLE,
+    EXIT_PROBLEM,
+    EXIT_CAUTION,
+    EXIT_NOTHING,
+    EXIT_HEALTHY,
+)
 
 
 def worst_code(codes: Sequence[int]) -> int:

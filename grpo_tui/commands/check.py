@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TextIO
 
@@ -16,6 +17,7 @@ from grpo_tui.commands.output import (
     EXIT_HOST_UNREACHABLE,
     EXIT_NOTHING,
     EXIT_PROBLEM,
+    EXIT_STOPPED,
     EXIT_UNREADABLE,
     print_renderable,
     write_json,
@@ -28,24 +30,29 @@ from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import rules_as_toml
 from grpo_tui.report import diagnosis_to_json, render_check
 from grpo_tui.run.live import Run
+from grpo_tui.run.state import run_state
 from grpo_tui.sources.feed import SourceOptions
-from grpo_tui.vocabulary import Status
+from grpo_tui.vocabulary import RunState, Status
 
 #: a remote machine's failure kind (files.TransportError.kind) → check's exit code
 _TRANSPORT_EXITS = {"auth": EXIT_HOST_AUTH, "host-key": EXIT_HOST_KEY}
 
 
-def exit_code(run: Run, diagnosis: Diagnosis) -> int:
+def exit_code(run: Run, diagnosis: Diagnosis, now: float | None = None) -> int:
     """0 healthy, 1 caution (or not judged yet: warming up), 2 problem, 3 nothing readable
     yet, 5 PATH cannot be read: it does not exist (a cron job asking about a path with a
     typo must hear that, not "waiting"), or what it holds is bad lines and nothing else
     (random bytes, a damaged file); 6, 7, 8 a remote PATH's machine cannot be asked (no
-    answer, login refused, host key refused)."""
+    answer, login refused, host key refused); 9 the run stopped, and its console says why
+    (a cron job must hear a crash, whatever the verdict of the steps before it)."""
     if len(run.store) == 0:
         machine = mounted(run.path)
         failure = machine.failure if machine is not None else None
         if failure is not None:
             return _TRANSPORT_EXITS.get(failure.kind, EXIT_HOST_UNREACHABLE)
+    if run_state(run, time.time() if now is None else now)[0] is RunState.STOPPED:
+        return EXIT_STOPPED
+    if len(run.store) == 0:
         missing = not lexists(run.path)
         broken = run.bad_line_count > 0
         return EXIT_UNREADABLE if run.unreadable or missing or broken else EXIT_NOTHING
@@ -84,7 +91,7 @@ def check_command(
             render_check(run, diagnosis, rules, now=now, verbose=verbose), width=width, file=out
         )
     out.flush()
-    return exit_code(run, diagnosis)
+    return exit_code(run, diagnosis, now)
 
 
 def rules_command(rules_file: Path | None) -> int:

@@ -39,6 +39,9 @@ EXIT_HOST_UNREACHABLE = 6
 EXIT_HOST_AUTH = 7
 #: ssh refused the machine's host key (changed, or unknown under BatchMode)
 EXIT_HOST_KEY = 8
+#: the run stopped: its console log says a failure or a kill ended it (out of memory, a
+#: collective timeout, a signal, a traceback; `check` names the line)
+EXIT_STOPPED = 9
 #: the command line is wrong (argparse's own 2 would read as "problem")
 EXIT_USAGE = 64
 #: grpo-tui itself failed (a bug: the message asks for a report)
@@ -61,6 +64,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_HOST_UNREACHABLE, "a remote PATH's machine does not answer (timed out, refused)"),
     (EXIT_HOST_AUTH, "a remote PATH's machine refused the login (authentication failed)"),
     (EXIT_HOST_KEY, "a remote PATH's machine has a host key ssh refused (changed or unknown)"),
+    (EXIT_STOPPED, "the run stopped: its console log names the failure or kill that ended it"),
     (EXIT_USAGE, "the command line is wrong"),
     (EXIT_INTERNAL, "grpo-tui itself failed (GRPO_TUI_DEBUG=1 shows the traceback)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),

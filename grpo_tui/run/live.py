@@ -21,7 +21,8 @@ from grpo_tui.run.sample_series import SamplePlacer
 from grpo_tui.run.update import Update
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import BadLine, Batch
-from grpo_tui.vocabulary import LineKind
+from grpo_tui.sources.stop_lines import StopLine
+from grpo_tui.vocabulary import LineKind, StopKind
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +33,9 @@ _BAD_LINES_KEPT = 20
 #: logged values, is a decaying schedule run to its end (linear and cosine decay end at 0)
 SCHEDULE_END = 0.01
 SCHEDULE_POINTS = 10
+#: the canonical share of the schedule done (Tinker's `progress/done_frac`) at which the
+#: run is over (1, less a float's rounding of (i + 1) / n)
+DONE_FRAC_END = 1.0 - 1e-9
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,8 +63,12 @@ class Run:
     bad_line_count: int = 0
     bad_lines: list[BadLine] = field(default_factory=list)
     finished: bool = False
-    #: wall-clock time (epoch s) the newest data was written (file mtime), None before any
+    #: wall-clock time (epoch s) the newest metric record was written (its file's mtime
+    #: when read), None before any
     last_data_time: float | None = None
+    #: wall-clock time the newest console text was written (the log growing, metric
+    #: records or not), None before any
+    last_log_time: float | None = None
     #: human notes about the sources: waiting for a file, restarts, a newer run directory
     events: list[str] = field(default_factory=list)
     #: what the logged completions show (None until a completions file has been read)
@@ -117,6 +125,8 @@ class Run:
         self.status = status
         if status.data_time is not None:
             self.last_data_time = status.data_time
+        if status.log_time is not None:
+            self.last_log_time = status.log_time
         if update.completions is not None:
             self.completions = update.completions
             if update.completions_state != self.completions_state:
@@ -191,10 +201,34 @@ class Run:
     def max_steps(self) -> int | None:
         return self._max_steps or self.context.max_steps
 
+    @property
+    def stop(self) -> StopLine | None:
+        """The console line that says why the run ended, when one stands (no metric record
+        came after it): a failure, a kill or a completion (sources/stop_lines.py)."""
+        return self.status.stop
+
     def ended(self) -> bool:
-        """The run is over: its log says so, its newest step is max_steps, or its learning
-        rate schedule ran to its end (a format that writes no end marker, TensorBoard's)."""
-        return self.finished or self.reached_max_steps() or self.schedule_ended()
+        """The run is over: its log says so (an end record, a "Training completed" line),
+        its newest step is max_steps, the share done (`done_frac`) reached 1, or its
+        learning rate schedule ran to its end (a format that writes no end marker)."""
+        return (
+            self.finished
+            or self.completed_by_line()
+            or self.reached_max_steps()
+            or self.done_frac_reached()
+            or self.schedule_ended()
+        )
+
+    def completed_by_line(self) -> bool:
+        """A console line that says the training completed stands (no metrics after it)."""
+        stop = self.stop
+        return stop is not None and stop.kind is StopKind.COMPLETED
+
+    def done_frac_reached(self) -> bool:
+        """The newest share of the schedule done (`done_frac`, Tinker's
+        `progress/done_frac` = (batch + 1) / batches) is 1: the last batch was trained."""
+        found = self.store.last("done_frac") if "done_frac" in self.store else None
+        return found is not None and found[1] >= DONE_FRAC_END
 
     def schedule_ended(self) -> bool:
         """The learning rate decayed to at most SCHEDULE_END of its peak at the newest of
@@ -226,6 +260,8 @@ class Run:
             fraction = min(1.0, step / max_steps)
         if fraction is None and (pct := store.last("percentage")) is not None:
             fraction = pct[1] / 100.0
+        if fraction is None and "done_frac" in store and (done := store.last("done_frac")):
+            fraction = min(1.0, max(0.0, done[1]))
 
         def latest(name: str) -> float | None:
             found = store.last(name)
@@ -273,5 +309,9 @@ class Run:
         return float(np.median(diffs)) if diffs.size else None
 
     def data_age(self, now: float) -> float | None:
-        """Seconds since the newest data was written."""
+        """Seconds since the newest metric record was written."""
         return None if self.last_data_time is None else max(0.0, now - self.last_data_time)
+
+    def log_age(self, now: float) -> float | None:
+        """Seconds since the newest console text was written (metric records or not)."""
+        return None if self.last_log_time is None else max(0.0, now - self.last_log_time)

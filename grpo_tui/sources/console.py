@@ -43,6 +43,9 @@ class ConsoleReader(LogReader):
         self._make_parser = adapter.parser
         self.parser: TextParser = self._make_parser()
         self._bad_seen = 0
+        #: the line the newest record read started on (0: none yet): what a stop line
+        #: before it is buried by (sources/stop_lines.py)
+        self.last_record_line = 0
 
     def read_chunk(self, data: bytes, first_line_no: int = 1) -> Batch:
         found: list[TextDict] = []
@@ -57,6 +60,8 @@ class ConsoleReader(LogReader):
 
     def _read_found(self, found: list[TextDict]) -> Batch:
         batch = self.read_objects([item.values for item in found]) if found else Batch()
+        if found:
+            self.last_record_line = max(self.last_record_line, found[-1].line_no)
         for line_no, reason, excerpt in self.parser.bad[self._bad_seen :]:
             batch.bad_lines.append(BadLine(self.origin, line_no, reason, excerpt))
         self._bad_seen = len(self.parser.bad)
@@ -67,3 +72,4 @@ class ConsoleReader(LogReader):
         self.parser = self._make_parser()
         self._bad_seen = 0
         self.last_step = 0
+        self.last_record_line = 0

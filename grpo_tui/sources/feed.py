@@ -33,9 +33,11 @@ from grpo_tui.sources.logreader import LogReader
 from grpo_tui.sources.merged import MergedStepsStore
 from grpo_tui.sources.polled import RecordStore
 from grpo_tui.sources.records import Batch
+from grpo_tui.sources.stop_lines import StopLine, StopLog, StopScanner, StopTracker, console_logs
 from grpo_tui.sources.tail import DEFAULT_CHUNK, PREVIEW_FROM_BYTES, TailReader, read_tail_lines
 from grpo_tui.sources.tensorboard import TensorBoardStore
 from grpo_tui.sources.trackio import TrackioStore
+from grpo_tui.sources.wandb.store import WandbRunStore
 
 #: bytes of the newest lines previewed: about a thousand ms-swift lines (~1 KB each), more
 #: points than the widest sparkline draws, parsed in ~25 ms (4 MB took four times that
@@ -90,6 +92,15 @@ class FeedStatus:
     #: lines of the followed log read so far, metric lines or not (a file of none but
     #: other text says so rather than look live)
     lines_read: int = 0
+    #: the line of a console log that says why the run ended (a traceback's error, out of
+    #: memory, a signal, "Training completed"), when it stands: no metric record came
+    #: after it (sources/stop_lines.py); None while none does
+    stop: StopLine | None = None
+    #: mtime of the newest console text read (the metrics log when it is console text, or
+    #: a console file beside it), and that file's name: a log that grows while no metric
+    #: record comes is a run alive but not training (or hung printing warnings)
+    log_time: float | None = None
+    log_name: str | None = None
 
     def signature(self) -> tuple[object, ...]:
         """What a consumer shows of the status, as one comparable value (a new signature
@@ -106,6 +117,8 @@ class FeedStatus:
             self.completions_file,
             self.context,
             self.lines_read,
+            self.stop,
+            self.log_time,
         )
 
     def snapshot(self) -> FeedStatus:
@@ -135,6 +148,11 @@ class RunFeed:
         self._announced_wait = False
         #: the settings a console log printed, once they were taken into the context
         self._settings_taken: dict[str, Any] | None = None
+        #: why the run stopped: the console files beside the metrics, the scanner of the
+        #: metrics log when it is console text, and the stop line that stands
+        self._stops = StopTracker()
+        self._stop_logs: dict[Path, StopLog] = {}
+        self._metrics_stops: StopScanner | None = None
 
     # -- public ----------------------------------------------------------------------
     def read(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
@@ -146,8 +164,12 @@ class RunFeed:
             self._next_discovery = now + self.rediscover_every
             self._rediscover(batch)
         if self._store is not None:
-            return batch, self._read_store(batch)
-        return batch, self._read_tail(batch, max_bytes)
+            more = self._read_store(batch)
+        else:
+            more = self._read_tail(batch, max_bytes)
+        more = self._read_stop_logs(max_bytes) or more
+        self.status.stop = self._stops.current
+        return batch, more
 
     def preview(self) -> Batch | None:
         """The newest lines of a big JSON-lines log, read from its end before its history
@@ -205,6 +227,7 @@ class RunFeed:
         if self.options.completions is not None:
             layout = replace(layout, completions=completions_in(self.options.completions))
         self.status.unreadable = layout.problem or None
+        self._find_stop_logs(layout)
         if (
             current is not None
             and layout.metrics_file == current.metrics_file
@@ -236,9 +259,12 @@ class RunFeed:
         self._store = None
         adapter = ADAPTERS.get(layout.adapter or "")
         path, reading = layout.metrics_file, layout.reading
+        self._metrics_stops = None
         if adapter is not None and path is not None and reading is not None:
             if reading in (Reading.JSONL, Reading.CONSOLE):
                 self._tail = TailReader(path)
+                if reading is Reading.CONSOLE:
+                    self._metrics_stops = StopScanner(str(path))
             elif reading is Reading.DOCUMENT:
                 # a newer checkpoint: its history starts with what was already read
                 after = previous_store if isinstance(previous_store, DocumentStore) else None
@@ -247,6 +273,8 @@ class RunFeed:
                 self._store = TensorBoardStore(path)
             elif reading is Reading.MERGED_JSONL:
                 self._store = MergedStepsStore(path, adapter.writers, adapter.eval_prefix)
+            elif reading is Reading.WANDB:
+                self._store = WandbRunStore(path)
             else:
                 self._store = TrackioStore(path, self.options.run_name)
             self._reader = self._reader_for(adapter, path, reading is Reading.CONSOLE)
@@ -307,10 +335,29 @@ class RunFeed:
             )
             batch.restarted = True
             reader.restart()
+            self._stops.forget(str(tail.path))
+            if self._metrics_stops is not None:
+                self._metrics_stops.restart()
         self.status.lines_read = tail.line_no
         if chunk.data:
-            batch.extend(reader.read_chunk(chunk.data, chunk.first_line_no))
-            self.status.data_time = tail.mtime
+            stops = (
+                self._metrics_stops.scan(chunk.data, chunk.first_line_no, chunk.offset)
+                if self._metrics_stops is not None
+                else []
+            )
+            read = reader.read_chunk(chunk.data, chunk.first_line_no)
+            batch.extend(read)
+            if read.blocks or read.finished:
+                # "last data" is the newest metric record, not the newest bytes: a hung
+                # trainer printing warnings is not live
+                self.status.data_time = tail.mtime
+                last = reader.last_record_line if isinstance(reader, ConsoleReader) else None
+                self._stops.metrics_read(tail.mtime, str(tail.path), last)
+                if last:
+                    stops = [line for line in stops if line.line_no >= last]
+            self._stops.offer(stops, metrics_file=str(tail.path))
+            if self._metrics_stops is not None:
+                self.status.log_time, self.status.log_name = tail.mtime, tail.path.name
             self._read_by(reader)
             self._take_printed_settings(reader, tail.path)
         return chunk.more
@@ -328,9 +375,15 @@ class RunFeed:
             batch.events.append(f"{store.path.name} started over: reading it from the start")
             batch.restarted = True
             reader.restart()
+        trainer = store.adapter if isinstance(store, WandbRunStore) else None
+        if trainer is not None and trainer is not reader.adapter:
+            # the trainer a W&B run file's config (or keys) named: its keys and its name
+            reader = self._reader = self._reader_for(trainer, store.path, False)
         if polled.records or polled.settings is not None:
             self._note_file(store.path)
             self.status.data_time = polled.data_time
+        if polled.records:
+            self._stops.metrics_read(polled.data_time, str(store.path), None)
         if polled.settings:
             # the store's own settings (max_steps, logging_steps) fill the run context
             self.status.context.merge_missing(context_and_problems(polled.settings)[0])
@@ -338,6 +391,34 @@ class RunFeed:
             batch.extend(reader.read_objects(polled.records))
             self._read_by(reader)
         return polled.more
+
+    def _find_stop_logs(self, layout: RunLayout) -> None:
+        """The console files beside the metrics, followed for the lines that end runs (those
+        followed already keep their place and offsets): in the run's folder and PATH's. A
+        console log given as PATH is the run's console itself (its folder may hold other
+        runs' logs); a metrics file given as PATH has its run's folder around it."""
+        if probe(self.path).is_dir:
+            folders = [d for d in (layout.run_dir, self.path) if d is not None]
+        elif layout.reading is Reading.CONSOLE or layout.run_dir is None:
+            folders = []
+        else:
+            folders = [layout.run_dir]
+        paths = console_logs(folders, exclude=layout.metrics_file) if folders else []
+        self._stop_logs = {path: self._stop_logs.get(path) or StopLog(path) for path in paths}
+
+    def _read_stop_logs(self, max_bytes: int) -> bool:
+        """Read the console files beside the metrics for stop lines; True when one has more."""
+        more = False
+        metrics = self.status.followed[0] if self.status.followed else None
+        for log in self._stop_logs.values():
+            lines, log_more, grew = log.poll(max_bytes)
+            if log.restarted:
+                self._stops.forget(str(log.path))
+            self._stops.offer(lines, metrics_file=metrics)
+            if grew and log.mtime is not None and log.mtime >= (self.status.log_time or 0.0):
+                self.status.log_time, self.status.log_name = log.mtime, log.path.name
+            more = more or log_more
+        return more
 
     def _take_printed_settings(self, reader: LogReader, path: Path) -> None:
         """The settings a console log printed at its start (verl's config) fill what the

@@ -23,7 +23,9 @@ a resumed run starting that step again: the steps from it on start over. (Shapes
 prime-rl's trainer and orchestrator both log a `time/step`; where two lines of a step share
 a key, the later line's value is kept.) Eval lines (every key but the
 step and time under the eval prefix: prime-rl logs evals when they end, steps later) are
-handed out as they come, records of their own.
+handed out as they come, records of their own. A row with `"step": null` (prime-rl's
+`log_metrics(…, step=None)` since #3444: inference metrics sampled on wall time) is
+time-keyed: no step to put it at, so it is counted and said, never a bad line.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from grpo_tui.sources.tail import TailReader
 SETTLE_S = 5.0
 #: steps handed out kept merged, so a late line can be added to its step
 KEPT_STEPS = 256
-#: keys that are not metrics of a step
-_BOOKKEEPING = frozenset({"step", "time"})
+#: keys that are not metrics of a step (`producer`: which process wrote the row, prime-rl
+#: since #3444)
+_BOOKKEEPING = frozenset({"step", "time", "producer"})
 _EXCERPT_CHARS = 80
 
 
@@ -88,6 +91,9 @@ class MergedStepsStore:
         #: writer → the highest step it logged
         self._seen: dict[int, int] = {}
         self._last_new = self._clock()
+        #: rows logged at a time, not a step (`"step": null`), and the count said next
+        self.time_keyed_rows = 0
+        self._next_said = 1
 
     # -- polling ------------------------------------------------------------------------
     def poll(self) -> PolledRecords:
@@ -117,6 +123,9 @@ class MergedStepsStore:
         except BadJson as error:
             obj, reason = {}, str(error)
         step = obj.get("step")
+        if step is None and "step" in obj:
+            self._time_keyed(obj, out)
+            return
         if isinstance(step, bool) or not isinstance(step, int):
             excerpt = line[:_EXCERPT_CHARS].decode("utf-8", errors="replace")
             out.bad.append(BadLine(str(self.path), line_no, reason, excerpt))
@@ -129,6 +138,22 @@ class MergedStepsStore:
         if writer is not None:
             self._seen[writer] = max(self._seen.get(writer, step), step)
         self._merge(step, obj, named, writer)
+
+    def _time_keyed(self, obj: dict[str, Any], out: PolledRecords) -> None:
+        """A row logged at a time, not a step (`"step": null`: prime-rl's inference
+        metrics, sampled on wall time): no bad line and no step; counted, and said when
+        the count reaches 1, 10, 100, … (a live run logs them every few seconds)."""
+        self.time_keyed_rows += 1
+        if self.time_keyed_rows == self._next_said:
+            self._next_said *= 10
+            producer = obj.get("producer")
+            by = f", the latest from {producer}" if isinstance(producer, str) else ""
+            plural = "" if self.time_keyed_rows == 1 else "s"
+            out.events.append(
+                f"{self.path.name}: {self.time_keyed_rows} time-keyed row{plural} so far "
+                f'("step": null{by}): logged on wall time, not at a step, so left out of '
+                "the charts"
+            )
 
     def _writer_of(self, keys: list[str]) -> int | None:
         for index, prefixes in enumerate(self.writers):

@@ -28,7 +28,12 @@ import numpy as np
 
 from grpo_tui.files import check_regular, describe_os_error, open_regular, stat_path
 from grpo_tui.sources.formats.layout import probe
-from grpo_tui.sources.formats.tensorboard import find_event_files, name_time, scan_events
+from grpo_tui.sources.formats.tensorboard import (
+    TIME_KEYED_PREFIXES,
+    find_event_files,
+    name_time,
+    scan_events,
+)
 from grpo_tui.sources.polled import PolledRecords
 from grpo_tui.sources.records import BadLine
 from grpo_tui.sources.tfrecord import COMPILED, RecordReader
@@ -206,8 +211,8 @@ class TensorBoardStore:
                 continue
             for value in event.summary.value:
                 number, key = _scalar(value, tb), _key(value.tag)
-                if number is None or key == "step":
-                    continue
+                if number is None or key == "step" or value.tag.startswith(TIME_KEYED_PREFIXES):
+                    continue  # not a value, or one logged at wall time (not a step)
                 pending = self._pending
                 if pending is not None and (pending["step"] != event.step or key in pending):
                     records.append(pending)  # the writer moved on: that step is complete

@@ -47,6 +47,9 @@ class Reading(str, Enum):
     #: a JSON-lines log several processes append to, a step in several lines, merged by
     #: step (prime-rl's trainer and orchestrator: sources/merged.py)
     MERGED_JSONL = "merged-jsonl"
+    #: W&B's run file (`run-<id>.wandb`): framed protobuf records, polled for new history
+    #: rows (sources/wandb/)
+    WANDB = "wandb"
 
 
 class Tier(int, Enum):

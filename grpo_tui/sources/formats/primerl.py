@@ -27,6 +27,18 @@ are mean/max/min/p10/p90); `mismatch_kl/all/mean` is the KL between the inferenc
 engine's and the trainer's log-probabilities, not a KL to a reference model, so it keeps
 its name.
 
+The layout since prime-rl#3444 (merged 2026-08-31; src/prime_rl/monitors/file/monitor.py
+at ceb33a427ed6ba7fd18a92a61b44eabf5cfbd038): `FileMonitor` appends to
+`<run_dir>/monitors/file/metrics.jsonl` (`get_file_monitor_dir(output_dir) /
+config.path`), rows `{"step": step, "time": …, **metrics, "producer": …}` (the process that
+wrote it: bookkeeping, not a metric), and `log_metrics(metrics, step=None)` writes
+time-keyed rows, `"step": null` ("e.g. inference metrics, which are sampled on wall time
+rather than the training step"): sources/merged.py counts those, never as bad lines, and
+leaves them out of the steps. `configs/` stays in the run folder, two levels above the
+file monitor's. Episode traces go to `monitors/file/traces/` (`stream.jsonl` with
+`stream.index.jsonl` at that commit, chunked `stream/NNNNN.jsonl[.zst]` later): not read
+here.
+
 The run's settings: the `rl` entrypoint writes the resolved configs as JSON into
 `<run_dir>/configs/` (entrypoints/rl.py `write_config`, `write_subconfigs`): the
 orchestrator's (`orchestrator.json`; `rl.json` nests it under `orchestrator`) holds
@@ -57,12 +69,15 @@ from grpo_tui.sources.formats.verl import setting
 
 NAME = "prime-rl"
 METRICS_FILE = "metrics.jsonl"
+#: the file monitor's folder in a run folder since #3444 (src/prime_rl/utils/pathing.py
+#: `get_file_monitor_dir = output_dir / "monitors" / "file"`)
+FILE_MONITOR_DIR = ("monitors", "file")
 CONFIGS_DIR = "configs"
 #: the resolved configs holding the orchestrator's settings, the first found wins
 CONFIG_FILES = ("orchestrator.json", "rl.json")
 #: folders prime-rl writes beside metrics.jsonl in a run directory (resolved configs,
 #: episode traces, per-attempt logs)
-RUN_DIR_MARKS = ("configs", "rollouts")
+RUN_DIR_MARKS = ("configs", "rollouts", "/".join(FILE_MONITOR_DIR))
 #: the train statistics of every environment together, of the rollouts shipped to the
 #: trainer (what the orchestrator's `Step N | … | Reward …` line shows)
 _SHIPPED = r"train/agg/effective/[^/]+"
@@ -118,9 +133,11 @@ _EVIDENCE = (b'"progress/', b'"optim/', b'"perf/', b'"train/agg/')
 
 
 def flatten(record: dict[str, Any]) -> dict[str, Any]:
-    """Its lines are flat already; `time` is the wall clock the line was written at, not a
-    metric."""
+    """Its lines are flat already; `time` is the wall clock the line was written at and
+    `producer` the process that wrote it (#3444): neither is a metric, and an eval line is
+    one whose every other key is an eval key."""
     record.pop("time", None)
+    record.pop("producer", None)
     return record
 
 
@@ -133,15 +150,26 @@ def _in_run_dir(directory: Path) -> bool:
     return any(probe(directory / mark).is_dir for mark in RUN_DIR_MARKS)
 
 
+def run_dir_of(path: Path) -> Path:
+    """The run folder of a metrics.jsonl: its own folder, or three levels up in the file
+    monitor's layout since #3444 (`<run_dir>/monitors/file/metrics.jsonl`)."""
+    holder = path.parent
+    if holder.name == FILE_MONITOR_DIR[1] and holder.parent.name == FILE_MONITOR_DIR[0]:
+        return holder.parent.parent
+    return holder
+
+
 def _found(path: Path, why: str) -> Found:
+    run_dir = run_dir_of(path)
     return found_file(
         path,
         NAME,
         Reading.MERGED_JSONL,
         Tier.LOG,
         why,
+        run_dir=run_dir,
         args_names=CONFIG_FILES,
-        args_dirs=(path.parent / CONFIGS_DIR,),
+        args_dirs=(run_dir / CONFIGS_DIR,),
     )
 
 
@@ -163,15 +191,22 @@ def claim(path: Path, seen: Probe) -> Found | None:
         return None
     if _shows_primerl(path):
         return _found(path, "its lines carry prime-rl's keys (progress/, optim/, train/agg/)")
-    if _in_run_dir(path.parent):
+    if _in_run_dir(run_dir_of(path)):
         return _found(path, f"{METRICS_FILE} of a prime-rl run folder (configs/, rollouts/)")
     return None
 
 
+def _monitored(directory: Path) -> Path:
+    """Where a run folder's metrics.jsonl is: the file monitor's folder (since #3444) when
+    it holds one, else the run folder itself."""
+    monitor = directory.joinpath(*FILE_MONITOR_DIR)
+    return monitor / METRICS_FILE if probe(monitor).is_dir else directory / METRICS_FILE
+
+
 def find(directory: Path) -> list[Found]:
-    """metrics.jsonl of a run folder; else of the newest run folder under an output
-    folder (the `rl` entrypoint's `<output_dir>/<run.name>`)."""
-    metrics = directory / METRICS_FILE
+    """metrics.jsonl of a run folder (in `monitors/file/` since #3444); else of the newest
+    run folder under an output folder (the `rl` entrypoint's `<output_dir>/<run.name>`)."""
+    metrics = _monitored(directory)
     if probe(metrics).is_file:
         claimed = claim(metrics, probe(metrics))
         return [claimed] if claimed is not None else []
@@ -182,13 +217,13 @@ def find(directory: Path) -> list[Found]:
         (seen.mtime, path)
         for entry in entries
         if entry_is_dir(entry)
-        and (seen := probe(path := Path(entry.path) / METRICS_FILE)).is_file
-        and _in_run_dir(path.parent)
+        and (seen := probe(path := _monitored(Path(entry.path)))).is_file
+        and _in_run_dir(run_dir_of(path))
     ]
     if not runs:
         return []
     newest = max(runs, key=lambda run: run[0])[1]
-    run = newest.parent.name
+    run = run_dir_of(newest).name
     return [_found(newest, f"{METRICS_FILE} of the newest prime-rl run folder {run}")]
 
 

@@ -1,12 +1,13 @@
 """TensorBoard event files (`events.out.tfevents.*`): written by ms-swift by default, and by
-TRL (`report_to="tensorboard"`), verl and OpenRLHF when asked.
+TRL (`report_to="tensorboard"`), verl, OpenRLHF and NeMo-RL (`logger.tensorboard_enabled`,
+under `<log_dir>/tensorboard/`) when asked.
 
 Tags are `train/<key>` and `eval/<key>` (ms-swift, TRL, OpenRLHF) or the bare key (verl);
 the reader (sources/tensorboard.py) strips `train/` and turns `eval/` into `eval_`, so the
 keys are the writing framework's own. Which framework wrote the file is not recorded in
 it, and the key vocabularies do not clash, so one table holds them all (each framework's
 traps as its own adapter says: verl's `actor/ppo_kl` and OpenRLHF's `ppo_kl` stay drift,
-not KL to the reference).
+not KL to the reference; NeMo-RL's `kl_penalty` is, its `gen_kl_error` is not: nemorl.py).
 
 Files: an event file, a folder of them (a resumed run writes a newer one beside the old),
 or a folder holding such a folder one or two levels down (TRL's `<output_dir>/runs/<date_host>/`).
@@ -15,18 +16,46 @@ Event files are a tracker's store: a per-step log of the same run is preferred.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 
 from grpo_tui.sources.formats.base import FormatAdapter
-from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES, merged_aliases
+from grpo_tui.sources.formats.common import GRPO_FAMILIES, merged_aliases
 from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, found_file, probe, scan
+from grpo_tui.sources.formats.nemorl import (
+    NEMORL_ALIASES,
+    NEMORL_FAMILIES,
+    TIME_KEYED_PREFIX,
+    event_files_rollouts,
+)
+from grpo_tui.sources.formats.nemorl import flatten as nemorl_flatten
 from grpo_tui.sources.formats.openrlhf import OPENRLHF_ALIASES
-from grpo_tui.sources.formats.trl import trl_completions
+from grpo_tui.sources.formats.trl import TRL_ALIASES, trl_completions
+from grpo_tui.sources.formats.trl import flavour as trl_flavour
 from grpo_tui.sources.formats.verl import VERL_ALIASES, VERL_FAMILIES
 
 NAME = "tensorboard"
 EVENT_FILE_PREFIX = "events.out.tfevents."
+#: tags logged at a time, not at a training step, which the reader leaves out: NeMo-RL's
+#: GPU monitor logs `ray/…` at seconds since its start (nemorl.py), on by default
+#: (`logger.monitor_gpus`), so they would read as steps far ahead of the run's
+TIME_KEYED_PREFIXES: tuple[str, ...] = (TIME_KEYED_PREFIX,)
+
+
+#: keys only NeMo-RL logs, and only verl (what names the trainer of an event file)
+_NEMORL_KEYS = frozenset({"approx_entropy", "mean_gen_tokens_per_sample", "kl_penalty"})
+_VERL_PREFIXES = ("critic/", "actor/", "response_length/")
+
+
+def flavour(keys: Collection[str]) -> str | None:
+    """The trainer the tags show (event files do not record it): NeMo-RL, verl, else
+    TRL's flavours (Unsloth, open-r1)."""
+    if not _NEMORL_KEYS.isdisjoint(keys):
+        return "NeMo-RL"
+    if any(key.startswith(_VERL_PREFIXES) for key in keys):
+        return "verl"
+    return trl_flavour(keys)
 
 
 def name_time(path: Path) -> tuple[int, str]:
@@ -68,6 +97,10 @@ def find_event_files(directory: Path) -> list[Path]:
 
 
 def _found(path: Path, searched: Path, why: str, files: list[Path]) -> Found:
+    # TRL's completions folder in the output dir, else NeMo-RL's dumps beside its
+    # `tensorboard/` folder
+    holder = files[-1].parent if files else searched
+    completions = trl_completions(searched) or event_files_rollouts(holder)
     found = found_file(
         path,
         NAME,
@@ -75,7 +108,7 @@ def _found(path: Path, searched: Path, why: str, files: list[Path]) -> Found:
         Tier.STORE,
         why,
         run_dir=searched,
-        completions=trl_completions(searched),
+        completions=completions,
     )
     # a folder's age is its newest file's (the folder's own mtime changes only with names)
     return replace(found, mtime=max((probe(file).mtime for file in files), default=found.mtime))
@@ -100,9 +133,12 @@ def find(directory: Path) -> list[Found]:
 TENSORBOARD = FormatAdapter(
     name=NAME,
     title="TensorBoard",
-    aliases=merged_aliases(GRPO_ALIASES, VERL_ALIASES, OPENRLHF_ALIASES),
-    families=GRPO_FAMILIES + VERL_FAMILIES,
+    aliases=merged_aliases(TRL_ALIASES, VERL_ALIASES, OPENRLHF_ALIASES, NEMORL_ALIASES),
+    families=GRPO_FAMILIES + VERL_FAMILIES + NEMORL_FAMILIES,
     ignored_keys=frozenset({"total_flos", "training/global_step"}),
+    # NeMo-RL's zero-spread share from its baseline percentages (a no-op for the others)
+    flatten=nemorl_flatten,
+    flavour=flavour,
     reading=Reading.TENSORBOARD,
     claim=claim,
     find=find,

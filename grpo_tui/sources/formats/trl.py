@@ -20,7 +20,7 @@ from pathlib import Path
 
 from grpo_tui.sources.formats import trl_completions as parquet
 from grpo_tui.sources.formats.base import FormatAdapter
-from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES
+from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES, merged_aliases
 from grpo_tui.sources.formats.layout import (
     BatchFolder,
     CompletionsRef,
@@ -30,12 +30,17 @@ from grpo_tui.sources.formats.layout import (
     Tier,
     found_file,
     probe,
+    read_head,
     scan,
 )
 
 NAME = "trl"
 TRAINER_STATE_FILE = "trainer_state.json"
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
+#: what tells a trainer_state.json under another name: HF writes its keys sorted, so
+#: `log_history` comes after a few short fields, near the start
+_LOG_HISTORY = b'"log_history"'
+_HEAD_BYTES = 1 << 16
 #: reward functions only open-r1's recipes define (`accuracy_reward` and `format_reward`
 #: are TRL's own examples too, so they say nothing)
 OPEN_R1_REWARDS = frozenset(
@@ -52,6 +57,13 @@ OPEN_R1_REWARDS = frozenset(
         "soft_overlong_punishment_reward",
     }
 )
+
+
+#: TRL's keys: the shared vocabulary, and `cispo_clip_ratio`, which TRL (and Unsloth) log
+#: instead of `clip_ratio/*` when `loss_type="cispo"` (trl/trainer/grpo_trainer.py:3284–3286
+#: in the 1.16.0 wheel): the share of tokens whose importance weight was clipped at
+#: `epsilon_high` with a positive advantage, the one side CISPO clips
+TRL_ALIASES = merged_aliases(GRPO_ALIASES, {"clip_ratio": ("cispo_clip_ratio",)})
 
 
 def flavour(keys: Collection[str]) -> str | None:
@@ -116,7 +128,9 @@ def claim(path: Path, seen: Probe) -> Found | None:
         return None
     if path.name == TRAINER_STATE_FILE:
         return _state(path, f"named {TRAINER_STATE_FILE} (the HF Trainer's log_history)")
-    return _state(path, "a .json file: read as a trainer_state.json log_history")
+    if _LOG_HISTORY not in read_head(path, _HEAD_BYTES):
+        return None  # another document (NeMo-RL's metrics.json, a config): not TRL's
+    return _state(path, "a .json file holding a log_history: read as a trainer_state.json")
 
 
 def find(directory: Path) -> list[Found]:
@@ -141,7 +155,7 @@ def trl_completions(run_dir: Path) -> CompletionsRef | None:
 TRL = FormatAdapter(
     name=NAME,
     title="TRL",
-    aliases=GRPO_ALIASES,
+    aliases=TRL_ALIASES,
     families=GRPO_FAMILIES,
     ignored_keys=frozenset({"total_flos"}),
     version_hints=(

@@ -16,10 +16,17 @@ Semantics (frameworks.md §3, the traps):
 - `actor/ppo_kl` is the drift from the rollout policy, not KL to the reference: kept as it
   is. KL to the reference is `actor/kl_loss` (use_kl_loss, the GRPO setting), else the
   in-reward `actor/reward_kl_penalty` (≤ 0.3 `critic/kl`).
-- `response_length/clip_ratio` is the share of responses as long as the batch's response
-  width, which the rollout pads to `max_response_length`: the share cut at the cap, TRL's
-  `completions/clipped_ratio`. The cap itself comes from the config the log printed
-  (`data.max_response_length`), else from `response_length/max` pinned at one value.
+- `response_length/clip_ratio` is the share of responses as long as the batch's
+  `responses` width (verl/trainer/ppo/metric_utils.py:460, 576 at verl-project/verl
+  1dda039). Up to 0.8, and in 0.9 with `trainer.use_v1: false`, the rollout pads that
+  width to `max_response_length`: the share cut at the cap, TRL's
+  `completions/clipped_ratio`, and it is read so. 0.9's default V1 trainer
+  (ppo_trainer.yaml:222 `use_v1: true`) leaves the width at the batch's longest response:
+  the share is then never 0, and 0 when `rollout.max_model_len` binds (verl#7817, #7823).
+  Nothing in a log says which trainer wrote it (the file logger keeps no config), so it
+  stays mapped, and README's "Same concept, same name" says when to trust it; the cap
+  comes from the config the log printed (`data.max_response_length`), else from
+  `response_length/max` pinned at one value.
 - verl logs no reward std, no zero-spread fraction and no per-function means: they are
   unknown here, and come from the rollout dumps when those are read.
 - Validation keys (`val-core/…`, `val-aux/…`, ≤ 0.3 `val/…`) ride on train steps (a step

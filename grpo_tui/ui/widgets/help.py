@@ -18,6 +18,8 @@ from grpo_tui.run.state import (
     STALL_FLOOR_S,
     STALL_INTERVALS,
     STALL_UNKNOWN_INTERVAL_S,
+    STOP_FLOOR_S,
+    STOP_INTERVALS,
     stall_threshold,
 )
 from grpo_tui.ui.completion_rows import completions_help
@@ -75,7 +77,15 @@ def help_notes(usual_interval: float | None, diagnosis_interval: float) -> list[
         (
             f"STALLED: no new data for more than {threshold:.0f} s now ({STALL_INTERVALS} × the usual "
             f"interval between lines, at least {STALL_FLOOR_S:.0f} s; {STALL_UNKNOWN_INTERVAL_S:.0f} s "
-            "until the interval is known)."
+            "until the interval is known). Data is metric records: a log that grows without "
+            'them is said so ("no metrics for 12m while output.log grows").'
+        ),
+        (
+            "STOPPED: the console beside the metrics says why the run ended (out of memory, an "
+            "NCCL or Gloo timeout, a dead Ray actor, a signal, Slurm, the step SkyRL names), "
+            "with the file and line; a bare traceback once the metrics are "
+            f"{STOP_INTERVALS} × the usual interval late (at least {STOP_FLOOR_S:.0f} s). "
+            "FINISHED: an end line or record, max_steps, done_frac 1 or the schedule's end."
         ),
         (
             f"Detail chart: s smooths (EMA weight {EMA_WEIGHT:g}, the raw line grey behind), l "
