@@ -518,3 +518,18 @@ class TestATrackioProjectsRuns:
         chosen = app.return_value
         assert chosen is not None and chosen == BoardChoice(app.rows[1].ref)
         assert chosen.ref is not None and chosen.ref.run == app.rows[1].name
+
+
+class TestLinkedRunFolders:
+    """A link to a sibling run folder (W&B's `latest-run`) is not a second run."""
+
+    def test_latest_run_link_is_the_run_it_points_to(self, tmp_path: Path) -> None:
+        from grpo_tui.sources.runs import run_folders
+
+        for name in ("run-a", "run-b"):
+            (tmp_path / name).mkdir()
+        (tmp_path / "latest-run").symlink_to(tmp_path / "run-b", target_is_directory=True)
+        (tmp_path / "elsewhere").symlink_to(tmp_path.parent, target_is_directory=True)
+        names = sorted(p.name for p in run_folders(tmp_path))
+        # the sibling link goes; a link to a folder that is not listed here stays
+        assert names == ["elsewhere", "run-a", "run-b"]

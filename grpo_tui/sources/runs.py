@@ -14,12 +14,13 @@ are. Only `stat`, `scandir` and read-only queries: nothing is created.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_tui.files import mounted
+from grpo_tui.files import DirEntryLike, mounted
 from grpo_tui.sources.discover import adapters_for, claims, discover, found_in
 from grpo_tui.sources.formats.layout import (
     Reading,
@@ -84,8 +85,20 @@ def run_folders(directory: Path) -> list[Path]:
     """The folders of `directory` that may hold runs (hidden ones left out), newest first."""
     entries, _ = scan(directory)
     folders = [e for e in entries if entry_is_dir(e) and not e.name.startswith((".", "__"))]
+    # a link to a sibling (W&B's `latest-run`) is that run again: the sibling is kept
+    # (here only: a far host's links are not resolved on this machine)
+    if mounted(directory) is None:
+        real = {os.path.realpath(e.path) for e in folders if not _is_link(e)}
+        folders = [e for e in folders if not (_is_link(e) and os.path.realpath(e.path) in real)]
     folders.sort(key=lambda entry: (-entry_mtime(entry), entry.name))
     return [Path(entry.path) for entry in folders[:RUNS_LOOKED_AT]]
+
+
+def _is_link(entry: DirEntryLike) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def runs_in(
