@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_tui.commands.check import check_command
+from grpo_tui.commands.inspect import inspect_command
 from grpo_tui.commands.output import EXIT_STOPPED
 from grpo_tui.events import EventDetector, EventKind, EventRules, moment_of
 from grpo_tui.health.rules import Rules
@@ -243,6 +244,31 @@ class TestBesideTheMetrics:
         assert (run["stopped"]["file"], run["stopped"]["line"]) == (str(files / "output.log"), 43)
         assert run["stopped"]["step"] == 12
         assert code == EXIT_STOPPED
+
+    def test_inspect_names_the_files_watched_and_the_line(self, tmp_path: Path) -> None:
+        """`inspect` lists the console files read for stop lines and the line that stands."""
+        folder = tmp_path / "run"
+        folder.mkdir()
+        log = folder / "metrics.jsonl"
+        log.write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n", encoding="utf-8")
+        os.utime(log, (1000.0, 1000.0))
+        append(folder / "nohup.out", OOM, mtime=1005.0)
+        out = io.StringIO()
+        inspect_command(folder, as_json=True, follow=False, out=out)
+        data = json.loads(out.getvalue())
+        assert data["stop_logs"] == [str(folder / "nohup.out")]
+        assert data["stopped"] == {
+            "kind": "failed",
+            "cause": "CUDA out of memory",
+            "file": str(folder / "nohup.out"),
+            "line": 3,
+        }
+        text = io.StringIO()
+        inspect_command(folder, as_json=False, follow=False, out=text)
+        assert (
+            f"  watching   {folder / 'nohup.out'} (for the line that ends a run)" in text.getvalue()
+        )
+        assert "stopped    failed: CUDA out of memory (nohup.out line 3)" in text.getvalue()
 
     def test_a_stop_line_long_before_the_newest_metrics_is_buried(self, tmp_path: Path) -> None:
         """An old OOM far up a console file whose run logged metrics after it: no stop."""

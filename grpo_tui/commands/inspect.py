@@ -62,6 +62,8 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "version_hints": run.status.version_hints,
         "files": run.status.files,
         "followed": run.status.followed,
+        "stop_logs": list(run.status.stop_logs),
+        "stopped": _stop_data(run),
         "waiting_for": run.waiting_for,
         "unreadable": run.unreadable,
         "notes": list(run.notes),
@@ -84,6 +86,14 @@ def inspect_data(run: Run) -> dict[str, Any]:
         "events": run.events,
         "completions": _completions_data(run),
     }
+
+
+def _stop_data(run: Run) -> dict[str, Any] | None:
+    """The line that ends the run, as read (`check` weighs it against the clock)."""
+    stop = run.stop
+    if stop is None:
+        return None
+    return {"kind": stop.kind.word, "cause": stop.cause, "file": stop.file, "line": stop.line_no}
 
 
 def _completions_data(run: Run) -> dict[str, Any] | None:
@@ -126,6 +136,11 @@ def render_text(data: dict[str, Any], out: TextIO) -> None:
         write(f"  {mark}  {path}\n")
     for other in data["passed_over"]:
         write(f"  not read   {other}\n")
+    for log in data["stop_logs"]:
+        write(f"  watching   {log} (for the line that ends a run)\n")
+    if stopped := data["stopped"]:
+        where = f"{Path(stopped['file']).name} line {stopped['line']}"  # its path: above
+        write(f"stopped    {stopped['kind']}: {stopped['cause']} ({where})\n")
     context = {k: v for k, v in data["context"].items() if v not in (None, [], ())}
     if context:
         write("context    " + ", ".join(f"{k}={v}" for k, v in context.items()) + "\n")

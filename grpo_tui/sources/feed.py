@@ -101,6 +101,8 @@ class FeedStatus:
     #: record comes is a run alive but not training (or hung printing warnings)
     log_time: float | None = None
     log_name: str | None = None
+    #: the console files beside the metrics read for the lines that end runs (`inspect`)
+    stop_logs: list[str] = field(default_factory=list)
 
     def signature(self) -> tuple[object, ...]:
         """What a consumer shows of the status, as one comparable value (a new signature
@@ -405,6 +407,7 @@ class RunFeed:
             folders = [layout.run_dir]
         paths = console_logs(folders, exclude=layout.metrics_file) if folders else []
         self._stop_logs = {path: self._stop_logs.get(path) or StopLog(path) for path in paths}
+        self.status.stop_logs = [str(path) for path in paths]
 
     def _read_stop_logs(self, max_bytes: int) -> bool:
         """Read the console files beside the metrics for stop lines; True when one has more."""
