@@ -64,6 +64,7 @@ from grpo_tui.files import describe_os_error, open_regular, scandir, stat_path
 from grpo_tui.sources.formats.layout import BatchFileError, BatchFolder, CompletionsRef, probe
 from grpo_tui.sources.formats.msswift_completions import decode_line, parse_record
 from grpo_tui.sources.records import BatchChunk, BatchRef, CompletionBatch, CompletionRows
+from grpo_tui.sources.stream_batches import StreamBatches
 from grpo_tui.sources.tail import (
     DEFAULT_CHUNK,
     PREVIEW_FROM_BYTES,
@@ -129,8 +130,10 @@ class BatchSource(Protocol):
 def open_batches(
     ref: CompletionsRef, *, reward_weights: Sequence[float] | None = None
 ) -> BatchSource:
-    """The source for a run's completions (one file of JSON lines, or a folder of step
-    files). `reward_weights`: the run's, which make a row's total the trainer's weighted sum."""
+    """The source for a run's completions (one file of JSON lines, a folder of step
+    files, or a stream of records: sources/stream_batches.py). `reward_weights`: the run's, which make a row's total the trainer's weighted sum."""
+    if ref.stream is not None:
+        return StreamBatches(ref.path, ref.stream, reward_weights=reward_weights)
     if ref.folder is None:
         return JsonlBatches(ref.path, reward_weights=reward_weights)
     return FolderBatches(ref.path, ref.folder, reward_weights=reward_weights)

@@ -111,6 +111,52 @@ class BatchFolder:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamRecord:
+    """One line of a record stream read as completions: its rows as lists per field (as a
+    step file's `Converted.columns`), the step whose batch they join, and per row the key
+    later annotations name it by and the GRPO group it belongs to."""
+
+    step: int
+    columns: dict[str, list[Any]]
+    #: per row: the id annotations name it by (prime-rl's trace id)
+    keys: tuple[str, ...]
+    #: per row: its group's id (a batch's rows are put in order of it)
+    groups: tuple[str, ...]
+    #: columns of `columns` shown with each row, never reward functions
+    extra_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamParts:
+    """The files a record stream is made of now."""
+
+    #: the parts that can be read, (number, path) in stream order (numbers from 0)
+    plain: tuple[tuple[int, Path], ...] = ()
+    #: parts that cannot be read here (compressed), (number, name)
+    sealed: tuple[tuple[int, str], ...] = ()
+    #: files of annotations about the stream's rows (one per producer)
+    annotations: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordStream:
+    """A framework's completions appended one record per line to a stream (prime-rl's
+    trace stream: one file, or a folder of numbered chunks) with annotations appended
+    beside it later: which files, how a line becomes rows, what an annotation adds.
+    Read by sources/stream_batches.py."""
+
+    #: the stream's folder → its parts now (never raises)
+    parts: Callable[[Path], StreamParts]
+    #: one line's JSON value → its rows; None when it holds none to show (an eval, an
+    #: episode that failed before any trace); a str says why it is no record (a bad line)
+    convert: Callable[[object], StreamRecord | str | None]
+    #: one annotation line's JSON value → (row key, its advantage), None when it adds none
+    annotate: Callable[[object], tuple[str, float] | None]
+    #: what is said of sealed parts not read (the source's problem), before their names
+    sealed_problem: str = "not read"
+
+
+@dataclass(frozen=True, slots=True)
 class CompletionsRef:
     """Where a run's sampled completions are, and in which shape."""
 
@@ -118,6 +164,9 @@ class CompletionsRef:
     #: None: one JSON line per batch in one file (ms-swift's completions.jsonl); else the
     #: folder's kind of per-step file
     folder: BatchFolder | None = None
+    #: a stream of records in the folder at `path` (prime-rl's traces), read by its own
+    #: source (sources/stream_batches.py); `folder` is then None
+    stream: RecordStream | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,8 +36,9 @@ time-keyed rows, `"step": null` ("e.g. inference metrics, which are sampled on w
 rather than the training step"): sources/merged.py counts those, never as bad lines, and
 leaves them out of the steps. `configs/` stays in the run folder, two levels above the
 file monitor's. Episode traces go to `monitors/file/traces/` (`stream.jsonl` with
-`stream.index.jsonl` at that commit, chunked `stream/NNNNN.jsonl[.zst]` later): not read
-here.
+`stream.index.jsonl` at that commit, chunked `stream/NNNNN.jsonl[.zst]` later), with the
+orchestrator's advantages in `traces/annotations/`: the run's completions
+(primerl_traces.py). The `rollouts/step_N/…/traces.jsonl` files before #3444 are not read.
 
 The run's settings: the `rl` entrypoint writes the resolved configs as JSON into
 `<run_dir>/configs/` (entrypoints/rl.py `write_config`, `write_subconfigs`): the
@@ -55,6 +56,7 @@ from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.layout import (
+    CompletionsRef,
     Found,
     Probe,
     Reading,
@@ -65,6 +67,7 @@ from grpo_tui.sources.formats.layout import (
     probe,
     scan,
 )
+from grpo_tui.sources.formats.primerl_traces import PRIMERL_TRACES, TRACES_DIR
 from grpo_tui.sources.formats.verl import setting
 
 NAME = "prime-rl"
@@ -159,6 +162,13 @@ def run_dir_of(path: Path) -> Path:
     return holder
 
 
+def traces_of(run_dir: Path) -> CompletionsRef | None:
+    """The episode traces of a run folder as its completions, once the file monitor's
+    `traces/` folder is there (since #3444)."""
+    traces = run_dir.joinpath(*FILE_MONITOR_DIR, TRACES_DIR)
+    return CompletionsRef(traces, stream=PRIMERL_TRACES) if probe(traces).is_dir else None
+
+
 def _found(path: Path, why: str) -> Found:
     run_dir = run_dir_of(path)
     return found_file(
@@ -168,6 +178,7 @@ def _found(path: Path, why: str) -> Found:
         Tier.LOG,
         why,
         run_dir=run_dir,
+        completions=traces_of(run_dir),
         args_names=CONFIG_FILES,
         args_dirs=(run_dir / CONFIGS_DIR,),
     )
