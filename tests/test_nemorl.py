@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+from tensorboard.plugins.hparams.summary_v2 import hparams_pb  # type: ignore[import-untyped]
 from tensorboard.summary.writer.event_file_writer import (  # type: ignore[import-untyped]
     EventFileWriter,
 )
@@ -20,7 +21,13 @@ from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
 from grpo_tui.sources.discover import discover
-from grpo_tui.sources.formats.nemorl import ZERO_SPREAD_KEY, document_records, flatten
+from grpo_tui.sources.formats.nemorl import (
+    UNLIMITED_STEPS,
+    ZERO_SPREAD_KEY,
+    document_records,
+    flatten,
+    nemorl_settings,
+)
 from grpo_tui.sources.formats.nemorl_rollouts import convert
 from grpo_tui.vocabulary import Status
 
@@ -110,7 +117,42 @@ def write_dump(log_dir: Path, step: int, rewards: list[float]) -> None:
     (log_dir / f"train_data_step{step}.jsonl").write_text("".join(lines))
 
 
-def write_run(root: Path, steps: int = 40, *, gpu_monitor: bool = True) -> Path:
+def config(steps: int) -> dict[str, Any]:
+    """The parts of NeMo-RL's `MasterConfig.model_dump()` read as settings, flattened with
+    dots as `flatten_dict` does (logger.py:1324–1373), names as in grpo_math_1B.yaml."""
+    return {
+        "grpo.num_prompts_per_step": PROMPTS,
+        "grpo.num_generations_per_prompt": GROUP,
+        "grpo.max_num_epochs": 1,
+        "grpo.max_num_steps": steps,
+        "loss_fn.reference_policy_kl_penalty": 0.01,
+        "loss_fn.ratio_clip_min": 0.2,
+        "loss_fn.ratio_clip_max": 0.28,
+        "policy.model_name": "Qwen/Qwen2.5-1.5B",
+        "policy.train_global_batch_size": GROUP * PROMPTS,
+        "policy.max_total_sequence_length": CAP + 512,
+        "policy.generation.max_new_tokens": CAP,
+        "policy.generation.temperature": 1.0,
+        "policy.optimizer.kwargs.lr": 1e-6,
+        "policy.megatron_cfg.enabled": False,
+        "policy.megatron_cfg.optimizer.lr": 5e-6,
+        "logger.tensorboard_enabled": True,
+    }
+
+
+def add_hparams(log_dir: Path, hparams: dict[str, Any]) -> None:
+    """torch's `SummaryWriter.add_hparams(hparams, {})` (what NeMo-RL's
+    `TensorboardLogger.log_hyperparams` calls, logger.py:196–203): a writer in the subfolder
+    `str(time.time())` with the HParams plugin's session-start record (made here by
+    tensorboard's own `summary_v2.hparams_pb`: torch is not installed)."""
+    writer = EventFileWriter(str(log_dir / "1796679100.1234567"))
+    writer.add_event(event_pb2.Event(wall_time=1.7e9, summary=hparams_pb(hparams)))
+    writer.close()
+
+
+def write_run(
+    root: Path, steps: int = 40, *, gpu_monitor: bool = True, max_num_steps: int | None = None
+) -> Path:
     """`<root>/exp_001/` as `examples/run_grpo.py` leaves it with the TensorBoard logger on:
     validation at step 0 and every 10 steps, the train metrics every step, the GPU
     monitor's `ray/` scalars at seconds since start, a rollout dump per step."""
@@ -118,6 +160,7 @@ def write_run(root: Path, steps: int = 40, *, gpu_monitor: bool = True) -> Path:
     tb_dir = log_dir / "tensorboard"
     tb_dir.mkdir(parents=True)
     logger = TensorBoardLogger(tb_dir)
+    add_hparams(tb_dir, config(steps if max_num_steps is None else max_num_steps))
     logger.log_metrics({"accuracy": 0.2, "avg_length": 1500.0}, 0, "validation")
     for step in range(1, steps + 1):
         if gpu_monitor:
@@ -174,6 +217,47 @@ class TestTensorBoardTags:
         layout = discover(tmp_path)
         assert layout.completions is not None
         assert layout.completions.path == log_dir
+
+
+class TestSettings:
+    """The config NeMo-RL logs as TensorBoard hparams gives the run's settings."""
+
+    def test_from_the_hparams_folder(self, tmp_path: Path) -> None:
+        """max_steps, group size, completion cap, KL coefficient: the run finishes at 40."""
+        write_run(tmp_path)
+        run = load_run(tmp_path)
+        context = run.context
+        assert (context.max_steps, context.num_generations) == (40, GROUP)
+        assert (context.max_completion_length, context.beta) == (CAP, 0.01)
+        assert (context.epsilon, context.epsilon_high, context.num_iterations) == (0.2, 0.28, 1)
+        assert (context.learning_rate, context.model) == (1e-6, "Qwen/Qwen2.5-1.5B")
+        assert run.reached_max_steps() and run.ended()
+
+    def test_the_default_step_limit_is_no_max_steps(self, tmp_path: Path) -> None:
+        """`grpo.max_num_steps` at its default: the epochs bind, the step count is unknown."""
+        write_run(tmp_path, steps=5, max_num_steps=UNLIMITED_STEPS)
+        run = load_run(tmp_path)
+        assert run.context.max_steps is None and run.context.num_generations == GROUP
+        assert not run.ended()
+
+    def test_a_nested_config(self) -> None:
+        """W&B keeps the config nested: the same settings; Megatron's learning rate with it."""
+        nested: dict[str, Any] = {}
+        for dotted, value in config(100).items():
+            *parents, leaf = dotted.split(".")
+            place = nested
+            for parent in parents:
+                place = place.setdefault(parent, {})
+            place[leaf] = value
+        nested["policy"]["megatron_cfg"]["enabled"] = True
+        settings = nemorl_settings(nested)
+        assert settings["max_steps"] == 100 and settings["learning_rate"] == 5e-6
+        assert settings["max_completion_length"] == CAP
+
+    @pytest.mark.parametrize("steps", [0, -3, 2.5, "40", None, float("nan"), True])
+    def test_unusable_step_limits(self, steps: object) -> None:
+        """A step limit that is no positive whole number is no max_steps."""
+        assert "max_steps" not in nemorl_settings({"grpo.max_num_steps": steps})
 
 
 class TestZeroSpread:

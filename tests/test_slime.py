@@ -3,11 +3,14 @@ rollout, Megatron's argument dump, TensorBoard files told by their tags, miles' 
 JSONL. Fixtures: tests/fixtures/slime/ (a real line from slime#1837, a console log built
 from slime's source at 624b824); event files are written here with TensorBoard's own writer
 under slime's tag names (slime/observability/tensorboard_utils.py writes `add_scalar(key,
-value, step)` per logged key)."""
+value, step)` per logged key), one writer per process as slime opens them: the trainer's
+and the rollout manager's, in one folder at once."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
-from grpo_tui.run.follow import load_run
+from grpo_tui.run.follow import RunFollower, load_run
+from grpo_tui.run.live import Run
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.formats.slime import MilesParser, SlimeConsoleParser
 
@@ -27,17 +31,55 @@ ISSUE_LINE = FIXTURES / "slime-issue-1837_perf-line.log"
 CONSOLE = FIXTURES / "slime-624b824_console.log"
 
 
-def write_events(folder: Path, rows: list[tuple[int, dict[str, float]]]) -> None:
-    """Scalars as torch's SummaryWriter writes them: one simple_value event per key."""
+def add_scalars(
+    writer: EventFileWriter, step: int, values: dict[str, float], at: float = 0
+) -> None:
+    """`add_scalar(key, value, step)` per key, as slime's `_TensorboardAdapter.log` calls
+    torch's SummaryWriter: one simple_value event each (`at`: a wall time, else now)."""
+    for tag, value in values.items():
+        summary = summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
+        )
+        wall = at + step if at else time.time()
+        writer.add_event(event_pb2.Event(wall_time=wall, step=step, summary=summary))
+
+
+def write_events(
+    folder: Path, rows: list[tuple[int, dict[str, float]]], start: float = 1.78e9
+) -> None:
+    """One process's event file, written whole by TensorBoard's own writer (the one torch's
+    SummaryWriter wraps), its events at `start` + step seconds."""
     folder.mkdir(parents=True, exist_ok=True)
     writer = EventFileWriter(str(folder))
     for step, values in rows:
-        for tag, value in values.items():
-            summary = summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
-            )
-            writer.add_event(event_pb2.Event(wall_time=1.78e9 + step, step=step, summary=summary))
+        add_scalars(writer, step, values, start)
     writer.close()
+
+
+def trainer_rollout(step: int) -> dict[str, float]:
+    """The trainer's view of rollout `step` (train_metric_utils.py:120–138)."""
+    return {"rollout/raw_reward": learning(step), "rollout/rewards": 0.0}
+
+
+def trainer_train(step: int) -> dict[str, float]:
+    """The trainer's optimiser step (backends/megatron_utils/model.py:883–898)."""
+    return {
+        "train/pg_clipfrac": 0.002,
+        "train/kl_loss": 0.0005 * step,
+        "train/ppo_kl": 0.0,
+        "train/entropy_loss": 0.6 - 0.003 * step,
+        "train/lr-pg_0": 1e-6,
+    }
+
+
+def manager_stats(step: int) -> dict[str, float]:
+    """The rollout manager's sample statistics (rollout_metrics.py:258–271)."""
+    return {
+        "rollout/response_len/mean": 700.0 + step,
+        "rollout/truncated_ratio": 0.01,
+        "rollout/zero_std/count_0": 4.0,
+        "perf/rollout_time": 30.0,
+    }
 
 
 def learning(step: int) -> float:
@@ -173,23 +215,76 @@ class TestTensorBoard:
         assert "healthy" in {s.id.value for s in diagnose(run, Rules()).scenarios}
 
     def test_two_processes_two_files(self, tmp_path: Path) -> None:
-        """The trainer and the rollout manager each write a file into the folder: the
-        trainer's is followed, never taken for a run restarted by the other's."""
+        """The trainer and the rollout manager each write a file into the folder: both are
+        read and merged by step, never taken for a run restarted by the other's."""
         folder = tmp_path / "tensorboard_log" / "proj" / "exp"
-        trainer = [
-            (s, {"rollout/raw_reward": learning(s), "train/kl_loss": 0.001}) for s in range(40)
-        ]
-        manager = [
-            (s, {"rollout/response_len/mean": 700.0, "rollout/truncated_ratio": 0.01})
-            for s in range(40)
-        ]
-        write_events(folder, trainer)
-        write_events(folder, manager)  # opened later: its name's time is not earlier
+        write_events(folder, [(s, trainer_rollout(s) | trainer_train(s)) for s in range(40)])
+        write_events(folder, [(s, manager_stats(s)) for s in range(40)])  # opened later
         layout = discover(tmp_path)
-        assert layout.adapter == "slime-tensorboard" and layout.metrics_file is not None
+        assert layout.adapter == "slime-tensorboard" and layout.metrics_file == folder
         run = load_run(tmp_path)
         assert run.store.replaced_rows == 0
-        assert len(run.store.points("reward")) == 40
+        for name in ("reward", "kl", "completion_length", "clipped_ratio"):
+            assert run.store.points(name).steps.tolist() == [float(s) for s in range(40)], name
+        assert run.store.points("completion_length").values[5] == pytest.approx(
+            manager_stats(5)["rollout/response_len/mean"]
+        )
+        assert "healthy" in {s.id.value for s in diagnose(run, Rules()).scenarios}
+
+    def test_both_files_followed_live(self, tmp_path: Path) -> None:
+        """Both processes' writers open at once and flush as slime's loop goes (the manager's
+        rollout, the trainer's view of it, then its train step): read between flushes, every
+        step has reward, KL, length and truncation, each as written."""
+        folder = tmp_path / "tensorboard_log" / "proj" / "exp"
+        folder.mkdir(parents=True)
+        trainer, manager = EventFileWriter(str(folder)), EventFileWriter(str(folder))
+        follower = RunFollower(tmp_path)
+        run = Run(tmp_path)
+        for step in range(30):
+            for writer, values in (
+                (manager, manager_stats(step)),
+                (trainer, trainer_rollout(step)),
+                (trainer, trainer_train(step)),
+            ):
+                add_scalars(writer, step, values)
+                writer.flush()
+                run.apply(follower.read(time_budget=1.0))
+        trainer.close()
+        manager.close()
+        for _ in range(3):
+            run.apply(follower.read(time_budget=1.0))
+        store = run.store
+        assert run.framework == "slime (TensorBoard)"
+        expected: tuple[tuple[str, str, Callable[[int], dict[str, float]]], ...] = (
+            ("reward", "rollout/raw_reward", trainer_rollout),
+            ("kl", "train/kl_loss", trainer_train),
+            ("completion_length", "rollout/response_len/mean", manager_stats),
+            ("clipped_ratio", "rollout/truncated_ratio", manager_stats),
+        )
+        for name, key, values_of in expected:
+            points = store.points(name)
+            assert points.steps.tolist() == [float(s) for s in range(30)], name
+            assert points.values.tolist() == pytest.approx([values_of(s)[key] for s in range(30)])
+
+    def test_a_restart_is_still_a_restart(self, tmp_path: Path) -> None:
+        """Both processes start again from rollout 20: newer files with the same tags; the
+        steps from 20 on are the new run's, none counted twice."""
+        folder = tmp_path / "tensorboard_log" / "proj" / "exp"
+        write_events(folder, [(s, trainer_rollout(s) | trainer_train(s)) for s in range(30)])
+        write_events(folder, [(s, manager_stats(s)) for s in range(30)])
+        newer = [(s, manager_stats(s) | {"rollout/truncated_ratio": 0.5}) for s in range(20, 40)]
+        later = 1.78e9 + 1000
+        write_events(
+            folder, [(s, trainer_rollout(s) | trainer_train(s)) for s in range(20, 40)], later
+        )
+        write_events(folder, newer, later)
+        run = load_run(tmp_path)
+        store = run.store
+        assert store.replaced_rows > 0
+        cut = store.points("clipped_ratio")
+        assert cut.steps.tolist() == [float(s) for s in range(40)]
+        assert cut.values.tolist() == pytest.approx([0.01] * 20 + [0.5] * 20)
+        assert len(store.points("reward")) == len(store.points("kl")) == 40
 
     def test_another_trainers_event_files(self, tmp_path: Path) -> None:
         """TRL's tags are left to the plain TensorBoard reader."""

@@ -1,5 +1,6 @@
 """TensorBoard event files: scalars grouped by step, read incrementally without loss or
-duplicates, resumed runs, run directories, FIFOs, bad records, and tensorboard missing.
+duplicates, resumed runs, several writers in one folder, run directories, FIFOs, bad
+records, hparams as settings, and tensorboard missing.
 
 Files are written with TensorBoard's own writers (RecordWriter frames and checksums each
 record; EventFileWriter names files as trainers do), never with TensorFlow or tensorboardX.
@@ -11,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2  # type: ignore[import-untyped]
+from tensorboard.plugins.hparams import api_pb2, plugin_data_pb2  # type: ignore[import-untyped]
+from tensorboard.plugins.hparams import metadata as hparams_metadata
+from tensorboard.plugins.hparams import summary_v2 as hparams_v2
 from tensorboard.plugins.scalar.summary_v2 import scalar_pb  # type: ignore[import-untyped]
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
 from tensorboard.summary.writer.record_writer import RecordWriter  # type: ignore[import-untyped]
 from tensorboard.util import tensor_util  # type: ignore[import-untyped]
 
 from grpo_tui.sources.formats.tensorboard import find_event_files
-from grpo_tui.sources.tensorboard import MISSING_TENSORBOARD, TensorBoardStore
+from grpo_tui.sources.tensorboard import (
+    HPARAMS_TAG,
+    MISSING_TENSORBOARD,
+    SETTLE_S,
+    TensorBoardStore,
+)
 
 Record = dict[str, Any]
 
@@ -82,6 +92,26 @@ def drain(store: TensorBoardStore, polls: int = 3) -> list[Record]:
         assert result.problem is None
         records += result.records
     return records
+
+
+def newest_wins(records: list[Record]) -> dict[int, Record]:
+    """What the metric store keeps of records handed out in order (run/metrics.py
+    MetricStore.add): a train record at or before the newest train step drops that step and
+    every row after it; an eval record (only `eval_` keys) replaces its step's eval."""
+    rows: list[Record] = []
+    evals: dict[int, Record] = {}
+    for record in records:
+        keys = [key for key in record if key != "step"]
+        if keys and all(key.startswith("eval_") for key in keys):
+            evals[record["step"]] = record
+            continue
+        if rows and record["step"] <= rows[-1]["step"]:
+            rows = [row for row in rows if row["step"] < record["step"]]
+        rows.append(record)
+    merged = {row["step"]: dict(row) for row in rows}
+    for step, record in evals.items():
+        merged.setdefault(step, {"step": step}).update(record)
+    return merged
 
 
 def event_file(directory: Path, wall_time: int, host: str = "host") -> Path:
@@ -180,10 +210,14 @@ def schedules(draw: st.DrawFn) -> tuple[list[Scalar], list[int]]:
     for step in range(draw(st.integers(1, 12))):
         tags = draw(
             st.lists(
-                st.sampled_from(["train/loss", "train/reward", "actor/kl"]), min_size=1, max_size=4
+                st.sampled_from(["train/loss", "train/reward", "actor/kl"]),
+                min_size=1,
+                max_size=3,
+                unique=True,
             )
         )
-        scalars += [(step, tag, float(len(scalars))) for tag in tags]
+        for tag in tags:
+            scalars.append((step, tag, float(len(scalars))))
         if step and draw(st.booleans()):
             scalars.append((step - 1, "eval/loss", float(len(scalars))))
     size = sum(len(frame(simple(*scalar))) for scalar in scalars)
@@ -195,9 +229,11 @@ def schedules(draw: st.DrawFn) -> tuple[list[Scalar], list[int]]:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(schedule=schedules())
-def test_incremental_polls_lose_and_repeat_nothing(
+def test_incremental_polls_lose_nothing(
     tmp_path: Path, schedule: tuple[list[Scalar], list[int]]
 ) -> None:
+    """Polled at any byte: what the metric store keeps is every scalar written, at its step
+    (a step whose rest came after a poll handed it out is handed out again, whole)."""
     scalars, cuts = schedule
     run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
     path = event_file(run, 1700000000)
@@ -221,14 +257,29 @@ def test_incremental_polls_lose_and_repeat_nothing(
         "actor/kl": "actor/kl",
         "eval/loss": "eval_loss",
     }
-    read = [
-        (record["step"], key, value)
-        for record in records
-        for key, value in record.items()
-        if key != "step"
+    expected: dict[int, Record] = {}
+    for step, tag, value in scalars:
+        expected.setdefault(step, {"step": step})[keys[tag]] = value
+    assert newest_wins(records) == expected
+
+
+def test_a_backlog_is_read_in_the_order_written(tmp_path: Path) -> None:
+    """Read whole, each step's scalars come once, in one record, in the order written."""
+    path = event_file(tmp_path, 1700000000)
+    append(
+        path,
+        simple(0, "train/loss", 1.0),
+        simple(0, "train/reward", 2.0),
+        simple(1, "train/loss", 3.0),
+        simple(0, "eval/loss", 4.0),
+        simple(2, "train/loss", 5.0),
+    )
+    assert drain(TensorBoardStore(path)) == [
+        {"step": 0, "loss": 1.0, "reward": 2.0},
+        {"step": 1, "loss": 3.0},
+        {"step": 0, "eval_loss": 4.0},
+        {"step": 2, "loss": 5.0},
     ]
-    # every scalar once, in the order written (each is identified by its unique value)
-    assert read == [(step, keys[tag], value) for step, tag, value in scalars]
 
 
 def test_last_step_appears_once_the_file_stops_growing(tmp_path: Path) -> None:
@@ -459,3 +510,234 @@ def test_miles_all_fail_and_all_pass_shares_are_the_sample_series(tmp_path: Path
     run = load_run(path)
     assert list(run.store.points("samples/all_fail").values) == [0.5, 0.5, 0.5]
     assert list(run.store.points("samples/all_pass").values) == [0.25, 0.25, 0.25]
+
+
+# -- several writers in one folder ------------------------------------------------------------
+
+
+def writer_file(directory: Path, opened: int, pid: int) -> Path:
+    """An event file as a process's writer opens it (its wall time in the name and its
+    first event), several of them in one folder."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"events.out.tfevents.{opened}.host.{pid}.0"
+    event = event_pb2.Event(wall_time=opened, file_version="brain.Event:2")
+    append(path, event.SerializeToString())
+    return path
+
+
+def at(step: int, tag: str, value: float, wall: float) -> bytes:
+    """One scalar event logged at `wall`."""
+    summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+    return bytes(event_pb2.Event(wall_time=wall, step=step, summary=summary).SerializeToString())
+
+
+class TestSeveralWriters:
+    """Two processes writing a file each into one folder: merged by step, never a restart."""
+
+    def test_own_tags_make_a_second_writer(self, tmp_path: Path) -> None:
+        """Both files read whole: one record a step with both writers' keys."""
+        trainer = writer_file(tmp_path, 1700000000, 1)
+        manager = writer_file(tmp_path, 1700000001, 2)
+        for step in range(5):
+            append(trainer, at(step, "train/loss", step / 8, 1.7e9 + 10 * step))
+            append(manager, at(step, "rollout/len", 100.0 + step, 1.7e9 + 10 * step + 5))
+        store = TensorBoardStore(tmp_path)
+        first = store.poll()
+        records = first.records + drain(store)
+        assert records == [
+            {"step": step, "loss": step / 8, "rollout/len": 100.0 + step} for step in range(5)
+        ]
+        assert any("a second TensorBoard writer" in event for event in first.events)
+
+    def test_a_writer_behind_holds_its_steps(self, tmp_path: Path) -> None:
+        """A step goes out once both writers are past it; a lagging writer's step waits."""
+        trainer = writer_file(tmp_path, 1700000000, 1)
+        manager = writer_file(tmp_path, 1700000001, 2)
+        append(
+            manager, at(0, "rollout/len", 100.0, 1.7e9 + 2), at(1, "rollout/len", 101.0, 1.7e9 + 12)
+        )
+        append(trainer, at(0, "train/loss", 0.5, 1.7e9 + 3))
+        store = TensorBoardStore(tmp_path)
+        assert drain(store) == [{"step": 0, "loss": 0.5, "rollout/len": 100.0}]
+        append(trainer, at(1, "train/loss", 0.25, 1.7e9 + 13))
+        assert drain(store) == [{"step": 1, "loss": 0.25, "rollout/len": 101.0}]
+
+    def test_a_writer_that_stopped_holds_nothing_back(self, tmp_path: Path) -> None:
+        """Once a writer's file has not changed for SETTLE_S, the others' steps go out."""
+        now = [2e9]
+        trainer = writer_file(tmp_path, 1700000000, 1)
+        manager = writer_file(tmp_path, 1700000001, 2)
+        append(trainer, at(0, "train/loss", 0.5, 1.7e9 + 3))
+        append(manager, *(at(s, "rollout/len", 100.0 + s, 1.7e9 + 10 * s) for s in range(3)))
+        for path in (trainer, manager):
+            os.utime(path, (now[0], now[0]))
+        store = TensorBoardStore(tmp_path, clock=lambda: now[0])
+        assert drain(store) == [{"step": 0, "loss": 0.5, "rollout/len": 100.0}]
+        now[0] += SETTLE_S
+        assert drain(store) == [
+            {"step": 1, "rollout/len": 101.0},
+            {"step": 2, "rollout/len": 102.0},
+        ]
+
+    def test_a_file_of_the_same_tags_writing_on_is_a_second_writer(self, tmp_path: Path) -> None:
+        """Tags shared, but the older file wrote after the newer one began: both at once."""
+        first = writer_file(tmp_path, 1700000000, 1)
+        second = writer_file(tmp_path, 1700000005, 2)
+        for step in range(3):
+            append(first, at(step, "perf/time", 1.0, 1.7e9 + 10 * step))
+            append(first, at(step, "train/loss", step / 4, 1.7e9 + 10 * step))
+            append(second, at(step, "perf/time", 2.0, 1.7e9 + 10 * step + 6))
+            append(second, at(step, "rollout/len", 10.0 * step, 1.7e9 + 10 * step + 6))
+        store = TensorBoardStore(tmp_path)
+        first_poll = store.poll()
+        records = first_poll.records + drain(store)
+        assert any("wrote on after it began" in event for event in first_poll.events)
+        merged = newest_wins(records)
+        assert sorted(merged) == [0, 1, 2]
+        assert all({"loss", "rollout/len", "perf/time"} <= merged[s].keys() for s in merged)
+
+    def test_a_processs_tenth_writer_comes_after_its_ninth(self, tmp_path: Path) -> None:
+        """Files opened in one second are read in the order the writer's counter says."""
+        ninth = tmp_path / "events.out.tfevents.1700000000.host.4242.9"
+        tenth = tmp_path / "events.out.tfevents.1700000000.host.4242.10"
+        for path in (tenth, ninth):
+            path.write_bytes(b"")
+        assert find_event_files(tmp_path) == [ninth, tenth]
+
+    def test_both_writers_restarting_is_a_restart(self, tmp_path: Path) -> None:
+        """Both processes start again from a checkpoint: newer files with the same tags,
+        steps from below where the old ones stood, opened after the old ones stopped."""
+        old = (writer_file(tmp_path, 1700000000, 1), writer_file(tmp_path, 1700000001, 2))
+        for step in range(10):
+            append(old[0], at(step, "train/loss", 1.0, 1.7e9 + 10 * step))
+            append(old[1], at(step, "rollout/len", 1.0, 1.7e9 + 10 * step + 5))
+        store = TensorBoardStore(tmp_path)
+        before = drain(store)
+        assert sorted(newest_wins(before)) == list(range(10))
+        new = (writer_file(tmp_path, 1700001000, 3), writer_file(tmp_path, 1700001001, 4))
+        for step in range(5, 15):
+            append(new[0], at(step, "train/loss", 2.0, 1.700001e9 + 10 * step))
+            append(new[1], at(step, "rollout/len", 2.0, 1.700001e9 + 10 * step + 5))
+        result = store.poll()
+        after = result.records + drain(store, polls=5)
+        assert any("restarted at step 5" in event for event in result.events)
+        merged = newest_wins(before + after)
+        assert sorted(merged) == list(range(15))
+        expected = [1.0] * 5 + [2.0] * 10
+        assert [merged[s]["loss"] for s in range(15)] == expected
+        assert [merged[s]["rollout/len"] for s in range(15)] == expected
+
+
+#: a poll of the folder, or the next event of writer 0 or 1 written and flushed
+Move = int
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(moves=st.lists(st.sampled_from([0, 1, -1]), min_size=1, max_size=40))
+def test_two_writers_growing_read_live_lose_nothing(tmp_path: Path, moves: list[Move]) -> None:
+    """Two writers appending at random, polled between, then stopping: what the metric
+    store keeps is every scalar each wrote (nothing lost, nothing moved to another step)."""
+    run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+    files = (writer_file(run, 1700000000, 1), writer_file(run, 1700000001, 2))
+    tags = (("train/loss", "train/kl"), ("rollout/len", "rollout/cut"))
+    written = [0, 0]  # events written by each writer: event i is step i // 2, tag i % 2
+    now = [time.time()]
+    store = TensorBoardStore(run, clock=lambda: now[0])
+    records: list[Record] = []
+    for move in [*moves, 0, 1, 0, 1]:  # each writer's first events at least
+        if move < 0:
+            records += store.poll().records
+            continue
+        i = written[move]
+        step, tag = i // 2, tags[move][i % 2]
+        append(files[move], at(step, tag, 1000.0 * move + i, 1.7e9 + 10 * step + move))
+        written[move] += 1
+    records += drain(store, polls=2)
+    # the writers stopped: once their files are SETTLE_S old, their open steps are complete
+    now[0] = max(path.stat().st_mtime for path in files) + SETTLE_S
+    records += drain(store, polls=2)
+    expected: dict[int, Record] = {}
+    for writer, count in enumerate(written):
+        for i in range(count):
+            step = i // 2
+            key = _key_of(tags[writer][i % 2])
+            expected.setdefault(step, {"step": step})[key] = 1000.0 * writer + i
+    assert newest_wins(records) == expected
+
+
+def _key_of(tag: str) -> str:
+    return tag.removeprefix("train/")
+
+
+# -- hparams ------------------------------------------------------------------------------------
+
+
+def hparams_folder(folder: Path, hparams: dict[str, Any], name: str = "1700000123.456") -> Path:
+    """What torch's `SummaryWriter.add_hparams` writes: a subfolder named by the time with
+    the HParams plugin's experiment, session-start and session-end records (here made by
+    tensorboard's own hparams summary_v2, which needs no TensorFlow)."""
+    writer = EventFileWriter(str(folder / name))
+    experiment = hparams_v2.hparams_config_pb(
+        hparams=[hparams_v2.HParam(k) for k in hparams], metrics=[]
+    )
+    end = hparams_metadata.create_summary_metadata(
+        plugin_data_pb2.HParamsPluginData(
+            session_end_info=plugin_data_pb2.SessionEndInfo(status=api_pb2.STATUS_SUCCESS)
+        )
+    )
+    end_summary = summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=hparams_metadata.SESSION_END_INFO_TAG, metadata=end)]
+    )
+    for summary in (experiment, hparams_v2.hparams_pb(hparams), end_summary):
+        writer.add_event(event_pb2.Event(wall_time=1.7e9, summary=summary))
+    writer.close()
+    return folder / name
+
+
+class TestHParams:
+    """The HParams plugin's session-start record gives the run's settings."""
+
+    def test_torchs_subfolder(self, tmp_path: Path) -> None:
+        """`<folder>/<time>/`: read once, through the adapter's mapping, never as scalars."""
+        path = event_file(tmp_path, 1700000000)
+        append(path, simple(1, "train/loss", 0.5))
+        hparams_folder(tmp_path, {"grpo.max_num_steps": 40, "policy.model_name": "Qwen"})
+        store = TensorBoardStore(
+            tmp_path, settings=lambda c: {"max_steps": c["grpo.max_num_steps"]}
+        )
+        first = store.poll()
+        assert first.settings == {
+            "grpo.max_num_steps": 40,
+            "policy.model_name": "Qwen",
+            "max_steps": 40,
+        }
+        assert first.records + drain(store) == [{"step": 1, "loss": 0.5}]
+        assert store.poll().settings is None  # said once
+
+    def test_in_the_followed_file(self, tmp_path: Path) -> None:
+        """A writer that logs hparams in its own file: read as they come, the newest wins."""
+        path = event_file(tmp_path, 1700000000)
+        start = hparams_v2.hparams_pb({"lr": 1e-6, "flag": True})
+        append(path, event_pb2.Event(step=0, summary=start).SerializeToString())
+        store = TensorBoardStore(tmp_path)
+        assert store.poll().settings == {"lr": 1e-6, "flag": True}
+        again = hparams_v2.hparams_pb({"lr": 2e-6})
+        append(path, event_pb2.Event(step=0, summary=again).SerializeToString())
+        assert store.poll().settings == {"lr": 2e-6}
+
+    def test_damaged_hparams_are_no_settings(self, tmp_path: Path) -> None:
+        """A session-start record whose content is no plugin data: ignored, the rest read."""
+        path = event_file(tmp_path, 1700000000)
+        value = summary_pb2.Summary.Value(tag=HPARAMS_TAG)
+        value.metadata.plugin_data.plugin_name = "hparams"
+        value.metadata.plugin_data.content = b"\xff\xff\xff"
+        summary = summary_pb2.Summary(value=[value])
+        append(
+            path, event_pb2.Event(summary=summary).SerializeToString(), simple(1, "train/loss", 1.0)
+        )
+        store = TensorBoardStore(tmp_path)
+        polls = [store.poll() for _ in range(3)]
+        assert [p.settings for p in polls] == [None, None, None]
+        assert [r for p in polls for r in p.records] == [{"step": 1, "loss": 1.0}]

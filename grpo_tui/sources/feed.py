@@ -272,7 +272,8 @@ class RunFeed:
                 after = previous_store if isinstance(previous_store, DocumentStore) else None
                 self._store = DocumentStore(path, adapter.document_records, after=after)
             elif reading is Reading.TENSORBOARD:
-                self._store = TensorBoardStore(path)
+                # its hparams (a trainer's config) through the adapter's settings mapping
+                self._store = TensorBoardStore(path, settings=adapter.settings)
             elif reading is Reading.MERGED_JSONL:
                 self._store = MergedStepsStore(path, adapter.writers, adapter.eval_prefix)
             elif reading is Reading.WANDB:

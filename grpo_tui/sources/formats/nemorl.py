@@ -40,10 +40,34 @@ experience/rollouts.py:1064–1087):
   `eval_<k>`.
 - `ray/…` are the GPU monitor's (`RayGpuMonitorLogger`, logger.py:566–583, 768–788),
   logged at seconds since start, not at a step: left out of `metrics.json`'s records.
+
+Settings: `setup` logs the whole config (`logger.log_hyperparams(master_config.model_dump())`,
+grpo.py:545) before training. TensorBoard gets it flattened with dots (`flatten_dict`,
+logger.py:1324–1373) through torch's `add_hparams` (logger.py:196–203), which writes the
+HParams session-start record into a subfolder `tensorboard/<time.time()>/`; W&B gets it
+nested. `nemorl_settings` reads either (names from `GRPOConfig`, grpo.py:241–300,
+`ClippedPGLossConfig`, loss/loss_functions.py:128–141, examples/configs/grpo_math_1B.yaml):
+- `grpo.max_num_steps` → max_steps. The run stops at the smaller of it and
+  `max_num_epochs` × the batches in the data set (grpo.py:2720–2801, 1124–1128); the data
+  set's size is in no config, and the default 1 000 000 (grpo.py:245, the example configs)
+  says the epochs bind: then max_steps stays unknown.
+- `grpo.num_generations_per_prompt` → num_generations; `policy.model_name` → model.
+- `policy.generation.max_new_tokens` and `policy.max_total_sequence_length` (prompt
+  included; vLLM's `max_model_len` is set to it): the smaller is the most a completion can
+  be, max_completion_length.
+- `loss_fn.reference_policy_kl_penalty` → beta (the loss's KL coefficient, or the
+  reward's with `use_kl_in_reward`, loss_functions.py:240–242); `loss_fn.ratio_clip_min` /
+  `ratio_clip_max` → epsilon / epsilon_high; `policy.generation.temperature`.
+- the learning rate: `policy.megatron_cfg.optimizer.lr` with Megatron
+  (`policy.megatron_cfg.enabled`), else `policy.optimizer.kwargs.lr`.
+- updates per step (num_iterations): the step's samples (`num_prompts_per_step` ×
+  `num_generations_per_prompt`) over `policy.train_global_batch_size`, one optimiser step
+  per global batch (policy/workers/dtensor_policy_worker.py:624).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -103,6 +127,68 @@ def flatten(record: dict[str, Any]) -> dict[str, Any]:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# -- settings ------------------------------------------------------------------------------
+
+#: `grpo.max_num_steps`' default: no step limit of its own (the epochs bind)
+UNLIMITED_STEPS = 1_000_000
+#: args.json's name → NeMo-RL's dotted config name (taken as they are)
+_SETTINGS = {
+    "num_generations": "grpo.num_generations_per_prompt",
+    "model": "policy.model_name",
+    "beta": "loss_fn.reference_policy_kl_penalty",
+    "epsilon": "loss_fn.ratio_clip_min",
+    "epsilon_high": "loss_fn.ratio_clip_max",
+    "temperature": "policy.generation.temperature",
+}
+
+
+def _setting(config: dict[str, Any], dotted: str) -> Any:
+    """A dotted name's value in a flat config (TensorBoard's hparams) or a nested one (W&B)."""
+    if dotted in config:
+        return config[dotted]
+    value: Any = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _whole(value: Any) -> int | None:
+    """A positive whole number (hparams store numbers as floats), else None."""
+    if not _is_number(value) or not math.isfinite(value) or value != int(value) or value <= 0:
+        return None
+    return int(value)
+
+
+def nemorl_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """NeMo-RL's config (TensorBoard's flat hparams, or W&B's nested config) under
+    args.json's names (see the module docstring)."""
+    settings = {
+        name: v for name, key in _SETTINGS.items() if (v := _setting(config, key)) is not None
+    }
+    steps = _whole(_setting(config, "grpo.max_num_steps"))
+    if steps is not None and steps != UNLIMITED_STEPS:
+        settings["max_steps"] = steps
+    caps = [
+        cap
+        for key in ("policy.generation.max_new_tokens", "policy.max_total_sequence_length")
+        if (cap := _whole(_setting(config, key))) is not None
+    ]
+    if caps:
+        settings["max_completion_length"] = min(caps)
+    megatron = _setting(config, "policy.megatron_cfg.enabled") is True
+    lr = _setting(
+        config, "policy.megatron_cfg.optimizer.lr" if megatron else "policy.optimizer.kwargs.lr"
+    )
+    if lr is not None:
+        settings["learning_rate"] = lr
+    prompts = _whole(_setting(config, "grpo.num_prompts_per_step"))
+    generations = _whole(settings.get("num_generations"))
+    batch = _whole(_setting(config, "policy.train_global_batch_size"))
+    if prompts and generations and batch and prompts * generations >= batch:
+        settings["num_iterations"] = prompts * generations // batch
+    return settings
 
 
 # -- metrics.json ------------------------------------------------------------------------
@@ -214,6 +300,7 @@ NEMORL = FormatAdapter(
     eval_needs_all=True,
     completion_folders=(NEMORL_ROLLOUTS,),
     flatten=flatten,
+    settings=nemorl_settings,
     claim=claim,
     find=find,
 )

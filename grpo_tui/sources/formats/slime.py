@@ -29,11 +29,13 @@ train dict goes to the rollout its step trains on (the trainer's view of that ro
 came just before it), so several optimiser steps per rollout land on one step, the last
 kept. TensorBoard keeps each key on its own axis, as written. The trainer and the rollout
 manager are separate Ray actors, and each opens a SummaryWriter of its own
-(tensorboard_utils.py `_TensorboardAdapter`, a singleton per process) in the same folder:
-two event files written at once, which the TensorBoard reader would take for a run
-restarted in the newer one. So the trainer's file is followed (the newest one with its
-tags: reward, KL, clip fraction, entropy, learning rate); the rollout manager's (response
-lengths, truncation, zero-spread counts) is not read from TensorBoard.
+(tensorboard_utils.py `_TensorboardAdapter`, a singleton per process, `add_scalar` per key
+at the dict's step: logging_utils.py `log`) in the same folder: two event files written at
+once, each with tags of its own (the trainer's reward, KL, clip fraction, entropy, learning
+rate; the manager's response lengths, truncation and zero-spread counts, and the evals).
+The TensorBoard reader tells such a second writer from a restart and merges both files'
+scalars by step (sources/tensorboard.py); a folder is slime's when either file shows its
+tags.
 
 What the keys mean (loss.py:1144–1154, rollout_metrics.py:44–56):
 - `rollout/raw_reward` is the reward functions' score: the reward. `rollout/rewards` is
@@ -333,12 +335,18 @@ def find_miles(directory: Path) -> list[Found]:
 console_claim, console_find = console_files(
     CONSOLE_NAME, shows_console, "slime's printed dicts (rollout N: {…}, perf N: {…})"
 )
-#: the trainer's event file: the keys a verdict rests on (reward, KL, clip, entropy)
+#: the trainer's tags (reward, clip, KL) and the rollout manager's (lengths, truncation):
+#: either file of the folder tells it
 tb_claim, tb_find = tensorboard_files(
     TB_NAME,
-    ("rollout/raw_reward", "train/pg_clipfrac", "train/kl_loss"),
-    "slime's trainer tags",
-    one_writer=True,
+    (
+        "rollout/raw_reward",
+        "train/pg_clipfrac",
+        "train/kl_loss",
+        "rollout/response_len/mean",
+        "rollout/truncated_ratio",
+    ),
+    "slime's tags",
 )
 
 SLIME_CONSOLE = FormatAdapter(

@@ -76,14 +76,12 @@ def tensorboard_files(
     marks: tuple[str, ...],
     what: str,
     near: Callable[[Path], CompletionsRef | None] | None = None,
-    *,
-    one_writer: bool = False,
 ) -> tuple[Callable[[Path, Probe], Found | None], Callable[[Path], list[Found]]]:
     """An adapter's `claim` and `find` of the event files whose tags show `marks` (`what`
-    says whose, for `inspect`); `near` finds the completions of a run folder.
-    `one_writer`: the trainer's processes write an event file each into one folder at
-    once, which the TensorBoard reader would take for a run restarted in each newer file:
-    only the newest file showing `marks` (one process's) is followed."""
+    says whose, for `inspect`); `near` finds the completions of a run folder. A folder is
+    the trainer's when any of its files shows them: a trainer whose processes each write a
+    file into one folder (slime's trainer and rollout manager) has tags of its own in each,
+    and the TensorBoard reader follows them all, merged by step."""
 
     def found(path: Path, run_dir: Path, why: str, files: list[Path]) -> Found:
         made = found_file(
@@ -98,26 +96,23 @@ def tensorboard_files(
         # a folder's age is its newest file's (the folder's own mtime changes with names only)
         return replace(made, mtime=max((probe(f).mtime for f in files), default=made.mtime))
 
+    def shown(files: list[Path]) -> bool:
+        return any(tags_show(file, adapter, marks) for file in reversed(files))
+
     def claim(path: Path, seen: Probe) -> Found | None:
         if not path.name.startswith(EVENT_FILE_PREFIX):
             return None
         files = find_event_files(path) if seen.is_dir else [path]
-        if not files or not tags_show(files[-1], adapter, marks):
+        if not files or not shown(files):
             return None
         return found(path, path.parent, f"a TensorBoard event file with {what}", files)
 
     def find(directory: Path) -> list[Found]:
-        every = files = find_event_files(directory)
-        if one_writer:
-            files = [file for file in every if tags_show(file, adapter, marks)][-1:]
-        if not files or not tags_show(files[-1], adapter, marks):
+        files = find_event_files(directory)
+        if not files or not shown(files):
             return []
         holder = files[-1].parent
         where = "in the folder" if holder == directory else f"in {holder.relative_to(directory)}"
-        if one_writer:
-            why = f"the newest TensorBoard event file {where} with {what}"
-            # as old as the folder's newest file: the run's age, whichever process wrote last
-            return [found(files[-1], directory, why, every)]
         return [found(holder, directory, f"TensorBoard event files {where} with {what}", files)]
 
     return claim, find

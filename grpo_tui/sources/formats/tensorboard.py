@@ -11,14 +11,19 @@ not KL to the reference; NeMo-RL's `kl_penalty` is, its `gen_kl_error` is not: n
 
 Files: an event file, a folder of them (a resumed run writes a newer one beside the old),
 or a folder holding such a folder one or two levels down (TRL's `<output_dir>/runs/<date_host>/`).
-Event files are a tracker's store: a per-step log of the same run is preferred.
+Event files are a tracker's store: a per-step log of the same run is preferred. The settings
+come from the hparams a writer logs (the HParams plugin's session-start record: NeMo-RL's
+whole config, TRL's arguments), mapped by `nemorl_settings` (NeMo-RL's dotted names; other
+names pass as they are).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from grpo_tui.sources.formats.base import FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_FAMILIES, merged_aliases
@@ -28,6 +33,7 @@ from grpo_tui.sources.formats.nemorl import (
     NEMORL_FAMILIES,
     TIME_KEYED_PREFIX,
     event_files_rollouts,
+    nemorl_settings,
 )
 from grpo_tui.sources.formats.nemorl import flatten as nemorl_flatten
 from grpo_tui.sources.formats.openrlhf import OPENRLHF_ALIASES
@@ -36,6 +42,7 @@ from grpo_tui.sources.formats.trl import flavour as trl_flavour
 from grpo_tui.sources.formats.verl import VERL_ALIASES, VERL_FAMILIES
 
 NAME = "tensorboard"
+_NUMBERS = re.compile(r"(\d+)")
 EVENT_FILE_PREFIX = "events.out.tfevents."
 #: tags logged at a time, not at a training step, which the reader leaves out: NeMo-RL's
 #: GPU monitor logs `ray/…` at seconds since its start (nemorl.py), on by default
@@ -58,10 +65,13 @@ def flavour(keys: Collection[str]) -> str | None:
     return trl_flavour(keys)
 
 
-def name_time(path: Path) -> tuple[int, str]:
-    """Reading order: the wall time writers put in the 4th dot-field, then the name."""
+def name_time(path: Path) -> tuple[int, list[Any]]:
+    """Reading order: the wall time writers put in the 4th dot-field, then the name with its
+    numbers as numbers (a process's 10th writer, `….4242.10`, after its 9th)."""
     fields = path.name.split(".")
-    return (int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else 0, path.name)
+    time = int(fields[3]) if len(fields) > 3 and fields[3].isdigit() else 0
+    parts = _NUMBERS.split(path.name)
+    return time, [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in parts]
 
 
 def scan_events(directory: Path) -> tuple[list[Path], float, list[Path]]:
@@ -138,6 +148,9 @@ TENSORBOARD = FormatAdapter(
     ignored_keys=frozenset({"total_flos", "training/global_step"}),
     # NeMo-RL's zero-spread share from its baseline percentages (a no-op for the others)
     flatten=nemorl_flatten,
+    # the hparams a writer logs: NeMo-RL's config under args.json's names (TRL's
+    # `add_hparams` of its arguments uses them already)
+    settings=nemorl_settings,
     flavour=flavour,
     reading=Reading.TENSORBOARD,
     claim=claim,
