@@ -9,6 +9,7 @@ ceb33a4, the index row beside each, the orchestrator's annotations at ship time.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -426,27 +427,180 @@ class TestLive:
         batches = source.read().batches
         assert [len(b.rows or ()) for b in batches] == [1]
 
-    def test_chunks_are_followed_in_order_and_sealed_ones_said(self, tmp_path: Path) -> None:
-        """`stream/NNNNN.jsonl` read in order across a roll; a `.zst` chunk whose plain file
-        is gone is named as not read."""
+    def test_chunks_are_followed_in_order_and_sealed_ones_said(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """`stream/NNNNN.jsonl` read in order across a roll; without zstandard a `.zst`
+        chunk whose plain file is gone is named as not read, with what to install."""
         chunks = tmp_path / "traces" / "stream"
         chunks.mkdir(parents=True)
         episodes = step_episodes(1)
-        (chunks / "00000.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd")
+        (chunks / "00000.jsonl.zst").write_bytes(_seal(orjson.dumps(episode(0, 0, 0), option=OPTS)))
         (chunks / "00001.jsonl").write_bytes(
             b"".join(orjson.dumps(e, option=OPTS) for e in episodes[:5])
         )
         (chunks / "00002.jsonl").write_bytes(
             b"".join(orjson.dumps(e, option=OPTS) for e in episodes[5:])
         )
+        monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard: ImportError
         source = StreamBatches(tmp_path / "traces", PRIMERL_TRACES)
         index = CompletionsIndex(tmp_path / "traces", group_size=GROUP_SIZE, source=source)
         index.poll()
         assert len(index) == 1
         assert sorted(len(g.completions) for g in _page(index, 0).groups) == [4, 4]
         assert index.state().problem == (
-            "compressed traces: not read (needs zstandard): 1 sealed part (00000.jsonl.zst)"
+            "compressed traces: not read (needs zstandard: pip install 'grpo-tui[primerl]'): "
+            "1 sealed part (00000.jsonl.zst)"
         )
+
+
+def _seal(text: bytes, frames: int = 1) -> bytes:
+    """A chunk sealed as prime-rl's traces/chunks.py at 551bfc39 does: zstd frames of its
+    text, then (with more than one, the seekable format) the seek table, a skippable
+    frame."""
+    import zstandard
+
+    step = max(1, -(-len(text) // frames))
+    compressor = zstandard.ZstdCompressor()
+    blob = b"".join(compressor.compress(text[i : i + step]) for i in range(0, len(text), step))
+    if frames > 1:
+        table = b"\x00" * 9  # its entries are what readers seek by; zstd skips the frame
+        blob += b"\x5e\x2a\x4d\x18" + len(table).to_bytes(4, "little") + table
+    return blob
+
+
+def _chunked(root: Path, run: Path, cuts: tuple[int, ...]) -> tuple[Path, list[bytes]]:
+    """`run`'s trace stream as a folder of chunks cut before the given lines (plain,
+    nothing sealed yet), its annotations beside them; the chunks' texts."""
+    traces = root / "traces"
+    (traces / "stream").mkdir(parents=True)
+    source = run / "monitors" / "file" / "traces"
+    (traces / "annotations").mkdir()
+    for note in (source / "annotations").iterdir():
+        (traces / "annotations" / note.name).write_bytes(note.read_bytes())
+    lines = (source / "stream.jsonl").read_bytes().splitlines(keepends=True)
+    bounds = (0, *cuts, len(lines))
+    texts = [b"".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
+    for number, text in enumerate(texts):
+        (traces / "stream" / f"{number:05d}.jsonl").write_bytes(text)
+    return traces, texts
+
+
+def _sealed_away(traces: Path, number: int, text: bytes, frames: int = 1) -> None:
+    """Chunk `number` sealed and its plain file removed (chunks.py's background seal)."""
+    chunk = traces / "stream" / f"{number:05d}.jsonl"
+    chunk.with_name(chunk.name + ".zst").write_bytes(_seal(text, frames))
+    chunk.unlink(missing_ok=True)
+
+
+def _rows(index: CompletionsIndex) -> list[tuple[str, str, str, float | None]]:
+    return [
+        (g.step, g.prompt, s.text, s.advantage)
+        for e in range(len(index))
+        for g in _page(index, e).groups
+        for s in g.completions
+    ]
+
+
+class TestSealedChunks:
+    """Sealed `.zst` chunks read whole when reached, as their plain twins would be."""
+
+    CUTS = (5, 13)  # step 1 runs on from chunk 0 into chunk 1, step 2 from 1 into 2
+
+    def test_sealed_chunks_then_a_growing_one(self, tmp_path: Path) -> None:
+        """Chunks 0 and 1 sealed, chunk 2 plain and growing: every batch once, every row
+        once, advantages applied, the same refs as the plain stream's."""
+        run = write_run(tmp_path / "src")
+        traces, texts = _chunked(tmp_path / "sealed", run, self.CUTS)
+        plain, _ = _chunked(tmp_path / "plain", run, self.CUTS)
+        _sealed_away(traces, 0, texts[0])
+        _sealed_away(traces, 1, texts[1], frames=3)
+        growing = traces / "stream" / "00002.jsonl"
+        half = texts[2].index(b"\n", len(texts[2]) // 2) + 1
+        growing.write_bytes(texts[2][:half])
+        source = StreamBatches(traces, PRIMERL_TRACES)
+        index = CompletionsIndex(traces, group_size=GROUP_SIZE, source=source)
+        index.poll()
+        assert 0 < len(_rows(index)) < 24
+        with growing.open("ab") as f:
+            f.write(texts[2][half:])
+        index.poll()
+        rows = _rows(index)
+        assert len(rows) == len(set(rows)) == 24
+        assert [g[:2] for g in _groups(index)] == [
+            (str(step), f"user: {task}") for step in (1, 2, 3) for task in TASKS
+        ]
+        assert all(a is not None for step, _, _, a in rows if step != "3")
+        assert (len(index), index.state().bad_line_count, index.state().problem) == (3, 0, None)
+        twin_index = CompletionsIndex(
+            plain, group_size=GROUP_SIZE, source=StreamBatches(plain, PRIMERL_TRACES)
+        )
+        twin_index.poll()
+        assert rows == _rows(twin_index)
+
+    def test_a_batch_in_a_sealed_part_is_read_again(self, tmp_path: Path) -> None:
+        """`reload` of a batch that runs from sealed chunk 0 into sealed chunk 1 gives its
+        rows; its ref is the plain stream's."""
+        run = write_run(tmp_path / "src")
+        traces, texts = _chunked(tmp_path / "sealed", run, self.CUTS)
+        plain, _ = _chunked(tmp_path / "plain", run, self.CUTS)
+        for number in (0, 1):
+            _sealed_away(traces, number, texts[number])
+        sealed_source = StreamBatches(traces, PRIMERL_TRACES)
+        plain_source = StreamBatches(plain, PRIMERL_TRACES)
+        batches = sealed_source.read().batches
+        assert [b.ref for b in batches] == [b.ref for b in plain_source.read().batches]
+        first = max((b for b in batches if b.line_no == 1), key=lambda b: b.ref[1])
+        rows = sealed_source.reload(first.ref)
+        assert rows is not None and len(rows) == 8
+        twin = plain_source.reload(first.ref)
+        assert twin is not None and list(rows.completions) == list(twin.completions)
+
+    def test_a_chunk_sealed_while_followed(self, tmp_path: Path) -> None:
+        """A chunk read in part as plain text, then sealed and removed with its last lines
+        unread: the rest comes from the sealed twin, nothing lost or twice."""
+        run = write_run(tmp_path / "src")
+        traces, texts = _chunked(tmp_path / "sealed", run, self.CUTS)
+        chunk1, chunk2 = traces / "stream" / "00001.jsonl", traces / "stream" / "00002.jsonl"
+        chunk2.unlink()
+        part = texts[1].index(b"\n", len(texts[1]) // 2) + 1
+        chunk1.write_bytes(texts[1][:part])
+        index = CompletionsIndex(
+            traces, group_size=GROUP_SIZE, source=StreamBatches(traces, PRIMERL_TRACES)
+        )
+        index.poll()
+        _sealed_away(traces, 0, texts[0])
+        _sealed_away(traces, 1, texts[1])
+        chunk2.write_bytes(texts[2])
+        index.poll()
+        rows = _rows(index)
+        assert len(rows) == len(set(rows)) == 24
+        assert (index.state().bad_line_count, index.state().problem) == (0, None)
+
+    def test_damaged_sealed_chunks(self, tmp_path: Path) -> None:
+        """Random bytes and a cut zstd stream as sealed chunks: each named and counted,
+        never a crash; the plain chunk after them read."""
+        run = write_run(tmp_path / "src")
+        traces, texts = _chunked(tmp_path / "sealed", run, self.CUTS)
+        (traces / "stream" / "00000.jsonl").unlink()
+        (traces / "stream" / "00000.jsonl.zst").write_bytes(bytes(range(256)) * 4)
+        (traces / "stream" / "00001.jsonl").unlink()
+        sealed = _seal(texts[1])
+        (traces / "stream" / "00001.jsonl.zst").write_bytes(sealed[: len(sealed) // 2])
+        index = CompletionsIndex(
+            traces, group_size=GROUP_SIZE, source=StreamBatches(traces, PRIMERL_TRACES)
+        )
+        index.poll()
+        problem = index.state().problem or ""
+        assert problem.startswith("2 sealed parts (00000.jsonl.zst: damaged (")
+        assert "00001.jsonl.zst: cut short" in problem and problem.endswith("could not be read")
+        reasons = [bad.reason for bad in index.bad_lines]
+        assert [r.split(":")[0] for r in reasons] == [
+            "sealed part 00000.jsonl.zst not read",
+            "sealed part 00001.jsonl.zst not read",
+        ]
+        step3 = sum(1 for step, *_ in _rows(index) if step == "3")
+        assert step3 == 8
 
 
 class TestAdvantagesLater:

@@ -11,17 +11,22 @@ eval episode) or cannot be read (a bad line: counted, never fatal) leaves the ba
 a record of another step starts the next one.
 
 Refs. A ref is the byte range from the batch's first line to the end of its last, in
-stream coordinates: `part << PART_SHIFT | offset`, so a batch may run on into the next
-chunk. `reload` reads that range again, keeps the records of the batch's step (the step
-of its first line), and puts the rows in order of their group, so a GRPO group's rows are
-together whatever order they arrived in.
+stream coordinates: `part << PART_SHIFT | offset` (an offset into a sealed part is one
+into its decompressed text), so a batch may run on into the next chunk. `reload` reads
+that range again (a sealed part decompressed once for it), keeps the records of the
+batch's step (the step of its first line), and puts the rows in order of their group, so
+a GRPO group's rows are together whatever order they arrived in.
 
 Live and lossless. The last part is followed with the tail reader (sources/tail.py): only
 complete lines are taken, a line still being written waits. A part is left for the next
 one only once the next exists (the writer opens it after closing this one) and this one is
-read to its end. A part sealed (compressed) before it was read, or one that can only be
-had sealed, is said as the source's problem with its name: nothing else is lost. When the
-stream file is truncated, replaced or re-created, the source starts over.
+read to its end. A part sealed (compressed, its plain text removed) never changes: it is
+read whole when reached, through the adapter's `unseal` (the same lines and offsets as its
+plain twin; a part sealed while followed goes on from where its plain text stopped), one
+part decompressed at a time, none kept. A sealed part that cannot be read here (no
+decompressor) or is damaged is said as the source's problem with its name (a damaged one
+also as a bad line): the other parts are read. When the stream file is truncated, replaced
+or re-created, the source starts over.
 
 Annotations. An annotation names a row by its key and adds its advantage (prime-rl's
 orchestrator writes them when it ships the batch, after the batch's records); they are
@@ -41,13 +46,14 @@ from pathlib import Path
 
 import numpy as np
 
-from grpo_tui.files import open_regular
+from grpo_tui.files import UTF8_BOM, open_regular
 from grpo_tui.sources.formats.layout import RecordStream, StreamParts, StreamRecord, probe
 from grpo_tui.sources.formats.msswift_completions import decode_line, parse_record
 from grpo_tui.sources.records import BatchChunk, BatchRef, CompletionBatch, CompletionRows
 from grpo_tui.sources.tail import (
     DEFAULT_CHUNK,
     PREVIEW_FROM_BYTES,
+    TailChunk,
     TailLine,
     TailReader,
     read_tail_lines,
@@ -107,7 +113,11 @@ class StreamBatches:
         self.eval_rewrites_step = False
         self._notes: dict[Path, TailReader] = {}
         self._advantages: OrderedDict[str, float] = OrderedDict()
-        self._sealed: tuple[tuple[int, str], ...] = ()
+        #: sealed parts listed now, by number; those skipped (no decompressor) and those
+        #: damaged, with what is said of them
+        self._sealed: dict[int, Path] = {}
+        self._skipped: dict[int, str] = {}
+        self._damaged: dict[int, str] = {}
         self._part: int | None = None
         self._tail: TailReader | None = None
         #: every plain part seen, by number (reload reads them)
@@ -127,16 +137,16 @@ class StreamBatches:
 
     @property
     def problem(self) -> str | None:
-        """Why part of the stream cannot be read: a part that cannot be opened, or sealed
-        parts never read (named)."""
+        """Why part of the stream cannot be read: a part that cannot be opened, sealed
+        parts damaged or never read (counted, named)."""
         if self._tail is not None and self._tail.problem:
             return self._tail.problem
-        unread = [name for number, name in self._sealed if number not in self._finished]
-        if not unread:
-            return None
-        named = ", ".join(unread[:_NAMED]) + (" …" if len(unread) > _NAMED else "")
-        parts = f"{len(unread)} sealed part{'' if len(unread) == 1 else 's'}"
-        return f"{self.kind.sealed_problem}: {parts} ({named})"
+        said = []
+        if self._damaged:
+            said.append(f"{_parts(list(self._damaged.values()))} could not be read")
+        if self._skipped:
+            said.append(f"{self.kind.sealed_problem}: {_parts(list(self._skipped.values()))}")
+        return "; ".join(said) or None
 
     @property
     def progress(self) -> tuple[int, int]:
@@ -147,8 +157,8 @@ class StreamBatches:
         """The newest step's rows read from the end of the last part, when it is big."""
         if not self._paths:
             self._note_parts(self.kind.parts(self.path))
-        if not self._paths:
-            return None
+        if not self._paths or max(self._sealed, default=-1) > max(self._paths):
+            return None  # the newest part is sealed: read whole when reached
         part = max(self._paths)
         path = self._paths[part]
         if probe(path).size < PREVIEW_FROM_BYTES:
@@ -185,7 +195,12 @@ class StreamBatches:
         spent = 0
         while self._tail is not None or self._next_part():
             tail = self._tail
-            assert tail is not None
+            if tail is None:  # a sealed part: read whole, then left
+                spent += self._read_sealed(out)
+                if spent >= budget:
+                    more = self._has_later()
+                    break
+                continue
             chunk = tail.poll(max(1, budget - spent))
             if chunk.restarted is not None:  # its lines are read again from its start
                 restarted = f"{tail.path.name} {chunk.restarted}"
@@ -197,7 +212,7 @@ class StreamBatches:
                 more = True
                 break
             if spent >= budget:
-                more = self._tail is not None and any(n > (self._part or 0) for n in self._paths)
+                more = self._tail is not None and self._has_later()
                 break
             if not self._leave_part(out):
                 break
@@ -232,17 +247,64 @@ class StreamBatches:
     def _note_parts(self, parts: StreamParts) -> None:
         for number, path in parts.plain:
             self._paths.setdefault(number, path)
-        self._sealed = parts.sealed
+        self._sealed = dict(parts.sealed)
+        for number in self._sealed:  # its plain text is gone: read sealed from now on
+            self._paths.pop(number, None)
+
+    def _has_later(self) -> bool:
+        """A part after the current one exists (its writer closed the current one)."""
+        current = -1 if self._part is None else self._part
+        return any(n > current for n in self._paths) or any(n > current for n in self._sealed)
 
     def _next_part(self) -> bool:
-        """Follow the first plain part after the current one; False when there is none."""
+        """Go to the first part after the current one: a plain one followed (`_tail`), a
+        sealed one left to `_read_sealed` (no `_tail`); False when there is none."""
         after = -1 if self._part is None else self._part
-        later = [number for number in self._paths if number > after]
+        later = [number for number in self._paths.keys() | self._sealed.keys() if number > after]
         if not later:
             return False
         self._part = min(later)
-        self._tail = TailReader(self._paths[self._part])
+        self._tail = None if self._part in self._sealed else TailReader(self._paths[self._part])
         return True
+
+    def _read_sealed(self, out: list[CompletionBatch], offset: int = 0, line_no: int = 0) -> int:
+        """The current part, sealed, read whole from `offset` (where its plain text was
+        left, `line_no` lines in) and left; the bytes read. Skipped (said by `problem`)
+        when it cannot be decompressed here; a damaged one is a bad line too."""
+        part = self._part if self._part is not None else 0
+        path = self._sealed[part]
+        data = self.kind.unseal(path)
+        if not isinstance(data, bytes):
+            if data is None:
+                self._skipped[part] = path.name
+            else:
+                self._damaged[part] = f"{path.name}: {data}"
+                place = _at(part, offset)
+                reason = f"sealed part {path.name} not read: {data}"
+                out.append(
+                    CompletionBatch((place, place), self._line_base + line_no + 1, None, reason)
+                )
+            self._done_bytes += offset
+            self._line_base += line_no
+            return 0
+        self._damaged.pop(part, None)
+        start = offset
+        if start == 0 and data.startswith(UTF8_BOM):
+            start = len(UTF8_BOM)  # as the tail reader skips it
+        end = data.rfind(b"\n") + 1
+        if end > start:
+            chunk = TailChunk(data[start:end], start, line_no + 1)
+            for line in chunk.lines:
+                self._hand_over(out, self._batch(line))
+            line_no += data.count(b"\n", start, end)
+        if max(start, end) < len(data):  # sealed with a torn last line: it never ends
+            place = _at(part, max(start, end))
+            reason = "a cut last line: its writer went on to the next part"
+            out.append(CompletionBatch((place, place), self._line_base + line_no + 1, None, reason))
+        self._finished.add(part)
+        self._done_bytes += len(data)
+        self._line_base += line_no
+        return max(0, len(data) - offset)
 
     def _leave_part(self, out: list[CompletionBatch]) -> bool:
         """Go on to the next part once a later one exists (its writer closed this one):
@@ -251,7 +313,11 @@ class StreamBatches:
         tail = self._tail
         if tail is None or self._part is None:
             return True
-        if not any(number > self._part for number in self._paths):
+        if self._part in self._sealed:  # sealed while followed: the rest from the twin
+            self._tail = None
+            self._read_sealed(out, tail.offset, tail.line_no)
+            return True
+        if not self._has_later():
             return False
         if tail.exists:
             self._finished.add(self._part)
@@ -268,7 +334,7 @@ class StreamBatches:
     def _pending_bytes(self) -> int:
         pending = 0 if self._tail is None else max(0, self._tail.size - self._tail.offset)
         current = -1 if self._part is None else self._part
-        for number, path in self._paths.items():
+        for number, path in [*self._paths.items(), *self._sealed.items()]:
             if number > current:
                 pending += probe(path).size
         return pending
@@ -394,24 +460,44 @@ class StreamBatches:
 
     def _read_range(self, start: int, end: int) -> bytes | None:
         """The stream's bytes from `start` to `end` (across parts), None when a part of it
-        cannot be read any more (sealed, gone, shorter)."""
+        cannot be read any more (gone, shorter, sealed and not decompressed here)."""
         first, offset = _split(start)
         last, stop = _split(end)
         if last < first or (last == first and stop < offset):
             return None
         pieces: list[bytes] = []
-        for number in sorted(n for n in self._paths if first <= n <= last):
+        numbers = self._paths.keys() | self._sealed.keys()
+        for number in sorted(n for n in numbers if first <= n <= last):
             begin = offset if number == first else 0
-            try:
-                with open_regular(self._paths[number]) as handle:
-                    handle.seek(begin)
-                    piece = handle.read(stop - begin) if number == last else handle.read()
-            except OSError:
-                return None
-            if number == last and len(piece) != stop - begin:
+            piece = self._part_bytes(number, begin, stop if number == last else None)
+            if piece is None or (number == last and len(piece) != stop - begin):
                 return None
             pieces.append(piece)
         return b"\n".join(pieces) if pieces else None
+
+    def _part_bytes(self, number: int, begin: int, stop: int | None) -> bytes | None:
+        """A part's bytes from `begin` to `stop` (its end: None): a plain part read there,
+        a sealed one decompressed whole (once, not kept); a plain part sealed since is
+        found sealed."""
+        path = self._paths.get(number)
+        if path is not None:
+            try:
+                with open_regular(path) as handle:
+                    handle.seek(begin)
+                    return handle.read() if stop is None else handle.read(stop - begin)
+            except OSError:
+                self._note_parts(self.kind.parts(self.path))
+        sealed = self._sealed.get(number)
+        data = None if sealed is None else self.kind.unseal(sealed)
+        if not isinstance(data, bytes):
+            return None
+        return data[begin:] if stop is None else data[begin:stop]
+
+
+def _parts(names: list[str]) -> str:
+    """ "2 sealed parts (a, b)": counted, the first few named."""
+    named = ", ".join(names[:_NAMED]) + (" …" if len(names) > _NAMED else "")
+    return f"{len(names)} sealed part{'' if len(names) == 1 else 's'} ({named})"
 
 
 def _nan(value: object) -> bool:

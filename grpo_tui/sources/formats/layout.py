@@ -132,8 +132,9 @@ class StreamParts:
 
     #: the parts that can be read, (number, path) in stream order (numbers from 0)
     plain: tuple[tuple[int, Path], ...] = ()
-    #: parts that cannot be read here (compressed), (number, name)
-    sealed: tuple[tuple[int, str], ...] = ()
+    #: parts sealed (compressed) whose plain text is gone, (number, path): read through
+    #: the stream's `unseal`
+    sealed: tuple[tuple[int, Path], ...] = ()
     #: files of annotations about the stream's rows (one per producer)
     annotations: tuple[Path, ...] = ()
 
@@ -154,6 +155,9 @@ class RecordStream:
     annotate: Callable[[object], tuple[str, float] | None]
     #: what is said of sealed parts not read (the source's problem), before their names
     sealed_problem: str = "not read"
+    #: a sealed part's text, whole (the same bytes its plain twin held); a str why it
+    #: cannot be read (damaged); None when it cannot be read here (a library missing)
+    unseal: Callable[[Path], bytes | str | None] = lambda _path: None
 
 
 @dataclass(frozen=True, slots=True)

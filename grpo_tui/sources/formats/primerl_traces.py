@@ -11,8 +11,11 @@ Read from prime-rl's source (PrimeIntellect-ai/prime-rl):
 - Later (traces/chunks.py at 551bfc39ba61d9f0aec59780d4a3d7e5395f1fdc) the stream is a
   folder of chunks, `traces/stream/NNNNN.jsonl`; a full chunk is sealed in the background
   as `NNNNN.jsonl.zst` (zstd, seekable frames) and its plain file removed once the twin is
-  complete. A line never spans chunks. The zstandard module is not a dependency here, so
-  sealed chunks are said (the source's problem), not read.
+  complete. A line never spans chunks. A sealed chunk never changes: it is decompressed
+  whole when reached (every frame; the seek table is a skippable frame and adds nothing),
+  its lines and offsets those of its plain twin. The zstandard package is an optional
+  extra (`pip install 'grpo-tui[primerl]'`); without it sealed chunks are said (the
+  source's problem), not read. A damaged one (cut, not zstd) is said and counted by name.
 - Annotations (monitor.py `log_annotations`, traces/update.py `make_update`): one file per
   producer, `traces/annotations/<producer>.jsonl`, lines `{"version": 1, "trace_id",
   "info": {…}, "branches": [{"index", "advantages": [per token]}]}`. The orchestrator's
@@ -49,6 +52,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from grpo_tui.files import describe_os_error, open_regular
 from grpo_tui.sources.formats.layout import (
     RecordStream,
     StreamParts,
@@ -87,7 +91,12 @@ TRUNCATING_STOPS = frozenset(
 STOP = "stop"
 #: message nesting looked into for text (hostile input can nest arbitrarily)
 _DEPTH = 4
-SEALED_PROBLEM = "compressed traces: not read (needs zstandard)"
+SEALED_PROBLEM = "compressed traces: not read (needs zstandard: pip install 'grpo-tui[primerl]')"
+#: a sealed chunk's text beyond this is refused (a chunk is sealed when full, far below;
+#: this bounds memory against a hostile file)
+SEALED_MAX_BYTES = 1 << 32
+#: compressed bytes fed to the decompressor at a time (its output checked in between)
+_FEED = 1 << 16
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -272,12 +281,49 @@ def annotation(value: object) -> tuple[str, float] | None:
     return trace_id, advantage
 
 
+def unseal(path: Path) -> bytes | str | None:
+    """A sealed chunk's text, whole; why it cannot be read (damaged, cut short, too
+    big); None when the zstandard package is not installed."""
+    try:
+        import zstandard
+    except ImportError:
+        return None
+    try:
+        with open_regular(path) as handle:
+            data = handle.read()
+    except OSError as error:
+        return describe_os_error(error, path)
+    out = bytearray()
+    decompressor = zstandard.ZstdDecompressor()
+    frame = decompressor.decompressobj()
+    fed = False
+    try:
+        for start in range(0, len(data), _FEED):
+            out += frame.decompress(data[start : start + _FEED])
+            fed = True
+            # a frame ended inside this piece: the next one starts in what it left
+            while frame.eof:
+                rest = frame.unused_data
+                frame = decompressor.decompressobj()
+                fed = bool(rest)
+                if not rest:
+                    break
+                out += frame.decompress(rest)
+            if len(out) > SEALED_MAX_BYTES:
+                return f"larger than {SEALED_MAX_BYTES >> 30} GiB decompressed"
+    except zstandard.ZstdError as error:
+        return f"damaged ({error})"
+    if fed and not frame.eof:
+        return "cut short (its last zstd frame does not end)"
+    return bytes(out)
+
+
 def stream_parts(traces: Path) -> StreamParts:
     """The trace folder's stream: `stream.jsonl` (part 0), then the chunks of `stream/`
     (part n + 1 for chunk n; a chunk sealed and gone as plain text is listed sealed), and
     the producers' annotation files."""
     plain: list[tuple[int, Path]] = []
-    sealed: list[tuple[int, str]] = []
+    sealed: list[tuple[int, Path]] = []
     single = traces / STREAM_FILE
     if probe(single).is_file:
         plain.append((0, single))
@@ -286,8 +332,12 @@ def stream_parts(traces: Path) -> StreamParts:
     for name, entry in names.items():
         if (match := _CHUNK.fullmatch(name)) is not None and entry_is_file(entry):
             plain.append((int(match.group(1)) + 1, Path(entry.path)))
-        elif (match := _SEALED.fullmatch(name)) is not None and name[:-4] not in names:
-            sealed.append((int(match.group(1)) + 1, name))
+        elif (
+            (match := _SEALED.fullmatch(name)) is not None
+            and name[:-4] not in names
+            and entry_is_file(entry)
+        ):
+            sealed.append((int(match.group(1)) + 1, Path(entry.path)))
     annotations = files_named(
         traces / ANNOTATIONS_DIR,
         lambda name: name.endswith(".jsonl") and not name.endswith(_INDEX_SUFFIX),
@@ -300,4 +350,5 @@ PRIMERL_TRACES = RecordStream(
     convert=episode_rows,
     annotate=annotation,
     sealed_problem=SEALED_PROBLEM,
+    unseal=unseal,
 )
