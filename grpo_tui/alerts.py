@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from grpo_tui.events import Event, EventDetector, EventRules, moment_of
 from grpo_tui.health.verdict import Diagnosis
@@ -250,23 +250,62 @@ class CommandSink:
                 start_new_session=True,  # its own process group: a timeout kills it whole
             )
             self._running = process
+        # its stderr is read as it comes and only its end kept: a command that writes
+        # without end (`yes >&2`) must not grow grpo-tui's memory (communicate() keeps all)
+        assert process.stderr is not None and process.stdin is not None
+        err = StderrTail(process.stderr)
         try:
+            with suppress(OSError):  # a command that exits without reading its stdin
+                process.stdin.write(data)
+            with suppress(OSError):
+                process.stdin.close()
             try:
-                _, err = process.communicate(data, timeout=self.timeout_s)
+                process.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
                 _kill_group(process)
-                process.communicate()
+                process.wait()
                 return f"timed out after {self.timeout_s:g} s"
         finally:
+            # a child it left behind may hold the pipe open: what came so far is enough
+            err.join(STDERR_WAIT_S)
             with self._lock:
                 self._running = None
         if process.returncode == 0:
             return None
-        said = err.decode("utf-8", "replace").strip().splitlines()
+        said = err.text().strip().splitlines()
         why = f": {plain(said[-1], 160)}" if said else ""
         if process.returncode < 0:
             return f"killed by signal {-process.returncode}{why}"
         return f"exit status {process.returncode}{why}"
+
+
+#: bytes of an alert command's stderr kept (its end: the last line says why it failed)
+STDERR_KEPT = 8192
+#: how long the end of its stderr is waited for once the command has exited
+STDERR_WAIT_S = 1.0
+
+
+class StderrTail:
+    """Reads a pipe to its end in a thread of its own, keeping only the last STDERR_KEPT
+    bytes: memory stays bounded whatever the command writes."""
+
+    def __init__(self, pipe: IO[bytes], kept: int = STDERR_KEPT) -> None:
+        self._pipe = pipe
+        self._kept = kept
+        self._end = b""
+        self._thread = threading.Thread(target=self._read, name="alert-stderr", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        with suppress(OSError, ValueError):
+            while chunk := os.read(self._pipe.fileno(), 65536):
+                self._end = (self._end + chunk)[-self._kept :]
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def text(self) -> str:
+        return self._end.decode("utf-8", "replace")
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -29,9 +29,11 @@ from grpo_tui.alerts import (
     BEL,
     ESC,
     NOTIFY_STYLES,
+    STDERR_KEPT,
     AlertSettings,
     CommandSink,
     RunAlerts,
+    StderrTail,
     command_environment,
     plain,
     terminal_text,
@@ -186,6 +188,42 @@ class TestCommand:
         # each event ran once (none was run again) and failed: said once, never "works again"
         assert reports == ["--on-alert failed (exit status 3); not retried"]
         assert len(hook.events()) == 3
+
+    def test_a_flood_on_stderr_keeps_only_its_end(self, tmp_path: Path) -> None:
+        """A command writing 20 MB to stderr before failing: its last line is said, and
+        only the end of what it wrote was ever held (issue 46: `yes >&2` grew to 3 GB)."""
+        script = tmp_path / "flood.py"
+        script.write_text(
+            "import sys\n"
+            "sys.stdin.read()\n"
+            "for _ in range(20_000):\n"
+            "    sys.stderr.write('x' * 1023 + '\\n')\n"
+            "sys.stderr.write('the webhook said 502\\n')\n"
+            "sys.exit(3)\n",
+            encoding="utf-8",
+        )
+        reports: list[str] = []
+        sink = CommandSink(
+            f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}", reports.append
+        )
+        assert sink.submit(real_event())
+        wait_for(lambda: reports, what="the failure said")
+        sink.close()
+        assert reports == ["--on-alert failed (exit status 3: the webhook said 502); not retried"]
+
+    def test_the_stderr_tail_is_bounded(self) -> None:
+        """The reader of a command's stderr keeps STDERR_KEPT bytes of 16 MB."""
+        read_end, write_end = os.pipe()
+        with os.fdopen(read_end, "rb") as pipe:
+            tail = StderrTail(pipe)
+            with os.fdopen(write_end, "wb") as writer:
+                for _ in range(256):
+                    writer.write(b"y" * 65535 + b"\n")
+                writer.write(b"last words\n")
+            tail.join(30.0)
+            text = tail.text()
+        assert len(text.encode()) <= STDERR_KEPT
+        assert text.endswith("y\nlast words\n")
 
     def test_a_command_not_found(self, tmp_path: Path) -> None:
         reports: list[str] = []
