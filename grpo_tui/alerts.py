@@ -335,7 +335,8 @@ class RunAlerts:
         `name`: the run's name in its events (default: its folder's, `.` by the folder's
         name; a store's run: its own)."""
         self.settings = settings
-        name = name or Path(path).resolve().name or str(path)
+        # realpath, not resolve(): a link loop names itself instead of raising
+        name = name or Path(os.path.realpath(path)).name or str(path)
         rules = replace(settings.events, tell_first=False) if shown else settings.events
         self.detector = EventDetector(name, str(path), rules, clock=clock)
         self.command = command

@@ -495,3 +495,14 @@ def test_hostile_names_reach_no_shell_and_no_terminal(
         assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in body)
         assert text.count(ESC) == 1 and text.count(BEL) == 2
         assert f"{ESC}]0;" not in text and f"{ESC}]2;" not in text
+
+
+class TestOddPaths:
+    """A run's path that cannot be resolved still gets its alerts set up."""
+
+    def test_a_symlink_loop_names_itself(self, tmp_path: Path) -> None:
+        """`watch` on a link loop: no internal error (issue 46), the link's own name."""
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        alerts = RunAlerts(tmp_path / "a", AlertSettings())
+        assert alerts.detector.run in {"a", "b"}
