@@ -206,13 +206,21 @@ class CommandSink:
             self._queue.put_nowait(None)
 
     def _drain(self) -> None:
+        """Drop the events not started yet, and say how many (never without a word)."""
+        dropped = 0
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                return
+                break
             if item is not None:
                 self._busy -= 1
+                dropped += 1
+        if dropped:
+            self._report(
+                f"--on-alert: {dropped} queued event{'s' if dropped != 1 else ''} not run "
+                "(grpo-tui is ending)"
+            )
 
     def _work(self) -> None:
         while True:
@@ -250,6 +258,8 @@ class CommandSink:
                 start_new_session=True,  # its own process group: a timeout kills it whole
             )
             self._running = process
+        with _RUNNING_LOCK:
+            _RUNNING.add(process)
         # its stderr is read as it comes and only its end kept: a command that writes
         # without end (`yes >&2`) must not grow grpo-tui's memory (communicate() keeps all)
         assert process.stderr is not None and process.stdin is not None
@@ -268,6 +278,8 @@ class CommandSink:
         finally:
             # a child it left behind may hold the pipe open: what came so far is enough
             err.join(STDERR_WAIT_S)
+            with _RUNNING_LOCK:
+                _RUNNING.discard(process)
             with self._lock:
                 self._running = None
         if process.returncode == 0:
@@ -311,6 +323,22 @@ class StderrTail:
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+#: the alert commands running now, in every sink: they run in sessions of their own (a
+#: timeout kills the group whole), so a terminal's SIGHUP never reaches them, and an end
+#: forced before the sinks close (`tail` after its grace time) kills them from here
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def kill_running_commands() -> int:
+    """Kill every alert command still running (their process groups); how many."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for process in running:
+        _kill_group(process)
+    return len(running)
 
 
 # -- one run's alerts -----------------------------------------------------------------------

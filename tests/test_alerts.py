@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import stat
 import sys
 from dataclasses import replace
@@ -35,10 +36,12 @@ from grpo_tui.alerts import (
     RunAlerts,
     StderrTail,
     command_environment,
+    kill_running_commands,
     plain,
     terminal_text,
 )
 from grpo_tui.commands.watch import Watch
+from grpo_tui.commands.watch import stop_signals as watch_stop_signals
 from grpo_tui.events import Event, EventKind, EventRules, moment_of
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
@@ -506,3 +509,39 @@ class TestOddPaths:
         (tmp_path / "b").symlink_to(tmp_path / "a")
         alerts = RunAlerts(tmp_path / "a", AlertSettings())
         assert alerts.detector.run in {"a", "b"}
+
+
+class TestNothingOutlivesIt:
+    """Alert commands end with grpo-tui, and what is dropped is said (issue 46)."""
+
+    def test_a_forced_end_kills_the_running_command(self, tmp_path: Path) -> None:
+        """`kill_running_commands` (tail's forced exit) ends a command in its own session."""
+        started = tmp_path / "started"
+        reports: list[str] = []
+        sink = CommandSink(f"touch {shlex.quote(str(started))}; exec sleep 300", reports.append)
+        assert sink.submit(real_event())
+        wait_for(started.exists, what="the command to start")
+        wait_for(lambda: kill_running_commands() == 1, what="the running command to be known")
+        wait_for(lambda: reports, what="its end said")
+        sink.close()
+        assert reports == ["--on-alert failed (killed by signal 9); not retried"]
+        assert kill_running_commands() == 0
+
+    def test_queued_events_dropped_at_the_end_are_said(self, tmp_path: Path) -> None:
+        """Closing while a command hangs: it is killed, the queued events are counted."""
+        reports: list[str] = []
+        sink = CommandSink("exec sleep 300", reports.append, queue_size=8)
+        for _ in range(3):
+            assert sink.submit(real_event())
+        sink.close(wait_s=0.5)
+        assert "--on-alert: 2 queued events not run (grpo-tui is ending)" in reports
+
+    def test_watch_ends_on_a_hangup_unless_it_is_ignored(self) -> None:
+        """A closed terminal ends `watch` cleanly; under `nohup` (SIGHUP ignored) it stays."""
+        previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        try:
+            assert signal.SIGHUP in watch_stop_signals()
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            assert signal.SIGHUP not in watch_stop_signals()
+        finally:
+            signal.signal(signal.SIGHUP, previous)

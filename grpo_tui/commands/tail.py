@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -42,6 +43,12 @@ def exit_on_signals(app: App[Any], cleanup: Callable[[], object] | None = None) 
         if cleanup is not None:
             with suppress(Exception):
                 cleanup()
+        # the alert commands run in their own sessions: nothing else would end them (none
+        # ran when the alerts module was never loaded)
+        alerts = sys.modules.get("grpo_tui.alerts")
+        if alerts is not None:
+            with suppress(Exception):
+                alerts.kill_running_commands()
         os._exit(128 + signum)
 
     def leave(signum: int, frame: object) -> None:

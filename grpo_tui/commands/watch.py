@@ -4,8 +4,8 @@ For `nohup`, a systemd unit or a tmux window nobody looks at. Each PATH is follo
 the same core as `tail` (a Session fed by core's FollowLoop, diagnosed when the session
 says so, its steady verdicts fed to one EventDetector per run) and every event is printed
 to stdout as one JSON line (and handed to `--on-alert`). Reading troubles and command
-failures go to stderr. It runs until interrupted: SIGINT and SIGTERM end it cleanly with
-status 0. `check` stays the one-shot form.
+failures go to stderr. It runs until interrupted: SIGINT, SIGTERM and SIGHUP (unless
+ignored: `nohup`) end it cleanly with status 0, its alert commands ended with it. `check` stays the one-shot form.
 """
 
 from __future__ import annotations
@@ -180,8 +180,9 @@ def watch_command(
 
     watch = Watch(paths, settings, rules, emit=emit, warn=say, given=given, source=source)
     stop = threading.Event()
-    # SIGINT and SIGTERM set `stop` (the loop ends cleanly) instead of killing
-    with signals_handled((signal.SIGINT, signal.SIGTERM), lambda signum, frame: stop.set()):
+    # SIGINT, SIGTERM and a closed terminal's SIGHUP set `stop` (the loop ends cleanly, the
+    # alert commands are ended with it) instead of killing; a SIGHUP ignored (`nohup`) stays so
+    with signals_handled(stop_signals(), lambda signum, frame: stop.set()):
         watch.start()
         try:
             while not stop.is_set():
@@ -189,3 +190,10 @@ def watch_command(
         finally:
             watch.stop()
     return 0
+
+
+def stop_signals() -> tuple[int, ...]:
+    """The signals that end `watch` cleanly: SIGINT, SIGTERM, and SIGHUP unless ignored."""
+    hangup = getattr(signal, "SIGHUP", None)
+    ours = hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN
+    return (signal.SIGINT, signal.SIGTERM, *((hangup,) if ours and hangup is not None else ()))
