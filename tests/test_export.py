@@ -71,3 +71,42 @@ def test_export_says_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture
     empty.write_text("", encoding="utf-8")
     assert main(["export", str(empty), "-o", str(tmp_path / "e.csv")]) == 3
     assert not (tmp_path / "e.csv").exists()
+
+
+def ms_swift_output(tmp_path: Path) -> tuple[Path, Path]:
+    """ms-swift's output dir with one version folder: its log beside its args.json."""
+    out = tmp_path / "output"
+    version = out / "v0-20260101-000000"
+    version.mkdir(parents=True)
+    shutil.copy(LOG, version / "logging.jsonl")
+    (version / "args.json").write_text(json.dumps({"num_generations": 8}), encoding="utf-8")
+    return out, version
+
+
+def test_export_of_a_log_beside_its_args_is_refused_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log with its run's other files beside it is in a run folder (issue 46)."""
+    _, version = ms_swift_output(tmp_path)
+    before = sorted(p.name for p in version.iterdir())
+    assert main(["export", str(version / "logging.jsonl"), "-o", str(version / "m.csv")]) == 64
+    assert "never writes there" in capsys.readouterr().err
+    assert sorted(p.name for p in version.iterdir()) == before
+
+
+def test_export_into_the_output_dir_holding_the_versions_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`export OUT/v0-… -o OUT/m.csv`: OUT holds the run's versions (issue 46)."""
+    out, version = ms_swift_output(tmp_path)
+    assert main(["export", str(version), "-o", str(out / "m.csv")]) == 64
+    assert "holds the run's versions" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == [version.name]
+    # beside the output dir is fine
+    assert main(["export", str(version), "-o", str(tmp_path / "m.csv")]) == 0
+
+
+def test_a_lone_log_may_be_exported_beside_itself(tmp_path: Path) -> None:
+    """A log file with nothing of its run beside it: its folder is not a run's."""
+    shutil.copy(LOG, tmp_path / "train.jsonl")
+    assert main(["export", str(tmp_path / "train.jsonl"), "-o", str(tmp_path / "m.csv")]) == 0

@@ -5,7 +5,9 @@ canonical metric. The file goes where the user says, never into the run's folder
 over a file the run is read from (grpo-tui writes nothing there). The run's folder is the
 one discovery found the run in (an ms-swift output or `vN-…` folder, a TRL output_dir
 above its checkpoints, a folder given as PATH), whatever file PATH names in it; the folder
-a lone log file given as PATH sits in (`~/train.log`) is no run's folder. `-o -` writes CSV
+a lone log file given as PATH sits in (`~/train.log`) is no run's folder, unless the run's
+other files are beside it (its args, its completions). The folder just above the run's is
+refused too when it finds the same run (ms-swift's output dir holding the versions). `-o -` writes CSV
 to stdout. A CSV's column names are the run's keys, untrusted text: every control or
 format character in them is written as a `\\uXXXX` escape, as `--json` does.
 """
@@ -38,7 +40,7 @@ def export_format(output: str, chosen: str | None) -> str | None:
 def _inside(target: Path, folder: Path) -> bool:
     try:
         return target.resolve().is_relative_to(folder.resolve())
-    except OSError:
+    except (OSError, RuntimeError):
         return False
 
 
@@ -48,8 +50,22 @@ def run_folder(path: Path, layout: RunLayout) -> Path | None:
     if top is None:
         return None
     if layout.metrics_file is not None and path == layout.metrics_file and top == path.parent:
-        return None  # a log file given as PATH: its folder is not a run's
+        # a log file given as PATH: its folder is a run's when the run's other files are
+        # beside it (its args, its completions: ms-swift's version folder), else not
+        others = (layout.args_file, layout.completions_file)
+        if not any(f is not None and _inside(f, top) for f in others):
+            return None
     return top
+
+
+def _holds_the_run(folder: Path, layout: RunLayout, source: SourceOptions | None) -> bool:
+    """The folder just above the run's, when PATH there finds the same run (ms-swift's
+    output dir, which holds the run's versions): a write there lands among them."""
+    try:
+        above = discover(folder, only=None if source is None else source.only)
+    except ValueError:
+        return False
+    return above.metrics_file is not None and above.metrics_file == layout.metrics_file
 
 
 def _refusal(target: Path, path: Path, source: SourceOptions | None) -> str | None:
@@ -68,7 +84,24 @@ def _refusal(target: Path, path: Path, source: SourceOptions | None) -> str | No
             f"{printable(str(target))} is inside the run's folder {printable(str(folder))}: "
             "grpo-tui never writes there; choose a path outside it"
         )
+    parent = folder.parent if folder is not None else None
+    if (
+        parent is not None
+        and _same_folder(target.parent, parent)
+        and _holds_the_run(parent, layout, source)
+    ):
+        return (
+            f"{printable(str(target))} is in {printable(str(parent))}, the folder that "
+            "holds the run's versions: grpo-tui never writes there; choose a path outside it"
+        )
     return None
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return False
 
 
 def _same_file(target: Path, read: Path) -> bool:
