@@ -59,13 +59,20 @@ def run_folder(path: Path, layout: RunLayout) -> Path | None:
 
 
 def _holds_the_run(folder: Path, layout: RunLayout, source: SourceOptions | None) -> bool:
-    """The folder just above the run's, when PATH there finds the same run (ms-swift's
-    output dir, which holds the run's versions): a write there lands among them."""
+    """The folder just above the run's, when PATH there finds the same run with that
+    folder as its top (ms-swift's output dir, which holds the run's versions): a write
+    there lands among them. A folder holding a TRL output_dir is no run's."""
     try:
         above = discover(folder, only=None if source is None else source.only)
     except ValueError:
         return False
-    return above.metrics_file is not None and above.metrics_file == layout.metrics_file
+    top = above.output_dir or above.run_dir
+    return (
+        above.metrics_file is not None
+        and above.metrics_file == layout.metrics_file
+        and top is not None
+        and _same_folder(top, folder)
+    )
 
 
 def _refusal(target: Path, path: Path, source: SourceOptions | None) -> str | None:
