@@ -634,7 +634,11 @@ class SshServer:
     def connection_pids(self, host: str) -> list[int]:
         """The processes of grpo-tui's connection to `host`: its ssh session (`ssh -F
         CONFIG … host sh`) and the shared connection (the ControlMaster, which renames
-        itself `ssh: …/host.HASH [mux]`)."""
+        itself `ssh: …/NAMEHASH.HASH [mux]`: transport.socket_name)."""
+        from grpo_tui.sources.remote.address import SshTarget
+        from grpo_tui.sources.remote.transport import socket_name
+
+        named = socket_name(SshTarget(host)).split(".")[0]
         pids = []
         for proc in Path("/proc").iterdir():
             try:
@@ -642,7 +646,9 @@ class SshServer:
             except OSError:
                 continue
             session = str(self.client_config).encode() in argv and host.encode() in argv
-            master = bool(argv) and argv[0].startswith(b"ssh: ") and f"/{host}.".encode() in argv[0]
+            master = (
+                bool(argv) and argv[0].startswith(b"ssh: ") and f"/{named}.".encode() in argv[0]
+            )
             if proc.name.isdigit() and (session or master):
                 pids.append(int(proc.name))
         return pids

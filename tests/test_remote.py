@@ -383,6 +383,34 @@ def test_remote_reader_loses_and_duplicates_nothing(
     assert {p.name for p in directory.iterdir()} <= {"logging.jsonl"}
 
 
+class TestControlSocket:
+    """The shared connection's socket fits a Unix socket path whatever the host name."""
+
+    def test_a_long_host_name_under_a_long_runtime_dir(
+        self, remote: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Issue 46: `node-17.example.org` under /run/user/1000 failed every call; a runtime
+        folder too long for any socket (macOS's) falls back to a short one."""
+        long_base = tmp_path / ("r" * 60)
+        long_base.mkdir()
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(long_base))
+        folder = ssh_transport.control_dir()
+        assert not folder.is_relative_to(long_base)
+        name = f"{host()}-a-rather-long-name-for-a-gpu-box.example.org"
+        socket = folder / ssh_transport.socket_name(SshTarget(name))
+        expanded = str(socket).replace("%C", "c" * 40)
+        assert len(expanded) + ssh_transport.SSH_BIND_SUFFIX <= ssh_transport.SOCKET_PATH_MAX
+        output = msswift_run_dir(tmp_path, THREE_REWARDS, THREE_REWARDS_ARGS, completions=True)
+        layout = discover(run_path(f"{name}:{output}"))
+        assert layout.problem == "" and layout.adapter == "ms-swift"
+
+    def test_two_names_for_one_address_do_not_share_a_socket(self) -> None:
+        """The name as given is part of the socket's name (two identities, one address)."""
+        a, b = SshTarget("gpu-a"), SshTarget("gpu-b")
+        assert ssh_transport.socket_name(a) != ssh_transport.socket_name(b)
+        assert ssh_transport.socket_name(a) == ssh_transport.socket_name(SshTarget("gpu-a"))
+
+
 class TestFaults:
     """What cannot be read says why in one line; `check` exits with the reason's code."""
 

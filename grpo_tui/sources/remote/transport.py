@@ -23,6 +23,7 @@ silent host sooner).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import select
@@ -94,11 +95,31 @@ def ssh_command() -> list[str]:
     return shlex.split(configured) if configured else ["ssh"]
 
 
+#: a Unix socket's path holds at most this many bytes on every system ssh runs on (104 on
+#: macOS and the BSDs, 108 on Linux, less the final NUL)
+SOCKET_PATH_MAX = 103
+#: what ssh adds to the ControlPath while it binds the master (".XXXXXXXXXXXXXXXX")
+SSH_BIND_SUFFIX = 17
+#: the socket's name: 8 hex of the name as given, ".", and %C (40 hex, expanded by ssh)
+SOCKET_NAME_CHARS = 8 + 1 + 40
+#: the folder used when the usual one's path leaves no room for the socket's name
+SHORT_BASE = "/tmp"
+
+
+def _fits(folder: Path) -> bool:
+    room = len(os.fsencode(str(folder))) + 1 + SOCKET_NAME_CHARS + SSH_BIND_SUFFIX
+    return room <= SOCKET_PATH_MAX
+
+
 def control_dir() -> Path:
     """The private folder for the shared connections' sockets: 0700, ours, not a link
-    (made so when missing; another user's or a loose one is refused for a fresh one)."""
+    (made so when missing; another user's or a loose one is refused for a fresh one).
+    Under $XDG_RUNTIME_DIR (else the temporary folder), or /tmp when that path is too long
+    for a socket (macOS's temporary folders are)."""
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
     folder = base / f"grpo-tui-ssh-{os.getuid()}"
+    if not _fits(folder):
+        folder = Path(SHORT_BASE) / f"grpo-tui-ssh-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         info = os.lstat(folder)
@@ -106,7 +127,16 @@ def control_dir() -> Path:
             return folder
     except OSError:
         pass
-    return Path(tempfile.mkdtemp(prefix="grpo-tui-ssh-"))
+    return Path(tempfile.mkdtemp(prefix="grpo-tui-ssh-", dir=SHORT_BASE))
+
+
+def socket_name(target: SshTarget) -> str:
+    """The socket's name in control_dir: a fixed length, whatever the host name is (%n,
+    the name as typed, made `node-17.example.org` too long for a socket): 8 hex of the
+    name and options as given, so two names for one address (two ssh_config entries, two
+    identities) do not share one, then %C, ssh's hash of the address, port and user."""
+    given = hashlib.sha1("\0".join(target.ssh_arguments()).encode()).hexdigest()[:8]
+    return f"{given}.%C"
 
 
 def _ordinal(n: int) -> str:
@@ -140,9 +170,7 @@ class Connection:
 
     def argv(self) -> list[str]:
         """The ssh command line of one call (the script goes on its stdin)."""
-        # %C: a hash of the address, port and user; %n: the name as given, so two names
-        # for one address (two ssh_config entries, two identities) do not share one
-        socket = control_dir() / "%n.%C"
+        socket = control_dir() / socket_name(self.target)
         ours = {
             "BatchMode": "yes",
             "ControlMaster": "auto",
