@@ -880,3 +880,22 @@ def diversity_of(texts: Sequence[str], n: int = SHINGLE_CHARS) -> Diversity:
     """The shingle statistics of completions, each measured as a group's are
     (`measured_text`)."""
     return shingle_diversity([measured_text(text) for text in texts], n)
+
+
+def write_tb_events(folder: Path, rows: list[tuple[int, dict[str, float]]]) -> None:
+    """Scalars as torch's SummaryWriter writes them: one simple_value event per key, by
+    TensorBoard's own event writer (imported here: not every test has TensorBoard)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
+    from tensorboard.summary.writer.event_file_writer import (  # type: ignore[import-untyped]
+        EventFileWriter,
+    )
+
+    folder.mkdir(parents=True, exist_ok=True)
+    writer = EventFileWriter(str(folder))
+    for step, values in rows:
+        for tag, value in values.items():
+            summary = summary_pb2.Summary(
+                value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
+            )
+            writer.add_event(event_pb2.Event(wall_time=1.78e9 + step, step=step, summary=summary))
+    writer.close()

@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
-from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
+from helpers import write_tb_events
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
@@ -18,19 +17,6 @@ from grpo_tui.sources.discover import discover
 from grpo_tui.sources.formats.areal import ArealConsoleParser
 
 CONSOLE = Path(__file__).parent / "fixtures" / "areal" / "areal-4aef98d_console.log"
-
-
-def write_events(folder: Path, rows: list[tuple[int, dict[str, float]]]) -> None:
-    """Scalars as torch's SummaryWriter writes them: one simple_value event per key."""
-    folder.mkdir(parents=True, exist_ok=True)
-    writer = EventFileWriter(str(folder))
-    for step, values in rows:
-        for tag, value in values.items():
-            summary = summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
-            )
-            writer.add_event(event_pb2.Event(wall_time=1.78e9 + step, step=step, summary=summary))
-    writer.close()
 
 
 class TestConsole:
@@ -102,7 +88,7 @@ class TestTensorBoard:
             )
             for step in range(40)
         ]
-        write_events(tmp_path / "tensorboard", rows)
+        write_tb_events(tmp_path / "tensorboard", rows)
         assert discover(tmp_path).adapter == "areal-tensorboard"
         run = load_run(tmp_path)
         assert run.framework == "AReaL (TensorBoard)"

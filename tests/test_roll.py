@@ -10,10 +10,9 @@ import math
 from pathlib import Path
 
 import pytest
+from helpers import write_tb_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
-from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
@@ -23,19 +22,6 @@ from grpo_tui.sources.formats.roll import RollConsoleParser
 
 CONSOLE = Path(__file__).parent / "fixtures" / "roll" / "roll-8eb27cc_console.log"
 PREFIX = "[2026-08-19 15:36:11] [tracking.py (161)] [INFO] [DRIVER 0 / 1][PID 42] "
-
-
-def write_events(folder: Path, rows: list[tuple[int, dict[str, float]]]) -> None:
-    """Scalars as torch's SummaryWriter writes them: one simple_value event per key."""
-    folder.mkdir(parents=True, exist_ok=True)
-    writer = EventFileWriter(str(folder))
-    for step, values in rows:
-        for tag, value in values.items():
-            summary = summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
-            )
-            writer.add_event(event_pb2.Event(wall_time=1.78e9 + step, step=step, summary=summary))
-    writer.close()
 
 
 def reward(step: int) -> float:
@@ -115,7 +101,7 @@ class TestTensorBoard:
             )
             for step in range(40)
         ]
-        write_events(tmp_path / "tensorboard", rows)
+        write_tb_events(tmp_path / "tensorboard", rows)
         assert discover(tmp_path).adapter == "roll-tensorboard"
         run = load_run(tmp_path)
         store = run.store

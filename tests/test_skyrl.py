@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tensorboard.compat.proto import event_pb2, summary_pb2  # type: ignore[import-untyped]
-from tensorboard.summary.writer.event_file_writer import EventFileWriter  # type: ignore[import-untyped]
+from helpers import write_tb_events
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
@@ -25,19 +24,6 @@ from grpo_tui.sources.formats.skyrl import SkyRLConsoleParser
 FIXTURES = Path(__file__).parent / "fixtures"
 SKYRL_CONSOLE = FIXTURES / "skyrl" / "skyrl-a956457_console.log"
 TINKER_METRICS = FIXTURES / "tinker" / "tinker-cookbook-9dfcc3a_metrics.jsonl"
-
-
-def write_events(folder: Path, rows: list[tuple[int, dict[str, float]]]) -> None:
-    """Scalars as torch's SummaryWriter writes them: one simple_value event per key."""
-    folder.mkdir(parents=True, exist_ok=True)
-    writer = EventFileWriter(str(folder))
-    for step, values in rows:
-        for tag, value in values.items():
-            summary = summary_pb2.Summary(
-                value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)]
-            )
-            writer.add_event(event_pb2.Event(wall_time=1.78e9 + step, step=step, summary=summary))
-    writer.close()
 
 
 def console_step(step: int, data: dict[str, Any]) -> list[str]:
@@ -124,7 +110,7 @@ class TestSkyRLTensorBoard:
             for step in range(1, 41)
         ]
         rows.append((40, {"eval/all/avg_score": 0.55}))
-        write_events(tmp_path / "tensorboard_log", rows)
+        write_tb_events(tmp_path / "tensorboard_log", rows)
         assert discover(tmp_path).adapter == "skyrl-tensorboard"
         run = load_run(tmp_path)
         assert run.framework == "SkyRL (TensorBoard)"
