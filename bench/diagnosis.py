@@ -259,6 +259,7 @@ LIVE_VERDICTS = frozenset(
         ScenarioId.REWARD_HACKING,
         ScenarioId.LENGTH_COLLAPSE,
         ScenarioId.LOW_DIVERSITY,
+        ScenarioId.OFF_POLICY,
     )
 )
 #: the cuts, as shares of a run's logged train points: 5 %, 10 %, ... 100 %

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import os
 import sys
 from contextlib import suppress
@@ -26,11 +27,18 @@ from grpo_tui.sim import SCENARIOS
 from grpo_tui.sources.feed import SourceOptions
 from grpo_tui.untrusted import printable
 from grpo_tui.views.presentation import DEFAULT_CYCLE_S
+from grpo_tui.views.sample_groups import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_CHARS,
+    DEFAULT_SELECTION,
+    SELECTIONS,
+    SampleQuery,
+)
 
 if TYPE_CHECKING:
     from grpo_tui.sources.runs import RunRef
 
-_COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export", "watch")
+_COMMANDS = ("tail", "check", "inspect", "rules", "demo", "export", "watch", "samples", "mcp")
 #: the commands that stay up for days beside training: their memory is held steady and low
 #: (run/memory.py); a one-off read keeps glibc's faster default (`check` is 7 % slower with it)
 _STAYING_UP = ("tail", "watch", "demo")
@@ -77,6 +85,28 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not 0.5 <= value <= 86_400:
         raise argparse.ArgumentTypeError("between 0.5 and 86400 seconds")
+    return value
+
+
+def _step_number(text: str) -> float:
+    """A step as `--step` and `--since` take it: a number (12, 12.5)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a step number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a step number: {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A count of 0 (no limit) or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: 0 (no limit) or more")
     return value
 
 
@@ -255,8 +285,68 @@ def _parser() -> argparse.ArgumentParser:
         help="under each fact, how its numbers were read (windows, medians, noise)",
     )
     check.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
+    check.add_argument(
+        "--since",
+        type=_step_number,
+        metavar="N",
+        help="only what changed after step N: verdicts, history and notes after it, the "
+        "state now against the state at N (one run)",
+    )
+    check.add_argument(
+        "--compare",
+        action="store_true",
+        help="two or more runs: each run's task reward (and eval) against the first's, "
+        "beyond noise or not, and the settings that differ",
+    )
     _cap_option(check)
     _source_options(check)
+
+    samples = sub.add_parser(
+        "samples",
+        help="print a run's completion groups (prompt, completions, rewards, advantages, "
+        "flags) with no screen; --json for agents",
+        epilog="exit codes: 0 groups read (none may match), 3 no completions at the steps "
+        "asked, 5-8 as check (PATH or its machine cannot be read), 64 usage",
+    )
+    samples.add_argument("path", type=run_path, help=_PATH_HELP)
+    samples.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    which = samples.add_mutually_exclusive_group()
+    which.add_argument(
+        "--step", type=_step_number, metavar="N", help="the groups of step N (default: newest)"
+    )
+    which.add_argument(
+        "--since", type=_step_number, metavar="N", help="the groups of every step after N"
+    )
+    samples.add_argument(
+        "--groups",
+        choices=SELECTIONS,
+        default=DEFAULT_SELECTION,
+        help="worst: lowest mean total first (default); tied: zero spread, no advantage "
+        "signal; truncated: a completion cut off; all: every group",
+    )
+    samples.add_argument(
+        "--limit",
+        type=_count,
+        default=DEFAULT_LIMIT,
+        metavar="K",
+        help=f"at most K groups (default {DEFAULT_LIMIT}; 0: every group)",
+    )
+    samples.add_argument(
+        "--max-chars",
+        type=_count,
+        default=DEFAULT_MAX_CHARS,
+        metavar="C",
+        help=f"characters of each prompt and completion in --json (default {DEFAULT_MAX_CHARS}; "
+        "0: whole; the length is given beside it)",
+    )
+    _source_options(samples)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="an MCP server on stdin/stdout for agents (tools: check, samples, compare, "
+        "watch_events); needs pip install 'grpo-tui[mcp]'",
+    )
+    mcp.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
 
     rules = sub.add_parser("rules", help="print the effective health rules (defaults + overrides)")
     rules.add_argument("--rules", type=Path, help="a TOML file overriding the health rules")
@@ -397,6 +487,23 @@ def _main(argv: list[str] | None) -> int:
         from grpo_tui.commands.check import check_command
 
         runs = _runs(args, args.path)
+        if len(runs) > 1 and args.since is not None:
+            say("--since takes one run: check each run on its own")
+            return EXIT_USAGE
+        if args.compare:
+            from grpo_tui.commands.compare import compare_command
+
+            if len(runs) < 2 or args.since is not None:
+                say("--compare takes two or more runs (and no --since): check A B --compare")
+                return EXIT_USAGE
+            return compare_command(
+                runs,
+                as_json=args.json,
+                rules_file=args.rules,
+                given=_given(args),
+                source=_source(args),
+                verbose=args.verbose,
+            )
         if len(runs) > 1:
             from grpo_tui.commands.board import check_board_command
 
@@ -414,7 +521,23 @@ def _main(argv: list[str] | None) -> int:
             given=_given(args),
             source=_source(args, runs[0]),
             verbose=args.verbose,
+            since=args.since,
         )
+    if args.command == "samples":
+        from grpo_tui.commands.samples import samples_command
+
+        query = SampleQuery(
+            step=args.step,
+            since=args.since,
+            groups=args.groups,
+            limit=args.limit,
+            max_chars=args.max_chars,
+        )
+        return samples_command(args.path, query, as_json=args.json, source=_source(args))
+    if args.command == "mcp":
+        from grpo_tui.commands.mcp_server import mcp_command
+
+        return mcp_command(args.rules)
     if args.command == "export":
         from grpo_tui.commands.export import export_command
 

@@ -182,6 +182,8 @@ class ScenarioId(Worded):
     REWARD_HACKING = "reward_hacking"
     TRUNCATION = "truncation"
     LOW_DIVERSITY = "low_diversity"
+    #: the sampler's policy and the trainer's apart (stale rollouts, a mismatched engine)
+    OFF_POLICY = "off_policy"
     NOT_LEARNING = "not_learning"
     SATURATED = "saturated"
     #: a signal in its bad band (or KL in its caution band) that no verdict takes up
@@ -205,7 +207,8 @@ class ScenarioId(Worded):
     @property
     def is_state(self) -> bool:
         """One of the run's states (docs/health.md, "One run, one story"): exactly one holds at a
-        time. The others (truncation, length collapse, low diversity) are findings beside it."""
+        time. The others (truncation, length collapse, low diversity, off-policy drift) are
+        findings beside it."""
         return self not in _FINDINGS
 
     @property
@@ -216,7 +219,13 @@ class ScenarioId(Worded):
 
 
 _FINDINGS = frozenset(
-    {ScenarioId.TRUNCATION, ScenarioId.LENGTH_COLLAPSE, ScenarioId.LOW_DIVERSITY, ScenarioId.WATCH}
+    {
+        ScenarioId.TRUNCATION,
+        ScenarioId.LENGTH_COLLAPSE,
+        ScenarioId.LOW_DIVERSITY,
+        ScenarioId.OFF_POLICY,
+        ScenarioId.WATCH,
+    }
 )
 
 
@@ -245,6 +254,7 @@ _SCENARIO_TITLES = {
     ScenarioId.TRUNCATION: "Truncation",
     ScenarioId.LENGTH_COLLAPSE: "Length collapse",
     ScenarioId.LOW_DIVERSITY: "Low diversity",
+    ScenarioId.OFF_POLICY: "Off-policy drift",
     ScenarioId.SATURATED: "Saturated (late stage)",
     ScenarioId.WATCH: "Watch",
     ScenarioId.WARMING_UP: "Warming up",

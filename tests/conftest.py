@@ -46,6 +46,7 @@ SLOW_MODULES = {
     "test_distribution_snapshots.py": "SVG snapshots",
     "test_board_snapshots.py": "SVG snapshots",
     "test_one_judgement.py": "every corpus run and simulated scenario",
+    "test_mcp.py": "a real `grpo-tui mcp` per test, driven by the mcp client; a run followed live",
     # the Textual pilot modules: a real app per test (the full suite and CI run them)
     "test_ui_completions.py": "Textual pilots",
     "test_ui_app.py": "Textual pilots",
@@ -69,6 +70,8 @@ SLOW_TESTS = {
     "test_every_pane_shows_the_verdict_line": "a real app per pane",
     "test_a_run_going_wrong": "a real app, live",
     "test_every_pane_of_the_live_monitor_is_inert": "a real app per pane",
+    "test_remote_samples_are_local_samples": "a real sshd",
+    "test_same_setting_seeds_are_rarely_called_apart": "48 simulated runs",
 }
 
 

@@ -547,3 +547,44 @@ class TestNothingOutlivesIt:
             assert signal.SIGHUP not in watch_stop_signals()
         finally:
             signal.signal(signal.SIGHUP, previous)
+
+
+class TestDiagnosisFailure:
+    """A judge that fails is said on stderr once: watch never goes quiet about it."""
+
+    def test_a_failing_diagnosis_is_told_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from grpo_tui.health.diagnose import LiveJudge
+
+        def broken(self: LiveJudge, run: Any) -> Any:
+            raise RuntimeError("judge broke")
+
+        monkeypatch.setattr(LiveJudge, "judge", broken)
+        run = tmp_path / "runs" / LENGTH_HACK.name
+        log = GrowingLog(LENGTH_HACK, run, PIECES)
+        log.write()
+        warnings: list[str] = []
+        watch = Watch(
+            [run],
+            AlertSettings(),
+            Rules(),
+            emit=lambda event: None,
+            warn=warnings.append,
+            watch_files=False,
+            diagnosis_interval=0.0,
+        )
+        watch.start()
+        try:
+            follow_until(
+                watch, lambda: watch.runs[0].session.diagnosis_error is not None, "a failed try"
+            )
+            log.write()
+            reads = watch.runs[0].reader.reads
+            follow_until(watch, lambda: watch.runs[0].reader.reads >= reads + 2, "another read")
+            for _ in range(5):
+                watch.step(0.05)
+        finally:
+            watch.stop()
+        failed = [w for w in warnings if "diagnosis failed" in w]
+        assert failed == [f"{LENGTH_HACK.name}: diagnosis failed: RuntimeError: judge broke"]

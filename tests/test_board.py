@@ -400,6 +400,21 @@ class TestCompareCore:
         assert [s.index for s in series] == [0, 1]
         assert all(np.isfinite(s.values).all() for s in series)
 
+    def test_each_run_against_the_first_on_its_task_reward(
+        self, judged: Board, shared_sweep: Path
+    ) -> None:
+        """The redteam run's sparse reward against the GSM8K run that collapsed: other
+        rewards, said so; 0.75 apart over the steps both logged, beyond noise."""
+        first, second = (RunRef(shared_sweep / name) for name in SWEEP[:2])
+        comparison = compare_runs(judged.to_compare([first, second]), Rules(), 40)
+        (reward,) = comparison.rewards
+        assert (reward.index, reward.against, reward.run) == (1, *SWEEP[:2])
+        (reading,) = reward.readings
+        assert reading.describe(("run 1", "run 2")) == (
+            "task reward (across different rewards): run 2 above run 1 by 0.75 ± 0.15 over "
+            "steps 5–100: beyond noise (about 40 steps at this noise tell it)"
+        )
+
     def test_the_overlay_is_drawn_on_whole_step_ticks(self, judged: Board) -> None:
         runs = judged.to_compare(judged.refs[:2])
         series = overlay_series(runs, "reward", 40)
@@ -426,6 +441,8 @@ class TestCompareScreen:
             screen = app.screen
             assert isinstance(screen, CompareScreen)
             assert screen.metric_rows[:2] == ["reward", "reward"]
+            # each run after the first against it, in core's words with the runs' marks
+            assert "task reward" in screen_text(app) and "run 2 " in screen_text(app)
             await pilot.press("enter")
             await wait_until(pilot, lambda: isinstance(app.screen, OverlayScreen), what="chart")
             overlay = app.screen

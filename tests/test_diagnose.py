@@ -979,11 +979,12 @@ def test_verdicts_that_begin_together_keep_one_order_in_every_process() -> None:
         for seed in range(4)
     }
     assert len(orders) == 1
-    # the four findings, and one state: never two at once (the worst, a blow-up)
+    # the five findings, and one state: never two at once (the worst, a blow-up)
     assert orders.pop().split() == [
         "length_collapse",
         "truncation",
         "low_diversity",
+        "off_policy",
         "watch",
         "too_aggressive",
     ]

@@ -199,8 +199,9 @@ class TestTensorBoardTags:
         assert sources["learning_rate"] == "lr"
         assert sources["eval_reward"] == "validation/accuracy"
         assert sources["frac_reward_zero_std"] == ZERO_SPREAD_KEY
-        # drift from the inference engine keeps its own name
-        assert {"token_mult_prob_error", "gen_kl_error"} <= set(sources)
+        # drift from the inference engine is an off-policy measure, never KL to the reference
+        assert sources["offpolicy/token_prob_error"] == "token_mult_prob_error"
+        assert sources["offpolicy/mismatch_kl"] == "gen_kl_error"
         last = run.store.last("clipped_ratio")
         assert last is not None and last[0] == 40.0 and last[1] == pytest.approx(0.9)
 

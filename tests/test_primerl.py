@@ -279,7 +279,9 @@ class TestARunInTheRealShape:
             np.testing.assert_array_equal(points.steps, [1, 2, 3, 4, 5])
         eval_points = store.points("eval_reward")
         assert eval_points.values.tolist() == [0.3] and eval_points.steps.tolist() == [2.0]
-        assert "mismatch_kl/all/mean" in store.names()  # not a KL to a reference: its own name
+        # not a KL to a reference: the off-policy mismatch (docs/health.md, "Off-policy drift")
+        assert store.source_key("offpolicy/mismatch_kl") == "mismatch_kl/all/mean"
+        assert "kl" not in store.names()
         assert "time" not in store.names()
 
 

@@ -195,6 +195,8 @@ def test_json_shape(sim_dirs: dict[str, Path]) -> None:
         "run",
         "notes",
         "history",
+        "checkpoints",
+        "prompts",
     }
     # the run's one state: its word and the block that shows it
     assert data["state"]["word"] in {s.word for s in LearningState}

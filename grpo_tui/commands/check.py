@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from grpo_tui.commands.headless import read_run
 from grpo_tui.commands.output import (
@@ -25,10 +25,11 @@ from grpo_tui.commands.rules_file import effective_rules
 from grpo_tui.context import RunContext
 from grpo_tui.files import lexists
 from grpo_tui.health.diagnose import Diagnosis, diagnose
-from grpo_tui.health.rules import rules_as_toml
+from grpo_tui.health.rules import Rules, rules_as_toml
 from grpo_tui.run.live import Run
 from grpo_tui.run.state import run_state
 from grpo_tui.sources.feed import SourceOptions
+from grpo_tui.views.check_since import render_since, since_to_json
 from grpo_tui.views.report import diagnosis_to_json, render_check
 from grpo_tui.vocabulary import RunState, Status
 
@@ -64,10 +65,12 @@ def check_command(
     given: RunContext | None = None,
     source: SourceOptions | None = None,
     verbose: bool = False,
+    since: float | None = None,
 ) -> int:
     """Diagnose the run at `path` once and print the verdict (human or JSON); see
     `exit_code` (and 4 for an unusable rules file). `given` fills what the run's files do
-    not say (`--max-completion-length`)."""
+    not say (`--max-completion-length`); `since`: only what changed after that step
+    (views/check_since.py)."""
     rules = effective_rules(rules_file)
     if rules is None:
         return EXIT_BAD_RULES
@@ -76,7 +79,12 @@ def check_command(
         run.given = given
     diagnosis = diagnose(run, rules)
     out = out or sys.stdout
-    if as_json:
+    if since is not None:
+        if as_json:
+            write_json(out, since_to_json(run, diagnosis, since, now=now))
+        else:
+            print_renderable(render_since(run, diagnosis, since, now=now), width=width, file=out)
+    elif as_json:
         write_json(out, diagnosis_to_json(run, diagnosis, now=now))
     else:
         print_renderable(
@@ -84,6 +92,23 @@ def check_command(
         )
     out.flush()
     return exit_code(run, diagnosis, now)
+
+
+def check_document(
+    path: Path,
+    rules: Rules,
+    *,
+    since: float | None = None,
+    source: SourceOptions | None = None,
+    now: float | None = None,
+) -> tuple[dict[str, Any], int]:
+    """`check --json`'s object for the run at `path` (`since`: `check --since --json`'s)
+    and the exit code `check` would give: what the MCP server's `check` tool answers."""
+    run = read_run(path, options=source)
+    diagnosis = diagnose(run, rules)
+    if since is not None:
+        return since_to_json(run, diagnosis, since, now=now), exit_code(run, diagnosis, now)
+    return diagnosis_to_json(run, diagnosis, now=now), exit_code(run, diagnosis, now)
 
 
 def rules_command(rules_file: Path | None) -> int:

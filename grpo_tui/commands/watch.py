@@ -50,6 +50,8 @@ class WatchedRun:
     session: Session
     reader: FollowLoop
     alerts: RunAlerts
+    #: the diagnosis error last told (a failing judge is said once, not at every try)
+    told_error: str | None = None
 
 
 class Watch:
@@ -122,6 +124,7 @@ class Watch:
             if job is not None:
                 session.diagnosed(job())
                 changed = True
+                self._tell_diagnosis_error(watched)
         looked = time.monotonic()
         if not changed and looked - self._observed_at < OBSERVE_S:
             return []
@@ -134,6 +137,15 @@ class Watch:
                 events.append(event)
                 self._emit(event)
         return events
+
+    def _tell_diagnosis_error(self, watched: WatchedRun) -> None:
+        """A diagnosis that failed is said on stderr once (no event can come from a run
+        that is not judged: silence would read as "nothing changed")."""
+        error = watched.session.diagnosis_error
+        if error is not None and error != watched.told_error:
+            run = printable(watched.alerts.detector.run)
+            self._warn(f"{run}: diagnosis failed: {printable(error)}")
+        watched.told_error = error
 
     def _queued(self, timeout: float) -> Iterator[tuple[int, Update | Notice]]:
         """What the readers sent, waiting up to `timeout` for the first of it."""

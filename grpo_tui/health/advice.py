@@ -64,6 +64,10 @@ class Advice(enum.Enum):
     TRAIN_LONGER = "Train longer, or with larger batches: the run ended before the reward's course was clear beyond its noise."
     LOG_MORE = "Log more often or train longer: the run ended before it logged enough points for a verdict."
     WATCH = "Keep watching reward_std, frac_reward_zero_std and the samples as the run goes on."
+    CHECK_ENGINE = "Check the sampler against the trainer: the same weights after every sync, the same dtype and kernels{in_parens}."
+    CORRECT_MISMATCH = "Correct for the mismatch: importance weights with a cap, or mask the sequences whose mismatch is too large (TRL vllm_importance_sampling_correction, verl rollout correction)."
+    BOUND_STALENESS = "Generate less far ahead (a lower async level, fewer rollouts in flight): rollouts fall further behind the weights they train."
+    STALE_BIAS = "Generate less far ahead, or allow more staleness with importance weights: dropping stale rollouts keeps the ones that finish fast, so what is trained on is not what the policy generates."
 
 
 def words(advice: Advice, context: RunContext, detail: str = "") -> str:

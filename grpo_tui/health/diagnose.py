@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.building import course as course_evidence
 from grpo_tui.health.checklist import QUESTIONS, checklist
+from grpo_tui.health.checkpoints import advise
 from grpo_tui.health.findings import BANDED, Findings, find
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note
@@ -63,7 +64,12 @@ __all__ = [
 
 def diagnose(run: Run, rules: Rules) -> Diagnosis:
     """The whole run judged the way the live panel judges it (replayed, steady)."""
-    return _replay(VerdictTracker(rules), snapshot(run), rules)
+    return _with_checkpoints(run, _replay(VerdictTracker(rules), snapshot(run), rules))
+
+
+def _with_checkpoints(run: Run, steady: Diagnosis) -> Diagnosis:
+    """The steady diagnosis with the checkpoint answers it implies (health/checkpoints.py)."""
+    return replace(steady, checkpoints=advise(run, steady))
 
 
 def _replay(tracker: VerdictTracker, snap: RunSnapshot, rules: Rules) -> Diagnosis:
@@ -100,7 +106,7 @@ class LiveJudge:
             self._started = True
         # the history at first, later the replay moments the new lines passed (one, or none,
         # for a line at a time; many when a buffered console dumps a burst)
-        return _replay(self._tracker, snap, self.rules)
+        return _with_checkpoints(run, _replay(self._tracker, snap, self.rules))
 
 
 def diagnose_snapshot(
@@ -332,6 +338,11 @@ def _as_shown(
             if metric in cited and getattr(staying, field) is not None
         }
         f = replace(f, **swap) if swap else f
+        # ...and a metric judged among the others (off-policy drift's, health/offpolicy.py)
+        others = {
+            name: staying.others[name] for name in cited & f.others.keys() & staying.others.keys()
+        }
+        f = replace(f, others={**f.others, **others}) if others else f
     length, collapse = f.length, f.collapse
     if length is not None and collapse is not None and collapse.zone.badness > length.zone.badness:
         # a collapse to short outputs is not a normal length, whatever the cap says (the

@@ -30,11 +30,13 @@ from grpo_tui.health.series import RunSnapshot, SeriesView
 from grpo_tui.health.verdict import Note, Window, num, pct, value_range
 from grpo_tui.vocabulary import Zone
 
-#: TRL's importance-sampling ratio between the trainer's policy and vLLM's sampler. Its
-#: mean stays near 1 while many tokens sit far outside the band, so the per-batch minimum
-#: is judged where it is logged (TRL caps the ratio from above, so `/max` cannot run off)
-IS_RATIO_MEAN = "sampling/importance_sampling_ratio/mean"
-IS_RATIO_MIN = "sampling/importance_sampling_ratio/min"
+#: the importance-sampling ratio between the trainer's policy and the sampler's (TRL's
+#: `sampling/importance_sampling_ratio/*`, verl's `rollout_corr/rollout_is_*`: the adapters
+#: map them). Its mean stays near 1 while many tokens sit far outside the band, so the
+#: per-batch minimum is judged where it is logged (TRL caps the ratio from above, so `/max`
+#: cannot run off)
+IS_RATIO_MEAN = "offpolicy/is_ratio_mean"
+IS_RATIO_MIN = "offpolicy/is_ratio_min"
 
 #: the Findings field that holds each banded metric's judgement, in display order
 BANDED = {

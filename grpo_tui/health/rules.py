@@ -56,6 +56,11 @@ FALSE_ALARM_RATES: dict[str, str] = {
     "truncation": "measured 0/1920 at 4×8 and at 1×8",
     "length_collapse": "measured 0/1920 at 4×8 and at 1×8",
     "low_diversity": "measured 0/1920 at 4×8 and at 1×8",
+    "off_policy": (
+        "not measured on the simulator (it logs no off-policy keys); of the corpus's 9 runs "
+        "that log a mismatch, named on the 2 whose mismatch passed ln 1.05 (the lr 1e-4 "
+        "blow-up, the rho 0.5 run), at no replayed moment of the 7 others"
+    ),
 }
 
 
@@ -182,6 +187,14 @@ def _default_zones() -> dict[str, ZoneBounds]:
         "samples/cut_off": ZoneBounds(caution_above=0.1, bad_above=0.5),
         # completions of at most one token: no answer, whatever the run's own history says
         "samples/one_token": ZoneBounds(caution_above=0.1, bad_above=SampleRules().one_token_share),
+        # the sampler against the trainer (docs/health.md, "Off-policy drift"): NeMo-RL flags
+        # its token_mult_prob_error above 1.05 (grpo.py:3661); a mean |Δlogp| above ln 1.05
+        # makes that error above 1.05 for certain (Jensen); verl's FAQ calls a mean
+        # probability difference above 0.01 a precision problem. Caution only: the trainers
+        # themselves warn, and correct with importance weights
+        "offpolicy/token_prob_error": ZoneBounds(caution_above=1.05),
+        "offpolicy/logp_diff_mean": ZoneBounds(caution_above=round(math.log(1.05), 4)),
+        "offpolicy/prob_diff_mean": ZoneBounds(caution_above=0.01),
     }
 
 
@@ -347,6 +360,36 @@ class BlowUpRules:
 
 
 @dataclass(frozen=True, slots=True)
+class OffPolicyRules:
+    """The sampler's policy against the trainer's: a mismatch or a staleness that grows
+    (docs/health.md, "Off-policy drift"; the levels each trainer flags are zones)."""
+
+    growth_factor: float = 2.0
+    """A mismatch grows when its late level is beyond its noise above the early one and at
+    least this many times it (for token_mult_prob_error, its excess over 1)..."""
+    token_prob_error_floor: float = 1.02
+    """...and token_mult_prob_error's late level is at least this (NeMo-RL's GRPO guide: an
+    upward trend past ~1–2 % is usually a problem)..."""
+    logp_diff_floor: float = 0.0198
+    """...a mean |Δlogp| at least this (ln 1.02: the same 2 % on the log scale)..."""
+    prob_diff_floor: float = 0.005
+    """...a mean |Δp| (verl) at least this (verl's FAQ: normally below 0.005)..."""
+    mismatch_kl_floor: float = 0.001
+    """...a KL(sampler ‖ trainer) at least this (NeMo-RL's guide: below 1e-3 is acceptable)."""
+    staleness_growth: float = 1.0
+    """Staleness grows when its late level is beyond its noise and at least this many policy
+    versions above the early one, and growth_factor times it."""
+    dropped_share: float = 0.3
+    """Stale rollouts dropped on at least this share of the recent window's steps..."""
+    bias_reward_fraction: float = 0.05
+    """...while the trained-on rollouts' reward differs from every generated one's by at least
+    this share of the reward's range, beyond noise..."""
+    bias_length_fraction: float = 0.1
+    """...or their mean length by at least this share of the generated length: dropping
+    stale rollouts biases what is trained on."""
+
+
+@dataclass(frozen=True, slots=True)
 class LearningRules:
     """ "Not learning" as a bounded claim: the rise of the task reward (the reward, when no
     task reward is named) since its start is bounded below an amount that matters, by a
@@ -464,6 +507,8 @@ class Rules:
     """Entropy explosion."""
     blow_up: BlowUpRules = field(default_factory=BlowUpRules)
     """Policy collapse."""
+    offpolicy: OffPolicyRules = field(default_factory=OffPolicyRules)
+    """Off-policy drift."""
     learning: LearningRules = field(default_factory=LearningRules)
     """"Not learning" as a bounded claim."""
     steady: SteadyRules = field(default_factory=SteadyRules)

@@ -25,6 +25,9 @@ returns the `Scenario` when any fired. The rules, in words:
 - **Length collapse**: the length fell far below its early level to short outputs.
 - **Low diversity**: entropy near 0, completions of a group nearly identical, every
   completion of a step the same length.
+- **Off-policy drift** (health/offpolicy.py): the sampler's policy and the trainer's apart,
+  a mismatch or staleness grown beyond noise or in a band a trainer flags, or stale
+  rollouts dropped while what is trained on differs from what was generated.
 - **Healthy**: the reward rises with its spread intact and nothing else holds.
 """
 
@@ -54,6 +57,7 @@ from grpo_tui.health.course import Phase
 from grpo_tui.health.findings import Findings
 from grpo_tui.health.judges import Judgement, window_of
 from grpo_tui.health.learning import not_learning
+from grpo_tui.health.offpolicy import off_policy
 from grpo_tui.health.rewards import SpreadKind
 from grpo_tui.health.samples import Getter, format_rate, overlap
 from grpo_tui.health.verdict import Evidence, Scenario, Window, finite_or_none, num, pct
@@ -681,5 +685,6 @@ RULES: tuple[tuple[ScenarioId, Callable[[Findings], Scenario | None]], ...] = (
     (ScenarioId.TRUNCATION, truncation),
     (ScenarioId.LENGTH_COLLAPSE, length_collapse),
     (ScenarioId.LOW_DIVERSITY, low_diversity),
+    (ScenarioId.OFF_POLICY, off_policy),
     (ScenarioId.SATURATED, saturated),
 )

@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grpo_tui.numbers import format_step
 from grpo_tui.vocabulary import Answer, Direction, LearningState, ScenarioId, Severity, Status, Zone
+
+if TYPE_CHECKING:
+    from grpo_tui.health.checkpoints import CheckpointAdvice
 
 # -- public result types -------------------------------------------------------------
 
@@ -177,6 +180,9 @@ class Diagnosis:
     lead: ScenarioId | None = field(default=None, compare=False)
     """The block the headline led with before: among blocks of the worst severity it keeps
     the lead (a finding escalating beside the state does not swap the headline)."""
+    checkpoints: CheckpointAdvice | None = field(default=None, compare=False, repr=False)
+    """Which checkpoint to go back to and which to keep (health/checkpoints.py), filled
+    once the steady diagnosis of a whole run is known (None for a moment of a replay)."""
 
     def scenario(self, scenario_id: ScenarioId) -> Scenario | None:
         return next((s for s in self.scenarios if s.id is scenario_id), None)

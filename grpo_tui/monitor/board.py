@@ -131,6 +131,9 @@ class BoardRow(_SlowParts):
     troubled: bool
     #: the newest worsening event since the run was last opened ("" none): a marker
     alert: str = ""
+    #: which checkpoint to go back to and which to keep, in one line (the diagnosis's
+    #: health/checkpoints.py answer; "" before it is judged)
+    checkpoints: str = ""
 
     @property
     def rank(self) -> int:
@@ -241,7 +244,14 @@ def board_row(
         data_time=run.last_data_time,
         troubled=state in (RunState.UNREADABLE, RunState.STALLED, RunState.STOPPED),
         **vars(parts),
+        checkpoints=checkpoint_words(diagnosis),
     )
+
+
+def checkpoint_words(diagnosis: Diagnosis | None) -> str:
+    """The checkpoint answer the diagnosis carries, as the board's detail line says it."""
+    advice = diagnosis.checkpoints if diagnosis is not None else None
+    return printable(f"checkpoints: {advice.headline}") if advice and advice.headline else ""
 
 
 #: logged durations of one step a rate is read from when the run logs no speed (TRL's

@@ -1,5 +1,6 @@
 """Runs side by side: each metric with one row per run on one step axis, the settings that
-differ, and each run's points of one metric for a chart that overlays them.
+differ, each run's task reward against the first run's (beyond noise or not), and each
+run's points of one metric for a chart that overlays them.
 
 What a sweep is for: eight runs that differ in a learning rate or a β, compared where
 they differ. The step axis is shared (the span from the first run's first step to the
@@ -18,7 +19,9 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from grpo_tui.context import RunContext
+from grpo_tui.health.difference import Reading, compare_rewards
 from grpo_tui.health.rules import Rules
+from grpo_tui.health.series import snapshot
 from grpo_tui.health.verdict import Diagnosis
 from grpo_tui.health.zones import zone_of_values
 from grpo_tui.numbers import format_value
@@ -75,6 +78,17 @@ class SettingDifference:
 
 
 @dataclass(frozen=True)
+class RewardComparison:
+    """One run's task reward (and eval) against the first run's (health/difference.py)."""
+
+    #: the run compared, and the run it is compared with (the first), by index and name
+    index: int
+    run: str
+    against: str
+    readings: tuple[Reading, ...]
+
+
+@dataclass(frozen=True)
 class Comparison:
     runs: tuple[ComparedRun, ...]
     #: the steps the shared axis spans (None when no run has a step yet)
@@ -82,6 +96,8 @@ class Comparison:
     last_step: float | None
     metrics: tuple[ComparedMetric, ...]
     differences: tuple[SettingDifference, ...]
+    #: every run after the first against the first: is it better, or is that seed noise
+    rewards: tuple[RewardComparison, ...] = ()
 
 
 def logging_stride(run: Run) -> float:
@@ -145,6 +161,22 @@ def setting_differences(contexts: Sequence[RunContext]) -> list[SettingDifferenc
     return differences
 
 
+def reward_comparisons(runs: Sequence[RunToCompare], rules: Rules) -> tuple[RewardComparison, ...]:
+    """Each run after the first against the first (the baseline: the run marked first on
+    the board, the first PATH of `check --compare`), on its task reward and its eval."""
+    if len(runs) < 2:
+        return ()
+    snaps = [snapshot(r.run) for r in runs]
+    first = runs[0].name
+    return tuple(
+        RewardComparison(
+            index, r.name, first, tuple(compare_rewards(snaps[0], snap, (first, r.name), rules))
+        )
+        for index, (r, snap) in enumerate(zip(runs, snaps, strict=True))
+        if index > 0
+    )
+
+
 def compare_runs(runs: Sequence[RunToCompare], rules: Rules, cells: int) -> Comparison:
     """The runs side by side in `cells` cells per row: every metric any of them logs, in
     the grid's order, one line per run that logs it."""
@@ -169,6 +201,7 @@ def compare_runs(runs: Sequence[RunToCompare], rules: Rules, cells: int) -> Comp
         last_step=float(edges[-1]) if edges.size else None,
         metrics=tuple(metrics),
         differences=tuple(setting_differences([r.run.context for r in runs])),
+        rewards=reward_comparisons(runs, rules),
     )
 
 

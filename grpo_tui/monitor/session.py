@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING
 
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis
+from grpo_tui.run.completions.ledger import LedgerReport
 from grpo_tui.run.follow import FollowLoop, RunFollower
 from grpo_tui.run.live import Run
 from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.update import Update
 from grpo_tui.untrusted import printable
+from grpo_tui.views.prompts import ledger_of
 
 if TYPE_CHECKING:
     from grpo_tui.health.diagnose import LiveJudge
@@ -101,6 +103,8 @@ class DiagnosisResult:
     diagnosis: Diagnosis | None
     seconds: float
     error: str | None = None
+    #: the prompt ledger read with it (None: no completions followed)
+    prompts: LedgerReport | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,9 @@ class DiagnosisJob:
             release_free_memory()
         except Exception as exc:
             diagnosis, error = None, f"{type(exc).__name__}: {exc}"
-        return DiagnosisResult(self.version, diagnosis, self.clock() - started, error)
+        # read in this thread with the diagnosis: every prompt's record is looked at
+        prompts = ledger_of(self.run)
+        return DiagnosisResult(self.version, diagnosis, self.clock() - started, error, prompts)
 
 
 class Session:
@@ -145,6 +151,8 @@ class Session:
         self.clock = clock
         self.diagnosis: Diagnosis | None = None
         self.diagnosis_error: str | None = None
+        #: which prompts are learning, read with the diagnosis shown (ledger.py)
+        self.prompts: LedgerReport | None = None
         self.paused = False
         self._post = post
         #: updates read before the screen is mounted, for its first frame (None once it is:
@@ -294,6 +302,7 @@ class Session:
         self._diagnoses.done(result.seconds)
         self.diagnosis_error = result.error
         self.diagnosis = result.diagnosis  # None when it failed: the error is shown instead
+        self.prompts = result.prompts
         return None if self.paused else self._apply_held()
 
     # -- what the views show ------------------------------------------------------------

@@ -19,6 +19,7 @@ from grpo_tui.run.memory import release_free_memory
 from grpo_tui.run.metrics import MetricStore
 from grpo_tui.run.sample_series import SamplePlacer
 from grpo_tui.run.update import Update
+from grpo_tui.sources.checkpoints import CheckpointListing
 from grpo_tui.sources.feed import FeedStatus
 from grpo_tui.sources.records import BadLine, Batch
 from grpo_tui.sources.stop_lines import StopLine
@@ -113,6 +114,12 @@ class Run:
     def notes(self) -> list[str]:
         """What else is wrong with the run's files (a malformed args.json, a skipped file)."""
         return self.status.notes
+
+    @property
+    def checkpoints(self) -> CheckpointListing | None:
+        """The run's checkpoints on disk and what its trainer said about saving them, as
+        plain data (None: its format keeps none grpo-tui knows of)."""
+        return self.status.checkpoints
 
     @property
     def reading(self) -> tuple[int, int] | None:

@@ -19,7 +19,15 @@ text and its rewards are text.py; writer.py steps through the run and writes its
 """
 
 from grpo_tui.sim.scenarios import SCENARIO_REGIMES, SCENARIOS, Regime, regime_at
-from grpo_tui.sim.writer import SPIKE_METRICS, LiveSimulator, SimConfig, format_time, write_run
+from grpo_tui.sim.writer import (
+    DEMO_PROMPT_POOL,
+    SPIKE_METRICS,
+    LiveSimulator,
+    SimConfig,
+    format_time,
+    write_run,
+)
 
-__all__ = ["SCENARIOS", "SCENARIO_REGIMES", "SPIKE_METRICS", "LiveSimulator", "Regime"]
+__all__ = ["DEMO_PROMPT_POOL", "SCENARIOS", "SCENARIO_REGIMES", "SPIKE_METRICS", "LiveSimulator"]
+__all__ += ["Regime"]
 __all__ += ["SimConfig", "format_time", "regime_at", "write_run"]

@@ -72,6 +72,10 @@ class SimConfig:
     model: str = "Qwen/Qwen2.5-1.5B-Instruct"
     """Model id written to args.json."""
     use_wall_clock: bool = False
+    prompt_pool: int = 0
+    """Training prompts iterated in order, epoch after epoch, each with its own fixed
+    difficulty (the demo's: prompts come back, so the prompt ledger has visits to follow);
+    0 draws a new prompt every time (the runs the tests pin)."""
     """Name the run dir after the current time (live demo) instead of a seed-derived one."""
     spikes: tuple[tuple[str, float, float], ...] = ()
     """Isolated spikes: (metric as logged, t, factor). The first train line logged at or
@@ -88,6 +92,8 @@ class SimConfig:
             raise ValueError("max_steps, logging_steps, num_generations, prompts_per_step: >= 1")
         if self.max_completion_length < 32 or self.eval_prompts < 1 or self.eval_steps < 0:
             raise ValueError("max_completion_length >= 32, eval_prompts >= 1, eval_steps >= 0")
+        if self.prompt_pool < 0:
+            raise ValueError("prompt_pool: >= 0 (0: a new prompt every draw)")
         for metric, t, factor in self.spikes:
             if metric not in SPIKE_METRICS:
                 raise ValueError(f"spike metric {metric!r}: one of {', '.join(SPIKE_METRICS)}")
@@ -105,6 +111,11 @@ SPIKE_METRICS: tuple[str, ...] = (
 """Train-line keys a SimConfig spike may multiply: the loss-side ones. Rollout metrics
 (reward, lengths...) are computed from the completions.jsonl line, which a spike on them
 would contradict."""
+
+
+#: the demo's training set: 96 prompts (12 batches of 8) iterated epoch after epoch, so a
+#: 300-step demo logs each batch about 5 times and the prompt ledger has visits to follow
+DEMO_PROMPT_POOL = 96
 
 
 _PARAMETER_INFO = (
@@ -220,6 +231,10 @@ class _Simulation:
         self.spec = _SCENARIO_SPECS[cfg.scenario]
         self.rng = np.random.default_rng(cfg.seed)
         self.eval_set = [self._draw_prompt() for _ in range(cfg.eval_prompts)]  # fixed eval set
+        # the training set, when iterated: drawn from a generator of its own, so a pool
+        # of any size leaves the main stream's draws (the eval set's first) as they were
+        pool_rng = np.random.default_rng([cfg.seed, 1])
+        self.pool = [self._draw_prompt(pool_rng) for _ in range(cfg.prompt_pool)]
         self.clock = 0.0  # simulated seconds since training started
         self.memory = 0.0
         self.losses: list[float] = []
@@ -245,9 +260,19 @@ class _Simulation:
             return self.spec.first_step
         return _policy_at(self.cfg.scenario, step / self.cfg.max_steps)
 
-    def _draw_prompt(self) -> _Prompt:
+    def _draw_prompt(self, rng: np.random.Generator | None = None) -> _Prompt:
+        rng = self.rng if rng is None else rng
         sd = self.spec.group_sd
-        return _make_problem(self.rng), float(self.rng.normal(0, sd)), float(self.rng.normal(0, sd))
+        return _make_problem(rng), float(rng.normal(0, sd)), float(rng.normal(0, sd))
+
+    def _train_prompts(self, step: int) -> list[_Prompt]:
+        """The prompts of the rollout at `step`: the pool's next ones (epoch after epoch)
+        when the run iterates a pool, else new draws."""
+        count = self.cfg.prompts_per_step
+        if not self.pool:
+            return [self._draw_prompt() for _ in range(count)]
+        start = (step - 1) * count
+        return [self.pool[(start + i) % len(self.pool)] for i in range(count)]
 
     @property
     def batch_rows(self) -> int:
@@ -293,7 +318,9 @@ class _Simulation:
 
     def _call(self, raw: dict[str, Any], step: int) -> _LogCall:
         """Record a log call: raw item into log_history, rounded line + progress to disk."""
-        raw["epoch"] = step * self.cfg.prompts_per_step / self.cfg.dataset_size
+        raw["epoch"] = (
+            step * self.cfg.prompts_per_step / (self.cfg.prompt_pool or self.cfg.dataset_size)
+        )
         self.history.append({**raw, "step": step})
         batch = self.deque
         return _LogCall(
@@ -316,8 +343,7 @@ class _Simulation:
         out: dict[str, float] = {}
         rollout_step = step - (step - 1) % self.spec.num_iterations
         if rollout_step > last_log:  # a rollout happened in this window
-            prompts = [self._draw_prompt() for _ in range(self.cfg.prompts_per_step)]
-            batch = self._rollout_at(rollout_step, prompts)
+            batch = self._rollout_at(rollout_step, self._train_prompts(rollout_step))
             out.update(_rollout_metrics(batch, self.cfg.num_generations))
         for key in window[0]:
             if key not in ("loss", "grad_norm"):
@@ -433,7 +459,7 @@ def _args(cfg: SimConfig, run_dir: Path) -> dict[str, Any]:
         "rlhf_type": "grpo",
         "tuner_type": "full",
         "torch_dtype": "bfloat16",
-        "dataset": [f"sim/arithmetic#{cfg.dataset_size}"],
+        "dataset": [f"sim/arithmetic#{cfg.prompt_pool or cfg.dataset_size}"],
         "val_dataset": [f"sim/arithmetic-eval#{cfg.eval_prompts}"],
         "max_length": 2048,
         "max_completion_length": cfg.max_completion_length,

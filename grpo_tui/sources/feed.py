@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.context import RunContext
+from grpo_tui.sources.checkpoints import CheckpointLister, CheckpointListing
 from grpo_tui.sources.console import ConsoleReader
 from grpo_tui.sources.context import (
     ArgsError,
@@ -103,6 +104,9 @@ class FeedStatus:
     log_name: str | None = None
     #: the console files beside the metrics read for the lines that end runs (`inspect`)
     stop_logs: list[str] = field(default_factory=list)
+    #: the run's checkpoints on disk and its saving schedule (sources/checkpoints.py),
+    #: listed when the run folder is looked at again; None when its format keeps none known
+    checkpoints: CheckpointListing | None = None
 
     def signature(self) -> tuple[object, ...]:
         """What a consumer shows of the status, as one comparable value (a new signature
@@ -121,6 +125,7 @@ class FeedStatus:
             self.lines_read,
             self.stop,
             self.log_time,
+            self.checkpoints,
         )
 
     def snapshot(self) -> FeedStatus:
@@ -155,6 +160,7 @@ class RunFeed:
         self._stops = StopTracker()
         self._stop_logs: dict[Path, StopLog] = {}
         self._metrics_stops: StopScanner | None = None
+        self._checkpoints = CheckpointLister()
 
     # -- public ----------------------------------------------------------------------
     def read(self, max_bytes: int = DEFAULT_CHUNK) -> tuple[Batch, bool]:
@@ -230,6 +236,13 @@ class RunFeed:
             layout = replace(layout, completions=completions_in(self.options.completions))
         self.status.unreadable = layout.problem or None
         self._find_stop_logs(layout)
+        self.status.checkpoints = self._checkpoints.listing(
+            ADAPTERS.get(layout.adapter or ""),
+            layout.run_dir,
+            layout.metrics_file,
+            given=self.path,
+            args_file=layout.args_file,
+        )
         if (
             current is not None
             and layout.metrics_file == current.metrics_file

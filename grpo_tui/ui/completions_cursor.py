@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grpo_tui.run.completions import Group
+from grpo_tui.run.completions.ledger import LINKED, Category
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,21 @@ def arrivals(groups: int, steps: int) -> str:
 def group_order(groups: Sequence[Group], *, zero_spread_only: bool) -> list[int]:
     """Positions of the groups the panel visits, in logged order."""
     return [i for i, group in enumerate(groups) if group.zero_spread or not zero_spread_only]
+
+
+def next_category(current: Category | None) -> Category | None:
+    """`c`: the next prompt-ledger category whose groups the panel shows, then all again."""
+    order: tuple[Category | None, ...] = (None, *LINKED)
+    return order[(order.index(current) + 1) % len(order)]
+
+
+def category_order(
+    visible: Sequence[int], categories: Sequence[Category | None], category: Category | None
+) -> list[int]:
+    """Of the visible groups, those whose prompt is in `category` (all when None)."""
+    if category is None:
+        return list(visible)
+    return [i for i in visible if i < len(categories) and categories[i] is category]
 
 
 def _rank_key(group: Group) -> tuple[float, float]:
@@ -67,6 +83,8 @@ class CompletionsCursor:
         self.following = True
         #: only groups whose completions all got the same reward (no advantage signal)
         self.zero_spread_only = False
+        #: only groups of prompts in this prompt-ledger category (`c`; None: every group)
+        self.category: Category | None = None
         #: batches that arrived since the place was held, and the groups in them
         self.new_entries = 0
         self.new_groups = 0

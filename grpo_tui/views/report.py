@@ -36,6 +36,7 @@ from grpo_tui.views.presentation import (
     status_word,
     table_metrics,
 )
+from grpo_tui.views.prompts import ledger_of, prompts_headline, prompts_json, prompts_lines
 from grpo_tui.vocabulary import LineKind, RunState, ScenarioId, StopKind, Zone
 
 SPARK_WIDTH = 24
@@ -203,6 +204,31 @@ def metrics_block(run: Run, diagnosis: Diagnosis, rules: Rules) -> list[Renderab
     return lines
 
 
+def prompts_block(run: Run) -> list[RenderableType]:
+    """Which prompts are learning (views/prompts.py): the answer, then its detail; nothing
+    before a train group was read."""
+    report = ledger_of(run)
+    if report is None or not report.prompts:
+        return []
+    lines: list[RenderableType] = [Text(""), Text("Prompts", style="bold underline")]
+    lines.append(Hanging("", Text(prompts_headline(report), style="bold"), indent=2))
+    lines += [Hanging("•", line, indent=4) for line in prompts_lines(report)]
+    return lines
+
+
+def checkpoints_block(diagnosis: Diagnosis) -> list[RenderableType]:
+    """Which checkpoint to go back to and which to keep (health/checkpoints.py): the
+    answer, then its numbers."""
+    advice = diagnosis.checkpoints
+    if advice is None or not advice.headline:
+        return []
+    lines: list[RenderableType] = [Text("Checkpoints", style="bold underline")]
+    lines.append(Hanging("", Text(advice.headline, style="bold"), indent=2))
+    lines += [Hanging("•", line, indent=4) for line in advice.lines]
+    lines.append(Text(""))
+    return lines
+
+
 def render_check(
     run: Run,
     diagnosis: Diagnosis,
@@ -242,7 +268,9 @@ def render_check(
                 for s, line in lines
             ]
     parts.append(Text(""))
+    parts.extend(checkpoints_block(diagnosis))
     parts.extend(checklist_block(diagnosis))
+    parts.extend(prompts_block(run))
     parts.append(Text(""))
     parts.extend(metrics_block(run, diagnosis, rules))
     return Group(*parts)
@@ -347,6 +375,10 @@ def diagnosis_to_json(
             }
             for c in diagnosis.checklist
         ],
+        # which checkpoint to go back to and which to keep (null: not judged)
+        "checkpoints": None if diagnosis.checkpoints is None else diagnosis.checkpoints.to_json(),
+        # which prompts are learning (the prompt ledger; null: no completions followed)
+        "prompts": prompts_json(ledger_of(run)),
         "metrics": {
             name: {
                 "zone": m.zone.word,

@@ -201,6 +201,21 @@ def analyse(rows: CompletionRows, group_size: int | None) -> Analysed:
     return Analysed(rows=rows, groups=groups, content_hash=content_hash(rows))
 
 
+def passing(analysed: Analysed, top: float, tolerance: float) -> list[tuple[str, int, int]]:
+    """Per group: (its prompt, completions that pass, completions with a known total). A
+    completion passes as an ALL PASS group's do: its total at `top` (the highest seen so
+    far, within `tolerance`) and not 0 on every reward function (ledger.py follows them)."""
+    rows = analysed.rows
+    totals = rows.totals.tolist()
+    zero = _scored_zero(rows)
+    out = []
+    for group in analysed.groups:
+        known = [i for i in group.rows if math.isfinite(totals[i])]
+        passed = sum(1 for i in known if abs(totals[i] - top) <= tolerance and not zero[i])
+        out.append((rows.prompts[group.rows[0]], passed, len(known)))
+    return out
+
+
 def tie_position(value: float, span: tuple[float, float] | None) -> tuple[bool, bool]:
     """(at bottom, at top) of `span`, the totals observed so far; neither while they are
     all equal or unknown."""

@@ -76,11 +76,15 @@ from grpo_tui.run.completions.entries import (
     step_key,
 )
 from grpo_tui.run.completions.groups import (
+    TIE_TOLERANCE,
     Analysed,
+    Group,
     analyse,
     build_group,
     group_contains,
+    passing,
 )
+from grpo_tui.run.completions.ledger import Category, LedgerReport, PromptLedger, Span
 from grpo_tui.run.completions.summary import StepTable, Tally, grown, tally, zero_spread_groups
 from grpo_tui.sources.completion_batches import BatchSource, JsonlBatches
 from grpo_tui.sources.records import BadLine, CompletionBatch, CompletionRows
@@ -163,6 +167,9 @@ class CompletionsIndex:
         self._total_min = math.inf
         self._total_max = -math.inf
         self._format_seen = False
+        #: every train prompt followed from visit to visit (ledger.py), fed as batches
+        #: are tallied
+        self._ledger = PromptLedger()
 
     # ----------------------------------------------------------------- reading
 
@@ -367,6 +374,10 @@ class CompletionsIndex:
             entry["slot"] = -1
             if slot >= 0:
                 self._fill(slot, {})
+                if entry["tallied"]:
+                    # its prompts' visits were train visits: the ledger takes them back
+                    analysed = self._load(index)
+                    self._ledger.drop(index, None if analysed is None else analysed.rows.prompts)
         return bool(chosen)
 
     def _tally(self, index: int, analysed: Analysed) -> None:
@@ -384,6 +395,7 @@ class CompletionsIndex:
         slot = int(entry["slot"])
         if slot >= 0:
             self._fill(slot, {index: done})
+            self._follow_prompts(index, analysed)
 
     def _assign_slot(self, index: int, step: str, key: tuple[float, bool], *, merge: bool) -> None:
         slot = self._step_map.get(step, key) if merge else None
@@ -410,6 +422,16 @@ class CompletionsIndex:
             if done is not None:
                 tallies.append(done)
         self._steps.fill(slot, tallies)
+
+    def _follow_prompts(self, index: int, analysed: Analysed) -> None:
+        """A train batch's groups into the prompt ledger, judged at the top seen so far."""
+        top = self._total_max
+        if not math.isfinite(top):
+            return  # no known total yet: nothing passes or fails
+        step = float(self._entries[index]["step"])
+        tolerance = TIE_TOLERANCE * max(1.0, abs(self._total_min), abs(top))
+        groups = passing(analysed, top, tolerance)
+        self._ledger.add(index, step if math.isfinite(step) else float(index), groups, top)
 
     # ----------------------------------------------------------------- reading again
 
@@ -617,6 +639,45 @@ class CompletionsIndex:
             return self._steps.summary(
                 self._good_lines, self._total_min, self._total_max, self._format_seen
             )
+
+    # ----------------------------------------------------------------- prompts
+
+    def _ledger_span(self) -> Span:
+        return Span(self._total_min, self._total_max)
+
+    def prompt_ledger(self) -> LedgerReport:
+        """Which prompts are learning, as of now (ledger.py): what every surface quotes."""
+        with self._locked():
+            for index in sorted(self._untallied):
+                if self._entries[index]["slot"] >= 0:
+                    self._ensure_tally(index)
+            return self._ledger.report(self._ledger_span())
+
+    def prompt_categories(self, groups: Sequence[Group]) -> list[Category | None]:
+        """The ledger's category of each group's prompt now (None: seen once, or eval)."""
+        with self._locked():
+            return self._ledger.categories([g.prompt for g in groups], self._ledger_span())
+
+    def category_neighbour(
+        self, current: int | None, category: Category, *, forward: bool
+    ) -> int | None:
+        """The next (or previous) entry holding a train visit of a prompt in `category`;
+        `current` None stands for the preview (every entry is before it)."""
+        with self._locked():
+            entries = self._ledger.entries(category, self._ledger_span())
+            if current is None:
+                return None if forward or not entries.size else int(entries[-1])
+            if forward:
+                later = entries[entries > current]
+                return int(later[0]) if later.size else None
+            earlier = entries[entries < current]
+            return int(earlier[-1]) if earlier.size else None
+
+    @property
+    def ledger_prompts(self) -> int:
+        """Prompt records the ledger holds (one per prompt: what bounds its memory)."""
+        with self._locked():
+            return len(self._ledger)
 
     # ----------------------------------------------------------------- bookkeeping
 

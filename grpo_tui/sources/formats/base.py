@@ -47,6 +47,22 @@ class TextParser(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointFolders:
+    """Where a framework keeps its checkpoints: folders named by the step they hold, at a
+    place relative to the run folder (sources/checkpoints.py lists them)."""
+
+    #: a checkpoint folder's whole name; its first group is the step it holds
+    pattern: re.Pattern[str]
+    #: where they sit, relative to the run folder ("" : in it); `{folder}` is the run
+    #: folder's name, `{stem}` the metrics file's name without its suffix (verl's file
+    #: logger writes `<project>/<experiment>.jsonl`, its checkpoints go to
+    #: `checkpoints/<project>/<experiment>/`)
+    under: tuple[str, ...] = ("",)
+    #: the trainer's source that names them (file and commit), for docs/formats.md
+    source: str = ""
+
+
 @dataclass(frozen=True, eq=False)
 class FormatAdapter:
     """One framework's vocabulary and files: which files it reads and how, which keys
@@ -110,6 +126,8 @@ class FormatAdapter:
     flavour: Callable[[Collection[str]], str | None] | None = None
     """The name of the tool on top of this framework that the logged keys show
     ("Unsloth"), or None; shown as "Unsloth (TRL)"."""
+    checkpoints: tuple[CheckpointFolders, ...] = ()
+    """Its kinds of checkpoint folder and where they sit (none known: nothing is listed)."""
 
     # -- canonical names -------------------------------------------------------------
     # cached per (adapter, key): adapters are module constants, so holding them costs

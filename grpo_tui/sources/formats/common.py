@@ -35,6 +35,16 @@ GRPO_ALIASES: dict[str, tuple[str, ...]] = {
         "zero_std/all_one_percentage",
         "zero_std/all_one_ratio",
     ),
+    # the sampler (vLLM) against the trainer, per completion token, where TRL's
+    # vllm_importance_sampling_correction is on (trl/trainer/grpo_trainer.py:2861–2893 in the
+    # 1.16.0 wheel; docs/health.md, "Off-policy drift"): |logp_trainer − logp_vLLM| (mean,
+    # max), and the importance ratio exp(logp_trainer − logp_vLLM) after TRL's cap (min,
+    # mean, max). Shared: a trainer built on TRL's logs them too, whatever format carries them
+    "offpolicy/logp_diff_mean": ("sampling/sampling_logp_difference/mean",),
+    "offpolicy/logp_diff_max": ("sampling/sampling_logp_difference/max",),
+    "offpolicy/is_ratio_mean": ("sampling/importance_sampling_ratio/mean",),
+    "offpolicy/is_ratio_min": ("sampling/importance_sampling_ratio/min",),
+    "offpolicy/is_ratio_max": ("sampling/importance_sampling_ratio/max",),
     "loss": ("loss",),
     "grad_norm": ("grad_norm",),
     "learning_rate": ("learning_rate",),

@@ -15,10 +15,11 @@ mean −log p of the sampled tokens, an estimate of the entropy. Validation keys
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter
 from grpo_tui.sources.formats.layout import Found, Probe, Reading, Tier, first_record, found_file
 
 NAME = "easyr1"
@@ -89,4 +90,13 @@ EASYR1 = FormatAdapter(
     flatten=flatten,
     claim=claim,
     find=find,
+    # `<trainer.save_checkpoint_path>/global_step_<N>/` (verl/trainer/ray_trainer.py:474,
+    # config.py:87 default `checkpoints/<project>/<experiment>`; read in a fork's copy,
+    # CyrilSterling/EasyR1@e31ff54): listed where the run folder or the folder given holds them
+    checkpoints=(
+        CheckpointFolders(
+            re.compile(r"global_step_(\d+)"),
+            source="EasyR1 (CyrilSterling/EasyR1 e31ff54) verl/trainer/ray_trainer.py:474",
+        ),
+    ),
 )

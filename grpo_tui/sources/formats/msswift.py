@@ -43,6 +43,7 @@ from grpo_tui.sources.formats.layout import (
     probe,
     scan,
 )
+from grpo_tui.sources.formats.trl import HF_CHECKPOINTS
 from grpo_tui.sources.formats.values import duration_column, percentage_column, wrapped_number
 
 NAME = "ms-swift"
@@ -144,6 +145,10 @@ MSSWIFT = FormatAdapter(
     ),
     claim=claim,
     find=find,
+    # the HF Trainer's `checkpoint-N` inside the `vN-…` folder, which is its output_dir
+    # (swift/trainers/mixin.py:550, swift/utils/utils.py:132 `add_version_to_work_dir`;
+    # read in a fork's copy, JensenYX/ms-swift-latent-reasoning@258ae85)
+    checkpoints=(HF_CHECKPOINTS,),
 )
 
 

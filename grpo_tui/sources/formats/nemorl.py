@@ -32,9 +32,9 @@ experience/rollouts.py:1064–1087):
   groups of n; with rewards outside {0, 1} the percentages say nothing of the spread. The
   three keys keep their own names too.
 - `token_mult_prob_error` (NeMo-RL flags it above 1.05, grpo.py:3661) and `gen_kl_error`
-  measure the inference engine against the trainer (off-policy drift), `probs_ratio*`
-  and `sampling_importance_ratio` the importance ratio: their own names, never KL to the
-  reference.
+  measure the inference engine against the trainer (off-policy drift: mapped to
+  `offpolicy/…` below), `probs_ratio*` and `sampling_importance_ratio` the importance
+  ratio (their own names): never KL to the reference.
 - `validation/accuracy` is the mean reward of the validation rollouts (grpo.py:3944–3981):
   the eval reward; `validation/avg_length` the eval length; other `validation/<k>` become
   `eval_<k>`.
@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.formats import nemorl_rollouts as rollouts
-from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES, merged_aliases
 from grpo_tui.sources.formats.layout import (
     BatchFolder,
@@ -107,6 +107,14 @@ NEMORL_ALIASES: dict[str, tuple[str, ...]] = {
     "completion_length_max": ("max_gen_tokens_per_sample",),
     "learning_rate": ("lr",),
     "frac_reward_zero_std": (ZERO_SPREAD_KEY,),
+    # the generation engine against the trainer (docs/health.md, "Off-policy drift"), at 7ea279a:
+    # mean over tokens of exp(|logp_gen − logp_train|) (nemo_rl/algorithms/loss/
+    # loss_functions.py:404–411; NeMo-RL itself plots a sample above 1.05, grpo.py:3661), and
+    # KL(P_gen ‖ P_train) with the configured estimator, k3 by default (:413–427); async GRPO's
+    # mean age of the trajectories trained on, in steps (grpo.py:4624, 5293)
+    "offpolicy/token_prob_error": ("token_mult_prob_error",),
+    "offpolicy/mismatch_kl": ("gen_kl_error",),
+    "offpolicy/staleness_mean": ("avg_trajectory_age",),
 }
 
 NEMORL_FAMILIES: tuple[tuple[str, str], ...] = (
@@ -303,4 +311,14 @@ NEMORL = FormatAdapter(
     settings=nemorl_settings,
     claim=claim,
     find=find,
+    # `<checkpointing.checkpoint_dir>/step_<N>/` (nemo_rl/utils/checkpoint.py:298 at
+    # NVIDIA-NeMo/RL 7ea279a; `tmp_step_<N>` while it is written, not a checkpoint yet);
+    # the example configs put it at `results/<algorithm>` apart from the logs: listed where
+    # the run folder or the folder given holds them
+    checkpoints=(
+        CheckpointFolders(
+            re.compile(r"step_(\d+)"),
+            source="NVIDIA-NeMo/RL 7ea279a nemo_rl/utils/checkpoint.py:298",
+        ),
+    ),
 )

@@ -24,8 +24,8 @@ the canonical metric is the first agent's (prime-rl logs agents sorted by name).
 
 What is not mapped, and why: prime-rl logs no reward standard deviation (its statistics
 are mean/max/min/p10/p90); `mismatch_kl/all/mean` is the KL between the inference
-engine's and the trainer's log-probabilities, not a KL to a reference model, so it keeps
-its name.
+engine's and the trainer's log-probabilities, not a KL to a reference model: it is the
+off-policy mismatch (`offpolicy/mismatch_kl`), never `kl`.
 
 The layout since prime-rl#3444 (merged 2026-08-31; src/prime_rl/monitors/file/monitor.py
 at ceb33a427ed6ba7fd18a92a61b44eabf5cfbd038): `FileMonitor` appends to
@@ -51,10 +51,11 @@ the values.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter
 from grpo_tui.sources.formats.layout import (
     CompletionsRef,
     Found,
@@ -107,6 +108,19 @@ PRIMERL_ALIASES: dict[str, tuple[str, ...]] = {
     "loss": ("loss/mean",),
     "grad_norm": ("optim/grad_norm",),
     "learning_rate": ("optim/lr",),
+    # off-policy (docs/health.md, "Off-policy drift"), at 559b447: the k3 estimate of
+    # KL(inference ‖ trainer), r − log r − 1 per token (trainer/rl/loss.py:100–106, logged as
+    # `mismatch_kl/all` statistics, train.py:510–512); the policy versions between the weights
+    # that generated each shipped rollout and those it trains (orchestrator.py:731–742,
+    # utils.py:57–69); queued rollouts dropped past max_off_policy_steps since the last ship
+    # (train_sink.py:166–205: cancelled, so in `all` and not in `effective`)
+    "offpolicy/mismatch_kl": ("mismatch_kl/all/mean",),
+    "offpolicy/staleness_mean": ("off_policy/mean",),
+    "offpolicy/staleness_max": ("off_policy/max",),
+    "offpolicy/stale_dropped": ("off_policy/dropped",),
+    # every rollout of the step, beside the shipped ones `reward` and `completion_length` read
+    "offpolicy/generated_reward": ("train/agg/all/reward/mean",),
+    "offpolicy/generated_length": ("train/agg/all/num_output_tokens/mean",),
 }
 
 #: (regex, template): the per-agent statistics (orchestrator/metrics.py `TraceMetrics`),
@@ -122,6 +136,9 @@ PRIMERL_FAMILIES: tuple[tuple[str, str], ...] = (
     # groups whose every rollout scored 0 / scored 1 (TraceMetrics.solve_rates)
     (_ALL + r"/solved_none", "samples/all_fail"),
     (_ALL + r"/solved_all", "samples/all_pass"),
+    # every rollout of the step, shipped or not (what the shipped ones are compared with)
+    (_ALL + r"/reward/mean", "offpolicy/generated_reward"),
+    (_ALL + r"/num_output_tokens/mean", "offpolicy/generated_length"),
     (r"eval/agg/effective/(?:[^/]+/)?avg@\d+", "eval_reward"),
     (r"eval/[^/]+/effective/(?:[^/]+/)?avg@\d+", "eval_reward"),
 )
@@ -253,4 +270,13 @@ PRIMERL = FormatAdapter(
     flatten=flatten,
     claim=claim,
     find=find,
+    # `<output_dir>/checkpoints/step_<N>/` (src/prime_rl/utils/pathing.py:97-114
+    # `get_ckpt_dir`, `get_step_path` at PrimeIntellect-ai/prime-rl 559b447)
+    checkpoints=(
+        CheckpointFolders(
+            re.compile(r"step_(\d+)"),
+            under=("checkpoints",),
+            source="PrimeIntellect-ai/prime-rl 559b447 src/prime_rl/utils/pathing.py:97-114",
+        ),
+    ),
 )

@@ -31,7 +31,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from grpo_tui.sources.formats.base import FormatAdapter, TextDict
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter, TextDict
 from grpo_tui.sources.formats.layout import Reading, console_files
 from grpo_tui.sources.formats.tb_trainers import tensorboard_files
 
@@ -129,6 +129,15 @@ ROLL_CONSOLE = FormatAdapter(
     parser=RollConsoleParser,
     claim=console_claim,
     find=console_find,
+    # `<output_dir>/pipeline/checkpoint-<N>/` (roll/pipeline/base_pipeline.py:122-123 at
+    # alibaba/ROLL 8eb27cc)
+    checkpoints=(
+        CheckpointFolders(
+            re.compile(r"checkpoint-(\d+)"),
+            under=("", "pipeline"),
+            source="alibaba/ROLL 8eb27cc roll/pipeline/base_pipeline.py:122-123",
+        ),
+    ),
 )
 ROLL_TENSORBOARD = replace(
     ROLL_CONSOLE,

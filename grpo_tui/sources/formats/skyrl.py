@@ -32,7 +32,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from grpo_tui.sources.formats.base import FormatAdapter, TextDict
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter, TextDict
 from grpo_tui.sources.formats.console import read_dict_repr, salvage_cut_dict
 from grpo_tui.sources.formats.layout import Reading, console_files
 from grpo_tui.sources.formats.tb_trainers import tensorboard_files
@@ -52,6 +52,12 @@ SKYRL_ALIASES: dict[str, tuple[str, ...]] = {
     "completion_length_min": ("generate/min_num_tokens",),
     "completion_length_max": ("generate/max_num_tokens",),
     "epoch": ("trainer/epoch",),
+    # the fully async trainer (docs/health.md, "Off-policy drift"), at a956457: the policy versions
+    # between each trained group's generating weights and the trainer's
+    # (skyrl/train/fully_async_trainer.py:1114–1121). Its `async/keep_rate` is not mapped: it
+    # is the zero-variance filter's share of groups kept (:569–574, 790–830), by design
+    "offpolicy/staleness_mean": ("async/staleness_mean",),
+    "offpolicy/staleness_max": ("async/staleness_max",),
 }
 #: every eval set together first, then any one set's score
 SKYRL_FAMILIES: tuple[tuple[str, str], ...] = (
@@ -143,6 +149,14 @@ SKYRL_CONSOLE = FormatAdapter(
     parser=SkyRLConsoleParser,
     claim=console_claim,
     find=console_find,
+    # `<trainer.ckpt_path>/global_step_<N>/` (skyrl/train/trainer.py:1663 at
+    # NovaSky-AI/SkyRL a956457; ckpt_path defaults to ~/ckpts/, config.py:1368)
+    checkpoints=(
+        CheckpointFolders(
+            re.compile(r"global_step_(\d+)"),
+            source="NovaSky-AI/SkyRL a956457 skyrl/train/trainer.py:1663",
+        ),
+    ),
 )
 SKYRL_TENSORBOARD = replace(
     SKYRL_CONSOLE,

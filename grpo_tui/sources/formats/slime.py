@@ -60,7 +60,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from grpo_tui.sources.formats.base import FormatAdapter, TextDict
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter, TextDict
 from grpo_tui.sources.formats.console import read_dict_repr, salvage_cut_dict
 from grpo_tui.sources.formats.layout import (
     Found,
@@ -94,6 +94,13 @@ SLIME_ALIASES: dict[str, tuple[str, ...]] = {
     # miles' shares of groups that all scored 0 / all scored 1 (ray/rollout/metrics.py)
     "samples/all_fail": ("rollout/zero_std/all_zero_percentage",),
     "samples/all_pass": ("rollout/zero_std/all_one_percentage",),
+    # |logp_train − logp_rollout|, each sample's token mean averaged (docs/health.md,
+    # "Off-policy drift"; slime/backends/megatron_utils/loss.py:1136–1151 at 624b824, logged as
+    # `train/<key>` by model.py:883–898)
+    "offpolicy/logp_diff_mean": (
+        "train/train_rollout_logprob_abs_diff",
+        "train_rollout_logprob_abs_diff",
+    ),
 }
 #: `eval/<data>` is the eval reward of a data set (not `eval/<data>/…` sample statistics,
 #: nor `eval/<data>-truncated_ratio` / `-pass@k`); TensorBoard names it `eval_<data>`
@@ -362,6 +369,14 @@ SLIME_CONSOLE = FormatAdapter(
     parser=SlimeConsoleParser,
     claim=console_claim,
     find=console_find,
+    # Megatron's `<--save>/iter_<7 digits>/` (docs/en/get_started/usage.md:116-122 at
+    # THUDM/slime 624b824)
+    checkpoints=(
+        CheckpointFolders(
+            re.compile(r"iter_(\d+)"),
+            source="THUDM/slime 624b824 docs/en/get_started/usage.md:116-122",
+        ),
+    ),
 )
 #: the TensorBoard reader turns `eval/<data>` into `eval_<data>`
 SLIME_TENSORBOARD = replace(

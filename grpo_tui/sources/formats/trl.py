@@ -19,7 +19,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from grpo_tui.sources.formats import trl_completions as parquet
-from grpo_tui.sources.formats.base import FormatAdapter
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter
 from grpo_tui.sources.formats.common import GRPO_ALIASES, GRPO_FAMILIES, merged_aliases
 from grpo_tui.sources.formats.layout import (
     BatchFolder,
@@ -59,11 +59,25 @@ OPEN_R1_REWARDS = frozenset(
 )
 
 
+#: TRL's async trainer's off-policy keys (docs/health.md, "Off-policy drift")
+TRL_OFFPOLICY_ALIASES: dict[str, tuple[str, ...]] = {
+    # (the sampling statistics of GRPOTrainer are the shared vocabulary's, common.py) the
+    # async trainer (trl/experimental/async_grpo/async_grpo_trainer.py:366–387): the
+    # trainer's model version minus the one that generated each sample it trains on
+    # (window mean, max), and the samples dropped as staler than max_staleness (a count
+    # over the logging window: a `total` word is summed, :98–100)
+    "offpolicy/staleness_mean": ("sample/staleness_mean",),
+    "offpolicy/staleness_max": ("sample/staleness_max",),
+    "offpolicy/stale_dropped": ("sample/dropped_stale_total",),
+}
+
 #: TRL's keys: the shared vocabulary, and `cispo_clip_ratio`, which TRL (and Unsloth) log
 #: instead of `clip_ratio/*` when `loss_type="cispo"` (trl/trainer/grpo_trainer.py:3284–3286
 #: in the 1.16.0 wheel): the share of tokens whose importance weight was clipped at
 #: `epsilon_high` with a positive advantage, the one side CISPO clips
-TRL_ALIASES = merged_aliases(GRPO_ALIASES, {"clip_ratio": ("cispo_clip_ratio",)})
+TRL_ALIASES = merged_aliases(
+    GRPO_ALIASES, {"clip_ratio": ("cispo_clip_ratio",)}, TRL_OFFPOLICY_ALIASES
+)
 
 
 def flavour(keys: Collection[str]) -> str | None:
@@ -152,6 +166,15 @@ def trl_completions(run_dir: Path) -> CompletionsRef | None:
     return CompletionsRef(folder, TRL_COMPLETIONS) if probe(folder).is_dir else None
 
 
+#: the HF Trainer's checkpoints, `<output_dir>/checkpoint-<global_step>` (transformers 5.25.0
+#: wheel: trainer.py:3414 `f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"`,
+#: trainer_utils.py:266 `PREFIX_CHECKPOINT_DIR = "checkpoint"`); TRL, Unsloth and open-r1
+#: save through it
+HF_CHECKPOINTS = CheckpointFolders(
+    CHECKPOINT_PATTERN, source="transformers 5.25.0 trainer.py:3414, trainer_utils.py:266"
+)
+
+
 TRL = FormatAdapter(
     name=NAME,
     title="TRL",
@@ -171,4 +194,5 @@ TRL = FormatAdapter(
     claim=claim,
     find=find,
     flavour=flavour,
+    checkpoints=(HF_CHECKPOINTS,),
 )

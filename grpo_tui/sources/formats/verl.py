@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from grpo_tui.sources.formats import verl_rollouts as rollouts
-from grpo_tui.sources.formats.base import FormatAdapter, TextDict
+from grpo_tui.sources.formats.base import CheckpointFolders, FormatAdapter, TextDict
 from grpo_tui.sources.formats.layout import (
     BatchFolder,
     CompletionsRef,
@@ -79,6 +79,18 @@ VERL_ALIASES: dict[str, tuple[str, ...]] = {
     "grad_norm": ("actor/grad_norm",),
     "learning_rate": ("actor/lr",),
     "epoch": ("training/epoch",),
+    # the rollout engine against the trainer (docs/health.md, "Off-policy drift"), at
+    # verl-project/verl 1dda039: with rollout.calculate_log_probs, |p_trainer − p_rollout| per
+    # token, probabilities not log-probabilities (verl/utils/debug/metrics.py:63–119: exp of
+    # both, then the absolute difference); with rollout correction (rollout_corr_helper.py),
+    # the importance weights π_train/π_rollout (:705–738) and the k3 estimate of
+    # KL(π_rollout ‖ π_train), E[r − log r − 1] (:961–966)
+    "offpolicy/prob_diff_mean": ("training/rollout_probs_diff_mean",),
+    "offpolicy/prob_diff_max": ("training/rollout_probs_diff_max",),
+    "offpolicy/is_ratio_mean": ("rollout_corr/rollout_is_mean",),
+    "offpolicy/is_ratio_min": ("rollout_corr/rollout_is_min",),
+    "offpolicy/is_ratio_max": ("rollout_corr/rollout_is_max",),
+    "offpolicy/mismatch_kl": ("rollout_corr/k3_kl",),
 }
 
 #: the eval reward: one quantity, whichever group holds it on a line. The validation reward
@@ -353,6 +365,18 @@ console_claim_verl, console_find_verl = console_files(
 )
 
 
+#: `<trainer.default_local_dir>/global_step_<N>/` (verl/trainer/ppo/ray_trainer.py:988 at
+#: verl-project/verl 1dda039), the default `checkpoints/<project>/<experiment>` relative to
+#: where the trainer ran (ppo_trainer.yaml:207), where the file logger also writes
+#: `<project>/<experiment>.jsonl` (utils/tracking.py:426-429): from the log's folder that is
+#: `../checkpoints/<folder>/<stem>`; a folder given that holds them is listed too
+VERL_CHECKPOINTS = CheckpointFolders(
+    re.compile(r"global_step_(\d+)"),
+    under=("", "../checkpoints/{folder}/{stem}", "checkpoints"),
+    source="verl-project/verl 1dda039 verl/trainer/ppo/ray_trainer.py:988, ppo_trainer.yaml:207",
+)
+
+
 VERL = FormatAdapter(
     name=NAME,
     title="verl",
@@ -375,6 +399,7 @@ VERL = FormatAdapter(
     flatten=flatten,
     claim=claim,
     find=find,
+    checkpoints=(VERL_CHECKPOINTS,),
 )
 
 #: the same vocabulary, read from the console logger's lines

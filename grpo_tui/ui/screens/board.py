@@ -270,6 +270,8 @@ class BoardScreen(Screen[None]):
         text.append(row.name, style="bold")
         facts = [*row_facts(row), *([row.framework] if row.framework else [])]
         text.append(FACT_SEPARATOR + FACT_SEPARATOR.join(facts), style="dim")
+        if row.checkpoints:
+            text.append("\n" + row.checkpoints)
         self._detail.update(text)
 
     def on_resize(self) -> None:

@@ -1,4 +1,5 @@
-"""Marked runs side by side: their verdicts, the settings that differ, every metric with
+"""Marked runs side by side: their verdicts, each run's task reward against the first's
+(beyond noise or not), the settings that differ, every metric with
 one row per run on one step axis, and (`enter` on a row) that metric's chart with every
 run overlaid. Draws core's `Comparison` (grpo_tui/monitor/compare.py) and nothing else."""
 
@@ -15,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from grpo_tui.health.difference import Difference
 from grpo_tui.monitor.compare import Comparison, OverlaySeries
 from grpo_tui.numbers import format_step, format_value
 from grpo_tui.ui.widgets.chart import draw_line, finish_figure, new_figure
@@ -75,6 +77,21 @@ def differences_text(comparison: Comparison) -> Text:
     return text
 
 
+def rewards_text(comparison: Comparison) -> Text:
+    """Each run against the first, a line a reading, as core's Difference words it with
+    the runs' marks for names ("task reward: run 2 below run 1 by 0.1 ± 1.0 over steps
+    5–200: not beyond noise; …"); beyond noise in bold."""
+    text = Text()
+    for comparison_line in comparison.rewards:
+        labels = (f"run {run_mark(0)}", f"run {run_mark(comparison_line.index)}")
+        for reading in comparison_line.readings:
+            if text:
+                text.append("\n")
+            beyond = isinstance(reading, Difference) and reading.beyond_noise
+            text.append(reading.describe(labels), style="bold" if beyond else "")
+    return text
+
+
 def spark_text(levels: np.ndarray, zones: np.ndarray, palette: ZonePalette) -> Text:
     segments = sparkline_segments(levels, zones, palette)
     return Text.assemble(*((s.text, s.style or "") for s in segments), no_wrap=True)
@@ -87,6 +104,13 @@ class CompareScreen(Screen[None]):
         Binding("escape", "app.pop_screen", "Back"),
         Binding("enter", "chart", "Chart"),
     ]
+    #: each run against the first, under the verdicts it names the runs of
+    DEFAULT_CSS = """
+    #compare-rewards {
+        max-height: 6;
+        padding: 0 1;
+    }
+    """
 
     def __init__(
         self,
@@ -99,6 +123,7 @@ class CompareScreen(Screen[None]):
         self._palette = palette
         self._overlay = overlay
         self._verdicts = Static("", id="compare-verdicts")
+        self._rewards = Static("", id="compare-rewards")
         self._differences = Static("", id="compare-settings")
         # every cell is Text: a str cell would be read as markup
         self._table: DataTable[Text] = DataTable(id="compare-table", cursor_type="row")
@@ -107,6 +132,7 @@ class CompareScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield self._verdicts
+        yield self._rewards
         yield self._differences
         yield self._table
         yield Footer()
@@ -122,6 +148,8 @@ class CompareScreen(Screen[None]):
         width = self.size.width or 80
         comparison = self.comparison
         self._verdicts.update(verdicts_text(comparison, self._palette, width - 2))
+        self._rewards.update(rewards_text(comparison))
+        self._rewards.display = bool(comparison.rewards)
         self._differences.update(differences_text(comparison))
         table = self._table
         table.clear(columns=True)

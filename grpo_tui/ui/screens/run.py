@@ -361,7 +361,11 @@ class RunScreen(Screen[None]):
         frame = self._metrics_frame()
         self._metrics.show(frame)
         self._diagnosis_panel.show(
-            diagnosis, spec.palette, pending=session.diagnosis_note, file_notes=tuple(run.notes)
+            diagnosis,
+            spec.palette,
+            pending=session.diagnosis_note,
+            file_notes=tuple(run.notes),
+            prompts=session.prompts,
         )
         self._header.show_verdict(self.verdict(), spec.palette)
         summary = diagnosis_summary(diagnosis)

@@ -7,8 +7,9 @@ with the reader thread; it locks itself) hands out pages; pages are loaded in a 
 worker, since a batch can be a 10 MB line, and arrive as `PageLoaded`.
 
 Keys: `n` / `N` next / previous group, `[` / `]` previous / next step, `w` / `b` worst /
-best group of the step, `z` zero-spread groups only, `/` search, `e` expand, `space`
-follow / hold, `enter` the whole completion. See ui/completions_cursor.py for how the
+best group of the step, `z` zero-spread groups only, `c` the groups of one prompt-ledger
+category (never solved, regressed, first solved, always solved; run/completions/ledger.py),
+`/` search, `e` expand, `space` follow / hold, `enter` the whole completion. See ui/completions_cursor.py for how the
 place moves (following the newest batch, or held where the user put it).
 """
 
@@ -27,10 +28,13 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
 from grpo_tui.run.completions import CompletionsIndex, Group, Page
+from grpo_tui.run.completions.ledger import Category
 from grpo_tui.ui.completions_cursor import (
     CompletionsCursor,
     arrivals,
+    category_order,
     group_order,
+    next_category,
     ranked_group,
 )
 from grpo_tui.untrusted import printable
@@ -54,6 +58,7 @@ from grpo_tui.views.completion_rows import (
 )
 from grpo_tui.views.palette import ZonePalette
 from grpo_tui.views.presentation import DEFAULT_CYCLE_S
+from grpo_tui.views.prompts import CATEGORY_WORDS
 
 #: what the page worker runs: a read of the index, as the message of its request
 Reader = Callable[[CompletionsIndex, int], "CompletionsPanel.PageLoaded"]
@@ -70,6 +75,7 @@ class CompletionsPanel(Vertical):
         Binding("w", "ranked(False)", "Worst group"),
         Binding("b", "ranked(True)", "Best group"),
         Binding("z", "zero_spread", "Zero-spread only"),
+        Binding("c", "prompt_category", "Prompts by category"),
         Binding("slash", "search", "Search"),
         Binding("e", "expand", "Expand"),
         Binding("space", "toggle_follow", "Follow/hold"),
@@ -89,6 +95,8 @@ class CompletionsPanel(Vertical):
         note: str | None = None
         #: (text, entry) a search that ran out of time goes on from
         resume: tuple[str, int] | None = None
+        #: the prompt-ledger category of each of the page's groups (the worker reads them)
+        categories: tuple[Category | None, ...] = ()
 
     @dataclass
     class OpenCompletion(Message):
@@ -120,6 +128,8 @@ class CompletionsPanel(Vertical):
         self.cycle_seconds = cycle_seconds
         self.cursor = CompletionsCursor()
         self.page: Page | None = None
+        #: the shown page's groups' prompt-ledger categories, as read with it
+        self.categories: tuple[Category | None, ...] = ()
         self.expanded = False
         #: the app is paused: nothing moves on its own, nothing newer than the pause shows
         self.frozen = False
@@ -254,7 +264,8 @@ class CompletionsPanel(Vertical):
     def visible_groups(self) -> list[int]:
         if self.page is None:
             return []
-        return group_order(self.page.groups, zero_spread_only=self.cursor.zero_spread_only)
+        visible = group_order(self.page.groups, zero_spread_only=self.cursor.zero_spread_only)
+        return category_order(visible, self.categories, self.cursor.category)
 
     # -- loading (a thread worker: a page can be a 10 MB line) -----------------------------
     def _read(self, read: Reader, *, loading: bool = True) -> None:
@@ -269,7 +280,10 @@ class CompletionsPanel(Vertical):
 
     @work(thread=True, exclusive=True, group="completions-page", name="completions page")
     def _read_page(self, index: CompletionsIndex, request: int, read: Reader) -> None:
-        self.post_message(read(index, request))
+        message = read(index, request)
+        if message.page is not None:
+            message.categories = tuple(index.prompt_categories(message.page.groups))
+        self.post_message(message)
 
     def _load(self, entry: int | None, *, group: int | None = None, at_end: bool = False) -> None:
         def read(index: CompletionsIndex, request: int) -> CompletionsPanel.PageLoaded:
@@ -293,6 +307,7 @@ class CompletionsPanel(Vertical):
             self._draw_status()
             return
         self.page = page
+        self.categories = message.categories
         entry = None if page.preview else page.info.index
         self.cursor.show(entry, self.visible_groups, group=message.group, at_end=message.at_end)
         self._show_empty(False)
@@ -320,6 +335,7 @@ class CompletionsPanel(Vertical):
             width,
             self.search_text,
             self.cursor.zero_spread_only,
+            self.cursor.category,
         )
         if not force and key == self._drawn:
             self._draw_status()
@@ -344,7 +360,12 @@ class CompletionsPanel(Vertical):
 
     def _title_without_group(self, page: Page) -> Text:
         text = Text(f"step {printable(page.info.step)}", style="bold")
-        if self.cursor.zero_spread_only:
+        if self.cursor.category is not None:
+            word = CATEGORY_WORDS[self.cursor.category][0]
+            text.append(
+                f" · no group of a {word} prompt in this step ([ / ] for other steps, c for the next)"
+            )
+        elif self.cursor.zero_spread_only:
             text.append(" · no zero-spread group in this step ([ / ] for other steps, z for all)")
         else:
             text.append(" · no groups in this batch")
@@ -386,6 +407,9 @@ class CompletionsPanel(Vertical):
             parts.append(Text("space follows the newest", style="dim"))
         if cursor.zero_spread_only:
             parts.append(Text("zero-spread groups only (z)", style="bold"))
+        if cursor.category is not None:
+            word = CATEGORY_WORDS[cursor.category][0]
+            parts.append(Text(f"{word} prompts only (c)", style="bold"))
         if self.search_text:
             parts.append(Text(f"/ {printable(self.search_text)}"))
         if (state := self._source.state) is not None and state.previewing:
@@ -421,12 +445,21 @@ class CompletionsPanel(Vertical):
         says so when there is none. While paused, nothing newer than the pause shows."""
         current, zero_spread_only = self._entry_of_page(), self.cursor.zero_spread_only
         limit = self.cursor.newest_seen if self.frozen else None
+        category = self.cursor.category
 
         def read(index: CompletionsIndex, request: int) -> CompletionsPanel.PageLoaded:
-            target = index.neighbour(current, forward=forward, zero_spread_only=zero_spread_only)
+            if category is not None:
+                target = index.category_neighbour(current, category, forward=forward)
+            else:
+                target = index.neighbour(
+                    current, forward=forward, zero_spread_only=zero_spread_only
+                )
             if target is not None and (limit is None or target <= limit):
                 return self.PageLoaded(request, index.page(target), None, at_end, "")
-            if zero_spread_only:
+            if category is not None:
+                word = CATEGORY_WORDS[category][0]
+                note = f"no {'newer' if forward else 'older'} step with a {word} prompt"
+            elif zero_spread_only:
                 note = f"no {'newer' if forward else 'older'} step with a zero-spread group"
             else:
                 note = f"this is the {'newest' if forward else 'oldest'} step"
@@ -461,6 +494,26 @@ class CompletionsPanel(Vertical):
             self._move_entry(False)
         elif visible and self.cursor.place.group not in visible:
             self.cursor.show(self.cursor.place.entry, visible)
+        self._draw(force=True)
+
+    def action_prompt_category(self) -> None:
+        """`c`: the groups of the next prompt-ledger category only (then every group again),
+        held; a step without one moves to the newest step before it that has one."""
+        cursor = self.cursor
+        cursor.category = next_category(cursor.category)
+        visible = self.visible_groups
+        if cursor.category is not None:
+            cursor.hold()
+            if not visible:
+                self._move_entry(False)
+            elif cursor.place.group not in visible:
+                cursor.show(cursor.place.entry, visible)
+            word = CATEGORY_WORDS[cursor.category][0]
+            self._say(f"{word}: {CATEGORY_WORDS[cursor.category][1]}")
+        else:
+            self._say("every group")
+            if visible and cursor.place.group not in visible:
+                cursor.show(cursor.place.entry, visible)
         self._draw(force=True)
 
     def action_expand(self) -> None:
