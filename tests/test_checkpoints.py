@@ -22,14 +22,14 @@ from helpers import (
 )
 
 from grpo_tui.commands.check import check_command
-from grpo_tui.health.checkpoints import NOT_HARM, SPOILS, CheckpointAdvice
+from grpo_tui.health.checkpoints import NOT_HARM, RESUME, SPOILS, CheckpointAdvice
 from grpo_tui.health.course import Phase
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
 from grpo_tui.sources.checkpoints import CheckpointLister, places
 from grpo_tui.sources.formats import ADAPTERS
-from grpo_tui.vocabulary import LearningState, Severity
+from grpo_tui.vocabulary import LearningState, ScenarioId, Severity
 
 #: the corpus runs whose folders hold checkpoints
 KEEPING = tuple(
@@ -356,3 +356,32 @@ class TestSurfaces:
         advice = advice_of("aaipl-minesweeper-trl")
         assert "Checkpoints" in text and advice.headline in text
         assert all(line.strip() in text for line in advice.lines)
+
+
+class TestResumeAdvice:
+    """The blow-up's "resume from a checkpoint" advice names the checkpoint the answer names."""
+
+    def test_none_before_the_onset_says_restart(self) -> None:
+        """lr1e-4 collapse: too aggressive from step 40, its only checkpoint at 200."""
+        diagnosis = corpus_diagnosis("trl-qwen7b-gsm8k-lr1e-4-collapse")
+        block = diagnosis.scenario(ScenarioId.TOO_AGGRESSIVE)
+        assert block is not None and block.onset_step == 40
+        assert "No checkpoint is from before step 40: restart with a lower learning rate." in (
+            block.advice
+        )
+        assert not any(line.startswith(RESUME) for line in block.advice)
+
+    def test_a_checkpoint_before_the_onset_is_named(self, tmp_path: Path) -> None:
+        """The same run with a checkpoint-20 folder: the advice and the answer say step 20."""
+        run = tmp_path / "run"
+        shutil.copytree(CORPUS / "trl-qwen7b-gsm8k-lr1e-4-collapse", run)
+        (run / "checkpoint-20").mkdir()
+        diagnosis = diagnose(load_run(run), Rules())
+        answer = diagnosis.checkpoints
+        assert answer is not None and answer.go_back is not None and answer.go_back.step == 20
+        block = diagnosis.scenario(ScenarioId.TOO_AGGRESSIVE)
+        assert block is not None
+        assert (
+            "Resume from checkpoint 20, the last before step 40, with a lower learning rate."
+            in block.advice
+        )

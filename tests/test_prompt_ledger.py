@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from grpo_tui.run.completions import CompletionsIndex
 from grpo_tui.run.completions.ledger import (
+    LINKED,
     VISITS_KEPT,
     Category,
     PromptLedger,
@@ -284,3 +285,27 @@ class TestRealRuns:
         assert math.isclose(never["share"], report.share(Category.NEVER_SOLVED))
         assert data["answer"] == prompts_headline(report)
         assert sum(c["prompts"] for c in data["categories"].values()) == report.repeated
+
+
+class TestCategoryKey:
+    """`c` in the completions pane passes over the categories no prompt is in."""
+
+    def test_every_category_in_turn_without_counts(self) -> None:
+        """Before a ledger report, each linked category comes in turn, then all groups."""
+        from grpo_tui.ui.completions_cursor import next_category
+
+        seen, at = [], next_category(None)
+        while at is not None:
+            seen.append(at)
+            at = next_category(at)
+        assert tuple(seen) == LINKED
+
+    def test_empty_categories_are_passed_over(self) -> None:
+        """The healthy demo's ledger has no never solved prompt: `c` starts at regressed."""
+        from grpo_tui.ui.completions_cursor import next_category
+
+        counts = {Category.NEVER_SOLVED: 0, Category.REGRESSED: 1, Category.FIRST_SOLVED: 60}
+        assert next_category(None, counts) is Category.REGRESSED
+        assert next_category(Category.REGRESSED, counts) is Category.FIRST_SOLVED
+        assert next_category(Category.FIRST_SOLVED, counts) is None  # always solved: 0
+        assert next_category(None, dict.fromkeys(LINKED, 0)) is None

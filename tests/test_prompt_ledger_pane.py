@@ -26,8 +26,9 @@ class TestCategoryKey:
     """`c` links each ledger category to its completions."""
 
     async def test_c_cycles_the_categories_and_shows_their_groups(self, tmp_path: Path) -> None:
-        """Each press shows only groups of prompts in the next category (or says none is
-        there), and the fifth shows every group again."""
+        """Each press shows only groups of prompts in the next category the ledger holds
+        prompts in (or says none is at this step), the empty ones passed over, and the
+        press after the last shows every group again."""
         config = SimConfig("healthy", seed=0, prompt_pool=16, max_steps=80, eval_steps=0)
         run = write_run(tmp_path, config=config)
         app = app_for(run, cycle_seconds=3600)
@@ -38,8 +39,13 @@ class TestCategoryKey:
             await wait_until(pilot, lambda: panel.settled and panel.page is not None)
             index = panel._source.index
             assert index is not None
+            await wait_until(pilot, lambda: app.run_screen.session.prompts is not None)
+            ledger = app.run_screen.session.prompts
+            assert ledger is not None
+            held = [category for category in LINKED if ledger.counts.get(category, 0) > 0]
+            assert held and len(held) < len(LINKED)  # at least one passed over
             shown = []
-            for category in LINKED:
+            for category in held:
                 await pilot.press("c")
                 only = f"{CATEGORY_WORDS[category][0]} prompts only (c)"
                 none = f"with a {CATEGORY_WORDS[category][0]} prompt"

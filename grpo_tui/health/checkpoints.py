@@ -41,7 +41,7 @@ from grpo_tui.sources.checkpoints import CheckpointListing
 from grpo_tui.vocabulary import LearningState, ScenarioId, Severity
 
 if TYPE_CHECKING:
-    from grpo_tui.health.verdict import Diagnosis
+    from grpo_tui.health.verdict import Diagnosis, Scenario
 
 #: steps the schedule is expanded to at most (a save every step of a million-step run is
 #: not a list worth making): beyond it only the folders on disk are candidates
@@ -281,6 +281,27 @@ def advise(run: Run, diagnosis: Diagnosis) -> CheckpointAdvice:
         keep_on_disk=keep_on_disk,
     )
     return _with_words(advice, _headline(advice), _detail(advice))
+
+
+#: how the "resume from a checkpoint" advice begins (health/advice.py, RESUME_EARLIER)
+RESUME = "Resume from a checkpoint before the collapse"
+
+
+def resume_advice(line: str, scenario: Scenario, answer: CheckpointAdvice) -> str:
+    """An advice line of `scenario`, the "resume from a checkpoint" one saying the checkpoint
+    the answer names (one story: the advice and the Checkpoints line quote one step)."""
+    if not line.startswith(RESUME) or not answer.known or scenario.onset_step is None:
+        return line
+    onset = format_step(scenario.onset_step)
+    if answer.finding == scenario.title and answer.go_back is not None:
+        pick = answer.go_back
+        where = f"checkpoint {pick.step}" if pick.on_disk else f"step {pick.step} (not on disk)"
+        if not pick.on_disk and answer.go_back_on_disk is not None:
+            where += f", or {answer.go_back_on_disk.step} on disk"
+        return f"Resume from {where}, the last before step {onset}, with a lower learning rate."
+    if any(text.startswith(f"{scenario.title} since") for text in answer.before_any):
+        return f"No checkpoint is from before step {onset}: restart with a lower learning rate."
+    return line
 
 
 def _spoiled_from(diagnosis: Diagnosis) -> tuple[str, float] | None:

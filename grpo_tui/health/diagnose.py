@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from grpo_tui.health.advice import Advice, pick
 from grpo_tui.health.building import course as course_evidence
 from grpo_tui.health.checklist import QUESTIONS, checklist
-from grpo_tui.health.checkpoints import advise
+from grpo_tui.health.checkpoints import advise, resume_advice
 from grpo_tui.health.findings import BANDED, Findings, find
 from grpo_tui.health.learning import aux_only_rise, too_early_to_say
 from grpo_tui.health.rewards import function_note
@@ -68,8 +68,14 @@ def diagnose(run: Run, rules: Rules) -> Diagnosis:
 
 
 def _with_checkpoints(run: Run, steady: Diagnosis) -> Diagnosis:
-    """The steady diagnosis with the checkpoint answers it implies (health/checkpoints.py)."""
-    return replace(steady, checkpoints=advise(run, steady))
+    """The steady diagnosis with the checkpoint answers it implies (health/checkpoints.py),
+    and its "resume from a checkpoint" advice saying the checkpoint those answers name."""
+    answer = advise(run, steady)
+    scenarios = [
+        replace(s, advice=[resume_advice(line, s, answer) for line in s.advice])
+        for s in steady.scenarios
+    ]
+    return replace(steady, scenarios=scenarios, checkpoints=answer)
 
 
 def _replay(tracker: VerdictTracker, snap: RunSnapshot, rules: Rules) -> Diagnosis:

@@ -14,7 +14,7 @@ are not verbatim repeats of the previous line (`kinds`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from grpo_tui.run.completions import Group
@@ -43,10 +43,18 @@ def group_order(groups: Sequence[Group], *, zero_spread_only: bool) -> list[int]
     return [i for i, group in enumerate(groups) if group.zero_spread or not zero_spread_only]
 
 
-def next_category(current: Category | None) -> Category | None:
-    """`c`: the next prompt-ledger category whose groups the panel shows, then all again."""
+def next_category(
+    current: Category | None, counts: Mapping[Category, int] | None = None
+) -> Category | None:
+    """`c`: the next prompt-ledger category whose groups the panel shows, then all again;
+    with the ledger's `counts`, a category no prompt is in is passed over."""
     order: tuple[Category | None, ...] = (None, *LINKED)
-    return order[(order.index(current) + 1) % len(order)]
+    at = order.index(current)
+    for step in range(1, len(order)):
+        category = order[(at + step) % len(order)]
+        if category is None or counts is None or counts.get(category, 0) > 0:
+            return category
+    return None
 
 
 def category_order(

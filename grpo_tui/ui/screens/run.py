@@ -372,6 +372,8 @@ class RunScreen(Screen[None]):
         if self._diagnosis_tab.label.plain != summary:
             self._diagnosis_tab.label = Text(summary)
         self._completions.palette = spec.palette
+        ledger = session.prompts
+        self._completions.prompt_counts = None if ledger is None else ledger.counts
         self._completions.show(
             CompletionsSource(
                 run.completions, run.completions_state, session.completions_file, run.framework

@@ -15,7 +15,7 @@ place moves (following the newest batch, or held where the user put it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -130,6 +130,9 @@ class CompletionsPanel(Vertical):
         self.page: Page | None = None
         #: the shown page's groups' prompt-ledger categories, as read with it
         self.categories: tuple[Category | None, ...] = ()
+        #: how many prompts each ledger category holds (the session's report; None before
+        #: one): `c` passes over the empty ones
+        self.prompt_counts: Mapping[Category, int] | None = None
         self.expanded = False
         #: the app is paused: nothing moves on its own, nothing newer than the pause shows
         self.frozen = False
@@ -500,7 +503,7 @@ class CompletionsPanel(Vertical):
         """`c`: the groups of the next prompt-ledger category only (then every group again),
         held; a step without one moves to the newest step before it that has one."""
         cursor = self.cursor
-        cursor.category = next_category(cursor.category)
+        cursor.category = next_category(cursor.category, self.prompt_counts)
         visible = self.visible_groups
         if cursor.category is not None:
             cursor.hold()
