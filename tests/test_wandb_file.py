@@ -566,3 +566,56 @@ class TestProtobufMissing:
         monkeypatch.setattr(schema, "_LOADED", [])
         monkeypatch.setitem(sys.modules, "google.protobuf.message_factory", None)
         assert WandbRunStore(verl_file).poll().problem == schema.MISSING_PROTOBUF
+
+
+def primerl_2025_row(step: int) -> Record:
+    """A row as prime-rl's orchestrator logged it to W&B in 2025 (PrimeIntellect-ai/prime-rl
+    at 60d17cf55, src/prime_rl/orchestrator/orchestrator.py 327-367 and scheduler.py
+    228-257: no file monitor yet, W&B only). Values invented; key names the source's."""
+    return {
+        "progress/tokens": 140_000,
+        "progress/samples": 256,
+        "progress/problems": 32,
+        "progress/ckpt_step": max(step - 1, 0),
+        "seq_len/mean": 560.0 - step,
+        "prompt_len/mean": 130.0,
+        "completion_len/mean": 430.0 - step,
+        "completion_len/max": 512.0,
+        "completion_len/min": 270.0,
+        "is_truncated/mean": 0.3,
+        "perf/throughput": 12_000.0,
+        "reward/mean": 0.1 + 0.01 * step,
+        "batch/solve_none": 0.5 - 0.01 * step,
+        "batch/solve_all": 0.01 * step,
+        "batch/effective_batch_size": 0.5,
+        "metrics/exact_match_reward": 0.05 * (step % 2),
+        "metrics/length_penalty_reward": 0.1 + 0.01 * step,
+        "time/step": 12.0,
+        "batch/off_policy_level/mean": 1.0,
+        "batch/off_policy_level/max": 1,
+        "batch/off_policy_level/min": 1,
+        "batch/async_level": 1,
+        "step": step,
+        # utils/monitor.py `WandbMonitor.log`: wandb.log(metrics, step=metrics["step"])
+        "__step": step,
+    }
+
+
+class TestPrimeRl2025:
+    """prime-rl before its file monitor logged to W&B only: its run file reads by its keys."""
+
+    def test_the_keys_map_to_the_canonical_metrics(self, writer: Writer) -> None:
+        """No config names it; the keys do: reward, lengths, truncation, solve rates, the
+        rubric functions and the policy lag each land in their one column."""
+        path = writer.run([primerl_2025_row(step) for step in range(1, 21)], config=None)
+        run = load_run(path)
+        assert run.framework == "prime-rl (W&B run file)"
+        store = run.store
+        assert store.last("reward") == (20.0, pytest.approx(0.3))
+        assert store.last("completion_length") == (20.0, 410.0)
+        assert store.last("clipped_ratio") == (20.0, 0.3)
+        assert store.last("samples/all_fail") == (20.0, pytest.approx(0.3))
+        assert store.last("samples/all_pass") == (20.0, pytest.approx(0.2))
+        assert store.source_key("rewards/exact_match_reward/mean") == ("metrics/exact_match_reward")
+        assert store.last("offpolicy/staleness_mean") == (20.0, 1.0)
+        assert "kl" not in store.names()

@@ -22,6 +22,17 @@ to 2026-08) the statistics had no agent level (`train/agg/effective/reward/mean`
 keys are whole-key aliases below. A run of several agents logs each agent's statistics:
 the canonical metric is the first agent's (prime-rl logs agents sorted by name).
 
+Before the file monitor (prime-rl at 60d17cf55, 2025-11) the orchestrator logged to W&B
+only (utils/monitor.py `WandbMonitor`), one flat dict a step (orchestrator.py 327-367):
+`reward/mean`, `completion_len/{mean,max,min}` (per-problem means), `is_truncated/mean`,
+`batch/solve_none` and `batch/solve_all` (the shares of problems whose rollouts all scored
+0 / all scored the full count: orchestrator.py 312-318), `metrics/<fn>` (each rubric
+function's mean, the environment's metrics), the scheduler's
+`batch/off_policy_level/{mean,max,min}` (scheduler.py 228-257: policy versions between the
+weights that generated a rollout and those it trains), `val_reward/mean`. They are read
+from its `.wandb` run file (or a history exported to JSON lines beside `configs/`) by the
+aliases below.
+
 What is not mapped, and why: prime-rl logs no reward standard deviation (its statistics
 are mean/max/min/p10/p90); `mismatch_kl/all/mean` is the KL between the inference
 engine's and the trainer's log-probabilities, not a KL to a reference model: it is the
@@ -90,13 +101,15 @@ _ALL = r"train/agg/all/[^/]+"
 
 PRIMERL_ALIASES: dict[str, tuple[str, ...]] = {
     # the statistics without an agent level (before the episode refactor)
-    "reward": ("train/agg/effective/reward/mean",),
-    "completion_length": ("train/agg/effective/num_output_tokens/mean",),
-    "completion_length_min": ("train/agg/effective/num_output_tokens/min",),
-    "completion_length_max": ("train/agg/effective/num_output_tokens/max",),
-    "clipped_ratio": ("train/agg/effective/is_truncated/mean",),
-    "samples/all_fail": ("train/agg/all/solved_none",),
-    "samples/all_pass": ("train/agg/all/solved_all",),
+    # (after each: the same quantity as the 2025 orchestrator logged it to W&B, see above)
+    "reward": ("train/agg/effective/reward/mean", "reward/mean"),
+    "completion_length": ("train/agg/effective/num_output_tokens/mean", "completion_len/mean"),
+    "completion_length_min": ("train/agg/effective/num_output_tokens/min", "completion_len/min"),
+    "completion_length_max": ("train/agg/effective/num_output_tokens/max", "completion_len/max"),
+    "clipped_ratio": ("train/agg/effective/is_truncated/mean", "is_truncated/mean"),
+    "samples/all_fail": ("train/agg/all/solved_none", "batch/solve_none"),
+    "samples/all_pass": ("train/agg/all/solved_all", "batch/solve_all"),
+    "eval_reward": ("val_reward/mean",),
     # the trainer's. Its default loss (trainer/rl/loss.py `default_loss_fn`, DPPO) masks the
     # tokens whose probability moved past the trust region from the inference engine's, on
     # the side the advantage pushes (`is_masked_low`: negative advantage, probability fell;
@@ -115,8 +128,8 @@ PRIMERL_ALIASES: dict[str, tuple[str, ...]] = {
     # utils.py:57–69); queued rollouts dropped past max_off_policy_steps since the last ship
     # (train_sink.py:166–205: cancelled, so in `all` and not in `effective`)
     "offpolicy/mismatch_kl": ("mismatch_kl/all/mean",),
-    "offpolicy/staleness_mean": ("off_policy/mean",),
-    "offpolicy/staleness_max": ("off_policy/max",),
+    "offpolicy/staleness_mean": ("off_policy/mean", "batch/off_policy_level/mean"),
+    "offpolicy/staleness_max": ("off_policy/max", "batch/off_policy_level/max"),
     "offpolicy/stale_dropped": ("off_policy/dropped",),
     # every rollout of the step, beside the shipped ones `reward` and `completion_length` read
     "offpolicy/generated_reward": ("train/agg/all/reward/mean",),
@@ -129,6 +142,8 @@ PRIMERL_FAMILIES: tuple[tuple[str, str], ...] = (
     (_SHIPPED + r"/reward/mean", "reward"),
     (_SHIPPED + r"/rewards/([^/]+)/mean", r"rewards/\1/mean"),
     (r"train/agg/effective/rewards/([^/]+)/mean", r"rewards/\1/mean"),
+    # the 2025 orchestrator's rubric functions (`metrics/<fn>`, the mean over the batch)
+    (r"metrics/([^/]+)", r"rewards/\1/mean"),
     (_SHIPPED + r"/num_output_tokens/mean", "completion_length"),
     (_SHIPPED + r"/num_output_tokens/min", "completion_length_min"),
     (_SHIPPED + r"/num_output_tokens/max", "completion_length_max"),
@@ -145,7 +160,7 @@ PRIMERL_FAMILIES: tuple[tuple[str, str], ...] = (
 
 #: key prefixes of each process's lines: the orchestrator's, the trainer's
 WRITERS: tuple[tuple[str, ...], ...] = (
-    ("train/", "progress/", "off_policy/", "batch/"),
+    ("train/", "progress/", "off_policy/", "batch/", "reward/", "metrics/", "completion_len/"),
     ("perf/", "optim/", "loss/", "entropy/", "mismatch_kl/", "system/", "time/forward_backward"),
 )
 #: what a first line of its carries (bytes: a line with a bare NaN is no JSON orjson reads)
