@@ -611,11 +611,11 @@ class TestPrimeRl2025:
         run = load_run(path)
         assert run.framework == "prime-rl (W&B run file)"
         store = run.store
-        assert store.last("reward") == (20.0, pytest.approx(0.3))
+        assert store.last("reward") == pytest.approx((20.0, 0.3))
         assert store.last("completion_length") == (20.0, 410.0)
         assert store.last("clipped_ratio") == (20.0, 0.3)
-        assert store.last("samples/all_fail") == (20.0, pytest.approx(0.3))
-        assert store.last("samples/all_pass") == (20.0, pytest.approx(0.2))
+        assert store.last("samples/all_fail") == pytest.approx((20.0, 0.3))
+        assert store.last("samples/all_pass") == pytest.approx((20.0, 0.2))
         assert store.source_key("rewards/exact_match_reward/mean") == ("metrics/exact_match_reward")
         assert store.last("offpolicy/staleness_mean") == (20.0, 1.0)
         assert "kl" not in store.names()
