@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import functools
 import html
+import importlib.util
 import json
 import math
 import os
@@ -32,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -917,3 +919,17 @@ def write_tb_events(folder: Path, rows: list[tuple[int, dict[str, float]]]) -> N
             )
             writer.add_event(event_pb2.Event(wall_time=1.78e9 + step, step=step, summary=summary))
     writer.close()
+
+
+#: the bench scripts (bench/*.py), which some tests run at a smaller size
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+
+
+def load_bench(name: str) -> ModuleType:
+    """bench/<name>.py as a module (the benches are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
+    spec.loader.exec_module(module)
+    return module

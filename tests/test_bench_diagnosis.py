@@ -3,28 +3,20 @@ simulated runs judged live meet the targets (the bench runs every scenario x 10 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers import load_bench
 
 from grpo_tui.health.rules import Rules
 from grpo_tui.health.verdict import Diagnosis, Evidence, Scenario, Window
 from grpo_tui.vocabulary import ScenarioId, Severity, Status
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "diagnosis.py"
-
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_diagnosis", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("diagnosis")
 
 
 def test_every_labelled_real_run_agrees(bench: ModuleType) -> None:

@@ -4,15 +4,13 @@ layout the trainer writes (bench/diagnosis.py's cut_run), as a panel opened then
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-from helpers import CORPUS, corpus_diagnosis
+from helpers import CORPUS, corpus_diagnosis, load_bench
 
 from grpo_tui.health.diagnose import Diagnosis, diagnose
 from grpo_tui.health.rules import Rules
@@ -20,18 +18,12 @@ from grpo_tui.health.series import snapshot
 from grpo_tui.run.follow import load_run
 from grpo_tui.vocabulary import ScenarioId, Status
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "diagnosis.py"
 RULES = Rules()
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_diagnosis_principles", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("diagnosis")
 
 
 def whole(name: str) -> Diagnosis:

@@ -5,15 +5,13 @@ series built to test one property at a time."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
-from helpers import CORPUS, simulated_run
+from helpers import CORPUS, load_bench, simulated_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
@@ -33,7 +31,6 @@ from grpo_tui.health.rules import Rules
 from grpo_tui.health.series import RunSnapshot, SeriesView, snapshot
 from grpo_tui.run.follow import load_run
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "compare_noise.py"
 RULES = Rules()
 VANILLA = "trl-qwen7b-gsm8k-vanilla"
 
@@ -299,12 +296,7 @@ class TestWords:
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_compare_noise", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("compare_noise")
 
 
 class TestFalseBeyondNoise:

@@ -5,13 +5,12 @@ at three moments of its run (bench/consistency.py names what a contradiction is)
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from helpers import load_bench
 
 from grpo_tui.health.diagnose import diagnose
 from grpo_tui.health.rules import Rules
@@ -19,19 +18,13 @@ from grpo_tui.health.series import snapshot
 from grpo_tui.run.follow import load_run
 from grpo_tui.sim import SCENARIOS, SimConfig, write_run
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 CORPUS = Path(__file__).resolve().parent / "corpus"
 #: a fixed clock: the board's and the header's ages read the same on every machine
 NOW = 2_000_000_000.0
 
 
 def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while decorating
-    spec.loader.exec_module(module)
-    return module
+    return load_bench(name)
 
 
 @pytest.fixture(scope="module")
