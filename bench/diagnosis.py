@@ -66,7 +66,7 @@ from grpo_tui.health.series import snapshot
 from grpo_tui.health.steady import VerdictTracker
 from grpo_tui.health.verdict import Scenario
 from grpo_tui.run.follow import load_run
-from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, regime_at, write_run
+from grpo_tui.sim import SCENARIO_REGIMES, SCENARIOS, SimConfig, demo_config, regime_at, write_run
 from grpo_tui.sources.discover import discover
 from grpo_tui.sources.stop_lines import console_logs
 from grpo_tui.vocabulary import ScenarioId, Status
@@ -618,7 +618,8 @@ class DemoResult:
 
 
 def demo_check(scenarios: Sequence[str], seeds: Sequence[int], rules: Rules) -> list[DemoResult]:
-    """Each scenario at the demo's own settings (SimConfig's defaults: 300 steps): at
+    """Each scenario at the demo's own settings (sim.demo_config: 300 steps, prompts that
+    come back, checkpoint folders): at
     DEMO_NAMED_BY of the run the screen names what the scenario simulates there (its
     regime's headline or a word it accepts; "learning" for a healthy stretch) and nothing
     the regime does not accept; the healthy scenario says learning by DEMO_LEARNING_BY and
@@ -627,7 +628,7 @@ def demo_check(scenarios: Sequence[str], seeds: Sequence[int], rules: Rules) -> 
     with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
         for scenario in scenarios:
             for seed in seeds:
-                config = SimConfig(scenario=scenario, seed=seed)
+                config = demo_config(scenario, seed=seed)
                 moments = judge_live(
                     write_run(Path(tmp) / f"{scenario}-{seed}", config=config), rules
                 )

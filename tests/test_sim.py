@@ -900,3 +900,31 @@ def test_healthy_regimes_look_healthy_in_the_files(runs: dict[str, RunFiles], na
         _looks_healthy(run=runs[name], t0=max(t0, 0.01), t1=t1)
     if name in ("healthy", "plateau", "blow_up", "too_aggressive", "length_collapse"):
         assert stretches
+
+
+class TestCheckpointFolders:
+    """save_steps writes an (empty) checkpoint folder at each multiple, as args.json says."""
+
+    def test_the_demo_saves_every_50_steps(self, tmp_path: Path) -> None:
+        """The demo's settings: six folders over 300 steps, the schedule in args.json, and
+        the checkpoint answer names them."""
+        from grpo_tui.health.diagnose import diagnose
+        from grpo_tui.health.rules import Rules
+        from grpo_tui.run.follow import load_run
+        from grpo_tui.sim import DEMO_SAVE_STEPS, demo_config
+
+        run = write_run(tmp_path, config=demo_config("healthy"))
+        folders = sorted(int(p.name.split("-")[1]) for p in run.glob("checkpoint-*"))
+        assert folders == list(range(DEMO_SAVE_STEPS, 301, DEMO_SAVE_STEPS))
+        assert json.loads((run / "args.json").read_text())["save_steps"] == DEMO_SAVE_STEPS
+        answer = diagnose(load_run(run), Rules()).checkpoints
+        assert answer is not None and answer.on_disk == tuple(folders)
+        assert answer.keep is not None and answer.keep.on_disk
+
+    def test_none_by_default(self, tmp_path: Path) -> None:
+        """The runs the tests pin write no folder, and their args.json keeps ms-swift's
+        save_steps = eval_steps as before (the answer then says the run keeps none)."""
+        run = write_run(tmp_path, "healthy", seed=0, max_steps=60)
+        assert not list(run.glob("checkpoint-*"))
+        args = json.loads((run / "args.json").read_text())
+        assert args["save_steps"] == (SimConfig().eval_steps or 500)

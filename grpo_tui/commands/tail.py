@@ -136,7 +136,7 @@ def demo_command(
 ) -> int:
     """Simulate a GRPO run live (`speed` simulated steps per second) in a temporary
     directory and monitor it; the directory is removed on exit."""
-    from grpo_tui.sim import DEMO_PROMPT_POOL, LiveSimulator, SimConfig
+    from grpo_tui.sim import LiveSimulator, demo_config
     from grpo_tui.ui.app import GrpoTuiApp
     from grpo_tui.ui.themes import ThemeError
 
@@ -149,8 +149,9 @@ def demo_command(
     with tempfile.TemporaryDirectory(prefix="grpo-tui-demo-") as tmp:
         output_dir = Path(tmp) / "output"
         output_dir.mkdir()
-        # the demo iterates a fixed prompt set, so its prompt ledger has visits to follow
-        config = SimConfig(scenario=scenario, use_wall_clock=True, prompt_pool=DEMO_PROMPT_POOL)
+        # prompts that come back and checkpoint folders: the ledger and the checkpoint
+        # answer have something to show
+        config = demo_config(scenario, use_wall_clock=True)
         simulator = LiveSimulator(output_dir, config, steps_per_second=speed)
         try:
             app = GrpoTuiApp(output_dir, theme=theme, rules=rules, cycle_seconds=cycle_seconds)

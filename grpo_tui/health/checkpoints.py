@@ -203,9 +203,18 @@ def advise(run: Run, diagnosis: Diagnosis) -> CheckpointAdvice:
     on_disk = {c.step: c.path for c in listing.kept}
     series, chosen_by = _series(diagnosis)
     course = series.shape if series is not None else None
+    # an eval scores each checkpoint's weights on one fixed set, usually at the save steps:
+    # its own point there is the checkpoint's number (a stretch median of a few evals would
+    # smooth the one good eval away), and its peak the highest point
+    points = _eval_points(series) if chosen_by == "eval reward" and series is not None else {}
+    peak_point = max(points.items(), key=lambda item: (item[1], -item[0])) if points else None
 
     def pick(step: int) -> CheckpointPick:
-        level = _level_at(series, course, step) if series is not None else None
+        if step in points and course is not None:
+            sigma = course.noise.sigma
+            level: Level | None = Level(points[step], step, step, 1, sigma)
+        else:
+            level = _level_at(series, course, step) if series is not None else None
         return CheckpointPick(
             step,
             step in on_disk,
@@ -226,9 +235,15 @@ def advise(run: Run, diagnosis: Diagnosis) -> CheckpointAdvice:
         said_by=listing.said_by,
         series=series.name if series is not None else "",
         chosen_by=chosen_by,
-        peak=course.peak.value if course is not None else None,
-        peak_steps=course.peak.window.span if course is not None else "",
-        peak_from=course.peak.first_step if course is not None else None,
+        peak=(peak_point[1] if peak_point else course.peak.value) if course is not None else None,
+        peak_steps=(
+            (f"step {format_step(peak_point[0])}" if peak_point else course.peak.window.span)
+            if course is not None
+            else ""
+        ),
+        peak_from=(peak_point[0] if peak_point else course.peak.first_step)
+        if course is not None
+        else None,
         now=course.stretches[-1].value if course is not None else None,
         now_steps=course.stretches[-1].window.span if course is not None else "",
         trainer_best=listing.best_step,
@@ -403,6 +418,16 @@ def _series(diagnosis: Diagnosis) -> tuple[Judgement | None, str]:
     if f.reward is not None:
         return f.reward, "reward (no single task reward is named)" if tasks else "task reward"
     return None, ""
+
+
+def _eval_points(series: Judgement) -> dict[float, float]:
+    """An eval's finite points by step."""
+    view = series.view
+    return {
+        float(step): float(value)
+        for step, value in zip(view.steps, view.values)
+        if math.isfinite(float(value))
+    }
 
 
 def _level_at(series: Judgement, course: Course | None, step: int) -> Level | None:

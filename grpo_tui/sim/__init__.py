@@ -21,13 +21,22 @@ text and its rewards are text.py; writer.py steps through the run and writes its
 from grpo_tui.sim.scenarios import SCENARIO_REGIMES, SCENARIOS, Regime, regime_at
 from grpo_tui.sim.writer import (
     DEMO_PROMPT_POOL,
+    DEMO_SAVE_STEPS,
     SPIKE_METRICS,
     LiveSimulator,
     SimConfig,
+    demo_config,
     format_time,
     write_run,
 )
 
-__all__ = ["DEMO_PROMPT_POOL", "SCENARIOS", "SCENARIO_REGIMES", "SPIKE_METRICS", "LiveSimulator"]
+__all__ = [
+    "DEMO_PROMPT_POOL",
+    "DEMO_SAVE_STEPS",
+    "SCENARIOS",
+    "SCENARIO_REGIMES",
+    "SPIKE_METRICS",
+    "LiveSimulator",
+]
 __all__ += ["Regime"]
-__all__ += ["SimConfig", "format_time", "regime_at", "write_run"]
+__all__ += ["SimConfig", "demo_config", "format_time", "regime_at", "write_run"]

@@ -72,11 +72,16 @@ class SimConfig:
     model: str = "Qwen/Qwen2.5-1.5B-Instruct"
     """Model id written to args.json."""
     use_wall_clock: bool = False
+    """Name the run dir after the current time (live demo) instead of a seed-derived one."""
     prompt_pool: int = 0
     """Training prompts iterated in order, epoch after epoch, each with its own fixed
     difficulty (the demo's: prompts come back, so the prompt ledger has visits to follow);
     0 draws a new prompt every time (the runs the tests pin)."""
-    """Name the run dir after the current time (live demo) instead of a seed-derived one."""
+    save_steps: int = 0
+    """A checkpoint folder `checkpoint-N` every this many steps, as ms-swift's
+    `--save_steps` (args.json says it): empty, the simulator has no weights to save, but
+    the checkpoint answer has folders to name (the demo's). 0: none (the runs the tests
+    pin keep their bytes)."""
     spikes: tuple[tuple[str, float, float], ...] = ()
     """Isolated spikes: (metric as logged, t, factor). The first train line logged at or
     after training progress t (or the last train line, when none is) shows that metric
@@ -94,6 +99,8 @@ class SimConfig:
             raise ValueError("max_completion_length >= 32, eval_prompts >= 1, eval_steps >= 0")
         if self.prompt_pool < 0:
             raise ValueError("prompt_pool: >= 0 (0: a new prompt every draw)")
+        if self.save_steps < 0:
+            raise ValueError("save_steps: >= 0 (0: no checkpoint folders)")
         for metric, t, factor in self.spikes:
             if metric not in SPIKE_METRICS:
                 raise ValueError(f"spike metric {metric!r}: one of {', '.join(SPIKE_METRICS)}")
@@ -116,6 +123,20 @@ would contradict."""
 #: the demo's training set: 96 prompts (12 batches of 8) iterated epoch after epoch, so a
 #: 300-step demo logs each batch about 5 times and the prompt ledger has visits to follow
 DEMO_PROMPT_POOL = 96
+#: the demo's checkpoint schedule: six folders over its 300 steps
+DEMO_SAVE_STEPS = 50
+
+
+def demo_config(scenario: str, *, seed: int = 0, use_wall_clock: bool = False) -> SimConfig:
+    """The settings `grpo-tui demo` runs a scenario with (and bench/diagnosis.py checks it
+    at): SimConfig's defaults, prompts that come back, checkpoint folders."""
+    return SimConfig(
+        scenario=scenario,
+        seed=seed,
+        use_wall_clock=use_wall_clock,
+        prompt_pool=DEMO_PROMPT_POOL,
+        save_steps=DEMO_SAVE_STEPS,
+    )
 
 
 _PARAMETER_INFO = (
@@ -503,6 +524,8 @@ def _args(cfg: SimConfig, run_dir: Path) -> dict[str, Any]:
         "sim_seed": cfg.seed,
         # only when set, so that runs without spikes keep their args.json bytes
         **({"sim_spikes": [list(spike) for spike in cfg.spikes]} if cfg.spikes else {}),
+        # the folders' schedule, when they are written (ms-swift's default is eval_steps)
+        **({"save_steps": cfg.save_steps} if cfg.save_steps else {}),
     }
 
 
@@ -531,8 +554,9 @@ def write_run(
     if max_steps is not None:
         cfg = replace(cfg, max_steps=max_steps)
     run_dir, sim = _start_run(out_dir, cfg)
-    for _, calls in sim.events():
+    for step, calls in sim.events():
         _append(run_dir, calls)
+        _save(run_dir, cfg, step)
     return run_dir
 
 
@@ -542,6 +566,13 @@ def _append(run_dir: Path, calls: list[_LogCall]) -> None:
         if call.completions is not None:
             _append_line(run_dir / "completions.jsonl", call.completions)
         _append_line(run_dir / "logging.jsonl", call.line)
+
+
+def _save(run_dir: Path, cfg: SimConfig, step: int) -> None:
+    """The checkpoint folder of `step`, when the schedule saves one there (written after
+    the step's lines, as a trainer saves after logging)."""
+    if cfg.save_steps and step > 0 and step % cfg.save_steps == 0:
+        (run_dir / f"checkpoint-{step}").mkdir(exist_ok=True)
 
 
 def _append_line(path: Path, obj: Any) -> None:
@@ -558,6 +589,7 @@ class LiveSimulator:
         if steps_per_second <= 0:
             raise ValueError("steps_per_second must be > 0")
         self.steps_per_second = steps_per_second
+        self.config = config
         self.run_dir, sim = _start_run(out_dir, config)
         self._events = sim.events()
         self._pending = next(self._events, None)
@@ -570,6 +602,7 @@ class LiveSimulator:
             return False
         step, calls = self._pending
         _append(self.run_dir, calls)
+        _save(self.run_dir, self.config, step)
         self._written_step = step
         self._pending = next(self._events, None)
         return self._pending is not None
