@@ -468,3 +468,29 @@ def test_rows_it_cannot_use_are_counted_and_shown(tmp_path: Path) -> None:
     assert [bad.line_no for bad in polled.bad] == list(range(2, 31, 2))
     assert {bad.reason for bad in polled.bad} == {"its metrics are not a JSON object"}
     assert polled.bad[0].excerpt == "{not json" and polled.bad[0].origin == "damaged.db"
+
+
+def test_trackio_creating_its_tables_is_waited_for(tmp_path: Path) -> None:
+    """Each CREATE of trackio's commits on its own: a database holding only trackio's other
+    tables, its metrics table not yet there, is being created (waited for, no problem), and
+    read once the metrics table comes."""
+    db = tmp_path / "young.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE TABLE configs (id INTEGER PRIMARY KEY AUTOINCREMENT, run_name TEXT)")
+        conn.commit()
+    store = TrackioStore(db)
+    polled = store.poll()
+    assert polled.problem is None and polled.records == []
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "CREATE TABLE metrics (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT, "
+            "run_name TEXT, step INTEGER, metrics TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO metrics (timestamp, run_name, step, metrics) VALUES (?, ?, ?, ?)",
+            ("2026-12-08T00:00:00", "run-1", 1, '{"train/reward": 0.5}'),
+        )
+        conn.commit()
+    polled = store.poll()
+    assert polled.problem is None
+    assert [record["step"] for record in polled.records] == [1]

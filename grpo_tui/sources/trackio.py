@@ -431,8 +431,13 @@ class _Schema:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(metrics)")}
         missing = sorted({"id", "run_name", "step", "metrics"} - columns)
         if missing:
-            tables = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
-            if not tables:
+            tables = {
+                row[0]
+                for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            if not columns and tables <= TRACKIO_TABLES:
+                # nothing yet, or trackio creating its tables one statement at a time (each
+                # CREATE commits on its own): the metrics table is still to come
                 return None
             raise NotTrackio(
                 "a metrics table without trackio's " + ", ".join(missing)
@@ -459,6 +464,27 @@ def _order(conn: sqlite3.Connection) -> str:
         "its metrics table has no rowid and a non-integer id: the order its rows were "
         "written in cannot be told"
     )
+
+
+#: the tables trackio creates (trackio/sqlite_storage.py `init_db`, 0.28+) and SQLite's
+#: own bookkeeping: a database holding only these and no metrics table is being created
+TRACKIO_TABLES = frozenset(
+    {
+        "metrics",
+        "configs",
+        "system_metrics",
+        "project_metadata",
+        "pending_uploads",
+        "alerts",
+        "traces",
+        "artifacts",
+        "artifact_versions",
+        "artifact_aliases",
+        "run_artifact_links",
+        "external_run_artifact_links",
+        "sqlite_sequence",
+    }
+)
 
 
 class NotTrackio(ValueError):
