@@ -17,9 +17,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from helpers import SSHD, SshServer, start_sshd
+
+from grpo_tui.health.rules import RULES_ENV
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -91,3 +94,11 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     server = start_sshd(tmp_path_factory.mktemp("sshd"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither GRPO_TUI_RULES nor a rules file in the user's config folder: the tests judge
+    with the default rules whatever the machine has set."""
+    monkeypatch.delenv(RULES_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))

@@ -933,3 +933,14 @@ def load_bench(name: str) -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up while decorating
     spec.loader.exec_module(module)
     return module
+
+
+#: a sweep of real corpus runs for the board: two that went wrong, two saturated, one
+#: healthy
+BOARD_SWEEP = (
+    "trl-redteam-finance-sparse",
+    "trl-qwen7b-gsm8k-lr1e-4-collapse",
+    "trl-qwen7b-gsm8k-vanilla",
+    "trl-qwen35-9b-gsm8k-learning",
+    "verl-qwen3-8b-dapomath-grpo-A",
+)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import FIXED_MTIME, wait_until
+from helpers import BOARD_SWEEP, FIXED_MTIME, wait_until
 from textual.pilot import Pilot
 
 from grpo_tui.health.rules import Rules
@@ -20,13 +20,7 @@ from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.screens.compare import CompareScreen
 
 CORPUS = Path(__file__).parent / "corpus"
-SWEEP = (
-    "trl-redteam-finance-sparse",
-    "trl-qwen7b-gsm8k-lr1e-4-collapse",
-    "trl-qwen7b-gsm8k-vanilla",
-    "trl-qwen35-9b-gsm8k-learning",
-    "verl-qwen3-8b-dapomath-grpo-A",
-)
+SWEEP = BOARD_SWEEP
 
 SnapCompare = Callable[..., bool]
 

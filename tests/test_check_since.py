@@ -17,7 +17,7 @@ from grpo_tui.commands.check import check_command, check_document
 from grpo_tui.commands.headless import read_run
 from grpo_tui.commands.output import EXIT_USAGE
 from grpo_tui.health.diagnose import Diagnosis, diagnose
-from grpo_tui.health.rules import RULES_ENV, Rules
+from grpo_tui.health.rules import Rules
 from grpo_tui.run.live import Run
 from grpo_tui.views.check_since import since_to_json
 from grpo_tui.views.report import diagnosis_to_json
@@ -34,10 +34,7 @@ RUNS = (
 FIXED_NOW = 1_900_000_000.0
 
 
-@pytest.fixture(autouse=True)
-def _no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(RULES_ENV, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+pytestmark = pytest.mark.usefixtures("no_user_rules")
 
 
 @functools.cache

@@ -25,7 +25,7 @@ from grpo_tui.commands.check import check_command, rules_command
 from grpo_tui.commands.inspect import inspect_command
 from grpo_tui.commands.output import print_renderable
 from grpo_tui.health.diagnose import diagnose
-from grpo_tui.health.rules import RULES_ENV, Rules
+from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
 from grpo_tui.ui.app import GrpoTuiApp
 from grpo_tui.ui.screens.detail import DetailScreen
@@ -37,10 +37,7 @@ from grpo_tui.views.report import render_check
 FIXED_NOW = 1_900_000_000.0
 
 
-@pytest.fixture(autouse=True)
-def _no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(RULES_ENV, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+pytestmark = pytest.mark.usefixtures("no_user_rules")
 
 
 @pytest.fixture

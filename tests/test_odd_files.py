@@ -49,10 +49,7 @@ RUN_DIR = "v0-20260101-000000"
 ENDS_WITHIN = 15.0
 
 
-@pytest.fixture(autouse=True)
-def _no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(RULES_ENV, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+pytestmark = pytest.mark.usefixtures("no_user_rules")
 
 
 def run_dir(tmp_path: Path, *, log: bool = True) -> Path:

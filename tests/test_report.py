@@ -25,7 +25,7 @@ from grpo_tui.commands.output import (
     EXIT_USAGE,
 )
 from grpo_tui.health.diagnose import diagnose
-from grpo_tui.health.rules import RULES_ENV, Rules
+from grpo_tui.health.rules import Rules
 from grpo_tui.run.follow import load_run
 from grpo_tui.run.live import Run
 from grpo_tui.sim import write_run
@@ -43,10 +43,7 @@ NOW = DATA_TIME + 95.0
 COLOUR_SGR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|9[0-7]|38;|48;)[0-9;]*m")
 
 
-@pytest.fixture(autouse=True)
-def _no_user_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(RULES_ENV, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+pytestmark = pytest.mark.usefixtures("no_user_rules")
 
 
 # -- small pieces -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import FIXED_MTIME, screen_text, wait_until
+from helpers import BOARD_SWEEP, FIXED_MTIME, screen_text, wait_until
 from textual.pilot import Pilot
 
 from grpo_tui.commands.board import check_board_command
@@ -38,14 +38,7 @@ from grpo_tui.ui.widgets.board_table import COLUMNS, WIDE_BOARD, layout, verdict
 from grpo_tui.views.naming import fit_run_names
 
 CORPUS = Path(__file__).parent / "corpus"
-#: a sweep of real runs: two that went wrong, two saturated, one healthy
-SWEEP = (
-    "trl-redteam-finance-sparse",
-    "trl-qwen7b-gsm8k-lr1e-4-collapse",
-    "trl-qwen7b-gsm8k-vanilla",
-    "trl-qwen35-9b-gsm8k-learning",
-    "verl-qwen3-8b-dapomath-grpo-A",
-)
+SWEEP = BOARD_SWEEP
 
 
 def make_sweep(parent: Path) -> Path:
